@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Idempotent set-up on Debian 12 with the CUDA toolkit: apt packages that are
+# missing, the pinned Python virtualenv (.venv), and the build (build/).
+# Environment: IB_BUILD_DIR (default build), IB_CMAKE_ARGS (extra cmake args).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
+      libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "setup: the CUDA toolkit (NVRTC) is required: install it under /usr/local/cuda" >&2
+  exit 1
+fi
+export PATH=/usr/local/cuda/bin:$PATH
+
+req=client/requirements.txt
+stamp=.venv/.requirements-$(sha256sum "$req" | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip==24.3.1
+  .venv/bin/python -m pip install -q -r "$req"
+  touch "$stamp"
+fi
+
+build=${IB_BUILD_DIR:-build}
+# shellcheck disable=SC2086
+cmake -S . -B "$build" -DIB_PYTHON="$root/.venv/bin/python" ${IB_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j"$(nproc)"

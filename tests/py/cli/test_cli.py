@@ -1,0 +1,79 @@
+"""The imgbatch binary's front ends: version, help, broker over TCP, run."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+BIN = os.environ["IB_BIN"]
+
+
+def test_version_reports_libraries_and_no_gpu_cleanly():
+    out = subprocess.run([BIN, "version"], capture_output=True, text=True, check=True).stdout
+    for lib in ("librdkafka 2.", "libvips 8.", "protobuf-c 1.", "nvrtc "):
+        assert lib in out
+    assert re.search(r"^(cuda device 0: .+|no CUDA device: .+)$", out, re.M)
+
+
+@pytest.mark.parametrize("cmd", ["version", "broker", "run", "worker", "demo"])
+def test_every_subcommand_has_help(cmd):
+    p = subprocess.run([BIN, cmd, "--help"], capture_output=True, text=True)
+    assert p.returncode == 0
+    assert p.stdout.startswith("usage: imgbatch " + cmd)
+    assert "exit codes" in p.stdout
+
+
+def test_unknown_command_is_a_usage_error():
+    assert subprocess.run([BIN, "frobnicate"], capture_output=True).returncode == 2
+
+
+@pytest.fixture
+def broker():
+    p = subprocess.Popen([BIN, "broker", "--topic", "t:2"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline().strip()
+        assert line.startswith("bootstrap="), line
+        yield p, line.split("=", 1)[1]
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=20) == 0
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
+def test_broker_serves_produce_consume_round_trip_to_kcat(broker):
+    _, bootstrap = broker
+    msgs = [f"message-{i}" for i in range(10)]
+    subprocess.run(["kcat", "-b", bootstrap, "-P", "-t", "t", "-p", "1"],
+                   input="\n".join(msgs) + "\n", text=True, check=True, timeout=30)
+    deadline = time.time() + 30
+    got = []
+    while time.time() < deadline and len(got) < len(msgs):
+        out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", "t", "-p", "1", "-o",
+                              "beginning", "-e", "-q"], capture_output=True, text=True,
+                             timeout=30).stdout
+        got = out.split()
+    assert got == msgs
+    meta = subprocess.run(["kcat", "-b", bootstrap, "-L", "-t", "t"], capture_output=True,
+                          text=True, timeout=30).stdout
+    assert "2 partitions" in meta
+
+
+def test_broker_rejects_bad_topic_spec():
+    p = subprocess.run([BIN, "broker", "--topic", "t:zero"], capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 2
+    assert "NAME:PARTITIONS" in p.stderr
+
+
+def test_run_answers_truncated_stream_with_parse_error_and_exit_1():
+    p = subprocess.run([BIN, "run"], input=b"\x80", capture_output=True, timeout=20)
+    assert p.returncode == 1
+    assert b"truncated" in p.stdout
+
+
+def test_run_with_empty_input_writes_nothing():
+    p = subprocess.run([BIN, "run"], input=b"", capture_output=True, timeout=20)
+    assert p.returncode == 0 and p.stdout == b""

@@ -1,0 +1,138 @@
+/* Graph parsing and validation: every rejection names what was wrong. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/graph.h"
+
+static uint8_t raw_px[4097];
+
+static Imgbatch__V1__Job *job_new(const char *mode, uint32_t w, uint32_t h, size_t nbytes) {
+  Imgbatch__V1__Job *j = calloc(1, sizeof *j);
+  imgbatch__v1__job__init(j);
+  Imgbatch__V1__Source *s = calloc(1, sizeof *s);
+  imgbatch__v1__source__init(s);
+  Imgbatch__V1__RawImage *r = calloc(1, sizeof *r);
+  imgbatch__v1__raw_image__init(r);
+  r->mode = (char *)mode;
+  r->width = w;
+  r->height = h;
+  r->data.data = raw_px;
+  r->data.len = nbytes;
+  s->kind_case = IMGBATCH__V1__SOURCE__KIND_RAW;
+  s->raw = r;
+  j->source = s;
+  return j;
+}
+
+static Imgbatch__V1__Node *add_node(Imgbatch__V1__Job *j, Imgbatch__V1__Node__OpCase c) {
+  Imgbatch__V1__Node *n = calloc(1, sizeof *n);
+  imgbatch__v1__node__init(n);
+  n->op_case = c;
+  j->nodes = realloc(j->nodes, (j->n_nodes + 1) * sizeof *j->nodes);
+  j->nodes[j->n_nodes++] = n;
+  if (c == IMGBATCH__V1__NODE__OP_SOURCE) {
+    n->source = calloc(1, sizeof *n->source);
+    imgbatch__v1__source_op__init(n->source);
+  } else if (c == IMGBATCH__V1__NODE__OP_COPY) {
+    n->copy = calloc(1, sizeof *n->copy);
+    imgbatch__v1__copy_op__init(n->copy);
+  }
+  return n;
+}
+
+static void link_input(Imgbatch__V1__Node *n, uint32_t from) {
+  n->inputs = realloc(n->inputs, (n->n_inputs + 1) * sizeof *n->inputs);
+  n->inputs[n->n_inputs++] = from;
+}
+
+static ib_status parse(Imgbatch__V1__Job *j, ib_graph **g, ib_error *err) {
+  size_t len = imgbatch__v1__job__get_packed_size(j);
+  uint8_t *buf = malloc(len + 1);
+  imgbatch__v1__job__pack(j, buf);
+  ib_status st = ib_graph_parse(buf, len, NULL, g, NULL, err);
+  free(buf);
+  return st;
+}
+
+Test(graph, garbage_bytes_are_invalid_at_parse) {
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  const uint8_t junk[] = {0x0f, 0xff, 0x01};
+  cr_assert_eq(ib_graph_parse(junk, sizeof junk, NULL, &g, NULL, &err), IB_INVALID);
+  cr_assert_eq(err.stage, IB_STAGE_PARSE);
+  cr_assert_null(g);
+}
+
+Test(graph, source_then_copy_validates_with_shape) {
+  Imgbatch__V1__Job *j = job_new("RGB", 4, 3, 36);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  link_input(add_node(j, IMGBATCH__V1__NODE__OP_COPY), 0);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(g->nodes[1].shape.mode, IB_MODE_RGB);
+  cr_assert_eq(g->nodes[1].shape.width, 4);
+  ib_graph_free(g);
+}
+
+Test(graph, self_reference_is_a_cycle) {
+  Imgbatch__V1__Job *j = job_new("L", 2, 2, 4);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  link_input(add_node(j, IMGBATCH__V1__NODE__OP_COPY), 1);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "cycle"), "%s", err.message);
+}
+
+Test(graph, unadmitted_mode_is_unsupported_and_named) {
+  Imgbatch__V1__Job *j = job_new("P", 2, 2, 4);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_UNSUPPORTED);
+  cr_assert(strstr(err.message, "'P'"), "%s", err.message);
+}
+
+Test(graph, raw_byte_count_must_match_shape) {
+  Imgbatch__V1__Job *j = job_new("RGBA", 3, 3, 35);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "36 bytes"), "%s", err.message);
+}
+
+Test(graph, more_than_256_ops_is_a_limit) {
+  Imgbatch__V1__Job *j = job_new("L", 1, 1, 1);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  for (uint32_t i = 1; i <= 256; i++) link_input(add_node(j, IMGBATCH__V1__NODE__OP_COPY), i - 1);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_LIMIT);
+}
+
+Test(graph, sides_over_4096_are_a_limit) {
+  Imgbatch__V1__Job *j = job_new("L", 4097, 1, 4097);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse(j, &g, &err), IB_LIMIT);
+}
+
+Test(graph, path_sources_cannot_escape_the_root) {
+  Imgbatch__V1__Job *j = job_new("L", 1, 1, 1);
+  j->source->kind_case = IMGBATCH__V1__SOURCE__KIND_PATH;
+  j->source->path = "../etc/passwd";
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  size_t len = imgbatch__v1__job__get_packed_size(j);
+  uint8_t *buf = malloc(len);
+  imgbatch__v1__job__pack(j, buf);
+  ib_graph_limits lim = {.source_root = "/tmp"};
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_graph_parse(buf, len, &lim, &g, NULL, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "source root"), "%s", err.message);
+  free(buf);
+}

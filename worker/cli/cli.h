@@ -1,0 +1,27 @@
+/* cli.h - the imgbatch front ends; each subcommand returns its exit code. */
+#ifndef IB_CLI_H
+#define IB_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/frame.h"
+
+/* Exit codes shared by all subcommands. */
+enum {
+  IB_EXIT_OK = 0,       /* done (per-job failures travel as error Results) */
+  IB_EXIT_FAILURE = 1,  /* the command could not do its work (I/O, framing, start-up) */
+  IB_EXIT_USAGE = 2     /* bad command line */
+};
+
+int ib_cmd_version(int argc, char **argv);
+int ib_cmd_broker(int argc, char **argv);
+int ib_cmd_run(int argc, char **argv);
+int ib_cmd_worker(int argc, char **argv);
+int ib_cmd_demo(int argc, char **argv);
+
+bool ib_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,48 @@
+/* imgbatch: one binary, one subcommand per front end. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+} commands[] = {
+    {"version", ib_cmd_version, "print library versions and the CUDA device found"},
+    {"broker", ib_cmd_broker, "run librdkafka's mock Kafka cluster on loopback"},
+    {"run", ib_cmd_run, "execute delimited Job messages from a file/stdin, write Results"},
+    {"worker", ib_cmd_worker, "consume jobs from Kafka and publish results"},
+    {"demo", ib_cmd_demo, "start broker + worker, publish sample jobs, write result images"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: imgbatch <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\n'imgbatch <command> --help' describes each command.\n"
+          "exit codes: 0 done, 1 failure, 2 usage error\n");
+}
+
+bool ib_wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return true;
+  return false;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return IB_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return IB_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "imgbatch: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return IB_EXIT_USAGE;
+}

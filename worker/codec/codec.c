@@ -1,0 +1,200 @@
+/*
+ * codec.c - libvips header checks, decode into caller memory, encode.
+ * The magic bytes pick the loader; the generic loader is never called on
+ * untrusted bytes (it probes ImageMagick).
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <vips/vips.h>
+
+#include "codec/codec.h"
+#include "core/error.h"
+
+typedef int (*loader_fn)(void *buf, size_t len, VipsImage **out, ...);
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_failed;
+
+static void init_vips(void) {
+  init_failed = VIPS_INIT("imgbatch") != 0;
+  if (!init_failed) {
+    /* One CPU pass over the pixels, no operation cache between jobs. */
+    vips_cache_set_max(0);
+    vips_concurrency_set(1);
+  }
+}
+
+/* libvips keeps its own error buffer; take its last line into ours. */
+static ib_status fail_vips(ib_error *err, ib_status st, ib_stage stage, const char *what) {
+  char detail[200];
+  snprintf(detail, sizeof detail, "%s", vips_error_buffer());
+  vips_error_clear();
+  size_t n = strlen(detail);
+  while (n && (detail[n - 1] == '\n' || detail[n - 1] == ' ')) detail[--n] = 0;
+  return ib_error_set(err, st, stage, "%s: %s", what, n ? detail : "libvips failed");
+}
+
+ib_status ib_codec_init(ib_error *err) {
+  pthread_once(&init_once, init_vips);
+  return init_failed ? fail_vips(err, IB_INTERNAL, IB_STAGE_DECODE, "libvips init") : IB_OK;
+}
+
+static loader_fn loader_for(const uint8_t *b, size_t n, const char **name) {
+  if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) return *name = "png", vips_pngload_buffer;
+  if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
+    return *name = "jpeg", vips_jpegload_buffer;
+  if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
+    return *name = "webp", vips_webpload_buffer;
+  if (n >= 4 && (memcmp(b, "II*\0", 4) == 0 || memcmp(b, "MM\0*", 4) == 0))
+    return *name = "tiff", vips_tiffload_buffer;
+  if (n >= 6 && (memcmp(b, "GIF87a", 6) == 0 || memcmp(b, "GIF89a", 6) == 0))
+    return *name = "gif", vips_gifload_buffer;
+  return NULL;
+}
+
+static ib_status open_lazy(const uint8_t *bytes, size_t len, VipsImage **img, const char **fmt,
+                           ib_error *err) {
+  ib_status st = ib_codec_init(err);
+  if (st != IB_OK) return st;
+  loader_fn load = loader_for(bytes, len, fmt);
+  if (!load)
+    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE,
+                "decode: unrecognised image bytes (not PNG, JPEG, WebP, TIFF or GIF)");
+  if (load((void *)bytes, len, img, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on",
+           VIPS_FAIL_ON_TRUNCATED, NULL) != 0)
+    return fail_vips(err, IB_DECODE, IB_STAGE_DECODE, *fmt);
+  return IB_OK;
+}
+
+static ib_status shape_of(VipsImage *img, const char *fmt, ib_shape *shape, ib_error *err) {
+  int bands = vips_image_get_bands(img);
+  if (vips_image_get_format(img) != VIPS_FORMAT_UCHAR)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_DECODE,
+                "decode: %s with %s samples not supported (8-bit only)", fmt,
+                vips_enum_nick(VIPS_TYPE_BAND_FORMAT, vips_image_get_format(img)));
+  bool cmyk = vips_image_get_interpretation(img) == VIPS_INTERPRETATION_CMYK;
+  switch (bands) {
+    case 1: shape->mode = IB_MODE_L; break;
+    case 2: shape->mode = IB_MODE_LA; break;
+    case 3: shape->mode = IB_MODE_RGB; break;
+    case 4: shape->mode = cmyk ? IB_MODE_CMYK : IB_MODE_RGBA; break;
+    default:
+      return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_DECODE, "decode: %s with %d bands not supported",
+                  fmt, bands);
+  }
+  shape->width = (uint32_t)vips_image_get_width(img);
+  shape->height = (uint32_t)vips_image_get_height(img);
+  return IB_OK;
+}
+
+ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
+  VipsImage *img = NULL;
+  const char *fmt = "";
+  ib_status st = open_lazy(bytes, len, &img, &fmt, err);
+  if (st != IB_OK) return st;
+  st = shape_of(img, fmt, shape, err);
+  g_object_unref(img);
+  return st;
+}
+
+ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err) {
+  VipsImage *img = NULL;
+  const char *fmt = "";
+  ib_status st = open_lazy(bytes, len, &img, &fmt, err);
+  if (st != IB_OK) return st;
+  ib_shape got;
+  if ((st = shape_of(img, fmt, &got, err)) != IB_OK) goto out;
+  if (memcmp(&got, shape, sizeof got) != 0) {
+    st = ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "decode: %s changed shape since its header", fmt);
+    goto out;
+  }
+  size_t size = (size_t)shape->width * shape->height * ib_mode_bands(shape->mode);
+  VipsImage *mem = vips_image_new_from_memory(dst, size, (int)shape->width, (int)shape->height,
+                                              (int)ib_mode_bands(shape->mode), VIPS_FORMAT_UCHAR);
+  if (!mem) {
+    st = fail_vips(err, IB_INTERNAL, IB_STAGE_DECODE, "decode target");
+    goto out;
+  }
+  /* Writing into a memory image wrapping `dst`: the decoder's rows land in
+   * the caller's buffer (pinned upload staging on the GPU path). */
+  if (vips_image_write(img, mem) != 0) st = fail_vips(err, IB_DECODE, IB_STAGE_DECODE, fmt);
+  g_object_unref(mem);
+out:
+  g_object_unref(img);
+  return st;
+}
+
+static VipsInterpretation interpretation_of(ib_mode m) {
+  switch (m) {
+    case IB_MODE_L:
+    case IB_MODE_LA: return VIPS_INTERPRETATION_B_W;
+    case IB_MODE_CMYK: return VIPS_INTERPRETATION_CMYK;
+    default: return VIPS_INTERPRETATION_sRGB;
+  }
+}
+
+ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
+                          size_t *len, ib_error *err) {
+  size_t size = ib_image_bytes(im);
+  Imgbatch__V1__Format format = spec ? spec->format : IMGBATCH__V1__FORMAT__RAW;
+  if (format == IMGBATCH__V1__FORMAT__RAW) {
+    *out = g_malloc(size ? size : 1);
+    memcpy(*out, im->data, size);
+    *len = size;
+    return IB_OK;
+  }
+  ib_status st = ib_codec_init(err);
+  if (st != IB_OK) return st;
+  VipsImage *img = vips_image_new_from_memory(im->data, size, (int)im->width, (int)im->height,
+                                              (int)ib_mode_bands(im->mode), VIPS_FORMAT_UCHAR);
+  if (!img) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode source");
+  img->Type = interpretation_of(im->mode);
+  void *buf = NULL;
+  size_t n = 0;
+  int rc = -1;
+  int q = spec->quality ? (int)spec->quality : 75;
+  const char *name = "png";
+  switch (format) {
+    case IMGBATCH__V1__FORMAT__PNG:
+      rc = vips_pngsave_buffer(img, &buf, &n, "compression",
+                               spec->compression ? (int)spec->compression : 6, NULL);
+      break;
+    case IMGBATCH__V1__FORMAT__JPEG:
+      name = "jpeg";
+      if (im->mode == IB_MODE_LA || im->mode == IB_MODE_RGBA || im->mode == IB_MODE_RGBX) {
+        g_object_unref(img);
+        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE, "encode: jpeg cannot store mode %s",
+                    ib_mode_name(im->mode));
+      }
+      rc = vips_jpegsave_buffer(img, &buf, &n, "Q", q, NULL);
+      break;
+    case IMGBATCH__V1__FORMAT__WEBP:
+      name = "webp";
+      if (im->mode == IB_MODE_CMYK || im->mode == IB_MODE_RGBX || im->mode == IB_MODE_LA ||
+          im->mode == IB_MODE_L) {
+        g_object_unref(img);
+        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE, "encode: webp cannot store mode %s",
+                    ib_mode_name(im->mode));
+      }
+      rc = vips_webpsave_buffer(img, &buf, &n, "Q", q, "lossless", spec->lossless ? TRUE : FALSE,
+                                NULL);
+      break;
+    case IMGBATCH__V1__FORMAT__TIFF:
+      name = "tiff";
+      rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
+      break;
+    default:
+      g_object_unref(img);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_ENCODE, "encode: unknown format %d", (int)format);
+  }
+  g_object_unref(img);
+  if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
+  *out = buf;
+  *len = n;
+  return IB_OK;
+}
+
+void ib_codec_free(void *p) { g_free(p); }

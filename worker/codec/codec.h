@@ -1,0 +1,34 @@
+/*
+ * codec.h - libvips decode/encode and header checks (internal).
+ * Untrusted bytes: the magic is checked and the specific loader called
+ * (png/jpeg/webp/tiff/gif), never the generic loader (which probes
+ * ImageMagick). Headers are read lazily, so limits are checked before decode.
+ */
+#ifndef IB_CODEC_H
+#define IB_CODEC_H
+
+#include "imgbatch.h"
+#include "ops/op.h"
+
+/* Process-wide libvips start-up; safe to call repeatedly and from threads. */
+ib_status ib_codec_init(ib_error *err);
+
+/* Reads the header only: the mode the decoded pixels will have (L, LA, RGB,
+ * RGBA, CMYK from bands/interpretation; 8-bit only) and the size. Errors:
+ * IB_DECODE (unknown magic, corrupt header), IB_UNSUPPORTED (16-bit, float,
+ * odd band counts). Stage is IB_STAGE_DECODE. */
+ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
+
+/* Decodes into `dst`, whose data the caller allocated for exactly the shape
+ * ib_codec_header reported (so the decoder can write straight into pinned
+ * upload staging). Truncated or corrupt data is IB_DECODE. */
+ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err);
+
+/* Encodes `im` per `spec` (RAW returns a copy of the pixels). `*out` is
+ * g_malloc'ed: free it with ib_codec_free. Stage IB_STAGE_ENCODE. */
+ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
+                          size_t *len, ib_error *err);
+void ib_codec_free(void *p);
+
+#endif

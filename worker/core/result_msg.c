@@ -1,0 +1,120 @@
+/* Building and framing Result messages. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/frame.h"
+#include "codec/codec.h"
+#include "core/result_msg.h"
+
+void ib_result_msg_init(ib_result_msg *r) {
+  memset(r, 0, sizeof *r);
+  imgbatch__v1__result__init(&r->msg);
+  imgbatch__v1__image_data__init(&r->image);
+  imgbatch__v1__job_error__init(&r->error);
+  imgbatch__v1__timings__init(&r->timings);
+  r->msg.timings = &r->timings;
+}
+
+static void set_key(ib_result_msg *r, const ib_key *key) {
+  if (!key) return;
+  if (key->is_u64) {
+    r->msg.input_key_case = IMGBATCH__V1__RESULT__INPUT_KEY_KEY_U64;
+    r->msg.key_u64 = key->u64;
+    r->error.input_key_case = IMGBATCH__V1__JOB_ERROR__INPUT_KEY_KEY_U64;
+    r->error.key_u64 = key->u64;
+  } else {
+    r->key_str = strdup(key->str ? key->str : "");
+    r->error_key_str = strdup(key->str ? key->str : "");
+    r->msg.input_key_case = IMGBATCH__V1__RESULT__INPUT_KEY_KEY_STRING;
+    r->msg.key_string = r->key_str ? r->key_str : (char *)"";
+    r->error.input_key_case = IMGBATCH__V1__JOB_ERROR__INPUT_KEY_KEY_STRING;
+    r->error.key_string = r->error_key_str ? r->error_key_str : (char *)"";
+  }
+}
+
+static Imgbatch__V1__ErrorKind kind_of(ib_status s) {
+  switch (s) {
+    case IB_INVALID: return IMGBATCH__V1__ERROR_KIND__INVALID;
+    case IB_UNSUPPORTED: return IMGBATCH__V1__ERROR_KIND__UNSUPPORTED;
+    case IB_LIMIT:
+    case IB_QUEUE_FULL:
+    case IB_RESULT_BACKPRESSURE: return IMGBATCH__V1__ERROR_KIND__LIMIT;
+    case IB_DECODE: return IMGBATCH__V1__ERROR_KIND__DECODE_ERROR;
+    case IB_DEVICE: return IMGBATCH__V1__ERROR_KIND__DEVICE;
+    case IB_TIMEOUT: return IMGBATCH__V1__ERROR_KIND__TIMEOUT;
+    default: return IMGBATCH__V1__ERROR_KIND__INTERNAL;
+  }
+}
+
+void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const ib_key *key,
+                         const ib_error *err) {
+  if (has_id) {
+    r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
+    r->msg.job_id = job_id;
+    r->error.job_id_present_case = IMGBATCH__V1__JOB_ERROR__JOB_ID_PRESENT_JOB_ID;
+    r->error.job_id = job_id;
+  }
+  set_key(r, key);
+  r->error.stage = (Imgbatch__V1__Stage)err->stage;
+  r->error.kind = kind_of(err->status);
+  r->error.message = (char *)err->message;
+  r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_ERROR;
+  r->msg.error = &r->error;
+}
+
+ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
+                              const ib_image *im, ib_error *err) {
+  const Imgbatch__V1__OutputSpec *spec = g->job->output;
+  const Imgbatch__V1__CpuOutput *cpu = NULL;
+  if (spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU) {
+    err->status = IB_UNSUPPORTED;
+    err->stage = IB_STAGE_ADMIT;
+    snprintf(err->message, sizeof err->message,
+             "output gpu: resident outputs need a CUDA executor that keeps them");
+    return IB_UNSUPPORTED;
+  }
+  if (spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU) cpu = spec->cpu;
+  size_t len = 0;
+  ib_status st = ib_codec_encode(im, cpu, &r->encoded, &len, err);
+  if (st != IB_OK) return st;
+  r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
+  r->msg.job_id = job_id;
+  set_key(r, ib_graph_key(g));
+  r->image.mode = (char *)ib_mode_name(im->mode);
+  r->image.width = im->width;
+  r->image.height = im->height;
+  r->image.format = cpu ? cpu->format : IMGBATCH__V1__FORMAT__RAW;
+  r->image.data.data = r->encoded;
+  r->image.data.len = len;
+  r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_IMAGE;
+  r->msg.image = &r->image;
+  r->msg.n_metadata = g->job->n_metadata;
+  r->msg.metadata = (Imgbatch__V1__Result__MetadataEntry **)g->job->metadata;
+  if (g->job->correlation_present_case == IMGBATCH__V1__JOB__CORRELATION_PRESENT_CORRELATION_ID) {
+    r->msg.correlation_present_case = IMGBATCH__V1__RESULT__CORRELATION_PRESENT_CORRELATION_ID;
+    r->msg.correlation_id = g->job->correlation_id;
+  }
+  return IB_OK;
+}
+
+uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len) {
+  *len = imgbatch__v1__result__get_packed_size(&r->msg);
+  uint8_t *buf = malloc(*len ? *len : 1);
+  if (buf) imgbatch__v1__result__pack(&r->msg, buf);
+  return buf;
+}
+
+bool ib_result_msg_write(const ib_result_msg *r, FILE *out) {
+  size_t len = 0;
+  uint8_t *buf = ib_result_msg_pack(r, &len);
+  bool ok = buf && ib_frame_write(out, buf, len);
+  free(buf);
+  return ok;
+}
+
+void ib_result_msg_clear(ib_result_msg *r) {
+  ib_codec_free(r->encoded);
+  free(r->key_str);
+  free(r->error_key_str);
+  ib_result_msg_init(r);
+}

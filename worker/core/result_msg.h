@@ -1,0 +1,36 @@
+/* result_msg.h - building imgbatch.v1.Result messages (shared by the run
+ * command and the Kafka worker). The message borrows from the graph given
+ * to ib_result_msg_image until it is written; it owns its encoded bytes. */
+#ifndef IB_RESULT_MSG_H
+#define IB_RESULT_MSG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "plan/graph.h"
+#include "proto/imgbatch.pb-c.h"
+
+typedef struct ib_result_msg {
+  Imgbatch__V1__Result msg;
+  Imgbatch__V1__ImageData image;
+  Imgbatch__V1__JobError error;
+  Imgbatch__V1__Timings timings;
+  uint8_t *encoded; /* owned (ib_codec_free) */
+  char *key_str;    /* owned */
+  char *error_key_str;
+} ib_result_msg;
+
+void ib_result_msg_init(ib_result_msg *r);
+/* An error result; with has_id false the job never got an id (unparseable). */
+void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const ib_key *key,
+                         const ib_error *err);
+/* An image result encoded per the job's output spec (raw when absent). */
+ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
+                              const ib_image *im, ib_error *err);
+/* Packs and writes one varint-delimited frame. */
+bool ib_result_msg_write(const ib_result_msg *r, FILE *out);
+/* Packs into a malloc'ed buffer. */
+uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len);
+void ib_result_msg_clear(ib_result_msg *r);
+
+#endif

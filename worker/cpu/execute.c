@@ -1,0 +1,40 @@
+/* Node-by-node CPU execution; an intermediate is released right after its
+ * last reader ran, so the working set stays near the graph's live width. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cpu/cpu_backend.h"
+
+ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
+  ib_image *ims = calloc(g->n_nodes, sizeof *ims);
+  if (!ims) return IB_INTERNAL;
+  ib_status st = IB_OK;
+  size_t i;
+  for (i = 0; i < g->n_nodes && st == IB_OK; i++) {
+    const ib_node *n = &g->nodes[i];
+    if (ib_image_alloc(&ims[i], n->shape.mode, n->shape.width, n->shape.height) != IB_OK) {
+      snprintf(err->message, sizeof err->message, "node %zu: op %s: out of memory", i,
+               n->op->name);
+      err->status = st = IB_INTERNAL;
+      err->stage = IB_STAGE_EXECUTE;
+      break;
+    }
+    const ib_image *in[2] = {NULL, NULL};
+    for (unsigned k = 0; k < n->n_inputs; k++) in[k] = &ims[n->inputs[k]];
+    st = n->op->cpu(n, in, &ims[i], err);
+    if (st != IB_OK) {
+      if (err->stage == IB_STAGE_NONE || err->stage == IB_STAGE_VALIDATE)
+        err->stage = n->op->cls == IB_CLASS_SOURCE ? IB_STAGE_DECODE : IB_STAGE_EXECUTE;
+      break;
+    }
+    for (unsigned k = 0; k < n->n_inputs; k++)
+      if (g->nodes[n->inputs[k]].last_use == i) ib_image_release(&ims[n->inputs[k]]);
+  }
+  if (st == IB_OK) {
+    *out = ims[g->n_nodes - 1];
+    ims[g->n_nodes - 1].data = NULL;
+  }
+  for (size_t k = 0; k < g->n_nodes; k++) ib_image_release(&ims[k]);
+  free(ims);
+  return st;
+}

@@ -1,0 +1,31 @@
+/* Image.copy(): the identity; exists so a graph can name it. */
+#include <string.h>
+
+#include "ops/op.h"
+#include "plan/graph.h"
+
+static ib_status copy_infer(const ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err) {
+  ib_status st = ib_op_check_mode(node->op, &in[0], err);
+  if (st != IB_OK) return st;
+  *out = in[0];
+  return IB_OK;
+}
+
+static ib_status copy_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                          ib_error *err) {
+  (void)node;
+  (void)err;
+  memcpy(out->data, in[0]->data, ib_image_bytes(out));
+  return IB_OK;
+}
+
+const ib_op_desc ib_op_copy = {
+    .name = "copy",
+    .op_case = IMGBATCH__V1__NODE__OP_COPY,
+    .cls = IB_CLASS_POINTWISE,
+    .modes = IB_MODES_ALL,
+    .n_inputs = 1,
+    .infer = copy_infer,
+    .param_bytes = ib_op_no_params,
+    .cpu = copy_cpu,
+};

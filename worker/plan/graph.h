@@ -1,0 +1,46 @@
+/*
+ * graph.h - the parsed job graph (internal). Nodes keep a pointer to their
+ * protobuf message, so op rows read their typed params straight from the wire
+ * struct; the graph owns the unpacked Job.
+ */
+#ifndef IB_GRAPH_H
+#define IB_GRAPH_H
+
+#include "imgbatch.h"
+#include "ops/op.h"
+#include "proto/imgbatch.pb-c.h"
+
+typedef struct ib_source {
+  const Imgbatch__V1__Source *pb;
+  ib_shape shape;      /* from the header (encoded) or the message (raw/fill) */
+  const uint8_t *bytes; /* encoded or raw bytes (borrowed from the job or file_bytes) */
+  size_t len;
+  uint8_t *file_bytes; /* owned: a path source read at parse time */
+} ib_source;
+
+typedef struct ib_node {
+  const Imgbatch__V1__Node *pb;
+  const ib_op_desc *op;
+  ib_graph *graph;
+  unsigned n_inputs;
+  uint32_t inputs[2];
+  ib_shape shape;       /* output shape, set by validation */
+  unsigned last_use;    /* index of the last node reading this one (for freeing) */
+} ib_node;
+
+struct ib_graph {
+  Imgbatch__V1__Job *job;
+  ib_key key;
+  ib_source *sources;
+  size_t n_sources;
+  ib_node *nodes;
+  size_t n_nodes;
+  uint64_t param_bytes;    /* sum over nodes */
+  uint64_t peak_bytes;     /* conservative working set: all node outputs alive */
+};
+
+/* Builds graph nodes from job->nodes and validates them in order (shapes,
+ * params, modes, cycles). Sources must already be filled in. */
+ib_status ib_graph_validate(ib_graph *g, ib_error *err);
+
+#endif

@@ -1,0 +1,271 @@
+/*
+ * parse.c - serialized Job -> ib_graph: unpack, key, metadata bounds,
+ * sources (headers only, never a decode), then validation of the nodes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec/codec.h"
+#include "core/error.h"
+#include "plan/graph.h"
+
+#define DEFAULT_MAX_SOURCE_BYTES (256ull << 20)
+#define DEFAULT_MAX_METADATA_BYTES (64ull << 10)
+#define MAX_METADATA_DEPTH 8
+
+static int value_depth(const Imgbatch__V1__Value *v) {
+  int deepest = 0;
+  if (v->kind_case == IMGBATCH__V1__VALUE__KIND_LIST_VALUE && v->list_value) {
+    for (size_t i = 0; i < v->list_value->n_items; i++) {
+      int d = value_depth(v->list_value->items[i]);
+      if (d > deepest) deepest = d;
+    }
+  } else if (v->kind_case == IMGBATCH__V1__VALUE__KIND_MAP_VALUE && v->map_value) {
+    for (size_t i = 0; i < v->map_value->n_entries; i++) {
+      const Imgbatch__V1__Value *e = v->map_value->entries[i]->value;
+      int d = e ? value_depth(e) : 0;
+      if (d > deepest) deepest = d;
+    }
+  } else {
+    return 1;
+  }
+  return deepest + 1;
+}
+
+static ib_status check_metadata(const Imgbatch__V1__Job *job, uint64_t cap, ib_error *err) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < job->n_metadata; i++) {
+    const Imgbatch__V1__Job__MetadataEntry *e = job->metadata[i];
+    bytes += protobuf_c_message_get_packed_size(&e->base);
+    /* The map itself is level 1; a scalar value adds one. */
+    if (e->value && value_depth(e->value) + 1 > MAX_METADATA_DEPTH)
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                  "metadata: key '%s' nests deeper than %d levels", e->key ? e->key : "",
+                  MAX_METADATA_DEPTH);
+  }
+  if (bytes > cap)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                "metadata: %llu bytes exceed the %llu byte limit", (unsigned long long)bytes,
+                (unsigned long long)cap);
+  return IB_OK;
+}
+
+/* Resolves `rel` inside `root` and reads it; rejects absolute paths, ".."
+ * components and symlinks that lead outside the root. */
+static ib_status read_path_source(const char *root, const char *rel, uint64_t cap, ib_source *s,
+                                  size_t idx, ib_error *err) {
+  if (!root)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                "source %zu: path sources need a configured source root", idx);
+  if (!rel[0] || rel[0] == '/' || strcmp(rel, "..") == 0 || strncmp(rel, "../", 3) == 0 ||
+      strstr(rel, "/../") || (strlen(rel) >= 3 && strcmp(rel + strlen(rel) - 3, "/..") == 0))
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                "source %zu: path '%s' must be relative and stay inside the source root", idx, rel);
+  char real_root[PATH_MAX], joined[PATH_MAX], real_file[PATH_MAX];
+  if (!realpath(root, real_root))
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source root '%s': %s", root, strerror(errno));
+  if ((size_t)snprintf(joined, sizeof joined, "%s/%s", real_root, rel) >= sizeof joined)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: path too long", idx);
+  if (!realpath(joined, real_file))
+    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: path '%s': %s", idx, rel,
+                strerror(errno));
+  size_t rl = strlen(real_root);
+  if (strncmp(real_file, real_root, rl) != 0 || real_file[rl] != '/')
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                "source %zu: path '%s' resolves outside the source root", idx, rel);
+  int fd = open(real_file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: open '%s': %s", idx, rel,
+                strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: '%s' is not a regular file", idx,
+                rel);
+  }
+  if ((uint64_t)st.st_size > cap) {
+    close(fd);
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                "source %zu: %lld bytes exceed the %llu byte source limit", idx,
+                (long long)st.st_size, (unsigned long long)cap);
+  }
+  s->file_bytes = malloc(st.st_size ? (size_t)st.st_size : 1);
+  if (!s->file_bytes) {
+    close(fd);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source %zu: out of memory", idx);
+  }
+  size_t got = 0;
+  while (got < (size_t)st.st_size) {
+    ssize_t n = read(fd, s->file_bytes + got, (size_t)st.st_size - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd);
+  s->bytes = s->file_bytes;
+  s->len = got;
+  return IB_OK;
+}
+
+static ib_status check_side(uint32_t w, uint32_t h, const char *what, size_t idx, ib_error *err) {
+  if (w == 0 || h == 0)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: %s size %ux%u is empty", idx,
+                what, w, h);
+  if (w > IB_MAX_SIDE || h > IB_MAX_SIDE)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                "source %zu: %s size %ux%u exceeds the %ux%u bound", idx, what, w, h, IB_MAX_SIDE,
+                IB_MAX_SIDE);
+  return IB_OK;
+}
+
+static ib_status mode_of(const char *name, size_t idx, ib_mode *m, ib_error *err) {
+  *m = ib_mode_parse(name);
+  if (*m == IB_MODE_NONE)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                "source %zu: mode '%s' not supported (admitted: L, LA, RGB, RGBA, CMYK, RGBX)",
+                idx, name ? name : "");
+  return IB_OK;
+}
+
+static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limits *lim,
+                             ib_source *s, size_t idx, ib_error *err) {
+  s->pb = pb;
+  ib_status st;
+  switch (pb ? pb->kind_case : IMGBATCH__V1__SOURCE__KIND__NOT_SET) {
+    case IMGBATCH__V1__SOURCE__KIND_RAW: {
+      const Imgbatch__V1__RawImage *r = pb->raw;
+      if ((st = mode_of(r->mode, idx, &s->shape.mode, err)) != IB_OK) return st;
+      if ((st = check_side(r->width, r->height, "raw", idx, err)) != IB_OK) return st;
+      s->shape.width = r->width;
+      s->shape.height = r->height;
+      size_t want = (size_t)r->width * r->height * ib_mode_bands(s->shape.mode);
+      if (r->data.len != want)
+        return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                    "source %zu: raw %s %ux%u needs %zu bytes, got %zu", idx, r->mode, r->width,
+                    r->height, want, r->data.len);
+      s->bytes = r->data.data;
+      s->len = r->data.len;
+      return IB_OK;
+    }
+    case IMGBATCH__V1__SOURCE__KIND_FILL: {
+      const Imgbatch__V1__FillImage *f = pb->fill;
+      if ((st = mode_of(f->mode, idx, &s->shape.mode, err)) != IB_OK) return st;
+      if ((st = check_side(f->width, f->height, "fill", idx, err)) != IB_OK) return st;
+      s->shape.width = f->width;
+      s->shape.height = f->height;
+      if (f->color.len != ib_mode_bands(s->shape.mode))
+        return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                    "source %zu: fill colour for %s needs %u bytes, got %zu", idx, f->mode,
+                    ib_mode_bands(s->shape.mode), f->color.len);
+      s->bytes = f->color.data;
+      s->len = f->color.len;
+      return IB_OK;
+    }
+    case IMGBATCH__V1__SOURCE__KIND_PATH:
+      st = read_path_source(lim->source_root, pb->path, lim->max_source_bytes, s, idx, err);
+      if (st != IB_OK) return st;
+      break;
+    case IMGBATCH__V1__SOURCE__KIND_ENCODED:
+      if (pb->encoded.len > lim->max_source_bytes)
+        return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                    "source %zu: %zu encoded bytes exceed the %llu byte source limit", idx,
+                    pb->encoded.len, (unsigned long long)lim->max_source_bytes);
+      s->bytes = pb->encoded.data;
+      s->len = pb->encoded.len;
+      break;
+    default:
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: no image given", idx);
+  }
+  if ((st = ib_codec_header(s->bytes, s->len, &s->shape, err)) != IB_OK) {
+    ib_error_prefix(err, "source %zu", idx);
+    return st;
+  }
+  return check_side(s->shape.width, s->shape.height, "decoded", idx, err);
+}
+
+static ib_status set_key(ib_graph *g, ib_error *err) {
+  const Imgbatch__V1__Job *j = g->job;
+  if (j->input_key_case == IMGBATCH__V1__JOB__INPUT_KEY_KEY_U64) {
+    g->key.is_u64 = true;
+    g->key.u64 = j->key_u64;
+    return IB_OK;
+  }
+  const char *s = j->input_key_case == IMGBATCH__V1__JOB__INPUT_KEY_KEY_STRING ? j->key_string : "";
+  g->key.str = strdup(s);
+  return g->key.str ? IB_OK : ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+}
+
+ib_status ib_graph_parse(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
+                         ib_graph **out, ib_key *key_on_error, ib_error *err) {
+  *out = NULL;
+  if (key_on_error) *key_on_error = (ib_key){0};
+  ib_graph_limits lim = limits ? *limits : (ib_graph_limits){0};
+  if (!lim.max_source_bytes) lim.max_source_bytes = DEFAULT_MAX_SOURCE_BYTES;
+  if (!lim.max_metadata_bytes) lim.max_metadata_bytes = DEFAULT_MAX_METADATA_BYTES;
+
+  ib_graph *g = calloc(1, sizeof *g);
+  if (!g) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  g->job = imgbatch__v1__job__unpack(NULL, len, bytes);
+  ib_status st;
+  if (!g->job) {
+    st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
+              "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
+    goto out;
+  }
+  if ((st = set_key(g, err)) != IB_OK) goto out;
+  if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
+
+  g->n_sources = (g->job->source ? 1 : 0) + g->job->n_extra_sources;
+  if (!g->job->source && g->job->n_extra_sources) {
+    st = ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source 0: extra sources given without a source");
+    goto out;
+  }
+  g->sources = calloc(g->n_sources ? g->n_sources : 1, sizeof *g->sources);
+  if (!g->sources) {
+    st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < g->n_sources; i++) {
+    const Imgbatch__V1__Source *pb = i == 0 ? g->job->source : g->job->extra_sources[i - 1];
+    if ((st = load_source(pb, &lim, &g->sources[i], i, err)) != IB_OK) goto out;
+  }
+  st = ib_graph_validate(g, err);
+out:
+  if (st != IB_OK) {
+    if (key_on_error && g->job) ib_key_copy(key_on_error, &g->key);
+    ib_graph_free(g);
+    return st;
+  }
+  *out = g;
+  return IB_OK;
+}
+
+void ib_graph_free(ib_graph *g) {
+  if (!g) return;
+  for (size_t i = 0; i < g->n_sources; i++) free(g->sources[i].file_bytes);
+  free(g->sources);
+  free(g->nodes);
+  free(g->key.str);
+  if (g->job) imgbatch__v1__job__free_unpacked(g->job, NULL);
+  free(g);
+}
+
+const ib_key *ib_graph_key(const ib_graph *g) { return &g->key; }
+
+ib_status ib_key_copy(ib_key *dst, const ib_key *src) {
+  *dst = *src;
+  if (src->is_u64) return IB_OK;
+  dst->str = strdup(src->str ? src->str : "");
+  return dst->str ? IB_OK : IB_INTERNAL;
+}
+
+void ib_key_clear(ib_key *k) {
+  free(k->str);
+  *k = (ib_key){0};
+}

@@ -1,0 +1,71 @@
+/*
+ * validate.c - node-by-node validation: op rows, input arity, topological
+ * order (a reference to the node itself or a later node is a cycle), shapes
+ * via each row's infer(), the 4096-side and 256-op bounds, and the
+ * conservative working-set estimate used for credits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "plan/graph.h"
+
+#define MAX_OPS 256
+
+static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
+  const Imgbatch__V1__Node *pb = g->job->nodes[i];
+  ib_node *n = &g->nodes[i];
+  n->pb = pb;
+  n->graph = g;
+  n->op = ib_op_for_case(pb->op_case);
+  if (pb->op_case == IMGBATCH__V1__NODE__OP__NOT_SET)
+    return ib_op_fail(err, IB_INVALID, "node %zu: no op set", i);
+  if (!n->op)
+    return ib_op_fail(err, IB_UNSUPPORTED, "node %zu: op #%d is not implemented", i,
+                      (int)pb->op_case);
+  if (pb->n_inputs != n->op->n_inputs)
+    return ib_op_fail(err, IB_INVALID, "node %zu: op %s takes %u input(s), got %zu", i,
+                      n->op->name, n->op->n_inputs, pb->n_inputs);
+  ib_shape in[2] = {{0}};
+  for (size_t k = 0; k < pb->n_inputs; k++) {
+    uint32_t ref = pb->inputs[k];
+    if (ref >= i)
+      return ib_op_fail(err, IB_INVALID,
+                        "node %zu: op %s input %zu refers to node %u (cycle or forward reference)",
+                        i, n->op->name, k, ref);
+    n->inputs[k] = ref;
+    in[k] = g->nodes[ref].shape;
+    g->nodes[ref].last_use = (unsigned)i;
+  }
+  n->n_inputs = (unsigned)pb->n_inputs;
+  ib_status st = n->op->infer(n, in, &n->shape, err);
+  if (st != IB_OK) {
+    ib_error_prefix(err, "node %zu", i);
+    return st;
+  }
+  if (n->shape.width == 0 || n->shape.height == 0)
+    return ib_op_fail(err, IB_INVALID, "node %zu: op %s produces an empty %ux%u image", i,
+                      n->op->name, n->shape.width, n->shape.height);
+  if (n->shape.width > IB_MAX_SIDE || n->shape.height > IB_MAX_SIDE)
+    return ib_op_fail(err, IB_LIMIT, "node %zu: op %s output %ux%u exceeds the %ux%u bound", i,
+                      n->op->name, n->shape.width, n->shape.height, IB_MAX_SIDE, IB_MAX_SIDE);
+  n->last_use = (unsigned)i;
+  g->param_bytes += n->op->param_bytes(n);
+  g->peak_bytes += (uint64_t)n->shape.width * n->shape.height * ib_mode_bands(n->shape.mode);
+  return IB_OK;
+}
+
+ib_status ib_graph_validate(ib_graph *g, ib_error *err) {
+  size_t n = g->job->n_nodes;
+  if (n == 0) return ib_op_fail(err, IB_INVALID, "graph: no nodes");
+  if (n > MAX_OPS)
+    return ib_op_fail(err, IB_LIMIT, "graph: %zu ops exceed the %d op bound", n, MAX_OPS);
+  g->nodes = calloc(n, sizeof *g->nodes);
+  if (!g->nodes) return ib_op_fail(err, IB_INTERNAL, "graph: out of memory");
+  g->n_nodes = n;
+  for (size_t i = 0; i < n; i++) {
+    ib_status st = check_node(g, i, err);
+    if (st != IB_OK) return st;
+  }
+  return IB_OK;
+}
