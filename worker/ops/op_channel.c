@@ -8,22 +8,28 @@
 #include "ops/op.h"
 #include "plan/graph.h"
 
+/* Checks the input's mode and makes the output an L image of its size. */
+static ib_status l_of_input_size(const ib_node *node, const ib_shape *in, ib_shape *out,
+                                 ib_error *err) {
+  ib_status st = ib_op_check_mode(node->op, in, err);
+  if (st != IB_OK) return st;
+  *out = (ib_shape){.mode = IB_MODE_L, .width = in->width, .height = in->height};
+  return IB_OK;
+}
+
 /* ---------------------------------------------------------------- getchannel */
 
 /* ImagingGetBand (Bands.c): band index must be < bands ("band index out of
  * range"); the output is the band's bytes as L. */
 static ib_status getchannel_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                                   ib_error *err) {
-  ib_status st = ib_op_check_mode(node->op, &in[0], err);
+  ib_status st = l_of_input_size(node, &in[0], out, err);
   if (st != IB_OK) return st;
   uint32_t band = node->pb->getchannel ? node->pb->getchannel->band : 0;
   unsigned bands = ib_mode_bands(in[0].mode);
   if (band >= bands)
     return ib_op_fail(err, IB_INVALID, "op getchannel: band %u out of range for mode %s (%u bands)",
                       band, ib_mode_name(in[0].mode), bands);
-  out->mode = IB_MODE_L;
-  out->width = in[0].width;
-  out->height = in[0].height;
   return IB_OK;
 }
 
@@ -54,16 +60,6 @@ const ib_op_desc ib_op_getchannel = {
 /* ImageChops.constant = Image.new("L", image.size, value); getink clamps an
  * int with CLIP8 (<= 0 -> 0, >= 256 -> 255), so no value is refused. Only
  * the input's size is read. */
-static ib_status constant_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
-                                ib_error *err) {
-  ib_status st = ib_op_check_mode(node->op, &in[0], err);
-  if (st != IB_OK) return st;
-  out->mode = IB_MODE_L;
-  out->width = in[0].width;
-  out->height = in[0].height;
-  return IB_OK;
-}
-
 static ib_status constant_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                               ib_error *err) {
   (void)in, (void)err;
@@ -78,7 +74,7 @@ const ib_op_desc ib_op_constant = {
     .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
-    .infer = constant_infer,
+    .infer = l_of_input_size,
     .param_bytes = ib_op_no_params,
     .cpu = constant_cpu,
 };

@@ -23,11 +23,38 @@ static uint64_t point_table_bytes(const ib_node *node) {
   return 256u * 4u;
 }
 
-static void point_apply(const ib_image *in, ib_image *out, const uint8_t *table) {
-  unsigned bands = ib_mode_bands(in->mode);
-  size_t row = (size_t)in->width * bands;
-  for (uint32_t y = 0; y < in->height; y++)
-    ib_point_row(table, bands, in->data + y * row, out->data + y * row, in->width);
+/* The node's table: 256 * bands entries, band-major (kernels/point.h).
+ * Image.point clamps the given entries; the ImageOps rows build one
+ * 256-entry table and, as ImageOps._lut does for RGB, repeat it per band. */
+static void point_table(const ib_node *node, unsigned bands, uint8_t *table) {
+  const Imgbatch__V1__Node *pb = node->pb;
+  if (pb->op_case == IMGBATCH__V1__NODE__OP_POINT) {
+    for (size_t i = 0; i < pb->point->n_lut; i++) table[i] = ib_point_entry(pb->point->lut[i]);
+    return;
+  }
+  for (int i = 0; i < 256; i++) {
+    if (pb->op_case == IMGBATCH__V1__NODE__OP_SOLARIZE)
+      table[i] = ib_point_solarize_entry(i, pb->solarize->threshold);
+    else if (pb->op_case == IMGBATCH__V1__NODE__OP_POSTERIZE)
+      table[i] = ib_point_posterize_entry(i, pb->posterize->bits);
+    else
+      table[i] = ib_point_invert_entry(i);
+  }
+  for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
+}
+
+/* CPU row of all four ops: build the table, map every byte through it. */
+static ib_status table_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                           ib_error *err) {
+  (void)err;
+  const ib_image *src = in[0];
+  unsigned bands = ib_mode_bands(src->mode);
+  uint8_t table[256 * 4];
+  point_table(node, bands, table);
+  size_t row = (size_t)src->width * bands;
+  for (uint32_t y = 0; y < src->height; y++)
+    ib_point_row(table, bands, src->data + y * row, out->data + y * row, src->width);
+  return IB_OK;
 }
 
 static ib_status same_shape_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
@@ -52,16 +79,6 @@ static ib_status point_infer(const ib_node *node, const ib_shape *in, ib_shape *
   return IB_OK;
 }
 
-static ib_status point_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
-                           ib_error *err) {
-  (void)err;
-  uint8_t table[256 * 4];
-  const Imgbatch__V1__PointOp *p = node->pb->point;
-  for (size_t i = 0; i < p->n_lut; i++) table[i] = ib_point_entry(p->lut[i]);
-  point_apply(in[0], out, table);
-  return IB_OK;
-}
-
 const ib_op_desc ib_op_point = {
     .name = "point",
     .op_case = IMGBATCH__V1__NODE__OP_POINT,
@@ -70,25 +87,10 @@ const ib_op_desc ib_op_point = {
     .n_inputs = 1,
     .infer = point_infer,
     .param_bytes = point_table_bytes,
-    .cpu = point_cpu,
+    .cpu = table_cpu,
 };
 
 /* ---------------------------------------------------------------- ImageOps tables */
-
-/* ImageOps._lut repeats a 256-entry table for RGB. */
-static void repeat_bands(uint8_t *table, unsigned bands) {
-  for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
-}
-
-static ib_status invert_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
-                            ib_error *err) {
-  (void)node, (void)err;
-  uint8_t table[256 * 4];
-  for (int i = 0; i < 256; i++) table[i] = ib_point_invert_entry(i);
-  repeat_bands(table, ib_mode_bands(in[0]->mode));
-  point_apply(in[0], out, table);
-  return IB_OK;
-}
 
 const ib_op_desc ib_op_invert = {
     .name = "invert",
@@ -98,19 +100,8 @@ const ib_op_desc ib_op_invert = {
     .n_inputs = 1,
     .infer = same_shape_infer,
     .param_bytes = point_table_bytes,
-    .cpu = invert_cpu,
+    .cpu = table_cpu,
 };
-
-static ib_status solarize_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
-                              ib_error *err) {
-  (void)err;
-  uint32_t threshold = node->pb->solarize ? node->pb->solarize->threshold : 0;
-  uint8_t table[256 * 4];
-  for (int i = 0; i < 256; i++) table[i] = ib_point_solarize_entry(i, threshold);
-  repeat_bands(table, ib_mode_bands(in[0]->mode));
-  point_apply(in[0], out, table);
-  return IB_OK;
-}
 
 /* Any threshold is valid (Pillow compares i < threshold). */
 const ib_op_desc ib_op_solarize = {
@@ -121,9 +112,11 @@ const ib_op_desc ib_op_solarize = {
     .n_inputs = 1,
     .infer = same_shape_infer,
     .param_bytes = point_table_bytes,
-    .cpu = solarize_cpu,
+    .cpu = table_cpu,
 };
 
+/* Pillow documents bits 1..8 (0 would give an all-zero table, 9+ raises
+ * TypeError); we admit the documented range. */
 static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                                  ib_error *err) {
   ib_status st = same_shape_infer(node, in, out, err);
@@ -131,16 +124,6 @@ static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_sha
   uint32_t bits = node->pb->posterize ? node->pb->posterize->bits : 0;
   if (bits < 1 || bits > 8)
     return ib_op_fail(err, IB_INVALID, "op posterize: bits %u out of range 1..8", bits);
-  return IB_OK;
-}
-
-static ib_status posterize_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
-                               ib_error *err) {
-  (void)err;
-  uint8_t table[256 * 4];
-  for (int i = 0; i < 256; i++) table[i] = ib_point_posterize_entry(i, node->pb->posterize->bits);
-  repeat_bands(table, ib_mode_bands(in[0]->mode));
-  point_apply(in[0], out, table);
   return IB_OK;
 }
 
@@ -152,5 +135,5 @@ const ib_op_desc ib_op_posterize = {
     .n_inputs = 1,
     .infer = posterize_infer,
     .param_bytes = point_table_bytes,
-    .cpu = posterize_cpu,
+    .cpu = table_cpu,
 };
