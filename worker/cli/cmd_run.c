@@ -18,7 +18,7 @@
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
-  ib_backend backend;
+  ib_backend_kind backend;
 } run_opts;
 
 static void run_usage(FILE *f) {

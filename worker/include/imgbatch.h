@@ -139,10 +139,10 @@ const ib_key *ib_graph_key(const ib_graph *g);
 
 /* ------------------------------------------------------------ executor */
 
-typedef enum ib_backend { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_backend;
+typedef enum ib_backend_kind { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_backend_kind;
 
 typedef struct ib_executor_options {
-  ib_backend backend;
+  ib_backend_kind backend;
   int device;              /* CUDA device ordinal */
   uint64_t gpu_bytes;      /* default 512 MiB */
   uint64_t host_bytes;     /* default 256 MiB */

@@ -1,0 +1,50 @@
+/*
+ * backend.h - what the executor core asks of a backend (internal). The core
+ * owns admission, credits, ids, windows and result delivery; a backend only
+ * runs submissions: several admitted jobs enqueued together and completed
+ * together. The CPU reference backend completes a submission inside submit;
+ * the CUDA backend enqueues (upload, kernels, terminal copy, one event) and
+ * completes in wait. Each job in a submission has its own buffers and
+ * parameters; nothing of one job may be overwritten by a later enqueue.
+ */
+#ifndef IB_EXEC_BACKEND_H
+#define IB_EXEC_BACKEND_H
+
+#include "imgbatch.h"
+#include "plan/graph.h"
+
+/* One job as the backend sees it. The core fills graph; the backend fills
+ * status/err and, on success, out (the terminal image in host memory, owned
+ * by the job until the core hands it to a result). */
+typedef struct ib_backend_job {
+  const ib_graph *graph;
+  uint64_t job_id;
+  ib_status status;
+  ib_error err;
+  ib_image out;
+} ib_backend_job;
+
+typedef struct ib_backend_submission ib_backend_submission;
+
+typedef struct ib_backend {
+  const char *name;
+  /* Creates backend state for an executor. */
+  ib_status (*open)(const ib_executor_options *opts, void **state, ib_error *err);
+  void (*close)(void *state);
+  /* Enqueues jobs[0..n) as one submission. The jobs array and the graphs
+   * stay valid until wait returns. A non-OK status means nothing was
+   * enqueued (device-wide failure; err names one representative job). */
+  ib_status (*submit)(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **sub,
+                      ib_error *err);
+  /* Blocks until the submission completed; every job's status/out is then
+   * final. Releases the submission. */
+  ib_status (*wait)(void *state, ib_backend_submission *sub, ib_error *err);
+  /* Non-blocking completion test (true when wait would not block). */
+  bool (*ready)(void *state, ib_backend_submission *sub);
+} ib_backend;
+
+extern const ib_backend ib_backend_cpu;
+/* Defined by worker/gpu when built; NULL-safe lookups go through this. */
+const ib_backend *ib_backend_for(ib_backend_kind kind);
+
+#endif
