@@ -12,6 +12,7 @@
 #include "core/result_msg.h"
 #include "codec/codec.h"
 #include "cpu/cpu_backend.h"
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_probe.h"
 
 #define MAX_FRAME (512u << 20)
@@ -19,11 +20,14 @@
 typedef struct run_opts {
   const char *in, *out, *source_root;
   ib_backend_kind backend;
+  int device;
+  ib_cuda *cuda; /* --backend cuda: opened once for the stream */
 } run_opts;
 
 static void run_usage(FILE *f) {
   fprintf(f,
-          "usage: imgbatch run [--backend cpu|cuda] [--in FILE] [--out FILE] [--source-root DIR]\n\n"
+          "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
+          "                   [--source-root DIR]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default). A job\n"
           "that fails yields an error Result naming stage and kind; the stream goes on.\n"
@@ -44,6 +48,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         o->backend = IB_BACKEND_CUDA;
       else
         goto bad;
+    } else if (strcmp(a, "--device") == 0) {
+      o->device = atoi(v);
     } else if (strcmp(a, "--in") == 0) {
       o->in = v;
     } else if (strcmp(a, "--out") == 0) {
@@ -81,11 +87,19 @@ static bool run_job(const run_opts *o, const uint8_t *buf, size_t len, uint64_t 
   if (st != IB_OK) {
     bool parsed = err.stage != IB_STAGE_PARSE;
     ib_result_msg_error(&rm, parsed, job_id, parsed ? &key : NULL, &err);
-  } else if (o->backend != IB_BACKEND_CPU) {
-    err = (ib_error){.status = IB_UNSUPPORTED, .stage = IB_STAGE_ADMIT};
-    snprintf(err.message, sizeof err.message,
-             "backend cuda: not available in this build of imgbatch run");
-    ib_result_msg_error(&rm, true, job_id, ib_graph_key(g), &err);
+  } else if (o->backend == IB_BACKEND_CUDA) {
+    /* Minimal direct path until the executor core drives ib_backend_cuda:
+     * one job per submission. */
+    ib_backend_job job = {.graph = g, .job_id = job_id};
+    ib_cuda_execute_batch(o->cuda, &job, 1, &err);
+    uint64_t t1 = now_us();
+    st = job.status;
+    err = job.err;
+    if (st == IB_OK) st = ib_result_msg_image(&rm, job_id, g, &job.out, &err);
+    if (st != IB_OK) ib_result_msg_error(&rm, true, job_id, ib_graph_key(g), &err);
+    rm.timings.gpu_us = t1 - t0;
+    rm.timings.encode_us = now_us() - t1;
+    ib_image_release(&job.out);
   } else {
     ib_image im = {0};
     st = ib_cpu_execute(g, &im, &err);
@@ -125,6 +139,14 @@ int ib_cmd_run(int argc, char **argv) {
   run_opts o;
   int rc = parse_args(argc, argv, &o);
   if (rc != IB_EXIT_OK) return rc;
+  if (o.backend == IB_BACKEND_CUDA) {
+    ib_executor_options eo = {.backend = IB_BACKEND_CUDA, .device = o.device};
+    ib_error err = {0};
+    if (ib_cuda_open(&eo, &o.cuda, &err) != IB_OK) {
+      fprintf(stderr, "imgbatch run: --backend cuda: %s\n", err.message);
+      return IB_EXIT_FAILURE;
+    }
+  }
   FILE *in = o.in ? fopen(o.in, "rb") : stdin;
   FILE *out = o.out ? fopen(o.out, "wb") : stdout;
   if (!in || !out) {
@@ -149,6 +171,7 @@ int ib_cmd_run(int argc, char **argv) {
     }
   }
   free(buf);
+  ib_cuda_close(o.cuda);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;

@@ -1,0 +1,284 @@
+/*
+ * gpu_bench - CUDA backend numbers against the physical floors (SPEC §7):
+ *   1. device copy bandwidth (D2D, 4096² RGBA = 64 MiB, read + write) vs one
+ *      fused pointwise chain kernel over the same image (point -> brightness
+ *      -> point, RGBA), kernel time only, median of 30 (CUDA events);
+ *   2. pinned H2D / D2H bandwidth (the PCIe floor);
+ *   3. raw in -> raw out per 4096² RGBA image through the backend
+ *      (submit/wait, 2 submissions in flight) vs the PCIe floor;
+ *   4. 256² RGB invert images/s through the backend (batched submissions,
+ *      graphs parsed once up front; upload staging + terminal copies timed).
+ *
+ *   gpu_bench [--images N] [--batch B]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../tests/gpu/jobgen.h"
+#include "gpu/codegen.h"
+#include "gpu/cu.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/nvrtc_cache.h"
+
+#define CK(x)                                                              \
+  do {                                                                     \
+    CUresult rc_ = (x);                                                    \
+    if (rc_ != CUDA_SUCCESS) {                                             \
+      const char *nm = NULL;                                               \
+      cu->cuGetErrorName(rc_, &nm);                                        \
+      printf("bench: %s failed: %s (line %d)\n", #x, nm ? nm : "?", __LINE__); \
+      exit(1);                                                             \
+    }                                                                      \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int fcmp(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+static const ib_cu *cu;
+
+/* Median ms of `reps` runs of fn between events on `s`. */
+typedef void (*work_fn)(void *ctx, CUstream s);
+static float time_ms(work_fn fn, void *ctx, CUstream s, int reps) {
+  CUevent a, b;
+  CK(cu->cuEventCreate(&a, 0));
+  CK(cu->cuEventCreate(&b, 0));
+  float *t = calloc((size_t)reps, sizeof *t);
+  fn(ctx, s); /* warm-up */
+  CK(cu->cuStreamSynchronize(s));
+  for (int i = 0; i < reps; i++) {
+    CK(cu->cuEventRecord(a, s));
+    fn(ctx, s);
+    CK(cu->cuEventRecord(b, s));
+    CK(cu->cuEventSynchronize(b));
+    CK(cu->cuEventElapsedTime(&t[i], a, b));
+  }
+  qsort(t, (size_t)reps, sizeof *t, fcmp);
+  float med = t[reps / 2];
+  free(t);
+  cu->cuEventDestroy(a);
+  cu->cuEventDestroy(b);
+  return med;
+}
+
+typedef struct copyctx {
+  CUdeviceptr dst, src;
+  size_t n;
+  void *host;
+  int dir; /* 0 D2D, 1 H2D, 2 D2H */
+} copyctx;
+static void do_copy(void *p, CUstream s) {
+  copyctx *c = p;
+  if (c->dir == 0) CK(cu->cuMemcpyDtoDAsync(c->dst, c->src, c->n, s));
+  if (c->dir == 1) CK(cu->cuMemcpyHtoDAsync(c->dst, c->host, c->n, s));
+  if (c->dir == 2) CK(cu->cuMemcpyDtoHAsync(c->host, c->src, c->n, s));
+}
+
+typedef struct kctx {
+  CUfunction f;
+  CUdeviceptr table;
+  unsigned gx;
+} kctx;
+static void do_kernel(void *p, CUstream s) {
+  kctx *k = p;
+  void *args[] = {&k->table};
+  CK(cu->cuLaunchKernel(k->f, k->gx, 1, 1, 256, 1, 1, 0, s, args, NULL));
+}
+
+int main(int argc, char **argv) {
+  int images = 20480, batch = 512;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--images")) images = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+  }
+  ib_error err = {0};
+  ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 1024ull << 20,
+                              .host_bytes = 1024ull << 20, .max_in_flight = 2};
+  void *state = NULL;
+  if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
+    printf("bench: %s\n", err.message);
+    return 2;
+  }
+  cu = ib_cu_get(&err);
+  printf("device: %s\n", ib_cuda_device_desc(state));
+  CUdevice dev;
+  int sms = 0, major = 0, minor = 0;
+  CK(cu->cuDeviceGet(&dev, 0));
+  CK(cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  CK(cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+  CK(cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+  CUstream s;
+  CK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+  /* ---- 1. D2D copy vs fused chain, 4096² RGBA */
+  const size_t N = 4096u * 4096u * 4u;
+  CUdeviceptr a, b, par, tab;
+  CK(cu->cuMemAlloc(&a, N));
+  CK(cu->cuMemAlloc(&b, N));
+  CK(cu->cuMemsetD8Async(a, 0x5a, N, s));
+  copyctx cc = {b, a, N, NULL, 0};
+  float copy_ms = time_ms(do_copy, &cc, s, 30);
+  double copy_bw = 2.0 * N / (copy_ms * 1e-3) / 1e9;
+
+  ib_gchain ch = {0};
+  ib_gstep st1 = {.kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
+  ib_gstep st2 = {.kind = IB_GS_ENHANCE, .a = 0, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 16};
+  ib_gchain_push(&ch, &st1);
+  ib_gchain_push(&ch, &st2);
+  ib_gchain_push(&ch, &st1);
+  char *src = ib_gchain_source(&ch);
+  ib_kcache *kc = ib_kcache_new(NULL);
+  const void *img;
+  size_t len;
+  const char *fm[] = {"--fmad=false"};
+  if (ib_kcache_get(kc, "bench.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
+    printf("bench: %s\n", err.message);
+    return 1;
+  }
+  CUmodule mod;
+  CUfunction f;
+  CK(cu->cuModuleLoadData(&mod, img));
+  CK(cu->cuModuleGetFunction(&f, mod, "ib_chain"));
+  uint8_t params[1024 * 2 + 16];
+  memset(params, 0, sizeof params);
+  for (int i = 0; i < 1024; i++) params[i] = (uint8_t)(255 - (i & 255));
+  float alpha = 1.25f;
+  memcpy(params + 1024, &alpha, 4);
+  for (int i = 0; i < 1024; i++) params[1040 + i] = (uint8_t)((i & 255) & 0xf0);
+  CK(cu->cuMemAlloc(&par, sizeof params));
+  CK(cu->cuMemcpyHtoDAsync(par, params, sizeof params, s));
+  ib_gdesc d = {a, a, b, par, 4096, 4096, 4096, 4096, 1, 0};
+  CK(cu->cuMemAlloc(&tab, sizeof d));
+  CK(cu->cuMemcpyHtoDAsync(tab, &d, sizeof d, s));
+  uint64_t per = (4096ull * 4096 / 4 + 255) / 256, capb = (uint64_t)sms * 8;
+  kctx kk = {f, tab, (unsigned)(per < capb ? per : capb)};
+  float chain_ms = time_ms(do_kernel, &kk, s, 30);
+  /* the same with one block per 256 pixel groups (no grid-stride cap) */
+  kctx kk2 = {f, tab, (unsigned)per};
+  float chain_full_ms = time_ms(do_kernel, &kk2, s, 30);
+
+  /* ---- 2. PCIe */
+  void *hbuf;
+  CK(cu->cuMemHostAlloc(&hbuf, N, 0));
+  memset(hbuf, 1, N);
+  copyctx h2d = {a, 0, N, hbuf, 1}, d2h = {0, a, N, hbuf, 2};
+  float h2d_ms = time_ms(do_copy, &h2d, s, 10), d2h_ms = time_ms(do_copy, &d2h, s, 10);
+  double h2d_bw = N / (h2d_ms * 1e-3) / 1e9, d2h_bw = N / (d2h_ms * 1e-3) / 1e9;
+
+  /* ---- 3. raw in -> raw out, 4096² RGBA through the backend */
+  jg_arena arena = {malloc(1u << 27), 0, 1u << 27};
+  jg_rng r = {42};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGBA, 4096, 4096, 1);
+  jg_op(&j, &r, JG_POINT, 0, IB_MODE_RGBA, 4096, 4096, -1);
+  ib_graph *big = jg_finish(&j, &err);
+  int nbig = 12;
+  ib_backend_job bj[2] = {{0}};
+  ib_backend_submission *sub[2] = {0};
+  /* warm-up: kernel compile + pool blocks */
+  bj[0] = (ib_backend_job){.graph = big, .job_id = 1};
+  if (ib_backend_cuda.submit(state, &bj[0], 1, &sub[0], &err) != IB_OK ||
+      ib_backend_cuda.wait(state, sub[0], &err) != IB_OK || bj[0].status != IB_OK) {
+    printf("bench: big warm-up: %s / %s\n", err.message, bj[0].err.message);
+    return 1;
+  }
+  ib_image_release(&bj[0].out);
+  sub[0] = NULL;
+  double t0 = now_s();
+  for (int i = 0; i < nbig; i++) {
+    int k = i & 1;
+    if (sub[k]) {
+      ib_backend_cuda.wait(state, sub[k], &err);
+      ib_image_release(&bj[k].out);
+      sub[k] = NULL;
+    }
+    bj[k] = (ib_backend_job){.graph = big, .job_id = (uint64_t)i + 2};
+    if (ib_backend_cuda.submit(state, &bj[k], 1, &sub[k], &err) != IB_OK) {
+      printf("bench: submit: %s\n", err.message);
+      return 1;
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    if (sub[k]) {
+      ib_backend_cuda.wait(state, sub[k], &err);
+      ib_image_release(&bj[k].out);
+      sub[k] = NULL;
+    }
+  double big_ms = (now_s() - t0) * 1e3 / nbig;
+  double floor_ms = (N / h2d_bw + N / d2h_bw) / 1e6;
+  double floor_overlap_ms = (N / (h2d_bw < d2h_bw ? h2d_bw : d2h_bw)) / 1e6;
+
+  /* ---- 4. 256² RGB invert, images/s */
+  int ng = batch * 2;
+  ib_graph **gs = calloc((size_t)ng, sizeof *gs);
+  jg_arena small = {malloc(1u << 20), 0, 1u << 20};
+  for (int i = 0; i < ng; i++) {
+    jg_begin(&j, &small, &r, IB_MODE_RGB, 256, 256, (uint64_t)i);
+    jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 256, 256, -1);
+    gs[i] = jg_finish(&j, &err);
+  }
+  ib_backend_job *jobs[2];
+  for (int k = 0; k < 2; k++) {
+    jobs[k] = calloc((size_t)batch, sizeof **jobs);
+    for (int i = 0; i < batch; i++) jobs[k][i] = (ib_backend_job){.graph = gs[k * batch + i]};
+  }
+  int nb = images / batch;
+  /* warm-up */
+  if (ib_backend_cuda.submit(state, jobs[0], (size_t)batch, &sub[0], &err) != IB_OK ||
+      ib_backend_cuda.wait(state, sub[0], &err) != IB_OK || jobs[0][0].status != IB_OK) {
+    printf("bench: small warm-up: %s / %s\n", err.message, jobs[0][0].err.message);
+    return 1;
+  }
+  for (int q = 0; q < batch; q++) ib_image_release(&jobs[0][q].out);
+  sub[0] = sub[1] = NULL;
+  t0 = now_s();
+  for (int i = 0; i < nb; i++) {
+    int k = i & 1;
+    if (sub[k]) {
+      ib_backend_cuda.wait(state, sub[k], &err);
+      for (int q = 0; q < batch; q++) ib_image_release(&jobs[k][q].out);
+      sub[k] = NULL;
+    }
+    if (ib_backend_cuda.submit(state, jobs[k], (size_t)batch, &sub[k], &err) != IB_OK) {
+      printf("bench: submit: %s\n", err.message);
+      return 1;
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    if (sub[k]) {
+      ib_backend_cuda.wait(state, sub[k], &err);
+      for (int q = 0; q < batch; q++) ib_image_release(&jobs[k][q].out);
+    }
+  double small_s = now_s() - t0;
+  double ips = nb * batch / small_s;
+  double small_floor = 256.0 * 256 * 3 / (h2d_bw < d2h_bw ? h2d_bw : d2h_bw) / 1e9;
+
+  printf("\n%-44s %12s %12s\n", "measure", "value", "target");
+  printf("%-44s %9.3f ms %12s\n", "D2D copy 64 MiB", copy_ms, "");
+  printf("%-44s %7.0f GB/s %12s\n", "  copy bandwidth (read+write)", copy_bw, "");
+  printf("%-44s %9.3f ms %12s\n", "fused chain 4096^2 RGBA (3 steps)", chain_ms, "");
+  printf("%-44s %9.3f ms %12s\n", "  same, uncapped grid", chain_full_ms, "");
+  printf("%-44s %10.1f %% %12s\n", "  chain bandwidth / copy bandwidth",
+         100.0 * copy_ms / (chain_ms < chain_full_ms ? chain_ms : chain_full_ms), ">= 85 %");
+  printf("%-44s %7.1f GB/s %12s\n", "pinned H2D", h2d_bw, "");
+  printf("%-44s %7.1f GB/s %12s\n", "pinned D2H", d2h_bw, "");
+  printf("%-44s %9.3f ms %12s\n", "raw->raw 4096^2 RGBA point, per image", big_ms, "");
+  printf("%-44s %9.3f ms %12s\n", "  PCIe floor (H2D + D2H serial)", floor_ms, "");
+  printf("%-44s %9.3f ms %12s\n", "  PCIe floor (both directions overlapped)", floor_overlap_ms, "");
+  printf("%-44s %11.2fx %12s\n", "  per image / serial floor", big_ms / floor_ms, "<= 1.25x");
+  printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert, images/s", ips, ">= 150000");
+  printf("%-44s %10.0f/s %12s\n", "  PCIe floor, images/s (one direction)", 1.0 / small_floor, "");
+  ib_backend_cuda.close(state);
+  return 0;
+}

@@ -1,0 +1,256 @@
+/*
+ * jobgen.h - builds imgbatch.v1.Job messages in C for the GPU parity check
+ * and the benchmark (the device machine has no Python protobuf): random raw
+ * sources and random graphs over the ops that exist, packed and parsed with
+ * ib_graph_parse exactly as a worker would. Header-only, tools only.
+ */
+#ifndef IB_TESTS_JOBGEN_H
+#define IB_TESTS_JOBGEN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imgbatch.h"
+#include "plan/graph.h"
+#include "proto/imgbatch.pb-c.h"
+
+typedef struct jg_rng {
+  uint64_t s;
+} jg_rng;
+static inline uint32_t jg_u32(jg_rng *r) {
+  r->s ^= r->s << 13;
+  r->s ^= r->s >> 7;
+  r->s ^= r->s << 17;
+  return (uint32_t)(r->s >> 16);
+}
+static inline uint32_t jg_below(jg_rng *r, uint32_t n) { return n ? jg_u32(r) % n : 0; }
+static inline double jg_unit(jg_rng *r) { return (double)jg_u32(r) / 4294967296.0; }
+
+/* Bump arena: everything one job's message points to. */
+typedef struct jg_arena {
+  uint8_t *p;
+  size_t used, cap;
+} jg_arena;
+static inline void *jg_alloc(jg_arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (a->used + n > a->cap) {
+    fprintf(stderr, "jobgen: arena full\n");
+    abort();
+  }
+  void *r = a->p + a->used;
+  a->used += n;
+  memset(r, 0, n);
+  return r;
+}
+
+typedef struct jg_job {
+  jg_arena *a;
+  Imgbatch__V1__Job job;
+  Imgbatch__V1__Node *nodes[64];
+  Imgbatch__V1__Source *extra[8];
+  ib_shape shape[64]; /* our own tracking of node output shapes (approximate) */
+} jg_job;
+
+static inline Imgbatch__V1__Source *jg_raw(jg_job *j, jg_rng *r, ib_mode m, uint32_t w, uint32_t h) {
+  Imgbatch__V1__Source *s = jg_alloc(j->a, sizeof *s);
+  imgbatch__v1__source__init(s);
+  Imgbatch__V1__RawImage *raw = jg_alloc(j->a, sizeof *raw);
+  imgbatch__v1__raw_image__init(raw);
+  raw->mode = (char *)ib_mode_name(m);
+  raw->width = w;
+  raw->height = h;
+  size_t n = (size_t)w * h * ib_mode_bands(m);
+  raw->data.len = n;
+  raw->data.data = jg_alloc(j->a, n ? n : 1);
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t v = jg_u32(r);
+    for (size_t k = 0; k < 4 && i + k < n; k++) raw->data.data[i + k] = (uint8_t)(v >> (8 * k));
+  }
+  s->kind_case = IMGBATCH__V1__SOURCE__KIND_RAW;
+  s->raw = raw;
+  return s;
+}
+
+/* Node 0 reads source 0. */
+static inline void jg_begin(jg_job *j, jg_arena *a, jg_rng *r, ib_mode m, uint32_t w, uint32_t h,
+                            uint64_t key) {
+  a->used = 0;
+  memset(j, 0, sizeof *j);
+  j->a = a;
+  imgbatch__v1__job__init(&j->job);
+  j->job.input_key_case = IMGBATCH__V1__JOB__INPUT_KEY_KEY_U64;
+  j->job.key_u64 = key;
+  j->job.source = jg_raw(j, r, m, w, h);
+  j->job.nodes = j->nodes;
+  j->job.extra_sources = j->extra;
+  Imgbatch__V1__Node *n = jg_alloc(a, sizeof *n);
+  imgbatch__v1__node__init(n);
+  n->op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+  n->source = jg_alloc(a, sizeof *n->source);
+  imgbatch__v1__source_op__init(n->source);
+  j->nodes[j->job.n_nodes++] = n;
+  j->shape[0] = (ib_shape){m, w, h};
+}
+
+/* Appends a node reading `in0` (and `in1` when >= 0); returns it. */
+static inline Imgbatch__V1__Node *jg_node(jg_job *j, Imgbatch__V1__Node__OpCase op, int in0, int in1) {
+  Imgbatch__V1__Node *n = jg_alloc(j->a, sizeof *n);
+  imgbatch__v1__node__init(n);
+  n->op_case = op;
+  n->n_inputs = in1 >= 0 ? 2 : 1;
+  n->inputs = jg_alloc(j->a, 2 * sizeof(uint32_t));
+  n->inputs[0] = (uint32_t)in0;
+  n->inputs[1] = (uint32_t)(in1 >= 0 ? in1 : 0);
+  j->nodes[j->job.n_nodes++] = n;
+  return n;
+}
+
+/* A second source as a node: returns its node index. */
+static inline int jg_extra(jg_job *j, jg_rng *r, ib_mode m, uint32_t w, uint32_t h) {
+  j->extra[j->job.n_extra_sources++] = jg_raw(j, r, m, w, h);
+  Imgbatch__V1__Node *n = jg_alloc(j->a, sizeof *n);
+  imgbatch__v1__node__init(n);
+  n->op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+  n->source = jg_alloc(j->a, sizeof *n->source);
+  imgbatch__v1__source_op__init(n->source);
+  n->source->index = (uint32_t)j->job.n_extra_sources;
+  int idx = (int)j->job.n_nodes;
+  j->nodes[j->job.n_nodes++] = n;
+  j->shape[idx] = (ib_shape){m, w, h};
+  return idx;
+}
+
+/* Packs and parses: NULL with err filled when validation refuses it. */
+static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
+  size_t len = imgbatch__v1__job__get_packed_size(&j->job);
+  uint8_t *buf = malloc(len ? len : 1);
+  imgbatch__v1__job__pack(&j->job, buf);
+  ib_graph *g = NULL;
+  ib_graph_limits lim = {0};
+  ib_key key = {0};
+  ib_status st = ib_graph_parse(buf, len, &lim, &g, &key, err);
+  ib_key_clear(&key);
+  free(buf);
+  return st == IB_OK ? g : NULL;
+}
+
+/* ------------------------------------------------------------ op generators */
+
+enum {
+  JG_COPY, JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_GETCHANNEL, JG_CONSTANT,
+  JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND, JG_COUNT
+};
+static const char *const jg_names[JG_COUNT] = {
+    "copy", "point", "invert", "solarize", "posterize", "getchannel", "constant",
+    "convert", "brightness", "color", "contrast", "tone", "chops", "blend"};
+
+/* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
+ * the new node index. `sub` picks a variant (chops function, convert target)
+ * when >= 0, else random. */
+static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint32_t w, uint32_t h,
+                        int sub) {
+  unsigned bands = ib_mode_bands(m);
+  Imgbatch__V1__Node *n = NULL;
+  switch (op) {
+    case JG_COPY:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_COPY, prev, -1);
+      n->copy = jg_alloc(j->a, sizeof *n->copy);
+      imgbatch__v1__copy_op__init(n->copy);
+      break;
+    case JG_POINT: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_POINT, prev, -1);
+      n->point = jg_alloc(j->a, sizeof *n->point);
+      imgbatch__v1__point_op__init(n->point);
+      n->point->n_lut = 256u * bands;
+      n->point->lut = jg_alloc(j->a, 256u * bands * sizeof(int32_t));
+      for (unsigned i = 0; i < 256u * bands; i++) n->point->lut[i] = (int32_t)jg_below(r, 300) - 20;
+      break;
+    }
+    case JG_INVERT:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_INVERT, prev, -1);
+      n->invert = jg_alloc(j->a, sizeof *n->invert);
+      imgbatch__v1__invert_op__init(n->invert);
+      break;
+    case JG_SOLARIZE:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_SOLARIZE, prev, -1);
+      n->solarize = jg_alloc(j->a, sizeof *n->solarize);
+      imgbatch__v1__solarize_op__init(n->solarize);
+      n->solarize->threshold = jg_below(r, 300);
+      break;
+    case JG_POSTERIZE:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_POSTERIZE, prev, -1);
+      n->posterize = jg_alloc(j->a, sizeof *n->posterize);
+      imgbatch__v1__posterize_op__init(n->posterize);
+      n->posterize->bits = 1 + jg_below(r, 8);
+      break;
+    case JG_GETCHANNEL:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_GETCHANNEL, prev, -1);
+      n->getchannel = jg_alloc(j->a, sizeof *n->getchannel);
+      imgbatch__v1__get_channel_op__init(n->getchannel);
+      n->getchannel->band = jg_below(r, bands);
+      break;
+    case JG_CONSTANT:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_CONSTANT, prev, -1);
+      n->constant = jg_alloc(j->a, sizeof *n->constant);
+      imgbatch__v1__constant_op__init(n->constant);
+      n->constant->value = (int32_t)jg_below(r, 320) - 30;
+      break;
+    case JG_CONVERT:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_CONVERT, prev, -1);
+      n->convert = jg_alloc(j->a, sizeof *n->convert);
+      imgbatch__v1__convert_op__init(n->convert);
+      n->convert->mode = (char *)ib_mode_name((ib_mode)(sub >= 0 ? 1 + sub % 6 : 1 + (int)jg_below(r, 6)));
+      break;
+    case JG_BRIGHTNESS:
+    case JG_COLOR:
+    case JG_CONTRAST:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_ENHANCE, prev, -1);
+      n->enhance = jg_alloc(j->a, sizeof *n->enhance);
+      imgbatch__v1__enhance_op__init(n->enhance);
+      n->enhance->kind = (Imgbatch__V1__EnhanceKind)(op - JG_BRIGHTNESS);
+      n->enhance->factor = jg_below(r, 8) == 0 ? (double)jg_below(r, 2) : jg_unit(r) * 3.0 - 0.5;
+      break;
+    case JG_TONE:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_TONE, prev, -1);
+      n->tone = jg_alloc(j->a, sizeof *n->tone);
+      imgbatch__v1__tone_op__init(n->tone);
+      n->tone->exposure_ev = jg_unit(r) * 4 - 2;
+      n->tone->contrast = jg_unit(r) * 2 - 1;
+      n->tone->highlights = jg_unit(r) * 2 - 1;
+      n->tone->shadows = jg_unit(r) * 2 - 1;
+      n->tone->whites = jg_unit(r) * 2 - 1;
+      n->tone->blacks = jg_unit(r) * 2 - 1;
+      break;
+    case JG_CHOPS: {
+      /* Second image: same bands, sometimes another size (intersection). */
+      uint32_t w2 = jg_below(r, 3) == 0 ? 1 + jg_below(r, w + 8) : w;
+      uint32_t h2 = jg_below(r, 3) == 0 ? 1 + jg_below(r, h + 8) : h;
+      ib_mode m2 = m;
+      if (bands == 4) m2 = (ib_mode[]){IB_MODE_RGBA, IB_MODE_CMYK, IB_MODE_RGBX}[jg_below(r, 3)];
+      int src2 = jg_extra(j, r, m2, w2, h2);
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_CHOPS, prev, src2);
+      n->chops = jg_alloc(j->a, sizeof *n->chops);
+      imgbatch__v1__chops_op__init(n->chops);
+      n->chops->function = (Imgbatch__V1__ChopsFunction)(sub >= 0 ? sub % 12 : (int)jg_below(r, 12));
+      n->chops->scale = 0.25 + jg_unit(r) * 3;
+      n->chops->offset = (double)((int)jg_below(r, 200) - 100);
+      break;
+    }
+    case JG_BLEND: {
+      ib_mode m2 = m;
+      if (bands == 4) m2 = (ib_mode[]){IB_MODE_RGBA, IB_MODE_CMYK, IB_MODE_RGBX}[jg_below(r, 3)];
+      int src2 = jg_extra(j, r, m2, w, h);
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_BLEND, prev, src2);
+      n->blend = jg_alloc(j->a, sizeof *n->blend);
+      imgbatch__v1__blend_op__init(n->blend);
+      n->blend->alpha = jg_below(r, 6) == 0 ? (double)jg_below(r, 2) : jg_unit(r) * 3 - 1;
+      break;
+    }
+    default: return prev;
+  }
+  return (int)j->job.n_nodes - 1;
+}
+
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh - the CUDA backend's proof on a GPU machine, in one call.
+# Builds nothing: expects a packed build in .devpack/ (see
+# /work/shared/device/README.md): bin/gpu_check, bin/gpu_bench, bin/imgbatch.
+#   1. parity: cuda == cpu byte for byte (every op x mode x variant, random
+#      chains, one 200-job same-signature submission, 4096^2 images);
+#   2. the module cache: a second process start compiles nothing;
+#   3. compute-sanitizer memcheck (and racecheck) on a subset;
+#   4. the benchmark.
+# Full logs go to $OUT (or /tmp/ib_gpu_out); a short table is printed last.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+source .devpack/env.sh
+export PATH=$PATH:/usr/local/cuda/bin
+out=${OUT:-/tmp/ib_gpu_out}
+mkdir -p "$out"
+export IB_CACHE_DIR=/tmp/ib_nvrtc_cache
+rm -rf "$IB_CACHE_DIR"
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.mem --format=csv; } >"$out/device.txt" 2>&1
+
+t=$(date +%s)
+timeout 300 gpu_check --random "${IB_RANDOM:-300}" --log "$out/parity.log" >"$out/parity.txt" 2>&1
+rc_parity=$?
+t_parity=$(( $(date +%s) - t ))
+
+# A second process start with the same cache dir: nothing compiled.
+timeout 120 gpu_check --random 20 --big 0 --log "$out/parity2.log" >"$out/parity2.txt" 2>&1
+rc_parity2=$?
+
+t=$(date +%s)
+timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 gpu_check --random 15 --big 0 --batch 8 \
+  --log "$out/memcheck.log" >"$out/memcheck.txt" 2>&1
+rc_mem=$?
+timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 gpu_check --random 5 --big 0 --batch 8 \
+  --log "$out/racecheck.log" >"$out/racecheck.txt" 2>&1
+rc_race=$?
+t_san=$(( $(date +%s) - t ))
+
+timeout 150 gpu_bench >"$out/bench.txt" 2>&1
+rc_bench=$?
+
+echo "imgbatch run --backend cuda (no jobs):"; timeout 30 imgbatch run --backend cuda </dev/null; echo "rc=$?"
+echo "================ device"; cat "$out/device.txt"
+echo "================ parity (rc=$rc_parity, ${t_parity}s)"; tail -n 24 "$out/parity.txt"
+echo "---- first differences/failures"; grep -E "^(FAIL|DIFF|TONE|submission)" "$out/parity.log" | head -n 12
+echo "================ second start (rc=$rc_parity2)"; grep -E "^(TOTAL|nvrtc)" "$out/parity2.txt"
+echo "================ sanitizers (${t_san}s): memcheck rc=$rc_mem racecheck rc=$rc_race"
+grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|^TOTAL" "$out/memcheck.txt" "$out/racecheck.txt"
+echo "================ bench (rc=$rc_bench)"; tail -n 16 "$out/bench.txt"

@@ -1,0 +1,354 @@
+/* Fused chain codegen (see codegen.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/codegen.h"
+#include "kernels/chops.h"
+#include "kernels/enhance.h"
+#include "kernels/point.h"
+#include "kernels/tone.h"
+
+/* ------------------------------------------------------------ steps from nodes */
+
+static ib_status no_step(const ib_node *node, int mode, const char *why, ib_error *err) {
+  err->status = IB_UNSUPPORTED;
+  err->stage = IB_STAGE_ADMIT;
+  snprintf(err->message, sizeof err->message, "backend cuda: op %s (mode %s) %s",
+           node->op ? node->op->name : "?", ib_mode_name((ib_mode)mode), why);
+  return IB_UNSUPPORTED;
+}
+
+ib_status ib_gstep_for_node(const ib_node *node, const int *in_modes, ib_gstep *s,
+                            ib_error *err) {
+  const Imgbatch__V1__Node *pb = node->pb;
+  memset(s, 0, sizeof *s);
+  s->mode_in = in_modes[0];
+  s->mode_out = (int)node->shape.mode;
+  unsigned bands = ib_mode_bands((ib_mode)s->mode_in);
+  switch (pb->op_case) {
+    case IMGBATCH__V1__NODE__OP_COPY: s->kind = IB_GS_COPY; break;
+    case IMGBATCH__V1__NODE__OP_POINT:
+    case IMGBATCH__V1__NODE__OP_INVERT:
+    case IMGBATCH__V1__NODE__OP_SOLARIZE:
+    case IMGBATCH__V1__NODE__OP_POSTERIZE:
+      s->kind = IB_GS_POINT;
+      s->param_len = 256u * bands;
+      break;
+    case IMGBATCH__V1__NODE__OP_CONVERT:
+      s->kind = IB_GS_CONVERT;
+      s->a = s->mode_in;
+      break;
+    case IMGBATCH__V1__NODE__OP_GETCHANNEL:
+      s->kind = IB_GS_GETCHANNEL;
+      s->a = (int)pb->getchannel->band;
+      break;
+    case IMGBATCH__V1__NODE__OP_CONSTANT:
+      s->kind = IB_GS_CONSTANT;
+      s->param_len = 4;
+      break;
+    case IMGBATCH__V1__NODE__OP_ENHANCE:
+      s->kind = IB_GS_ENHANCE;
+      s->a = (int)pb->enhance->kind;
+      s->param_len = 16; /* float alpha, int pad, u64 luma sum */
+      break;
+    case IMGBATCH__V1__NODE__OP_TONE:
+      s->kind = IB_GS_TONE;
+      s->param_len = sizeof(ib_tone_f32);
+      break;
+    case IMGBATCH__V1__NODE__OP_CHOPS:
+      s->kind = IB_GS_CHOPS;
+      s->a = (int)pb->chops->function;
+      s->param_len = 8;
+      break;
+    case IMGBATCH__V1__NODE__OP_BLEND:
+      s->kind = IB_GS_BLEND;
+      s->param_len = 4;
+      break;
+    default: return no_step(node, s->mode_in, "has no device kernel yet", err);
+  }
+  return IB_OK;
+}
+
+int ib_gstep_fusable(const ib_gstep *s) {
+  if (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND) return 0;
+  if (s->kind == IB_GS_ENHANCE && s->a == IB_ENHANCE_CONTRAST) return 0;
+  return 1;
+}
+
+int ib_gchain_push(ib_gchain *c, const ib_gstep *s) {
+  if (c->n_steps >= IB_CHAIN_MAX_STEPS) return 0;
+  uint32_t len = (s->param_len + 15u) & ~15u;
+  if (c->param_bytes + len > IB_CHAIN_MAX_PARAMS) return 0;
+  ib_gstep *d = &c->steps[c->n_steps++];
+  *d = *s;
+  d->param_off = c->param_bytes;
+  c->param_bytes += len;
+  if (c->n_steps == 1) {
+    c->n_inputs = (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND) ? 2 : 1;
+    c->reduce_luma = s->kind == IB_GS_ENHANCE && s->a == IB_ENHANCE_CONTRAST;
+  }
+  return 1;
+}
+
+/* The table Image.point / ImageOps build for the node (as op_point.c's
+ * point_table does, through the same kernels/point.h entry functions). */
+static void point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *table) {
+  if (pb->op_case == IMGBATCH__V1__NODE__OP_POINT) {
+    for (size_t i = 0; i < pb->point->n_lut && i < 256u * bands; i++)
+      table[i] = ib_point_entry(pb->point->lut[i]);
+    return;
+  }
+  for (int i = 0; i < 256; i++) {
+    if (pb->op_case == IMGBATCH__V1__NODE__OP_SOLARIZE)
+      table[i] = ib_point_solarize_entry(i, pb->solarize->threshold);
+    else if (pb->op_case == IMGBATCH__V1__NODE__OP_POSTERIZE)
+      table[i] = ib_point_posterize_entry(i, pb->posterize->bits);
+    else
+      table[i] = ib_point_invert_entry(i);
+  }
+  for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
+}
+
+void ib_gstep_fill(const ib_gstep *s, const ib_node *node, uint8_t *block) {
+  uint8_t *p = block + s->param_off;
+  const Imgbatch__V1__Node *pb = node->pb;
+  switch (s->kind) {
+    case IB_GS_POINT: point_table(pb, ib_mode_bands((ib_mode)s->mode_in), p); break;
+    case IB_GS_CONSTANT: {
+      int32_t v = pb->constant ? ib_clip8(pb->constant->value) : 0;
+      memcpy(p, &v, 4);
+      break;
+    }
+    case IB_GS_ENHANCE: {
+      float alpha = (float)pb->enhance->factor; /* as _imaging.c _blend narrows it */
+      memcpy(p, &alpha, 4);
+      memset(p + 4, 0, 12); /* contrast: the luma sum, accumulated on the device */
+      break;
+    }
+    case IB_GS_TONE: {
+      const Imgbatch__V1__ToneOp *t = pb->tone;
+      ib_tone_f32 f = ib_tone_prepare_f32((float)t->exposure_ev, (float)t->contrast,
+                                          (float)t->highlights, (float)t->shadows,
+                                          (float)t->whites, (float)t->blacks);
+      memcpy(p, &f, sizeof f);
+      break;
+    }
+    case IB_GS_CHOPS: {
+      float scale = 1.0f;
+      int32_t offset = 0;
+      if (s->a == IB_CHOP_ADD || s->a == IB_CHOP_SUBTRACT) {
+        scale = (float)pb->chops->scale;
+        offset = (int32_t)pb->chops->offset;
+      }
+      memcpy(p, &scale, 4);
+      memcpy(p + 4, &offset, 4);
+      break;
+    }
+    case IB_GS_BLEND: {
+      float alpha = (float)pb->blend->alpha;
+      memcpy(p, &alpha, 4);
+      break;
+    }
+    default: break;
+  }
+}
+
+/* ------------------------------------------------------------ signature + source */
+
+static const char step_letter[IB_GS_KIND_COUNT] = {'Y', 'P', 'V', 'G', 'K', 'E', 'T', 'C', 'B'};
+
+int ib_gchain_signature(const ib_gchain *c, char *buf, size_t n) {
+  size_t k = 0;
+  int w = snprintf(buf, n, "in=%d", ib_gchain_mode_in(c));
+  for (int i = 0; w >= 0 && i < c->n_steps; i++) {
+    k += (size_t)w;
+    const ib_gstep *s = &c->steps[i];
+    w = snprintf(k < n ? buf + k : NULL, k < n ? n - k : 0, "|%c%d:%d>%d", step_letter[s->kind],
+                 s->a, s->mode_in, s->mode_out);
+  }
+  k += (size_t)w;
+  w = snprintf(k < n ? buf + k : NULL, k < n ? n - k : 0, "|in1=%d", c->n_inputs == 2 ? c->mode_in1 : 0);
+  return (int)(k + (size_t)w);
+}
+
+static unsigned bands_of(int mode) { return ib_mode_bands((ib_mode)mode); }
+
+int ib_gchain_ppt(const ib_gchain *c) {
+  unsigned m = bands_of(ib_gchain_mode_in(c));
+  for (int i = 0; i < c->n_steps; i++)
+    if (bands_of(c->steps[i].mode_out) > m) m = bands_of(c->steps[i].mode_out);
+  if (c->n_inputs == 2 && bands_of(c->mode_in1) > m) m = bands_of(c->mode_in1);
+  return m >= 3 ? 4 : m == 2 ? 8 : 16;
+}
+
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+__attribute__((format(printf, 2, 3))) static void put(sbuf *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) {
+      b->oom = 1;
+      return;
+    }
+    if (b->p && b->len + (size_t)w < b->cap) {
+      b->len += (size_t)w;
+      return;
+    }
+    size_t ncap = (b->cap + (size_t)w + 1) * 2;
+    char *np = realloc(b->p, ncap);
+    if (!np) {
+      b->oom = 1;
+      return;
+    }
+    b->p = np;
+    b->cap = ncap;
+  }
+}
+
+/* Emits the per-pixel body: `a` (input 0 pixel), `b2` (input 1), result in `o`. */
+static void emit_pixel_fn(sbuf *b, const ib_gchain *c) {
+  put(b, "static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a, "
+         "const uint8_t *b2, uint8_t *o, int cmean) {\n  (void)sp; (void)b2; (void)cmean;\n");
+  put(b, "  uint8_t p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};\n");
+  put(b, "  for (int i = 0; i < %u; i++) p[i] = a[i];\n", bands_of(ib_gchain_mode_in(c)));
+  for (int i = 0; i < c->n_steps; i++) {
+    const ib_gstep *s = &c->steps[i];
+    unsigned bi = bands_of(s->mode_in), bo = bands_of(s->mode_out);
+    put(b, "  { /* step %d */\n", i);
+    switch (s->kind) {
+      case IB_GS_COPY:
+        put(b, "    for (int k = 0; k < %u; k++) q[k] = p[k];\n", bi);
+        break;
+      case IB_GS_POINT: put(b, "    ib_point_px(sp + %u, %u, p, q);\n", s->param_off, bi); break;
+      case IB_GS_CONVERT: put(b, "    ib_convert_px(%d, %d, p, q);\n", s->mode_in, s->mode_out); break;
+      case IB_GS_GETCHANNEL: put(b, "    q[0] = p[%d];\n", s->a); break;
+      case IB_GS_CONSTANT:
+        put(b, "    q[0] = (uint8_t)*(const int32_t *)(sp + %u);\n", s->param_off);
+        break;
+      case IB_GS_ENHANCE:
+        put(b, "    ib_enhance_px(%d, %d, %s, *(const float *)(sp + %u), p, q);\n", s->a,
+            s->mode_in, s->a == IB_ENHANCE_CONTRAST ? "cmean" : "0", s->param_off);
+        break;
+      case IB_GS_TONE:
+        put(b, "    ib_tone_row_f32((const ib_tone_f32 *)(sp + %u), p, q, 1, %u);\n", s->param_off,
+            bi);
+        break;
+      case IB_GS_CHOPS:
+        put(b,
+            "    for (int k = 0; k < %u; k++) q[k] = ib_chops_px(%d, p[k], b2[k], "
+            "*(const float *)(sp + %u), *(const int32_t *)(sp + %u));\n",
+            bi, s->a, s->param_off, s->param_off + 4);
+        break;
+      case IB_GS_BLEND:
+        put(b, "    for (int k = 0; k < %u; k++) q[k] = ib_blend_px(p[k], b2[k], *(const float *)(sp + %u));\n",
+            bi, s->param_off);
+        break;
+      default: break;
+    }
+    put(b, "    for (int k = 0; k < 4; k++) p[k] = q[k];\n  }\n");
+    (void)bo;
+  }
+  put(b, "  for (int i = 0; i < %u; i++) o[i] = p[i];\n}\n\n",
+      bands_of(ib_gchain_mode_out(c)));
+}
+
+char *ib_gchain_source(const ib_gchain *c) {
+  sbuf b = {0};
+  char sig[512];
+  ib_gchain_signature(c, sig, sizeof sig);
+  put(&b, "/* generated by worker/gpu/codegen.c: chain %s */\n", sig);
+  put(&b, "#include \"gpu_io.h\"\n");
+  int has[IB_GS_KIND_COUNT] = {0};
+  for (int i = 0; i < c->n_steps; i++) has[c->steps[i].kind] = 1;
+  if (has[IB_GS_POINT]) put(&b, "#include \"point.h\"\n");
+  if (has[IB_GS_CONVERT] || c->reduce_luma) put(&b, "#include \"convert.h\"\n");
+  if (has[IB_GS_ENHANCE]) put(&b, "#include \"enhance.h\"\n");
+  if (has[IB_GS_TONE]) put(&b, "#include \"tone.h\"\n");
+  if (has[IB_GS_CHOPS]) put(&b, "#include \"chops.h\"\n");
+  if (has[IB_GS_BLEND]) put(&b, "#include \"blend.h\"\n");
+  unsigned b0 = bands_of(ib_gchain_mode_in(c)), b1 = c->n_inputs == 2 ? bands_of(c->mode_in1) : 1,
+           bo = bands_of(ib_gchain_mode_out(c));
+  int ppt = ib_gchain_ppt(c);
+  put(&b, "#define B0 %u\n#define B1 %u\n#define BO %u\n#define PPT %d\n#define NIN %d\n", b0, b1,
+      bo, ppt, c->n_inputs);
+  put(&b, "#define PBYTES %u\n\n", c->param_bytes);
+  emit_pixel_fn(&b, c);
+  /* ImageEnhance.Contrast's mean, from the luma sum the ib_lsum pre-pass
+   * left in the step's parameters (ImageStat: int(sum / count + 0.5)). */
+  if (c->reduce_luma)
+    put(&b, "#define CMEAN(n) ib_enhance_contrast_mean(*(const unsigned long long *)(sp + %u), (n))\n",
+        c->steps[0].param_off + 8);
+  else
+    put(&b, "#define CMEAN(n) 0\n");
+  put(&b,
+      "extern \"C\" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {\n"
+      "  const ib_desc d = descs[blockIdx.y];\n"
+      "  __shared__ __align__(16) uint8_t sp[PBYTES > 0 ? PBYTES : 16];\n"
+      "  for (unsigned i = threadIdx.x; i < PBYTES / 4; i += blockDim.x)\n"
+      "    ((uint32_t *)sp)[i] = ((const uint32_t *)d.params)[i];\n"
+      "  __syncthreads();\n"
+      "  const unsigned long long n = (unsigned long long)d.width * d.height;\n"
+      "  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;\n"
+      "  const unsigned long long t0 = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  const int cmean = CMEAN(n);\n"
+      "  if (d.contig) {\n"
+      "    const unsigned long long groups = n / PPT;\n"
+      "    for (unsigned long long g = t0; g < groups; g += step) {\n"
+      "      ib_vec<PPT * B0> va; ib_ld<PPT * B0>(d.in0 + g * (PPT * B0), va);\n"
+      "      ib_vec<(NIN == 2 ? PPT * B1 : 4)> vb;\n"
+      "      if (NIN == 2) ib_ld<(NIN == 2 ? PPT * B1 : 4)>(d.in1 + g * (PPT * B1), vb);\n"
+      "      ib_vec<PPT * BO> vo;\n"
+      "#pragma unroll\n"
+      "      for (int k = 0; k < PPT; k++) ib_px(sp, va.b + k * B0, NIN == 2 ? vb.b + k * B1 : va.b, vo.b + k * BO, cmean);\n"
+      "      ib_st<PPT * BO>(d.out + g * (PPT * BO), vo);\n"
+      "    }\n"
+      "    for (unsigned long long i = groups * PPT + t0; i < n; i += step)\n"
+      "      ib_px(sp, d.in0 + i * B0, NIN == 2 ? d.in1 + i * B1 : d.in0, d.out + i * BO, cmean);\n"
+      "  } else {\n"
+      "    for (unsigned long long i = t0; i < n; i += step) {\n"
+      "      unsigned long long y = i / d.width, x = i - y * d.width;\n"
+      "      ib_px(sp, d.in0 + (y * d.stride0 + x) * B0,\n"
+      "            NIN == 2 ? d.in1 + (y * d.stride1 + x) * B1 : d.in0, d.out + i * BO, cmean);\n"
+      "    }\n"
+      "  }\n"
+      "}\n");
+  if (c->reduce_luma) {
+    /* Luma sum of input 0 for ImageEnhance.Contrast (ImageStat over
+     * convert("L")), added into the step's u64 in the global param block. */
+    put(&b,
+        "extern \"C\" __global__ void __launch_bounds__(256) ib_lsum(const ib_desc *descs) {\n"
+        "  const ib_desc d = descs[blockIdx.y];\n"
+        "  const unsigned long long n = (unsigned long long)d.width * d.height;\n"
+        "  unsigned long long s = 0;\n"
+        "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+        "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+        "    unsigned long long y = i / d.width, x = i - y * d.width;\n"
+        "    uint8_t l; ib_convert_px(%d, 1, d.in0 + (y * d.stride0 + x) * B0, &l); s += l;\n"
+        "  }\n"
+        "  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);\n"
+        "  __shared__ unsigned long long ws[8];\n"
+        "  if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = s;\n"
+        "  __syncthreads();\n"
+        "  if (threadIdx.x == 0) {\n"
+        "    unsigned long long t = 0;\n"
+        "    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += ws[w];\n"
+        "    atomicAdd((unsigned long long *)(d.params + %u + 8), t);\n"
+        "  }\n"
+        "}\n",
+        ib_gchain_mode_in(c), c->steps[0].param_off);
+  }
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
+  return b.p;
+}

@@ -1,0 +1,598 @@
+/* The CUDA backend: submissions of several jobs (see cuda_backend.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cu.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/gplan.h"
+#include "gpu/nvrtc_cache.h"
+#include "gpu/pool.h"
+
+#define IB_MAX_STREAMS 8
+#define ALIGN 256u
+#define THREADS 256u
+
+typedef struct kfunc {
+  char sig[512];
+  CUmodule mod;
+  CUfunction chain, lsum;
+  struct kfunc *next;
+} kfunc;
+
+struct ib_cuda {
+  const ib_cu *cu;
+  CUdevice dev;
+  CUcontext ctx;
+  int sm_count;
+  char arch[16];
+  char desc[200];
+  ib_kcache *kc;
+  ib_pool dpool, hpool;
+  CUstream streams[IB_MAX_STREAMS];
+  unsigned n_streams, next_stream;
+  kfunc *funcs;
+};
+
+typedef struct jstate {
+  ib_gplan plan;
+  int planned;
+  size_t *buf_off; /* per plan buffer: offset in the device block */
+  size_t *par_off; /* per stage: offset of its parameter block (host = device) */
+  size_t dl_off;   /* terminal image: offset in the host block's download area */
+} jstate;
+
+struct ib_backend_submission {
+  ib_cuda *c;
+  CUstream stream;
+  CUevent ev;
+  ib_pool_block hblk, dblk;
+  ib_backend_job *jobs;
+  size_t n;
+  jstate *js;
+  size_t dl_host; /* start of the download area in the host block */
+  ib_status device_status;
+  ib_error device_err;
+};
+
+static size_t up(size_t v) { return (v + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+/* ------------------------------------------------------------ pools */
+
+static uint64_t dev_alloc(void *ctx, size_t n) {
+  ib_cuda *c = ctx;
+  CUdeviceptr p = 0;
+  return c->cu->cuMemAlloc(&p, n) == CUDA_SUCCESS ? (uint64_t)p : 0;
+}
+static void dev_free(void *ctx, uint64_t a, size_t n) {
+  (void)n;
+  ib_cuda *c = ctx;
+  c->cu->cuMemFree((CUdeviceptr)a);
+}
+static uint64_t host_alloc(void *ctx, size_t n) {
+  ib_cuda *c = ctx;
+  void *p = NULL;
+  return c->cu->cuMemHostAlloc(&p, n, 0) == CUDA_SUCCESS ? (uint64_t)(uintptr_t)p : 0;
+}
+static void host_free(void *ctx, uint64_t a, size_t n) {
+  (void)n;
+  ib_cuda *c = ctx;
+  c->cu->cuMemFreeHost((void *)(uintptr_t)a);
+}
+
+/* ------------------------------------------------------------ open / close */
+
+ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
+  /* Zero fields take the documented defaults below (no dependency on the
+   * executor core's ib_executor_options_default). */
+  ib_executor_options def = {.backend = IB_BACKEND_CUDA};
+  if (!opts) opts = &def;
+  const ib_cu *cu = ib_cu_get(err);
+  if (!cu) return IB_DEVICE;
+  ib_cuda *c = calloc(1, sizeof *c);
+  if (!c) return IB_INTERNAL;
+  c->cu = cu;
+  CUresult rc;
+  int count = 0, major = 0, minor = 0;
+  char name[128] = "";
+  if ((rc = cu->cuDeviceGetCount(&count)) != CUDA_SUCCESS || opts->device < 0 ||
+      opts->device >= count) {
+    err->status = IB_DEVICE;
+    err->stage = IB_STAGE_ADMIT;
+    snprintf(err->message, sizeof err->message, "no CUDA device %d (%d present)", opts->device,
+             count);
+    free(c);
+    return IB_DEVICE;
+  }
+  if ((rc = cu->cuDeviceGet(&c->dev, opts->device)) != CUDA_SUCCESS ||
+      (rc = cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                     c->dev)) != CUDA_SUCCESS ||
+      (rc = cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                     c->dev)) != CUDA_SUCCESS ||
+      (rc = cu->cuDeviceGetAttribute(&c->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                     c->dev)) != CUDA_SUCCESS ||
+      (rc = cu->cuDeviceGetName(name, sizeof name, c->dev)) != CUDA_SUCCESS ||
+      (rc = cu->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
+    ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "device %d: query/context", opts->device);
+    free(c);
+    return IB_DEVICE;
+  }
+  if ((rc = cu->cuCtxSetCurrent(c->ctx)) != CUDA_SUCCESS) {
+    ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "device %d: cuCtxSetCurrent", opts->device);
+    cu->cuDevicePrimaryCtxRelease(c->dev);
+    free(c);
+    return IB_DEVICE;
+  }
+  snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
+  snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
+  c->kc = ib_kcache_new(opts->cache_dir);
+  uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
+  uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
+  /* Classes round up to powers of two: twice the credit cap covers the
+   * rounding of anything the credits admitted. */
+  ib_pool_init(&c->dpool, dev_alloc, dev_free, c, 2 * gpu);
+  ib_pool_init(&c->hpool, host_alloc, host_free, c, 2 * host);
+  unsigned inflight = opts->max_in_flight ? opts->max_in_flight : 2;
+  c->n_streams = inflight < IB_MAX_STREAMS ? inflight : IB_MAX_STREAMS;
+  for (unsigned i = 0; i < c->n_streams; i++)
+    if ((rc = cu->cuStreamCreate(&c->streams[i], CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+      ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "cuStreamCreate");
+      c->n_streams = i;
+      ib_cuda_close(c);
+      return IB_DEVICE;
+    }
+  if (!c->kc) {
+    ib_cuda_close(c);
+    return IB_INTERNAL;
+  }
+  *out = c;
+  return IB_OK;
+}
+
+void ib_cuda_close(ib_cuda *c) {
+  if (!c) return;
+  const ib_cu *cu = c->cu;
+  cu->cuCtxSetCurrent(c->ctx);
+  cu->cuCtxSynchronize();
+  for (unsigned i = 0; i < c->n_streams; i++) cu->cuStreamDestroy(c->streams[i]);
+  for (kfunc *f = c->funcs, *n; f; f = n) {
+    n = f->next;
+    cu->cuModuleUnload(f->mod);
+    free(f);
+  }
+  ib_pool_destroy(&c->dpool);
+  ib_pool_destroy(&c->hpool);
+  ib_kcache_free(c->kc);
+  cu->cuDevicePrimaryCtxRelease(c->dev);
+  free(c);
+}
+
+const char *ib_cuda_device_desc(const ib_cuda *c) { return c->desc; }
+
+void ib_cuda_cache_desc(const ib_cuda *c, char *buf, size_t n) {
+  ib_kcache_stats s = ib_kcache_stats_get(c->kc);
+  snprintf(buf, n, "nvrtc: %llu compiled, %llu from disk, %llu from memory; cache dir '%s'",
+           (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
+           (unsigned long long)s.memory_hits, ib_kcache_dir(c->kc));
+}
+
+/* ------------------------------------------------------------ kernels */
+
+static const char *const nvrtc_opts[] = {"--fmad=false"};
+
+/* The compiled kernel of a chain signature (memory map, then the module
+ * cache: memory/disk/NVRTC). */
+static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_error *err) {
+  char sig[512];
+  ib_gchain_signature(ch, sig, sizeof sig);
+  for (kfunc *f = c->funcs; f; f = f->next)
+    if (strcmp(f->sig, sig) == 0) {
+      *out = f;
+      return IB_OK;
+    }
+  char *src = ib_gchain_source(ch);
+  if (!src) {
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory generating %.200s", sig);
+    return IB_INTERNAL;
+  }
+  const void *img;
+  size_t len;
+  char name[64];
+  snprintf(name, sizeof name, "chain.cu");
+  ib_status st = ib_kcache_get(c->kc, name, src, c->arch, nvrtc_opts, 1, &img, &len, NULL, NULL, err);
+  free(src);
+  if (st != IB_OK) return st;
+  kfunc *f = calloc(1, sizeof *f);
+  if (!f) return IB_INTERNAL;
+  snprintf(f->sig, sizeof f->sig, "%s", sig);
+  CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
+  if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
+  if (rc == CUDA_SUCCESS && ch->reduce_luma)
+    rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
+  if (rc != CUDA_SUCCESS) {
+    free(f);
+    return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
+  }
+  f->next = c->funcs;
+  c->funcs = f;
+  *out = f;
+  return IB_OK;
+}
+
+/* ------------------------------------------------------------ submit */
+
+static void job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage) {
+  j->status = e->status ? e->status : IB_DEVICE;
+  j->err = *e;
+  j->err.status = j->status;
+  if (j->err.stage == IB_STAGE_NONE || j->err.stage == IB_STAGE_VALIDATE) j->err.stage = stage;
+}
+
+static void sub_release(ib_backend_submission *s) {
+  if (!s) return;
+  ib_cuda *c = s->c;
+  if (s->ev) c->cu->cuEventDestroy(s->ev);
+  ib_pool_put(&c->hpool, &s->hblk);
+  ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; s->js && i < s->n; i++) {
+    ib_gplan_free(&s->js[i].plan);
+    free(s->js[i].buf_off);
+    free(s->js[i].par_off);
+  }
+  free(s->js);
+  free(s);
+}
+
+typedef struct launch_ent {
+  int group;
+  size_t job;
+  int stage;
+} launch_ent;
+
+static int ent_cmp(const void *a, const void *b) {
+  const launch_ent *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return x->job < y->job ? -1 : x->job > y->job;
+}
+
+static ib_status device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
+                             ib_error *err) {
+  ib_cu_fail(s->c->cu, rc, &s->device_err, IB_STAGE_EXECUTE, "%s (job %llu)", what,
+             (unsigned long long)s->jobs[job].job_id);
+  s->device_status = IB_DEVICE;
+  if (err) *err = s->device_err;
+  return IB_DEVICE;
+}
+
+static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
+                             ib_backend_submission **out, ib_error *err) {
+  ib_cuda *c = state;
+  const ib_cu *cu = c->cu;
+  cu->cuCtxSetCurrent(c->ctx);
+  ib_backend_submission *s = calloc(1, sizeof *s);
+  if (!s || !(s->js = calloc(n ? n : 1, sizeof *s->js))) {
+    free(s);
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+    return IB_INTERNAL;
+  }
+  s->c = c;
+  s->jobs = jobs;
+  s->n = n;
+  s->stream = c->streams[c->next_stream++ % c->n_streams];
+
+  /* Pass 1: plans and sizes. Upload area (host = device layout): sources,
+   * parameter blocks, descriptor tables. Device only: stage outputs, the
+   * terminal ones packed last so one copy brings them all back. */
+  size_t upload = 0, inter = 0, download = 0, total_stages = 0;
+  int max_stages = 0;
+  for (size_t i = 0; i < n; i++) {
+    ib_backend_job *j = &jobs[i];
+    jstate *js = &s->js[i];
+    j->status = IB_OK;
+    memset(&j->err, 0, sizeof j->err);
+    memset(&j->out, 0, sizeof j->out);
+    ib_error e = {0};
+    if (ib_gplan_build(j->graph, &js->plan, &e) != IB_OK) {
+      job_fail(j, &e, IB_STAGE_ADMIT);
+      continue;
+    }
+    js->planned = 1;
+    js->buf_off = calloc((size_t)js->plan.n_bufs, sizeof *js->buf_off);
+    js->par_off = calloc((size_t)js->plan.n_stages + 1, sizeof *js->par_off);
+    if (!js->buf_off || !js->par_off) {
+      e = (ib_error){.status = IB_INTERNAL};
+      snprintf(e.message, sizeof e.message, "backend cuda: out of memory");
+      job_fail(j, &e, IB_STAGE_ADMIT);
+      js->planned = 0;
+      continue;
+    }
+    for (int b = 0; b < js->plan.n_bufs; b++)
+      if (js->plan.bufs[b].source_node >= 0) {
+        js->buf_off[b] = upload;
+        upload += up(js->plan.bufs[b].bytes);
+      }
+    for (int k = 0; k < js->plan.n_stages; k++) {
+      js->par_off[k] = upload;
+      upload += up(js->plan.stages[k].chain.param_bytes);
+    }
+    total_stages += (size_t)js->plan.n_stages;
+    if (js->plan.n_stages > max_stages) max_stages = js->plan.n_stages;
+  }
+  size_t desc_off = upload;
+  upload += up(total_stages * sizeof(ib_gdesc));
+  for (size_t i = 0; i < n; i++) {
+    jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++)
+      if (js->plan.bufs[b].source_node < 0 && !js->plan.bufs[b].is_output) {
+        js->buf_off[b] = inter; /* relative; rebased below */
+        inter += up(js->plan.bufs[b].bytes);
+      }
+  }
+  for (size_t i = 0; i < n; i++) {
+    jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    js->buf_off[js->plan.out_buf] = download;
+    js->dl_off = download;
+    download += up(js->plan.bufs[js->plan.out_buf].bytes);
+  }
+  size_t inter_base = upload, out_base = upload + inter;
+  for (size_t i = 0; i < n; i++) {
+    jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      if (js->plan.bufs[b].source_node >= 0) continue;
+      js->buf_off[b] += js->plan.bufs[b].is_output ? out_base : inter_base;
+    }
+  }
+  s->dl_host = upload;
+  if (!ib_pool_get(&c->hpool, upload + download, &s->hblk) ||
+      !ib_pool_get(&c->dpool, out_base + download, &s->dblk)) {
+    err->status = IB_DEVICE;
+    err->stage = IB_STAGE_UPLOAD;
+    snprintf(err->message, sizeof err->message,
+             "backend cuda: cannot get %zu pinned / %zu device bytes for a submission of %zu "
+             "job(s) (job %llu)",
+             upload + download, out_base + download, n,
+             n ? (unsigned long long)jobs[0].job_id : 0ull);
+    sub_release(s);
+    return IB_DEVICE;
+  }
+  uint8_t *host = (uint8_t *)(uintptr_t)s->hblk.addr;
+  CUdeviceptr dev = (CUdeviceptr)s->dblk.addr;
+
+  /* Pass 2: sources straight into pinned staging (the source row decodes
+   * there), parameter blocks. */
+  for (size_t i = 0; i < n; i++) {
+    ib_backend_job *j = &jobs[i];
+    jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    for (int b = 0; b < js->plan.n_bufs && j->status == IB_OK; b++) {
+      int sn = js->plan.bufs[b].source_node;
+      if (sn < 0) continue;
+      const ib_node *nd = &j->graph->nodes[sn];
+      ib_image im = {nd->shape.mode, nd->shape.width, nd->shape.height, host + js->buf_off[b]};
+      ib_error e = {0};
+      if (nd->op->cpu(nd, NULL, &im, &e) != IB_OK) job_fail(j, &e, IB_STAGE_DECODE);
+    }
+    for (int k = 0; k < js->plan.n_stages && j->status == IB_OK; k++) {
+      const ib_gstage *st = &js->plan.stages[k];
+      uint8_t *blk = host + js->par_off[k];
+      memset(blk, 0, st->chain.param_bytes);
+      for (int t = 0; t < st->chain.n_steps; t++)
+        ib_gstep_fill(&st->chain.steps[t], &j->graph->nodes[st->nodes[t]], blk);
+    }
+  }
+
+  /* Pass 3: launch groups. Level k = stage k of every job; within a level,
+   * one launch per chain signature with a descriptor table. */
+  launch_ent *ents = calloc(total_stages ? total_stages : 1, sizeof *ents);
+  kfunc **gfunc = calloc(total_stages ? total_stages : 1, sizeof *gfunc);
+  int *glevel = calloc(total_stages ? total_stages : 1, sizeof *glevel);
+  size_t n_ent = 0;
+  int n_groups = 0;
+  ib_status rs = IB_OK;
+  if (!ents || !gfunc || !glevel) {
+    rs = IB_INTERNAL;
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+  }
+  for (int lv = 0; rs == IB_OK && lv < max_stages; lv++) {
+    int level_first = n_groups;
+    for (size_t i = 0; i < n; i++) {
+      ib_backend_job *j = &jobs[i];
+      jstate *js = &s->js[i];
+      if (!js->planned || j->status != IB_OK || lv >= js->plan.n_stages) continue;
+      kfunc *f = NULL;
+      ib_error e = {0};
+      if (chain_func(c, &js->plan.stages[lv].chain, &f, &e) != IB_OK) {
+        job_fail(j, &e, IB_STAGE_EXECUTE);
+        continue;
+      }
+      int g = level_first;
+      while (g < n_groups && gfunc[g] != f) g++;
+      if (g == n_groups) {
+        gfunc[g] = f;
+        glevel[g] = lv;
+        n_groups++;
+      }
+      ents[n_ent++] = (launch_ent){g, i, lv};
+    }
+  }
+  /* A job that failed at a later level may have entries at earlier ones:
+   * they still run (harmless, their output is dropped). */
+  qsort(ents, n_ent, sizeof *ents, ent_cmp);
+  ib_gdesc *descs = (ib_gdesc *)(host + desc_off);
+  for (size_t e = 0; e < n_ent; e++) {
+    const jstate *js = &s->js[ents[e].job];
+    const ib_gstage *st = &js->plan.stages[ents[e].stage];
+    ib_gdesc *d = &descs[e];
+    d->in0 = dev + js->buf_off[st->in_buf[0]];
+    d->in1 = st->chain.n_inputs == 2 ? dev + js->buf_off[st->in_buf[1]] : d->in0;
+    d->out = dev + js->buf_off[st->out_buf];
+    d->params = dev + js->par_off[ents[e].stage];
+    d->width = st->width;
+    d->height = st->height;
+    d->stride0 = st->in_width[0];
+    d->stride1 = st->chain.n_inputs == 2 ? st->in_width[1] : st->in_width[0];
+    d->contig = st->in_width[0] == st->width && (st->chain.n_inputs < 2 || st->in_width[1] == st->width);
+    d->job = (uint32_t)ents[e].job;
+  }
+
+  /* Pass 4: enqueue. One upload, the launches level by level, one
+   * download, one event. */
+  CUresult rc = CUDA_SUCCESS;
+  if (rs == IB_OK && upload && (rc = cu->cuMemcpyHtoDAsync(dev, host, upload, s->stream)) != CUDA_SUCCESS)
+    rs = device_fail(s, rc, "upload", 0, err);
+  for (int lv = 0; rs == IB_OK && lv < max_stages; lv++) {
+    size_t e = 0;
+    while (e < n_ent) {
+      int g = ents[e].group;
+      size_t e_end = e;
+      while (e_end < n_ent && ents[e_end].group == g) e_end++;
+      if (glevel[g] == lv) {
+        kfunc *f = gfunc[g];
+        const ib_gchain *ch = &s->js[ents[e].job].plan.stages[ents[e].stage].chain;
+        /* Blocks per image: enough for the largest one, capped so a block
+         * loops (grid stride) rather than re-staging its parameters. */
+        uint64_t most = 0;
+        for (size_t k = e; k < e_end; k++) {
+          uint64_t px = (uint64_t)descs[k].width * descs[k].height;
+          if (px > most) most = px;
+        }
+        uint64_t per = (most / (uint64_t)ib_gchain_ppt(ch) + THREADS - 1) / THREADS;
+        uint64_t cap = (uint64_t)c->sm_count * 8;
+        unsigned gx = (unsigned)(per < 1 ? 1 : per > cap ? cap : per);
+        for (size_t k = e; k < e_end && rs == IB_OK; k += 65535) {
+          unsigned gy = (unsigned)(e_end - k < 65535 ? e_end - k : 65535);
+          CUdeviceptr table = dev + desc_off + k * sizeof(ib_gdesc);
+          void *args[] = {&table};
+          if (f->lsum) {
+            unsigned lx = (unsigned)((most + THREADS - 1) / THREADS);
+            if (lx > cap) lx = (unsigned)cap;
+            if (lx < 1) lx = 1;
+            rc = cu->cuLaunchKernel(f->lsum, lx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+            if (rc != CUDA_SUCCESS) {
+              rs = device_fail(s, rc, "launch ib_lsum", ents[k].job, err);
+              break;
+            }
+          }
+          rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+          if (rc != CUDA_SUCCESS) rs = device_fail(s, rc, "launch ib_chain", ents[k].job, err);
+        }
+      }
+      e = e_end;
+    }
+  }
+  if (rs == IB_OK && download &&
+      (rc = cu->cuMemcpyDtoHAsync(host + upload, dev + out_base, download, s->stream)) != CUDA_SUCCESS)
+    rs = device_fail(s, rc, "download", 0, err);
+  if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+    rs = device_fail(s, rc, "cuEventCreate", 0, err);
+  if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
+    rs = device_fail(s, rc, "cuEventRecord", 0, err);
+  free(ents);
+  free(gfunc);
+  free(glevel);
+  if (rs != IB_OK) {
+    /* Something may have been enqueued: fence before the blocks go back. */
+    cu->cuStreamSynchronize(s->stream);
+    sub_release(s);
+    return rs;
+  }
+  *out = s;
+  return IB_OK;
+}
+
+static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = state;
+  const ib_cu *cu = c->cu;
+  cu->cuCtxSetCurrent(c->ctx);
+  CUresult rc = cu->cuEventSynchronize(s->ev);
+  ib_status rs = IB_OK;
+  if (rc != CUDA_SUCCESS) {
+    device_fail(s, rc, "submission", 0, err);
+    rs = IB_DEVICE;
+  }
+  const uint8_t *dl = (const uint8_t *)(uintptr_t)s->hblk.addr + s->dl_host;
+  for (size_t i = 0; i < s->n; i++) {
+    ib_backend_job *j = &s->jobs[i];
+    jstate *js = &s->js[i];
+    if (j->status != IB_OK) continue;
+    if (rs != IB_OK) {
+      j->status = IB_DEVICE;
+      j->err = s->device_err;
+      continue;
+    }
+    const ib_shape *sh = &js->plan.out_shape;
+    if (ib_image_alloc(&j->out, sh->mode, sh->width, sh->height) != IB_OK) {
+      j->status = IB_INTERNAL;
+      j->err = (ib_error){.status = IB_INTERNAL, .stage = IB_STAGE_DOWNLOAD};
+      snprintf(j->err.message, sizeof j->err.message, "job %llu: out of host memory",
+               (unsigned long long)j->job_id);
+      continue;
+    }
+    memcpy(j->out.data, dl + js->dl_off, ib_image_bytes(&j->out));
+  }
+  sub_release(s);
+  return rs;
+}
+
+static bool cuda_ready(void *state, ib_backend_submission *s) {
+  ib_cuda *c = state;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  return c->cu->cuEventQuery(s->ev) != CUDA_ERROR_NOT_READY;
+}
+
+ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_error *err) {
+  ib_backend_submission *s = NULL;
+  ib_status st = cuda_submit(c, jobs, n, &s, err);
+  if (st != IB_OK) {
+    for (size_t i = 0; i < n; i++)
+      if (jobs[i].status == IB_OK) job_fail(&jobs[i], err, IB_STAGE_EXECUTE);
+    return st;
+  }
+  return cuda_wait(c, s, err);
+}
+
+ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
+                            ib_error *err) {
+  ib_gplan p;
+  ib_status st = ib_gplan_build(g, &p, err);
+  if (st != IB_OK) return st;
+  uint64_t dev = 0, host = 0;
+  for (int b = 0; b < p.n_bufs; b++) {
+    dev += up(p.bufs[b].bytes);
+    if (p.bufs[b].source_node >= 0 || p.bufs[b].is_output) host += up(p.bufs[b].bytes);
+  }
+  for (int k = 0; k < p.n_stages; k++) {
+    size_t par = up(p.stages[k].chain.param_bytes) + sizeof(ib_gdesc);
+    dev += par;
+    host += par;
+  }
+  ib_gplan_free(&p);
+  *gpu_bytes = dev;
+  *host_bytes = host;
+  return IB_OK;
+}
+
+/* ------------------------------------------------------------ the backend row */
+
+static ib_status be_open(const ib_executor_options *opts, void **state, ib_error *err) {
+  ib_cuda *c = NULL;
+  ib_status st = ib_cuda_open(opts, &c, err);
+  *state = c;
+  return st;
+}
+static void be_close(void *state) { ib_cuda_close(state); }
+
+const ib_backend ib_backend_cuda = {
+    .name = "cuda",
+    .open = be_open,
+    .close = be_close,
+    .submit = cuda_submit,
+    .wait = cuda_wait,
+    .ready = cuda_ready,
+};

@@ -1,0 +1,44 @@
+/*
+ * cuda_backend.h - the CUDA backend (ib_backend_cuda) and its direct entry.
+ *
+ * A submission is several admitted jobs: their sources are decoded or copied
+ * straight into one pinned staging block together with every stage's
+ * parameter block and the launch descriptor tables; ONE host-to-device copy
+ * moves all of it; then, level by level (stage k of every job), one launch
+ * per chain signature runs that stage for every job of the signature through
+ * a descriptor table (small images batch into one launch); ONE
+ * device-to-host copy brings every job's terminal image into the same pinned
+ * block; ONE event completes the submission. Launch arguments point into the
+ * submission's own device block, which nothing else reuses before wait, so a
+ * later enqueue can never overwrite an earlier launch's parameters.
+ * Device and pinned blocks come from size-class pools (no cuMemAlloc or
+ * cuMemHostAlloc per job in steady state). Up to max_in_flight submissions
+ * overlap on their own streams.
+ */
+#ifndef IB_GPU_CUDA_BACKEND_H
+#define IB_GPU_CUDA_BACKEND_H
+
+#include "exec/backend.h"
+
+extern const ib_backend ib_backend_cuda;
+
+typedef struct ib_cuda ib_cuda;
+
+ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err);
+void ib_cuda_close(ib_cuda *c);
+/* submit + wait: every job's status/out final on return (the out images are
+ * the caller's, released with ib_image_release). The return is IB_OK unless
+ * the device failed as a whole (then every job carries IB_DEVICE). */
+ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_error *err);
+
+/* Conservative bytes one job needs (device working set and pinned staging),
+ * for credit charging; IB_UNSUPPORTED when the graph has no device plan. */
+ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
+                            ib_error *err);
+
+/* Diagnostics for bench/tests: "NVIDIA H200, sm_90, 132 SMs". */
+const char *ib_cuda_device_desc(const ib_cuda *c);
+/* "nvrtc: N compiled, N from disk, N from memory; cache DIR" */
+void ib_cuda_cache_desc(const ib_cuda *c, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,114 @@
+/* Graph -> device stages and buffers (see gplan.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gplan.h"
+
+static size_t shape_bytes(const ib_shape *s) {
+  return (size_t)s->width * s->height * ib_mode_bands(s->mode);
+}
+
+static int new_buf(ib_gplan *p, size_t bytes, int source_node) {
+  p->bufs[p->n_bufs] = (ib_gbuf){bytes, source_node, 0};
+  return p->n_bufs++;
+}
+
+void ib_gplan_free(ib_gplan *p) {
+  free(p->stages);
+  free(p->bufs);
+  memset(p, 0, sizeof *p);
+}
+
+static ib_status oom(ib_error *err) {
+  err->status = IB_INTERNAL;
+  err->stage = IB_STAGE_ADMIT;
+  snprintf(err->message, sizeof err->message, "backend cuda: out of memory while planning");
+  return IB_INTERNAL;
+}
+
+ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
+  memset(p, 0, sizeof *p);
+  size_t n = g->n_nodes;
+  p->stages = calloc(n + 1, sizeof *p->stages);
+  p->bufs = calloc(n + 1, sizeof *p->bufs);
+  int *node_buf = calloc(n, sizeof *node_buf), *node_stage = calloc(n, sizeof *node_stage);
+  unsigned *readers = calloc(n, sizeof *readers);
+  ib_status st = IB_OK;
+  if (!p->stages || !p->bufs || !node_buf || !node_stage || !readers) {
+    st = oom(err);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (unsigned k = 0; k < g->nodes[i].n_inputs; k++) readers[g->nodes[i].inputs[k]]++;
+  for (size_t i = 0; i < n; i++) {
+    const ib_node *nd = &g->nodes[i];
+    node_stage[i] = -1;
+    if (nd->op->cls == IB_CLASS_SOURCE) {
+      node_buf[i] = new_buf(p, shape_bytes(&nd->shape), (int)i);
+      continue;
+    }
+    int in_modes[2] = {0, 0};
+    for (unsigned k = 0; k < nd->n_inputs && k < 2; k++)
+      in_modes[k] = (int)g->nodes[nd->inputs[k]].shape.mode;
+    ib_gstep step;
+    st = ib_gstep_for_node(nd, in_modes, &step, err);
+    if (st != IB_OK) goto out;
+    int in0 = (int)nd->inputs[0], sidx = node_stage[in0];
+    if (nd->n_inputs == 1 && ib_gstep_fusable(&step) && sidx >= 0 && readers[in0] == 1) {
+      ib_gstage *s = &p->stages[sidx];
+      int k = s->chain.n_steps;
+      if (ib_gchain_push(&s->chain, &step)) {
+        s->nodes[k] = (int)i;
+        p->bufs[s->out_buf].bytes = shape_bytes(&nd->shape);
+        s->width = nd->shape.width;
+        s->height = nd->shape.height;
+        node_stage[i] = sidx;
+        node_buf[i] = s->out_buf;
+        continue;
+      }
+    }
+    ib_gstage *s = &p->stages[p->n_stages];
+    memset(s, 0, sizeof *s);
+    ib_gchain_push(&s->chain, &step);
+    s->nodes[0] = (int)i;
+    for (unsigned k = 0; k < nd->n_inputs && k < 2; k++) {
+      s->in_buf[k] = node_buf[nd->inputs[k]];
+      s->in_width[k] = g->nodes[nd->inputs[k]].shape.width;
+    }
+    if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
+    s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
+    s->width = nd->shape.width;
+    s->height = nd->shape.height;
+    node_stage[i] = p->n_stages++;
+    node_buf[i] = s->out_buf;
+  }
+  {
+    const ib_node *last = &g->nodes[n - 1];
+    int ob = node_buf[n - 1];
+    if (last->op->cls == IB_CLASS_SOURCE) {
+      /* A graph that is only its source still returns a fresh output buffer. */
+      ib_gstage *s = &p->stages[p->n_stages];
+      memset(s, 0, sizeof *s);
+      ib_gstep cp = {.kind = IB_GS_COPY, .mode_in = (int)last->shape.mode,
+                     .mode_out = (int)last->shape.mode};
+      ib_gchain_push(&s->chain, &cp);
+      s->nodes[0] = (int)(n - 1);
+      s->in_buf[0] = ob;
+      s->in_width[0] = last->shape.width;
+      s->width = last->shape.width;
+      s->height = last->shape.height;
+      s->out_buf = ob = new_buf(p, shape_bytes(&last->shape), -1);
+      p->n_stages++;
+    }
+    p->out_buf = ob;
+    p->bufs[ob].is_output = 1;
+    p->out_shape = last->shape;
+  }
+out:
+  free(node_buf);
+  free(node_stage);
+  free(readers);
+  if (st != IB_OK) ib_gplan_free(p);
+  return st;
+}

@@ -1,0 +1,44 @@
+/*
+ * gplan.h - how one job's graph runs on the device: its stages (each one
+ * generated kernel launch: a fused chain of per-pixel steps) and its device
+ * buffers (one per source upload and one per stage output). A pointwise node
+ * joins the stage that produced its only input when that input has no other
+ * reader, so a chain of pointwise ops reads once and writes once with no
+ * intermediate buffers. Two-input ops and reductions (Contrast) start a
+ * stage. Ops without a device step reject the job at admission
+ * (IB_UNSUPPORTED naming op and mode): no CPU fallback, no readback.
+ */
+#ifndef IB_GPU_GPLAN_H
+#define IB_GPU_GPLAN_H
+
+#include "gpu/codegen.h"
+#include "plan/graph.h"
+
+typedef struct ib_gstage {
+  ib_gchain chain;
+  int nodes[IB_CHAIN_MAX_STEPS]; /* graph node of each step */
+  int in_buf[2];
+  int out_buf;
+  uint32_t in_width[2];          /* row length of each input, pixels */
+  uint32_t width, height;        /* output shape */
+} ib_gstage;
+
+typedef struct ib_gbuf {
+  size_t bytes;
+  int source_node; /* >= 0: filled by uploading this source node */
+  int is_output;
+} ib_gbuf;
+
+typedef struct ib_gplan {
+  ib_gstage *stages;
+  int n_stages;
+  ib_gbuf *bufs;
+  int n_bufs;
+  int out_buf;
+  ib_shape out_shape;
+} ib_gplan;
+
+ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err);
+void ib_gplan_free(ib_gplan *p);
+
+#endif

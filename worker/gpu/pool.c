@@ -1,0 +1,80 @@
+/* Size-class pool (see pool.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/pool.h"
+
+void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, uint64_t cap) {
+  memset(p, 0, sizeof *p);
+  p->alloc = a;
+  p->free = f;
+  p->ctx = ctx;
+  p->cap = cap;
+}
+
+int ib_pool_class(size_t bytes) {
+  for (int k = 0; k < IB_POOL_CLASSES; k++)
+    if (bytes <= ((size_t)1 << (IB_POOL_MIN_SHIFT + k))) return k;
+  return -1;
+}
+
+static void trim_class(ib_pool *p, int k) {
+  size_t sz = (size_t)1 << (IB_POOL_MIN_SHIFT + k);
+  while (p->free_list[k].n) {
+    p->free(p->ctx, p->free_list[k].addr[--p->free_list[k].n], sz);
+    p->held -= sz;
+  }
+}
+
+void ib_pool_trim(ib_pool *p) {
+  for (int k = 0; k < IB_POOL_CLASSES; k++) trim_class(p, k);
+}
+
+void ib_pool_destroy(ib_pool *p) {
+  ib_pool_trim(p);
+  for (int k = 0; k < IB_POOL_CLASSES; k++) free(p->free_list[k].addr);
+  memset(p->free_list, 0, sizeof p->free_list);
+}
+
+bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out) {
+  int k = ib_pool_class(bytes ? bytes : 1);
+  if (k < 0) return false;
+  size_t sz = (size_t)1 << (IB_POOL_MIN_SHIFT + k);
+  if (p->free_list[k].n) {
+    *out = (ib_pool_block){p->free_list[k].addr[--p->free_list[k].n], sz, k};
+    p->live += sz;
+    return true;
+  }
+  /* Over the cap: give back free blocks of other classes, largest first. */
+  for (int j = IB_POOL_CLASSES - 1; j >= 0 && p->held + sz > p->cap; j--) trim_class(p, j);
+  if (p->held + sz > p->cap) return false;
+  uint64_t addr = p->alloc(p->ctx, sz);
+  if (!addr) {
+    ib_pool_trim(p); /* fragmentation across classes: retry once with nothing cached */
+    addr = p->alloc(p->ctx, sz);
+    if (!addr) return false;
+  }
+  p->allocs++;
+  p->held += sz;
+  p->live += sz;
+  *out = (ib_pool_block){addr, sz, k};
+  return true;
+}
+
+void ib_pool_put(ib_pool *p, const ib_pool_block *b) {
+  if (!b->addr) return;
+  p->live -= b->size;
+  __typeof__(p->free_list[0]) *fl = &p->free_list[b->cls];
+  if (fl->n == fl->cap) {
+    size_t ncap = fl->cap ? fl->cap * 2 : 8;
+    uint64_t *na = realloc(fl->addr, ncap * sizeof *na);
+    if (!na) { /* cannot track it: hand it back */
+      p->free(p->ctx, b->addr, b->size);
+      p->held -= b->size;
+      return;
+    }
+    fl->addr = na;
+    fl->cap = ncap;
+  }
+  fl->addr[fl->n++] = b->addr;
+}

@@ -1,0 +1,60 @@
+/*
+ * pool.h - a size-class pool over an allocator, used twice by the CUDA
+ * backend: device buffers (cuMemAlloc) and pinned host staging
+ * (cuMemHostAlloc). In steady state every request is served from a free
+ * list, so no job allocates from the driver. Classes are powers of two from
+ * 64 KiB (a block of class k holds 64 KiB << k bytes); a released block goes
+ * back to its class's free list. `cap` bounds the bytes the pool holds from
+ * the allocator (live + free): past it, free blocks are returned to the
+ * allocator first, and a request that still does not fit fails (the
+ * executor's credits are meant to keep requests under the cap).
+ * Not thread-safe: one executor thread drives a backend.
+ */
+#ifndef IB_GPU_POOL_H
+#define IB_GPU_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IB_POOL_MIN_SHIFT 16
+#define IB_POOL_CLASSES 24 /* 64 KiB .. 512 GiB */
+
+/* Allocator callbacks: alloc returns 0 on failure; addresses are opaque u64
+ * (a CUdeviceptr or a host pointer). */
+typedef uint64_t (*ib_pool_alloc_fn)(void *ctx, size_t bytes);
+typedef void (*ib_pool_free_fn)(void *ctx, uint64_t addr, size_t bytes);
+
+typedef struct ib_pool_block {
+  uint64_t addr;
+  size_t size; /* the class size (>= requested) */
+  int cls;
+} ib_pool_block;
+
+typedef struct ib_pool {
+  ib_pool_alloc_fn alloc;
+  ib_pool_free_fn free;
+  void *ctx;
+  uint64_t cap;
+  uint64_t held;        /* bytes obtained from the allocator and not returned */
+  uint64_t live;        /* bytes handed out */
+  uint64_t allocs;      /* allocator calls (steady state: stops growing) */
+  struct {
+    uint64_t *addr;
+    size_t n, cap;
+  } free_list[IB_POOL_CLASSES];
+} ib_pool;
+
+void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, uint64_t cap);
+/* Returns every free block to the allocator and frees bookkeeping; live
+ * blocks must have been released. */
+void ib_pool_destroy(ib_pool *p);
+/* false when the request cannot be met within cap or the allocator fails. */
+bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out);
+void ib_pool_put(ib_pool *p, const ib_pool_block *b);
+/* Class of a request (for tests); -1 when larger than the largest class. */
+int ib_pool_class(size_t bytes);
+/* Returns all free blocks to the allocator. */
+void ib_pool_trim(ib_pool *p);
+
+#endif
