@@ -111,6 +111,29 @@ static void point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *t
   for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
 }
 
+void ib_gpoint_fold(const ib_gstep *s, const ib_node *const *nodes, int n, uint8_t *table) {
+  int mode = s->mode_in;
+  unsigned bands = ib_mode_bands((ib_mode)mode);
+  for (unsigned b = 0; b < bands; b++)
+    for (int v = 0; v < 256; v++) table[b * 256u + (unsigned)v] = (uint8_t)v;
+  uint8_t t[256 * 4];
+  for (int f = 0; f < n; f++) {
+    const Imgbatch__V1__Node *pb = nodes[f]->pb;
+    int enhance = pb->op_case == IMGBATCH__V1__NODE__OP_ENHANCE;
+    float alpha = enhance ? (float)pb->enhance->factor : 0.0f;
+    if (!enhance) point_table(pb, bands, t);
+    for (int v = 0; v < 256; v++) {
+      uint8_t px[4], out[4];
+      for (unsigned b = 0; b < bands; b++) px[b] = table[b * 256u + (unsigned)v];
+      if (enhance)
+        ib_enhance_px(IB_ENHANCE_BRIGHTNESS, mode, 0, alpha, px, out);
+      else
+        ib_point_px(t, bands, px, out);
+      for (unsigned b = 0; b < bands; b++) table[b * 256u + (unsigned)v] = out[b];
+    }
+  }
+}
+
 void ib_gstep_fill(const ib_gstep *s, const ib_node *node, uint8_t *block) {
   uint8_t *p = block + s->param_off;
   const Imgbatch__V1__Node *pb = node->pb;

@@ -80,6 +80,14 @@ int ib_gchain_push(ib_gchain *c, const ib_gstep *s);
 /* Writes the node's per-job values for step `s` into block + s->param_off. */
 void ib_gstep_fill(const ib_gstep *s, const ib_node *node, uint8_t *block);
 
+/* The table of a POINT step that stands for the per-band table ops
+ * `nodes[0..n)` applied in order (point/invert/solarize/posterize tables,
+ * Brightness): entry [b*256+v] is where band value v of band b ends up.
+ * Each op runs its own math (ib_point_px / ib_enhance_px) on the 256
+ * pixels (v, v, v, v); valid because every band's result depends on that
+ * band alone. */
+void ib_gpoint_fold(const ib_gstep *s, const ib_node *const *nodes, int n, uint8_t *table);
+
 /* Canonical signature text ("in=3|P3>3|C3>1|out=1"): equal signatures
  * generate equal sources. Returns the length (snprintf semantics). */
 int ib_gchain_signature(const ib_gchain *c, char *buf, size_t n);

@@ -6,6 +6,7 @@
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/gplan.h"
+#include "gpu/hostpar.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pool.h"
 
@@ -32,7 +33,23 @@ struct ib_cuda {
   CUstream streams[IB_MAX_STREAMS];
   unsigned n_streams, next_stream;
   kfunc *funcs;
+  ib_hostpar *hp;
 };
+
+/* Host work of a submission, spread over the host pool: byte copies in
+ * chunks, source decodes, parameter blocks. */
+#define CHUNK (1u << 20)
+typedef enum { HT_COPY, HT_SOURCE, HT_PARAMS } htask_kind;
+typedef struct htask {
+  htask_kind kind;
+  size_t job;
+  int buf;
+  uint8_t *dst;
+  const uint8_t *src;
+  size_t n;
+  ib_status st;
+  ib_error err;
+} htask;
 
 typedef struct jstate {
   ib_gplan plan;
@@ -53,6 +70,8 @@ struct ib_backend_submission {
   size_t dl_host; /* start of the download area in the host block */
   ib_status device_status;
   ib_error device_err;
+  uint8_t *host_base;
+  htask *tasks; /* during host work only */
 };
 
 static size_t up(size_t v) { return (v + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
@@ -126,6 +145,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
   c->kc = ib_kcache_new(opts->cache_dir);
+  c->hp = ib_hostpar_new(-1);
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the
@@ -163,6 +183,7 @@ void ib_cuda_close(ib_cuda *c) {
   ib_pool_destroy(&c->dpool);
   ib_pool_destroy(&c->hpool);
   ib_kcache_free(c->kc);
+  ib_hostpar_free(c->hp);
   cu->cuDevicePrimaryCtxRelease(c->dev);
   free(c);
 }
@@ -265,6 +286,34 @@ static ib_status device_fail(ib_backend_submission *s, CUresult rc, const char *
   return IB_DEVICE;
 }
 
+static void host_task(void *ctx, size_t t) {
+  ib_backend_submission *s = ctx;
+  htask *k = &s->tasks[t];
+  switch (k->kind) {
+    case HT_COPY: memcpy(k->dst, k->src, k->n); break;
+    case HT_SOURCE: {
+      const ib_backend_job *j = &s->jobs[k->job];
+      const jstate *js = &s->js[k->job];
+      const ib_node *nd = &j->graph->nodes[js->plan.bufs[k->buf].source_node];
+      ib_image im = {nd->shape.mode, nd->shape.width, nd->shape.height,
+                     s->host_base + js->buf_off[k->buf]};
+      k->st = nd->op->cpu(nd, NULL, &im, &k->err);
+      break;
+    }
+    case HT_PARAMS: {
+      const ib_backend_job *j = &s->jobs[k->job];
+      const jstate *js = &s->js[k->job];
+      for (int q = 0; q < js->plan.n_stages; q++) {
+        const ib_gstage *st = &js->plan.stages[q];
+        uint8_t *blk = s->host_base + js->par_off[q];
+        memset(blk, 0, st->chain.param_bytes);
+        ib_gstage_fill(st, j->graph, blk);
+      }
+      break;
+    }
+  }
+}
+
 static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
                              ib_backend_submission **out, ib_error *err) {
   ib_cuda *c = state;
@@ -363,28 +412,53 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   uint8_t *host = (uint8_t *)(uintptr_t)s->hblk.addr;
   CUdeviceptr dev = (CUdeviceptr)s->dblk.addr;
 
-  /* Pass 2: sources straight into pinned staging (the source row decodes
-   * there), parameter blocks. */
+  /* Pass 2 (host pool): sources straight into pinned staging (raw bytes
+   * copied in chunks; encoded ones decoded there by the source row),
+   * parameter blocks. */
+  size_t n_tasks = 0, cap_tasks = 0;
+  htask *tasks = NULL;
+  for (size_t i = 0; i < n; i++) {
+    jstate *js = &s->js[i];
+    if (!js->planned || jobs[i].status != IB_OK) continue;
+    cap_tasks += 1;
+    for (int b = 0; b < js->plan.n_bufs; b++)
+      if (js->plan.bufs[b].source_node >= 0) cap_tasks += js->plan.bufs[b].bytes / CHUNK + 1;
+  }
+  tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
+  if (!tasks) {
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+    sub_release(s);
+    return IB_INTERNAL;
+  }
   for (size_t i = 0; i < n; i++) {
     ib_backend_job *j = &jobs[i];
     jstate *js = &s->js[i];
-    if (!js->planned) continue;
-    for (int b = 0; b < js->plan.n_bufs && j->status == IB_OK; b++) {
+    if (!js->planned || j->status != IB_OK) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
       int sn = js->plan.bufs[b].source_node;
       if (sn < 0) continue;
       const ib_node *nd = &j->graph->nodes[sn];
-      ib_image im = {nd->shape.mode, nd->shape.width, nd->shape.height, host + js->buf_off[b]};
-      ib_error e = {0};
-      if (nd->op->cpu(nd, NULL, &im, &e) != IB_OK) job_fail(j, &e, IB_STAGE_DECODE);
+      const ib_source *src = &j->graph->sources[nd->pb->source->index];
+      size_t bytes = js->plan.bufs[b].bytes;
+      if (src->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && src->len >= bytes) {
+        for (size_t o = 0; o < bytes; o += CHUNK)
+          tasks[n_tasks++] = (htask){.kind = HT_COPY, .job = i, .dst = host + js->buf_off[b] + o,
+                                     .src = src->bytes + o, .n = bytes - o < CHUNK ? bytes - o : CHUNK};
+      } else {
+        tasks[n_tasks++] = (htask){.kind = HT_SOURCE, .job = i, .buf = b};
+      }
     }
-    for (int k = 0; k < js->plan.n_stages && j->status == IB_OK; k++) {
-      const ib_gstage *st = &js->plan.stages[k];
-      uint8_t *blk = host + js->par_off[k];
-      memset(blk, 0, st->chain.param_bytes);
-      for (int t = 0; t < st->chain.n_steps; t++)
-        ib_gstep_fill(&st->chain.steps[t], &j->graph->nodes[st->nodes[t]], blk);
-    }
+    tasks[n_tasks++] = (htask){.kind = HT_PARAMS, .job = i};
   }
+  s->host_base = host;
+  s->tasks = tasks;
+  ib_hostpar_for(c->hp, n_tasks, host_task, s);
+  for (size_t t = 0; t < n_tasks; t++)
+    if (tasks[t].st != IB_OK && jobs[tasks[t].job].status == IB_OK)
+      job_fail(&jobs[tasks[t].job], &tasks[t].err, IB_STAGE_DECODE);
+  free(tasks);
+  s->tasks = NULL;
 
   /* Pass 3: launch groups. Level k = stage k of every job; within a level,
    * one launch per chain signature with a descriptor table. */
@@ -517,6 +591,11 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
     rs = IB_DEVICE;
   }
   const uint8_t *dl = (const uint8_t *)(uintptr_t)s->hblk.addr + s->dl_host;
+  size_t n_tasks = 0, cap_tasks = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->jobs[i].status == IB_OK && rs == IB_OK)
+      cap_tasks += ib_gplan_out_bytes(&s->js[i].plan) / CHUNK + 1;
+  htask *tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     jstate *js = &s->js[i];
@@ -526,16 +605,26 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
       j->err = s->device_err;
       continue;
     }
+    /* Every byte is written below: no zeroing (ib_image_alloc's calloc). */
     const ib_shape *sh = &js->plan.out_shape;
-    if (ib_image_alloc(&j->out, sh->mode, sh->width, sh->height) != IB_OK) {
+    size_t bytes = (size_t)sh->width * sh->height * ib_mode_bands(sh->mode);
+    j->out = (ib_image){sh->mode, sh->width, sh->height, malloc(bytes ? bytes : 1)};
+    if (!j->out.data || !tasks) {
+      free(j->out.data);
+      j->out.data = NULL;
       j->status = IB_INTERNAL;
       j->err = (ib_error){.status = IB_INTERNAL, .stage = IB_STAGE_DOWNLOAD};
       snprintf(j->err.message, sizeof j->err.message, "job %llu: out of host memory",
                (unsigned long long)j->job_id);
       continue;
     }
-    memcpy(j->out.data, dl + js->dl_off, ib_image_bytes(&j->out));
+    for (size_t o = 0; o < bytes; o += CHUNK)
+      tasks[n_tasks++] = (htask){.kind = HT_COPY, .job = i, .dst = j->out.data + o,
+                                 .src = dl + js->dl_off + o, .n = bytes - o < CHUNK ? bytes - o : CHUNK};
   }
+  s->tasks = tasks;
+  ib_hostpar_for(c->hp, n_tasks, host_task, s);
+  free(tasks);
   sub_release(s);
   return rs;
 }

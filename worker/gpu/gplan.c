@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gpu/gplan.h"
+#include "kernels/enhance.h"
 
 static size_t shape_bytes(const ib_shape *s) {
   return (size_t)s->width * s->height * ib_mode_bands(s->mode);
@@ -54,12 +55,30 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
     ib_gstep step;
     st = ib_gstep_for_node(nd, in_modes, &step, err);
     if (st != IB_OK) goto out;
+    /* Brightness maps each band through a function of that band alone:
+     * a table, built on the host by the same ib_enhance_px. */
+    if (step.kind == IB_GS_ENHANCE && step.a == IB_ENHANCE_BRIGHTNESS) {
+      step.kind = IB_GS_POINT;
+      step.a = 0;
+      step.param_len = 256u * ib_mode_bands((ib_mode)step.mode_in);
+    }
     int in0 = (int)nd->inputs[0], sidx = node_stage[in0];
     if (nd->n_inputs == 1 && ib_gstep_fusable(&step) && sidx >= 0 && readers[in0] == 1) {
       ib_gstage *s = &p->stages[sidx];
       int k = s->chain.n_steps;
+      ib_gstep *lastp = &s->chain.steps[k - 1];
+      if (step.kind == IB_GS_POINT && lastp->kind == IB_GS_POINT &&
+          lastp->mode_out == step.mode_in && s->n_fold[k - 1] < IB_FOLD_MAX) {
+        /* Table after table: compose them into one lookup. */
+        s->fold[k - 1][s->n_fold[k - 1]++] = (int)i;
+        node_stage[i] = sidx;
+        node_buf[i] = s->out_buf;
+        continue;
+      }
       if (ib_gchain_push(&s->chain, &step)) {
         s->nodes[k] = (int)i;
+        s->fold[k][0] = (int)i;
+        s->n_fold[k] = 1;
         p->bufs[s->out_buf].bytes = shape_bytes(&nd->shape);
         s->width = nd->shape.width;
         s->height = nd->shape.height;
@@ -72,6 +91,8 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
     memset(s, 0, sizeof *s);
     ib_gchain_push(&s->chain, &step);
     s->nodes[0] = (int)i;
+    s->fold[0][0] = (int)i;
+    s->n_fold[0] = 1;
     for (unsigned k = 0; k < nd->n_inputs && k < 2; k++) {
       s->in_buf[k] = node_buf[nd->inputs[k]];
       s->in_width[k] = g->nodes[nd->inputs[k]].shape.width;
@@ -111,4 +132,19 @@ out:
   free(readers);
   if (st != IB_OK) ib_gplan_free(p);
   return st;
+}
+
+size_t ib_gplan_out_bytes(const ib_gplan *p) { return p->bufs[p->out_buf].bytes; }
+
+void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block) {
+  for (int k = 0; k < s->chain.n_steps; k++) {
+    const ib_gstep *st = &s->chain.steps[k];
+    if (st->kind == IB_GS_POINT) {
+      const ib_node *nodes[IB_FOLD_MAX];
+      for (int f = 0; f < s->n_fold[k]; f++) nodes[f] = &g->nodes[s->fold[k][f]];
+      ib_gpoint_fold(st, nodes, s->n_fold[k], block + st->param_off);
+    } else {
+      ib_gstep_fill(st, &g->nodes[s->nodes[k]], block);
+    }
+  }
 }

@@ -14,9 +14,16 @@
 #include "gpu/codegen.h"
 #include "plan/graph.h"
 
+#define IB_FOLD_MAX 16
+
 typedef struct ib_gstage {
   ib_gchain chain;
   int nodes[IB_CHAIN_MAX_STEPS]; /* graph node of each step */
+  /* A POINT step is a folded run of per-band table ops (point, invert,
+   * solarize, posterize, Brightness): the nodes, in order, whose
+   * composition its table holds (fold[k][0] == nodes[k]). */
+  int fold[IB_CHAIN_MAX_STEPS][IB_FOLD_MAX];
+  int n_fold[IB_CHAIN_MAX_STEPS];
   int in_buf[2];
   int out_buf;
   uint32_t in_width[2];          /* row length of each input, pixels */
@@ -39,6 +46,9 @@ typedef struct ib_gplan {
 } ib_gplan;
 
 ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err);
+/* Writes a stage's per-job parameter block (zeroed by the caller). */
+void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block);
+size_t ib_gplan_out_bytes(const ib_gplan *p);
 void ib_gplan_free(ib_gplan *p);
 
 #endif

@@ -1,0 +1,148 @@
+/* CUDA backend planning without a GPU: which nodes fuse into one kernel,
+ * which start a stage, which buffers exist, and that folded table runs
+ * (point/invert/solarize/posterize/Brightness composed into one LUT) give
+ * the CPU reference's bytes. */
+#include <criterion/criterion.h>
+
+#include "../gpu/jobgen.h"
+#include "cpu/cpu_backend.h"
+#include "gpu/gplan.h"
+#include "kernels/point.h"
+
+static jg_arena arena;
+static void setup(void) {
+  arena = (jg_arena){malloc(1u << 24), 0, 1u << 24};
+}
+static void teardown(void) { free(arena.p); }
+
+TestSuite(gpu_plan, .init = setup, .fini = teardown);
+
+static ib_graph *finish(jg_job *j) {
+  ib_error err = {0};
+  ib_graph *g = jg_finish(j, &err);
+  cr_assert_not_null(g, "%s", err.message);
+  return g;
+}
+
+Test(gpu_plan, pointwise_chain_is_one_stage_with_folded_tables) {
+  jg_rng r = {1};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGB, 31, 7, 1);
+  int p = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(&j, &r, JG_POINT, p, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(&j, &r, JG_BRIGHTNESS, p, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(&j, &r, JG_CONVERT, p, IB_MODE_RGB, 31, 7, 0); /* -> L */
+  jg_op(&j, &r, JG_POSTERIZE, p, IB_MODE_L, 31, 7, -1);
+  ib_graph *g = finish(&j);
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(pl.n_stages, 1);
+  cr_assert_eq(pl.n_bufs, 2, "source upload + output only: no intermediate buffers");
+  const ib_gstage *s = &pl.stages[0];
+  cr_assert_eq(s->chain.n_steps, 3);
+  cr_assert_eq(s->chain.steps[0].kind, IB_GS_POINT);
+  cr_assert_eq(s->n_fold[0], 3);
+  cr_assert_eq(s->chain.steps[1].kind, IB_GS_CONVERT);
+  cr_assert_eq(s->chain.steps[2].kind, IB_GS_POINT);
+  cr_assert_eq(s->chain.steps[2].mode_in, IB_MODE_L);
+  cr_assert(pl.bufs[pl.out_buf].is_output);
+  cr_assert_eq(pl.bufs[pl.out_buf].bytes, 31u * 7u);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}
+
+Test(gpu_plan, shared_intermediate_is_materialised) {
+  jg_rng r = {2};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_L, 9, 9, 1);
+  int a = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_L, 9, 9, -1);        /* node 1, read twice */
+  int b = jg_op(&j, &r, JG_POINT, a, IB_MODE_L, 9, 9, -1);         /* node 2 */
+  Imgbatch__V1__Node *n = jg_node(&j, IMGBATCH__V1__NODE__OP_CHOPS, b, a);
+  n->chops = jg_alloc(j.a, sizeof *n->chops);
+  imgbatch__v1__chops_op__init(n->chops);
+  n->chops->function = IMGBATCH__V1__CHOPS_FUNCTION__DIFFERENCE;
+  ib_graph *g = finish(&j);
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(pl.n_stages, 3, "invert | point | chops");
+  cr_assert_eq(pl.stages[2].chain.n_inputs, 2);
+  cr_assert_eq(pl.stages[2].in_buf[1], pl.stages[0].out_buf);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}
+
+Test(gpu_plan, contrast_starts_a_stage_and_later_ops_fuse_after_it) {
+  jg_rng r = {3};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGBA, 5, 3, 1);
+  int p = jg_op(&j, &r, JG_POINT, 0, IB_MODE_RGBA, 5, 3, -1);
+  p = jg_op(&j, &r, JG_CONTRAST, p, IB_MODE_RGBA, 5, 3, -1);
+  p = jg_op(&j, &r, JG_COLOR, p, IB_MODE_RGBA, 5, 3, -1);
+  ib_graph *g = finish(&j);
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(pl.n_stages, 2);
+  cr_assert(pl.stages[1].chain.reduce_luma);
+  cr_assert_eq(pl.stages[1].chain.n_steps, 2);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}
+
+Test(gpu_plan, source_only_graph_gets_a_copy_stage) {
+  jg_rng r = {4};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_LA, 3, 3, 1);
+  ib_graph *g = finish(&j);
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(pl.n_stages, 1);
+  cr_assert_eq(pl.stages[0].chain.steps[0].kind, IB_GS_COPY);
+  cr_assert_neq(pl.out_buf, pl.stages[0].in_buf[0]);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}
+
+/* Folded tables equal the CPU rows run one after another. */
+Test(gpu_plan, folded_tables_match_cpu_reference) {
+  static const int table_ops[] = {JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_BRIGHTNESS};
+  jg_rng r = {5};
+  for (int t = 0; t < 200; t++) {
+    ib_mode m = (ib_mode)(1 + jg_below(&r, 6));
+    uint32_t w = 1 + jg_below(&r, 40), h = 1 + jg_below(&r, 20);
+    jg_job j;
+    jg_begin(&j, &arena, &r, m, w, h, 1);
+    int p = 0, len = 1 + (int)jg_below(&r, 6);
+    for (int k = 0; k < len; k++) {
+      int op = table_ops[jg_below(&r, 5)];
+      if ((op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE) && m != IB_MODE_L &&
+          m != IB_MODE_RGB)
+        op = JG_POINT;
+      p = jg_op(&j, &r, op, p, m, w, h, -1);
+    }
+    ib_graph *g = finish(&j);
+    ib_gplan pl;
+    ib_error err = {0};
+    cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+    cr_assert_eq(pl.n_stages, 1);
+    cr_assert_eq(pl.stages[0].chain.n_steps, 1);
+    cr_assert_eq(pl.stages[0].n_fold[0], len);
+    uint8_t block[8192] = {0};
+    ib_gstage_fill(&pl.stages[0], g, block);
+    ib_image ref = {0};
+    cr_assert_eq(ib_cpu_execute(g, &ref, &err), IB_OK, "%s", err.message);
+    const Imgbatch__V1__RawImage *raw = g->job->source->raw;
+    unsigned bands = ib_mode_bands(m);
+    uint8_t *got = malloc((size_t)w * h * bands);
+    ib_point_row(block, bands, raw->data.data, got, w * h);
+    cr_assert_arr_eq(got, ref.data, (size_t)w * h * bands, "case %d mode %s len %d", t,
+                     ib_mode_name(m), len);
+    free(got);
+    ib_image_release(&ref);
+    ib_gplan_free(&pl);
+    ib_graph_free(g);
+  }
+}
