@@ -40,7 +40,7 @@ Rules of the harness
   a Pillow replay that raises (pillow_raises=False for contexts Pillow takes
   but imgbatch refuses, e.g. modes outside L/LA/RGB/RGBA/CMYK/RGBX).
 - run_cases(cases) is the layer below: it returns one Outcome per case
-  (status "exact", "mismatch", "error", "replay_error" or "missing") and
+  (status "exact", "mismatch", "error", "replay_error", "crash" or "missing") and
   records nothing as failed; use it for custom verdicts (xfail, tolerance).
 - Randomness: rng(*labels) gives a random.Random seeded from the session
   seed and the labels, so a test's cases do not shift when other tests
@@ -189,28 +189,56 @@ def _check_ids(cases):
         seen.add(c.case_id)
 
 
-def run_results(cases, timeout=None):
-    """Run cases through one `imgbatch run`; return {index: Result} (raw output)."""
-    _check_ids(cases)
-    timeout = timeout or float(os.environ.get("IB_PARITY_TIMEOUT", "900"))
-    jobs = (c.image.to_job(key=i, output="raw") for i, c in enumerate(cases))
-    results = {}
+MAX_CRASHES = 10
+
+
+def _run_once(cases, indices, timeout, results):
+    """One `imgbatch run` over cases[indices]; fills results; returns the
+    failure text if the process died before answering every job."""
+    jobs = (cases[i].image.to_job(key=i, output="raw") for i in indices)
+    wanted = set(indices)
     try:
         for res in imgbatch.run_local(jobs, binary=binary(), backend=backend(), timeout=timeout):
-            if isinstance(res.input_key, int) and 0 <= res.input_key < len(cases):
+            if res.input_key in wanted:
                 results[res.input_key] = res
-    except RuntimeError as e:
-        if len(results) != len(cases):
-            raise AssertionError(f"imgbatch run failed (IB_PARITY_SEED={SEED}): {e}") from e
-    return results
+    except (RuntimeError, TimeoutError) as e:
+        if any(i not in results for i in indices):
+            return str(e)
+    return None
+
+
+def run_results(cases, timeout=None):
+    """Run cases through `imgbatch run`; return ({index: Result}, {index: crash text}).
+
+    One process serves every case. If it dies, the first case left without
+    a result is blamed (CPU results come in input order) and the rest run
+    in a fresh process, up to MAX_CRASHES times."""
+    _check_ids(cases)
+    timeout = timeout or float(os.environ.get("IB_PARITY_TIMEOUT", "900"))
+    results, crashes = {}, {}
+    pending = list(range(len(cases)))
+    while pending:
+        failure = _run_once(cases, pending, timeout, results)
+        pending = [i for i in pending if i not in results]
+        if failure is None or not pending:
+            break
+        if len(crashes) >= MAX_CRASHES:
+            raise AssertionError(f"imgbatch run died {len(crashes)} times (IB_PARITY_SEED={SEED}); "
+                                 f"last: {failure}")
+        crashes[pending[0]] = failure
+        pending = pending[1:]
+    return results, crashes
 
 
 def run_cases(cases, timeout=None, record=True):
     """One Outcome per case (same order); records exactness in the session table."""
-    results = run_results(cases, timeout)
+    results, crashes = run_results(cases, timeout)
     outcomes = []
     for i, case in enumerate(cases):
-        out = _compare(case, results.get(i))
+        if i in crashes:
+            out = Outcome(case, "crash", None, f"imgbatch run died on this case: {crashes[i][-1500:]}")
+        else:
+            out = _compare(case, results.get(i))
         results.pop(i, None)  # free the pixels as we go
         outcomes.append(out)
         if record:
@@ -243,12 +271,14 @@ def assert_exact(cases, timeout=None):
 
 def assert_rejected(cases, pillow_raises=True, timeout=None):
     """Every case is answered with an error of case.expect_kind (and Pillow raises)."""
-    results = run_results(cases, timeout)
+    results, crashes = run_results(cases, timeout)
     bad = []
     for i, case in enumerate(cases):
         res = results.get(i)
         problem = None
-        if res is None:
+        if i in crashes:
+            problem = f"imgbatch run died on this case: {crashes[i][-1500:]}"
+        elif res is None:
             problem = "no Result came back"
         elif res.error is None:
             problem = f"imgbatch accepted it ({res.image.mode} {res.image.size})"
