@@ -9,6 +9,7 @@
 import builtins
 import io
 import os
+import struct
 
 import PIL.Image
 from PIL.Image import (  # noqa: F401  (re-exported Pillow enums and constants)
@@ -109,6 +110,9 @@ def frombytes(mode, size, data, decoder_name="raw", *args):
 def blend(im1, im2, alpha):
     """Image.blend(im1, im2, alpha) -> BlendOp over [im1, im2]."""
     im1, im2 = ensure_lazy(im1), ensure_lazy(im2)
-    return lazy("blend", {"alpha": float(alpha)}, [im1, im2], im1.mode, im1.size,
+    # ImagingBlend takes alpha as a float32 and returns a copy of im2 (its
+    # mode, which may differ from im1's with the same band count) at 1.0.
+    mode = im2.mode if struct.unpack("f", struct.pack("f", alpha))[0] == 1.0 else im1.mode
+    return lazy("blend", {"alpha": float(alpha)}, [im1, im2], mode, im1.size,
                 lambda a, b: PIL.Image.blend(a, b, alpha))
 

@@ -68,6 +68,8 @@ SHAPE_OPS = {
     "multiply_min_size": lambda a: ImageChops.multiply(a, a.crop((0, 0, 2, 3))),
     "add": lambda a: ImageChops.add(a, a.copy(), 2.0, 10),
     "blend": lambda a: Image.blend(a, a.transpose(0), 0.3),
+    "blend_alpha1_takes_im2_mode": lambda a: Image.blend(a, a.convert("CMYK"), 1.0),
+    "blend_alpha1_float32": lambda a: Image.blend(a.convert("RGBA"), a.convert("CMYK"), 1 + 1e-9),
     "constant": lambda a: ImageChops.constant(a, 77),
     "brightness": lambda a: ImageEnhance.Brightness(a).enhance(1.4),
     "color": lambda a: ImageEnhance.Color(a).enhance(0.4),
@@ -346,3 +348,17 @@ def test_truncated_input_yields_its_error_then_raises():
     results = list(imgbatch.read_results(io.BytesIO(p.stdout)))
     assert results[0].input_key == "ok" and results[0].ok
     assert (results[1].error.stage, results[1].error.kind) == ("parse", "invalid")
+
+
+def test_path_sources_resolve_inside_the_source_root(tmp_path):
+    PILImage.frombytes("RGB", (5, 4), bytes(range(60))).save(tmp_path / "a.png")
+    im = Image.open_path("a.png", root=str(tmp_path))
+    assert (im.mode, im.size) == ("RGB", (5, 4))
+    assert job_of(im).source.path == "a.png"
+    out = im.transpose(Image.Transpose.ROTATE_90)
+    (res,) = imgbatch.run_local([out.to_job(key=1)], binary=binary(),
+                                args=("--source-root", str(tmp_path)))
+    if res.error and res.error.kind == "unsupported":
+        pytest.skip(f"transpose row not on this build: {res.error}")
+    assert res.error is None, res.error
+    assert res.image.data == out.replay().tobytes()
