@@ -174,15 +174,17 @@ def _g_geometry(st, cur, r):
     if kind in ("flip", "mirror", "copy"):
         return st.add_step(kind, [cur], {}, mode, (w, h))
     if kind == "crop":
-        x0, y0 = r.randint(-3, w - 1), r.randint(-3, h - 1)
+        far = 12 if r.random() < 0.2 else 3  # sometimes wholly outside: zeros
+        x0, y0 = r.randint(-far, w - 1 + far), r.randint(-far, h - 1 + far)
         x1, y1 = x0 + r.randint(1, min(MAX_SIDE, w + 3)), y0 + r.randint(1, min(MAX_SIDE, h + 3))
         return st.add_step("crop", [cur], {"box": [x0, y0, x1, y1]}, mode, (x1 - x0, y1 - y0))
     if kind == "expand":
-        b = [r.randint(0, 4) for _ in range(4)]
+        lo = -min(w, h) // 2 if r.random() < 0.2 else 0  # a negative border crops
+        b = [r.randint(lo, 4) for _ in range(4)]
         border = r.choice((b[0], b[:2], b))
         lt = (border,) * 4 if isinstance(border, int) else (tuple(border) * 2 if len(border) == 2 else tuple(border))
         size = (w + lt[0] + lt[2], h + lt[1] + lt[3])
-        if max(size) > MAX_SIDE + 8:
+        if max(size) > MAX_SIDE + 8 or min(size) < 1:
             return cur
         return st.add_step("expand", [cur], {"border": border, "fill": _color(r, mode)}, mode, size)
     tw, th = r.randint(1, MAX_SIDE), r.randint(1, MAX_SIDE)
@@ -249,21 +251,35 @@ def _g_neighbourhood(st, cur, r):
     mode, size = st.shapes[cur]
     op = r.choice(("rank", "gaussian", "boxblur", "kernel") if mode in FOUR else ("gaussian", "boxblur"))
     if op == "rank":
-        s = r.choice((3, 3, 3, 5))
+        s = r.choice((3, 3, 3, 5, 7))
         rank = r.choice((0, s * s // 2, s * s - 1, r.randrange(s * s)))
         return st.add_step("rank", [cur], {"size": s, "rank": rank}, mode, size)
     if op in ("gaussian", "boxblur"):
-        rad = round(r.uniform(0, 4), 2)
-        radius = rad if r.random() < 0.6 else [rad, round(r.uniform(0, 4), 2)]
+        top = 30 if r.random() < 0.15 else 4
+        rad = round(r.uniform(0, top), 2)
+        radius = rad if r.random() < 0.6 else [rad, round(r.uniform(0, top), 2)]
         return st.add_step(op, [cur], {"radius": radius}, mode, size)
     if r.random() < 0.4:
         return st.add_step("kernel", [cur], {"builtin": r.choice(BUILTIN_KERNELS)}, mode, size)
     s = r.choice((3, 5))
-    kernel = [r.randint(-4, 8) for _ in range(s * s)]
-    args = {"size": s, "kernel": kernel, "offset": r.choice((0, 0, 64, 128))}
+    if r.random() < 0.3:
+        kernel = [round(r.uniform(-2, 3), 3) for _ in range(s * s)]
+    else:
+        kernel = [r.randint(-4, 8) for _ in range(s * s)]
+    args = {"size": s, "kernel": kernel, "offset": r.choice((0, 0, 64, 128, -12.5))}
     if sum(kernel) == 0 or r.random() < 0.3:
-        args["scale"] = r.choice((1, 2, 3.5, 16))
+        args["scale"] = r.choice((1, 2, 3.5, 16, -4))
     return st.add_step("kernel", [cur], args, mode, size)
+
+
+def _partner_any_mode(st, cur, r):
+    """Mostly a same-mode partner; sometimes another mode of the same band
+    count (RGBA/CMYK/RGBX), which Pillow's chops and blend accept."""
+    mode, size = st.shapes[cur]
+    others = [m for m in ("RGBA", "CMYK", "RGBX") if m != mode]
+    if mode in ("RGBA", "CMYK", "RGBX") and r.random() < 0.15:
+        return st.add_source(r.choice(others), size)
+    return st.partner(cur)
 
 
 def _g_combine(st, cur, r):
@@ -271,14 +287,16 @@ def _g_combine(st, cur, r):
     roll = r.random()
     if roll < 0.6:
         fn = r.choice(CHOPS)
-        p = st.partner(cur)
+        p = _partner_any_mode(st, cur, r)
         args = {"fn": fn}
         if fn in ("add", "subtract"):
             args.update(scale=r.choice((1.0, 1.0, 2.0, 0.5, 3.0)), offset=r.choice((0, 0, 10, -20)))
         return st.add_step("chops", [cur, p], args, mode, size)
     if roll < 0.85:
-        p = st.partner(cur)
-        return st.add_step("blend", [cur, p], {"alpha": round(r.uniform(-0.5, 1.5), 3)}, mode, size)
+        p = _partner_any_mode(st, cur, r)
+        alpha = r.choice((0.0, 1.0, round(r.uniform(-0.5, 1.5), 3), round(r.uniform(-0.5, 1.5), 3)))
+        out_mode = st.shapes[p][0] if alpha == 1.0 else mode  # ImagingBlend copies im2
+        return st.add_step("blend", [cur, p], {"alpha": alpha}, out_mode, size)
     return st.add_step("constant", [cur], {"value": r.randrange(256)}, "L", size)
 
 
