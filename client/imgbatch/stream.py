@@ -6,6 +6,7 @@
         print(r.input_key, r.image.mode if r.image else r.error)
 """
 
+import io
 import os
 import shutil
 import subprocess
@@ -296,7 +297,7 @@ def run_local(jobs, binary=None, backend="cpu", args=(), timeout=None):
     finished, truncated = False, None
     try:
         try:
-            for data in read_delimited(proc.stdout):
+            for data in read_delimited(io.BufferedReader(proc.stdout)):
                 yield parse_result(data)
         except EOFError as e:
             truncated = e

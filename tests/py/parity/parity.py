@@ -62,6 +62,7 @@ import os
 import random
 from collections import namedtuple
 
+import numpy as np
 import pytest
 
 import imgbatch
@@ -143,18 +144,16 @@ Outcome = namedtuple("Outcome", "case status result detail")
 
 def _diff(ours, ref, mode, size):
     """Text naming the first differing pixel and the extent of the difference."""
-    n = len(ref)
-    first = next(i for i in range(n) if ours[i] != ref[i])
-    bands = max(1, n // max(1, size[0] * size[1]))
+    a = np.frombuffer(ours, dtype=np.uint8).astype(np.int16)
+    b = np.frombuffer(ref, dtype=np.uint8).astype(np.int16)
+    diff = np.flatnonzero(a != b)
+    first = int(diff[0])
+    bands = max(1, len(ref) // max(1, size[0] * size[1]))
     px = first // bands
-    count, worst = 0, 0
-    for a, b in zip(ours, ref):
-        if a != b:
-            count += 1
-            worst = max(worst, abs(a - b))
+    worst = int(np.abs(a - b).max())
     return (f"first difference at x={px % size[0]} y={px // size[0]} band={first % bands}: "
-            f"imgbatch {ours[first]} vs Pillow {ref[first]}; {count} of {n} bytes differ, "
-            f"max |diff| {worst}")
+            f"imgbatch {ours[first]} vs Pillow {ref[first]}; {len(diff)} of {len(ref)} bytes "
+            f"differ, max |diff| {worst}")
 
 
 def _compare(case, result):
