@@ -29,6 +29,7 @@ Rules of the harness
   imgbatch image (any graph); `op` and `mode` are the row and column of the
   session table (use the op family name, or a finer label such as
   "rank_filter 5x5"; mode = the input mode). case_id must be unique in a call.
+  Plain tuples in that order work too.
 - assert_exact(cases) serializes every case as one Job (output raw), pipes
   them all through ONE `$IB_BIN run --backend cpu` process (IB_BACKEND=cuda
   switches the backend for the GPU run), replays each graph on Pillow and
@@ -180,6 +181,11 @@ def _compare(case, result):
     return Outcome(case, "exact", result, "")
 
 
+def as_cases(cases):
+    """Cases as Case tuples (plain (case_id, op, mode, image[, expect_kind]) tuples accepted)."""
+    return [c if isinstance(c, Case) else Case(*c) for c in cases]
+
+
 def _check_ids(cases):
     seen = set()
     for c in cases:
@@ -212,6 +218,7 @@ def run_results(cases, timeout=None):
     One process serves every case. If it dies, the first case left without
     a result is blamed (CPU results come in input order) and the rest run
     in a fresh process, up to MAX_CRASHES times."""
+    cases = as_cases(cases)
     _check_ids(cases)
     timeout = timeout or float(os.environ.get("IB_PARITY_TIMEOUT", "900"))
     results, crashes = {}, {}
@@ -231,6 +238,7 @@ def run_results(cases, timeout=None):
 
 def run_cases(cases, timeout=None, record=True):
     """One Outcome per case (same order); records exactness in the session table."""
+    cases = as_cases(cases)
     results, crashes = run_results(cases, timeout)
     outcomes = []
     for i, case in enumerate(cases):
@@ -261,6 +269,7 @@ def _fail(lines, total, what):
 def assert_exact(cases, timeout=None):
     """Every case's bytes, mode and size equal Pillow's; else fail listing all misses."""
     outcomes = run_cases(cases, timeout)
+    cases = as_cases(cases)
     bad = [f"  {o.case.case_id} [{o.case.op} {o.case.mode}] {o.status}: {o.detail}"
            for o in outcomes if o.status != "exact"]
     if bad:
@@ -270,6 +279,7 @@ def assert_exact(cases, timeout=None):
 
 def assert_rejected(cases, pillow_raises=True, timeout=None):
     """Every case is answered with an error of case.expect_kind (and Pillow raises)."""
+    cases = as_cases(cases)
     results, crashes = run_results(cases, timeout)
     bad = []
     for i, case in enumerate(cases):

@@ -55,3 +55,9 @@ def test_rejection_helper_accepts_worker_refusal_of_unadmitted_mode():
     im = Image.frombytes("I", (2, 2), bytes(16)).copy()
     parity.assert_rejected([Case("mode-I", "copy", "I", im, expect_kind="unsupported")],
                            pillow_raises=False)
+
+
+def test_plain_tuples_are_cases_too():
+    im = Image.new("L", (3, 3), 5).copy()
+    (out,) = parity.assert_exact([("tuple-0", "copy", "L", im)])
+    assert out.status == "exact" and out.case.case_id == "tuple-0"
