@@ -41,8 +41,15 @@ Rules of the harness
   a Pillow replay that raises (pillow_raises=False for contexts Pillow takes
   but imgbatch refuses, e.g. modes outside L/LA/RGB/RGBA/CMYK/RGBX).
 - run_cases(cases) is the layer below: it returns one Outcome per case
-  (status "exact", "mismatch", "error", "replay_error", "crash" or "missing") and
-  records nothing as failed; use it for custom verdicts (xfail, tolerance).
+  (status "exact", "mismatch", "error", "replay_error", "crash" or "missing");
+  it fills the table but asserts nothing: use it for custom verdicts (xfail,
+  tolerance). A worker crash blames the first unanswered case ("crash") and
+  the remaining cases run on in a fresh process.
+- Recorders are permissive: a parameter the wire can carry is sent even if
+  Pillow refuses it (the replay raises, the worker must reject), which is
+  what rejection tests need; what the wire cannot carry (masks, matrices,
+  ModeFilter, ...) raises NotImplementedError when recorded. Beware: Pillow
+  12.3 itself dies (SIGFPE) replaying RankFilter(1, 0).
 - Randomness: rng(*labels) gives a random.Random seeded from the session
   seed and the labels, so a test's cases do not shift when other tests
   change. The seed is printed in the header, the summary and every failure;
