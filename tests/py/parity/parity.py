@@ -43,8 +43,8 @@ Rules of the harness
 - run_cases(cases) is the layer below: it returns one Outcome per case
   (status "exact", "mismatch", "error", "replay_error", "crash" or "missing");
   it fills the table but asserts nothing: use it for custom verdicts (xfail,
-  tolerance). A worker crash blames the first unanswered case ("crash") and
-  the remaining cases run on in a fresh process.
+  tolerance). After a worker crash the unanswered in-flight cases re-run
+  one per process; those that die alone are "crash", the rest run on.
 - Recorders are permissive: a parameter the wire can carry is sent even if
   Pillow refuses it (the replay raises, the worker must reject), which is
   what rejection tests need; what the wire cannot carry (masks, matrices,
@@ -219,27 +219,37 @@ def _run_once(cases, indices, timeout, results):
     return None
 
 
+SUSPECTS = 16  # unanswered cases re-run alone after a crash (the in-flight window)
+
+
 def run_results(cases, timeout=None):
     """Run cases through `imgbatch run`; return ({index: Result}, {index: crash text}).
 
-    One process serves every case. If it dies, the first case left without
-    a result is blamed (CPU results come in input order) and the rest run
-    in a fresh process, up to MAX_CRASHES times."""
+    One process serves every case. If it dies, the first SUSPECTS cases left
+    without a result run one per process (results may complete out of order,
+    so the culprit is among the unanswered in-flight ones); each that dies
+    alone is blamed, and the rest run on in a fresh process, up to
+    MAX_CRASHES times."""
     cases = as_cases(cases)
     _check_ids(cases)
     timeout = timeout or float(os.environ.get("IB_PARITY_TIMEOUT", "900"))
     results, crashes = {}, {}
     pending = list(range(len(cases)))
+    deaths = 0
     while pending:
         failure = _run_once(cases, pending, timeout, results)
         pending = [i for i in pending if i not in results]
         if failure is None or not pending:
             break
-        if len(crashes) >= MAX_CRASHES:
-            raise AssertionError(f"imgbatch run died {len(crashes)} times (IB_PARITY_SEED={SEED}); "
+        deaths += 1
+        if deaths > MAX_CRASHES:
+            raise AssertionError(f"imgbatch run died {deaths} times (IB_PARITY_SEED={SEED}); "
                                  f"last: {failure}")
-        crashes[pending[0]] = failure
-        pending = pending[1:]
+        for i in pending[:SUSPECTS]:
+            alone = _run_once(cases, [i], timeout, results)
+            if alone is not None and i not in results:
+                crashes[i] = alone
+        pending = [i for i in pending if i not in results and i not in crashes]
     return results, crashes
 
 
