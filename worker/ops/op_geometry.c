@@ -20,16 +20,18 @@ ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t sid
 }
 
 /* Copies the window map (dx, dy) of `in` into `out`; pixels outside `in`
- * are left as they are (the caller pre-filled them). */
+ * are left as they are (the caller pre-filled them). Each output pixel takes
+ * the first bands(out) bytes of its source pixel (equal band counts except
+ * paste's RGB <- RGBA). */
 void ib_geom_copy_window(const ib_image *in, ib_image *out, int64_t dx, int64_t dy) {
-  unsigned bands = ib_mode_bands(out->mode);
+  unsigned sb = ib_mode_bands(in->mode), db = ib_mode_bands(out->mode);
   for (uint32_t y = 0; y < out->height; y++) {
-    uint8_t *row = out->data + (size_t)y * out->width * bands;
+    uint8_t *row = out->data + (size_t)y * out->width * db;
     for (uint32_t x = 0; x < out->width; x++) {
       int sx, sy;
       if (ib_window_src((int)x, (int)y, dx, dy, (int)in->width, (int)in->height, &sx, &sy))
-        ib_pixel_copy(row + (size_t)x * bands,
-                      in->data + ((size_t)sy * in->width + (size_t)sx) * bands, bands);
+        ib_pixel_copy(row + (size_t)x * db, in->data + ((size_t)sy * in->width + (size_t)sx) * sb,
+                      db);
     }
   }
 }

@@ -4,12 +4,18 @@
  * inside im, else base(x, y) (ImagingPaste clips to the base).
  *
  * Pillow converts im to base's mode when they differ; no implicit
- * conversion is ever inserted here, so differing modes are IB_UNSUPPORTED.
+ * conversion is ever inserted here, so differing modes are IB_UNSUPPORTED,
+ * with one exception that is not a conversion: Image.paste skips the convert
+ * for an RGB base and an RGBA image, and ImagingPaste copies whole 4-byte
+ * pixel words, so the base receives the image's R, G, B exactly. (The same
+ * skip for an LA image copies an LA pixel word's hidden bytes 1-2, which the
+ * chunky layout does not keep: rejected.)
  * A 4-tuple box must describe im's size (ImagingPaste raises "images do
  * not match" -> IB_INVALID), and right = left + width, bottom = top + height
  * must fit a C int as PyArg "(iiii)" requires (OverflowError -> IB_INVALID).
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "ops/op.h"
@@ -20,7 +26,8 @@ static ib_status paste_infer(const ib_node *node, const ib_shape *in, ib_shape *
                              ib_error *err) {
   ib_status st = ib_op_check_mode(node->op, &in[0], err);
   if (st != IB_OK) return st;
-  if (in[1].mode != in[0].mode)
+  bool rgb_from_rgba = in[0].mode == IB_MODE_RGB && in[1].mode == IB_MODE_RGBA;
+  if (in[1].mode != in[0].mode && !rgb_from_rgba)
     return ib_op_fail(err, IB_UNSUPPORTED,
                       "op paste: mode %s pasted into mode %s (no implicit conversion)",
                       ib_mode_name(in[1].mode), ib_mode_name(in[0].mode));

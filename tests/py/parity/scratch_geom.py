@@ -167,8 +167,8 @@ def rand_box_edge(rng, n):
     return rng.choice([-0.5, -1e-9, n + 1e-6, n + 1, 0.0, float(n), n - 1e-7])
 
 
-def case_resize(rng, mode):
-    im, data = rand_image(rng, mode)
+def case_resize(rng, mode, big=False):
+    im, data = rand_image(rng, mode, rand_size(rng, 300) if big else None)
     w, h = im.size
     r = rng.random()
     if r < 0.1:
@@ -177,6 +177,8 @@ def case_resize(rng, mode):
         size = (w, h)
     else:
         size = (rng.randint(1, 3 * w + 2), rng.randint(1, min(3 * h + 2, 900)))
+    if big and rng.random() < 0.2:
+        size = rng.choice([(4096, rng.randint(1, 3)), (rng.randint(1, 3), 4096), (4095, 2)])
     if rng.random() < 0.03:
         size = rng.choice([(0, 5), (5, 0), (4097, 3), (3, 5000)])
     node = pb.Node()
@@ -203,7 +205,7 @@ def case_resize(rng, mode):
 
 def case_paste(rng, mode):
     base, bdata = rand_image(rng, mode)
-    pmode = mode if rng.random() < 0.9 else rng.choice(MODES)
+    pmode = mode if rng.random() < 0.85 else rng.choice(MODES)
     im, idata = rand_image(rng, pmode)
     bw, bh = base.size
     node = pb.Node()
@@ -220,7 +222,7 @@ def case_paste(rng, mode):
             size = (max(size[0], 0), size[1])
         node.paste.size.width, node.paste.size.height = size
     job = job_for(mode, base, bdata, node, extra=(im, idata))
-    if pmode != mode:
+    if pmode != mode and not (mode == "RGB" and pmode == "RGBA"):
         return job, ("kind", K.UNSUPPORTED)
 
     def fn():
@@ -231,8 +233,43 @@ def case_paste(rng, mode):
     return job, pillow(fn)
 
 
+def case_resize_big(rng, mode):
+    return case_resize(rng, mode, big=True)
+
+
+def case_bounds(rng, mode):
+    """Outputs at the 4096 side bound."""
+    op = rng.choice(["transpose", "expand", "crop", "paste"])
+    im, data = rand_image(rng, mode, rng.choice([(4096, 2), (3, 4096), (4095, 1), (1, 4093)]))
+    node = pb.Node()
+    if op == "transpose":
+        m = rng.randrange(7)
+        node.transpose.method = m
+        return job_for(mode, im, data, node), pillow(lambda: im.transpose(Image.Transpose(m)))
+    if op == "expand":
+        b = [rng.randint(0, 2) for _ in range(4)]
+        b[0] = max(0, 4096 - im.width - b[2]) if rng.random() < 0.5 else b[0]
+        node.expand.left, node.expand.top, node.expand.right, node.expand.bottom = b
+        if b[0] + b[2] + im.width > 4096 or b[1] + b[3] + im.height > 4096:
+            return job_for(mode, im, data, node), ("kind", K.LIMIT)
+        return job_for(mode, im, data, node), pillow(lambda: ImageOps.expand(im, tuple(b)))
+    if op == "crop":
+        box = (-2, -1, min(im.width + 1, 4094), min(im.height + 1, 4095))
+        node.crop.left, node.crop.top, node.crop.right, node.crop.bottom = box
+        return job_for(mode, im, data, node), pillow(lambda: im.crop(box))
+    small, sdata = rand_image(rng, mode, (rng.randint(1, 9), rng.randint(1, 9)))
+    node.paste.left, node.paste.top = rng.randint(-5, im.width), rng.randint(-5, im.height)
+
+    def fn():
+        out = im.copy()
+        out.paste(small, (node.paste.left, node.paste.top))
+        return out
+    return job_for(mode, im, data, node, extra=(small, sdata)), pillow(fn)
+
+
 CASES = {"transpose": case_transpose, "flipmirror": case_flipmirror, "crop": case_crop,
-         "expand": case_expand, "resize": case_resize, "paste": case_paste}
+         "expand": case_expand, "resize": case_resize, "paste": case_paste,
+         "resize_big": case_resize_big, "bounds": case_bounds}
 
 
 def check(res, exp):
@@ -261,7 +298,10 @@ def main():
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     rng = random.Random(seed)
     fails = 0
+    only = sys.argv[4].split(",") if len(sys.argv) > 4 else list(CASES)
     for name, fn in CASES.items():
+        if name not in only:
+            continue
         for mode in MODES:
             cases = [fn(rng, mode) for _ in range(n)]
             results = run_jobs(binary, [c[0] for c in cases])
