@@ -7,7 +7,8 @@
  * A map returns 1 and writes (*sx, *sy) when the output pixel copies a source
  * pixel, 0 when it takes the op's fill (zeros for crop and resize, the border
  * colour for expand, the base image's own pixel for paste). Whole pixels are
- * copied (all bands), as Pillow copies whole pixel words.
+ * copied, as Pillow copies whole pixel words (paste RGB <- RGBA takes the
+ * first three bytes of each 4-byte source pixel).
  */
 #ifndef IB_GEOMETRY_H
 #define IB_GEOMETRY_H
