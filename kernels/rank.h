@@ -52,4 +52,18 @@ IB_FN uint8_t ib_rank_sample(const uint8_t *c, int64_t row_stride, int64_t step,
   return ib_rank_select8(win, n, rank);
 }
 
+/* ib_rank_sample for a window that lies inside the image (size/2 <= x <
+ * width - size/2, same for y): no clamping. */
+IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_t step, int size,
+                                    int rank) {
+  uint8_t win[IB_RANK_MAX_SIZE * IB_RANK_MAX_SIZE];
+  const int margin = size / 2;
+  int n = 0;
+  for (int dy = -margin; dy <= margin; dy++) {
+    const uint8_t *row = c + (int64_t)dy * row_stride;
+    for (int dx = -margin; dx <= margin; dx++) win[n++] = row[(int64_t)dx * step];
+  }
+  return ib_rank_select8(win, n, rank);
+}
+
 #endif

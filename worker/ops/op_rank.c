@@ -30,18 +30,26 @@ static ib_status rank_infer(const ib_node *node, const ib_shape *in, ib_shape *o
   return IB_OK;
 }
 
-/* Always inlined with a literal size so the window loops unroll. */
+/* Always inlined with a literal size so the window loops unroll. Pixels
+ * whose window lies inside the image skip the edge clamping. */
 static inline __attribute__((always_inline)) void rank_image(const ib_image *src, ib_image *out,
                                                              int size, int rank) {
   const int w = (int)src->width, h = (int)src->height, bands = (int)ib_mode_bands(src->mode);
   const int64_t stride = (int64_t)w * bands;
+  const int m = size / 2;
   for (int y = 0; y < h; y++) {
     const uint8_t *srow = src->data + y * stride;
     uint8_t *orow = out->data + y * stride;
-    for (int x = 0; x < w; x++)
-      for (int b = 0; b < bands; b++)
-        orow[x * bands + b] =
-            ib_rank_sample(srow + x * bands + b, stride, bands, x, y, w, h, size, rank);
+    const int inside_row = y >= m && y < h - m;
+    for (int x = 0; x < w; x++) {
+      const uint8_t *c = srow + x * bands;
+      if (inside_row && x >= m && x < w - m)
+        for (int b = 0; b < bands; b++)
+          orow[x * bands + b] = ib_rank_sample_inside(c + b, stride, bands, size, rank);
+      else
+        for (int b = 0; b < bands; b++)
+          orow[x * bands + b] = ib_rank_sample(c + b, stride, bands, x, y, w, h, size, rank);
+    }
   }
 }
 
