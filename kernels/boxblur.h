@@ -43,8 +43,8 @@ IB_FN ib_box_pass ib_box_pass_for(float r) {
  * two marked steps, which Pillow computes in double and stores to float. */
 IB_FN float ib_gaussian_box_radius(float radius, int passes) {
   float sigma2 = radius * radius / passes;
-  float L = (float)sqrt(12.0 * sigma2 + 1.0);  /* double */
-  float l = (float)floor((L - 1.0) / 2.0);     /* double */
+  float L = (float)sqrt(12.0 * sigma2 + 1.0); /* double */
+  float l = (float)floor((L - 1.0) / 2.0);    /* double */
   float a = (2 * l + 1) * (l * (l + 1) - 3 * sigma2);
   a /= 6 * (sigma2 - (l + 1) * (l + 1));
   return l + a;
@@ -58,12 +58,12 @@ IB_FN void ib_box_blur_line(uint8_t *out, int64_t out_step, const uint8_t *in, i
   const int lastx = n - 1, radius = p.radius;
   const int edgeA = radius + 1 < n ? radius + 1 : n;
   const int edgeB = n - radius - 1 > 0 ? n - radius - 1 : 0;
-#define IB_IN(i) ((uint32_t)in[(int64_t)(i) * in_step])
-#define IB_STEP(sub, add, left, right, x)                                                  \
-  do {                                                                                     \
-    acc += IB_IN(add) - IB_IN(sub);                                                        \
-    uint32_t bulk = acc * p.ww + (IB_IN(left) + IB_IN(right)) * p.fw;                      \
-    out[(int64_t)(x) * out_step] = (uint8_t)((bulk + (1u << 23)) >> 24);                   \
+#define IB_IN(i) ((uint32_t)in[(int64_t)(i)*in_step])
+#define IB_STEP(sub, add, left, right, x)                              \
+  do {                                                                 \
+    acc += IB_IN(add) - IB_IN(sub);                                    \
+    uint32_t bulk = acc * p.ww + (IB_IN(left) + IB_IN(right)) * p.fw;  \
+    out[(int64_t)(x)*out_step] = (uint8_t)((bulk + (1u << 23)) >> 24); \
   } while (0)
   /* acc for pixel -1: radius+1 copies of in[0], in[0..edgeA-2], then the
    * right edge pixel for what lies past the line. */

@@ -18,15 +18,16 @@
 
 #define IB_GAUSSIAN_PASSES 3 /* GaussianBlur.filter calls gaussian_blur(xy) */
 
-static ib_status check_radius(const char *op, const char *axis, double r, int negative_ok,
-                              ib_error *err) {
+static ib_status check_radius(const char *op, ib_mode mode, const char *axis, double r,
+                              int negative_ok, ib_error *err) {
+  const char *m = ib_mode_name(mode);
   if (isnan(r) || isinf(r))
-    return ib_op_fail(err, IB_INVALID, "op %s: %s %g is not finite", op, axis, r);
+    return ib_op_fail(err, IB_INVALID, "op %s: mode %s: %s %g is not finite", op, m, axis, r);
   /* BoxBlur.__init__ raises "radius must be >= 0"; GaussianBlur squares it. */
   if (r < 0 && !negative_ok)
-    return ib_op_fail(err, IB_INVALID, "op %s: %s %g must be >= 0", op, axis, r);
+    return ib_op_fail(err, IB_INVALID, "op %s: mode %s: %s %g must be >= 0", op, m, axis, r);
   if (fabs(r) > IB_BLUR_MAX_RADIUS)
-    return ib_op_fail(err, IB_LIMIT, "op %s: %s %g exceeds the bound %g", op, axis, r,
+    return ib_op_fail(err, IB_LIMIT, "op %s: mode %s: %s %g exceeds the bound %g", op, m, axis, r,
                       IB_BLUR_MAX_RADIUS);
   return IB_OK;
 }
@@ -34,14 +35,13 @@ static ib_status check_radius(const char *op, const char *axis, double r, int ne
 static ib_status blur_infer(const ib_node *node, double rx, double ry, int negative_ok,
                             const ib_shape *in, ib_shape *out, ib_error *err) {
   ib_status st = ib_op_check_mode(node->op, &in[0], err);
-  if (st == IB_OK) st = check_radius(node->op->name, "radius_x", rx, negative_ok, err);
-  if (st == IB_OK) st = check_radius(node->op->name, "radius_y", ry, negative_ok, err);
+  if (st == IB_OK) st = check_radius(node->op->name, in->mode, "radius_x", rx, negative_ok, err);
+  if (st == IB_OK) st = check_radius(node->op->name, in->mode, "radius_y", ry, negative_ok, err);
   if (st == IB_OK) *out = in[0];
   return st;
 }
 
-static ib_status box_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
-                           ib_error *err) {
+static ib_status box_infer(const ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err) {
   const Imgbatch__V1__BoxBlurOp *p = node->pb->box_blur;
   return blur_infer(node, p->radius_x, p->radius_y, 0, in, out, err);
 }
@@ -107,8 +107,7 @@ static ib_status box_cpu(const ib_node *node, const ib_image *const *in, ib_imag
                          ib_error *err) {
   const Imgbatch__V1__BoxBlurOp *p = node->pb->box_blur;
   /* _box_blur parses the radii as C floats; one pass. */
-  return box_blur_image(in[0], out, (float)p->radius_x, (float)p->radius_y, 1, node->op->name,
-                        err);
+  return box_blur_image(in[0], out, (float)p->radius_x, (float)p->radius_y, 1, node->op->name, err);
 }
 
 static ib_status gaussian_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,

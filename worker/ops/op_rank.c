@@ -6,26 +6,29 @@
 #include "ops/op.h"
 #include "plan/graph.h"
 
-static ib_status rank_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
-                            ib_error *err) {
+static ib_status rank_infer(const ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err) {
   ib_status st = ib_op_check_mode(node->op, &in[0], err);
   if (st != IB_OK) return st;
   const Imgbatch__V1__RankFilterOp *p = node->pb->rank_filter;
   /* RankFilter.__init__ refuses even sizes and ranks outside the window. */
   if (p->size % 2 == 0)
-    return ib_op_fail(err, IB_INVALID, "op rank_filter: size %u is not odd (bad filter size)",
-                      p->size);
+    return ib_op_fail(err, IB_INVALID,
+                      "op rank_filter: mode %s: size %u is not odd (bad filter size)",
+                      ib_mode_name(in->mode), p->size);
   /* Pillow 12.3 dies with SIGFPE on size 1 (ImagingExpand divides by its
    * margin 0; fixed after 12.3), so there is no result to be exact with. */
   if (p->size == 1)
     return ib_op_fail(err, IB_UNSUPPORTED,
-                      "op rank_filter: size 1 (Pillow 12.3 crashes on it: ImagingExpand margin 0)");
+                      "op rank_filter: mode %s: size 1 (Pillow 12.3 crashes on it: "
+                      "ImagingExpand margin 0)",
+                      ib_mode_name(in->mode));
   if (p->size > IB_RANK_MAX_SIZE)
-    return ib_op_fail(err, IB_LIMIT, "op rank_filter: size %u exceeds the bound %d", p->size,
-                      IB_RANK_MAX_SIZE);
+    return ib_op_fail(err, IB_LIMIT, "op rank_filter: mode %s: size %u exceeds the bound %d",
+                      ib_mode_name(in->mode), p->size, IB_RANK_MAX_SIZE);
   if (p->rank >= p->size * p->size)
-    return ib_op_fail(err, IB_INVALID, "op rank_filter: rank %u outside 0..%u (bad rank value)",
-                      p->rank, p->size * p->size - 1);
+    return ib_op_fail(err, IB_INVALID,
+                      "op rank_filter: mode %s: rank %u outside 0..%u (bad rank value)",
+                      ib_mode_name(in->mode), p->rank, p->size * p->size - 1);
   *out = in[0];
   return IB_OK;
 }
@@ -58,10 +61,18 @@ static ib_status rank_cpu(const ib_node *node, const ib_image *const *in, ib_ima
   (void)err;
   const int rank = (int)node->pb->rank_filter->rank;
   switch (node->pb->rank_filter->size) {
-    case 3: rank_image(in[0], out, 3, rank); break;
-    case 5: rank_image(in[0], out, 5, rank); break;
-    case 7: rank_image(in[0], out, 7, rank); break;
-    default: rank_image(in[0], out, 9, rank); break;
+    case 3:
+      rank_image(in[0], out, 3, rank);
+      break;
+    case 5:
+      rank_image(in[0], out, 5, rank);
+      break;
+    case 7:
+      rank_image(in[0], out, 7, rank);
+      break;
+    default:
+      rank_image(in[0], out, 9, rank);
+      break;
   }
   return IB_OK;
 }
