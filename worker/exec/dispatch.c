@@ -1,6 +1,8 @@
 /*
  * dispatch.c - pending jobs become backend submissions: FIFO order, as many
  * jobs per submission as fit 256 ops, at most max_in_flight outstanding.
+ * Full batches go out as soon as they exist; a partial batch only when the
+ * driver would otherwise have to wait (nothing completed to deliver).
  * A completed submission returns its jobs' working credits at once and
  * frees their graphs (sources included); outputs wait in the completed FIFO.
  */
@@ -98,8 +100,16 @@ static ib_status issue_one(ib_executor *ex) {
   return IB_OK;
 }
 
-ib_status ib_exec_dispatch(ib_executor *ex) {
-  while (ex->pending.head && ib_credits_submission_room(&ex->credits)) {
+/* A full batch: the job window shared by the submissions that may be in
+ * flight, so max_in_flight submissions of this size cover the window. */
+static size_t batch_target(const ib_executor *ex) {
+  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
+  return t ? t : 1;
+}
+
+ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
+  while (ex->pending.head && ib_credits_submission_room(&ex->credits) &&
+         (partial || ex->pending.n >= batch_target(ex))) {
     ib_status st = issue_one(ex);
     if (st != IB_OK) return st;
   }

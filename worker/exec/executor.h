@@ -97,8 +97,9 @@ ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_
 bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id);
 
 /* Dispatch (dispatch.c). */
-/* Issues submissions while jobs are pending and max_in_flight allows. */
-ib_status ib_exec_dispatch(ib_executor *ex);
+/* Issues submissions while max_in_flight allows: full batches only, or
+ * whatever is pending when `partial`. */
+ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
 /* Waits for the oldest submission (block) or collects finished ones
  * (non-blocking); completed jobs move to the completed FIFO. */
 void ib_exec_wait_oldest(ib_executor *ex);

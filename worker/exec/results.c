@@ -1,9 +1,9 @@
 /*
  * results.c - result streams. join drains what was admitted; run also pulls
  * inputs, keeping at most the credit window admitted plus one pulled input
- * waiting for credits. Each ib_results_next tops the window up, issues
- * submissions, and returns the oldest completed result, waiting for the
- * oldest submission only when nothing is ready.
+ * waiting for credits. Each ib_results_next tops the window up, issues full
+ * batches, and returns the oldest completed result; only when nothing is
+ * ready does it issue a partial batch and wait for the oldest submission.
  */
 #include <stdlib.h>
 
@@ -116,13 +116,14 @@ static ib_status step(ib_results *rs, ib_result *out) {
       rs->has_held = false;
       return IB_OK;
     }
-    if (ib_exec_dispatch(ex) != IB_OK) return IB_INTERNAL;
+    if (ib_exec_dispatch(ex, false) != IB_OK) return IB_INTERNAL;
     ib_exec_collect_ready(ex);
     ib_job *j = ib_job_fifo_pop(&ex->completed);
     if (j) {
       ib_job_deliver(ex, j, out);
       return IB_OK;
     }
+    if (ib_exec_dispatch(ex, true) != IB_OK) return IB_INTERNAL;
     if (ex->in_flight_head) {
       ib_exec_wait_oldest(ex);
       continue;
