@@ -19,11 +19,11 @@ typedef struct test_job {
   unsigned copies;  /* copy nodes after the source (default 0 = source only) */
   bool key_is_u64;
   uint64_t key_u64;
-  const char *key_str; /* NULL = no key on the wire (empty string) */
-  bool resident;       /* output gpu */
-  const char *meta_key;  /* one metadata entry: meta_key -> int 7, wrapped in `meta_depth` lists */
+  const char *key_str;  /* NULL = no key on the wire (empty string) */
+  bool resident;        /* output gpu */
+  const char *meta_key; /* one metadata entry: meta_key -> int 7, wrapped in `meta_depth` lists */
   unsigned meta_depth;
-  bool meta_no_kind;     /* the entry's value has no kind set */
+  bool meta_no_kind;      /* the entry's value has no kind set */
   const uint8_t *encoded; /* when set: an encoded source instead of raw pixels */
   size_t encoded_len;
 } test_job;

@@ -49,8 +49,8 @@ static ib_status lazy_next(void *user, ib_input *in, ib_error *err) {
   lazy_src *s = user;
   if (s->pulled == N_JOBS) return IB_END;
   s->pulled++;
-  test_job t = {.mode = "RGBA", .w = 128, .h = 128, .copies = 1, .key_is_u64 = true,
-                .key_u64 = s->pulled};
+  test_job t = {
+      .mode = "RGBA", .w = 128, .h = 128, .copies = 1, .key_is_u64 = true, .key_u64 = s->pulled};
   in->graph = test_graph(&t);
   return IB_OK;
 }
@@ -82,8 +82,8 @@ Test(rss, ten_thousand_streamed_jobs_stay_under_host_bytes_plus_overhead, .timeo
           "rss: %d jobs of 128x128 RGBA (64 KiB): baseline %.1f MiB, peak %.1f MiB (+%.1f MiB), "
           "host_bytes %.0f MiB, host credits peak %.1f MiB, jobs peak %llu, submissions %llu\n",
           N_JOBS, base_kib / 1024.0, peak_kib / 1024.0, (peak_kib - base_kib) / 1024.0,
-          HOST_BYTES / 1048576.0, c.host_bytes.peak / 1048576.0,
-          (unsigned long long)c.jobs.peak, (unsigned long long)c.submissions);
+          HOST_BYTES / 1048576.0, c.host_bytes.peak / 1048576.0, (unsigned long long)c.jobs.peak,
+          (unsigned long long)c.submissions);
   cr_assert_eq(ok, N_JOBS);
   cr_assert_leq(c.host_bytes.peak, HOST_BYTES);
 #ifndef IB_ASAN

@@ -16,7 +16,10 @@
  *
  * Blocking: submit validates synchronously and, with queue mode off, also
  * waits for its job's submission to complete. ib_results_next blocks until
- * one result is ready. Nothing else blocks.
+ * one result is ready. ib_executor_close, ib_results_close of an unfinished
+ * stream and ib_executor_destroy block while in-flight work is fenced.
+ * Nothing else blocks. ib_executor_counters_get may be called from any
+ * thread at any time; ib_executor_destroy must not race any other call.
  */
 #ifndef IMGBATCH_H
 #define IMGBATCH_H
