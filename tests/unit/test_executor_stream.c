@@ -499,3 +499,54 @@ Test(stream, hard_cap_fails_before_decode) {
   ib_executor_destroy(ex);
   free(png);
 }
+
+Test(stream, counters_tally_every_outcome_without_history) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_jobs = 2;
+  o.host_bytes = 1 << 20;
+  ib_executor *ex;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
+  size_t len;
+  uint8_t *png = truncated_png(64, &len);
+  test_job broken = {.encoded = png, .encoded_len = len};
+  test_job huge = {.w = 1024, .h = 1024};
+  test_job resident = {.resident = true};
+  ib_graph *g;
+  cr_assert_eq(ib_executor_submit(ex, test_graph_u64(1), NULL, NULL, NULL), IB_OK);
+  cr_assert_eq(ib_executor_submit(ex, test_graph(&broken), NULL, NULL, NULL), IB_OK);
+  g = test_graph_u64(2);
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, NULL, NULL), IB_QUEUE_FULL);
+  ib_graph_free(g);
+  g = test_graph(&huge);
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, NULL, NULL), IB_LIMIT);
+  ib_graph_free(g);
+  g = test_graph(&resident);
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, NULL, NULL), IB_UNSUPPORTED);
+  ib_graph_free(g);
+  ib_key bad = {.str = "\xc0\x80"};
+  g = test_graph_u64(3);
+  cr_assert_eq(ib_executor_submit(ex, g, &bad, NULL, NULL), IB_INVALID);
+  ib_graph_free(g);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  uint64_t ok = 0, failed = 0;
+  drain(rs, &ok, &failed);
+  ib_results_close(rs);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.admitted, 2);
+  cr_assert_eq(c.rejected_queue_full, 1);
+  cr_assert_eq(c.rejected_limit, 1);
+  cr_assert_eq(c.rejected_unsupported, 1);
+  cr_assert_eq(c.rejected_invalid, 1);
+  cr_assert_eq(c.completed, 1);
+  cr_assert_eq(c.failed, 1);
+  cr_assert_eq(c.delivered, 2);
+  cr_assert_eq(c.jobs.peak, 2);
+  cr_assert_leq(c.host_bytes.peak, c.host_bytes.cap);
+  cr_assert_leq(c.gpu_bytes.peak, c.gpu_bytes.cap);
+  cr_assert_eq(c.in_flight.peak, 1);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+  free(png);
+}

@@ -303,8 +303,10 @@ typedef ib_status (*ib_input_next_fn)(void *user, ib_input *in, ib_error *err);
  * drains), groups admitted jobs into submissions and yields one result at
  * a time. It never collects all inputs or all outputs. An input rejected at
  * admission (Invalid, Unsupported, Limit) is yielded as an error result
- * with its consumed id and the stream goes on. `user` is borrowed until the
- * stream is exhausted or closed. Creating the stream pulls nothing.
+ * with its consumed id and the stream goes on. Jobs admitted earlier by
+ * submit are driven and delivered by this stream too. `user` is borrowed
+ * until the stream is exhausted or closed. Creating the stream pulls
+ * nothing.
  */
 ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib_results **out);
 
