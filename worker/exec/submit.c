@@ -63,6 +63,20 @@ static bool resident_output(const ib_graph *g) {
   return o && o->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU;
 }
 
+/* Raises the working charge to the backend's own estimate, if it has one. */
+static ib_status backend_bytes(ib_executor *ex, const ib_graph *g, ib_charge *ch, ib_error *err) {
+  if (!ex->backend->job_bytes) return IB_OK;
+  uint64_t gpu = 0, host = 0;
+  ib_status st = ex->backend->job_bytes(ex->backend_state, g, &gpu, &host, err);
+  if (st != IB_OK) {
+    err->stage = IB_STAGE_ADMIT;
+    return st;
+  }
+  if (gpu > ch->gpu_work) ch->gpu_work = gpu;
+  if (host > ch->host_work) ch->host_work = host;
+  return IB_OK;
+}
+
 /* Checks and reserves; on IB_OK `job` is ready to queue. */
 static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_error *err) {
   ib_status st = check_key(&job->key, err);
@@ -77,6 +91,7 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
   if ((st = ib_snapshot_take(g, &job->snap, err)) != IB_OK) return st;
   job->charge =
       ib_charge_for(g, ib_snapshot_bytes(&job->snap), ex->backend->host_memory, resident_output(g));
+  if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
   if ((st = ib_credits_check_caps(&ex->credits, &job->charge, err)) != IB_OK) return st;
   return ib_credits_reserve(&ex->credits, &job->charge, err);
 }
