@@ -30,7 +30,8 @@ IB_FN uint8_t ib_point_solarize_entry(int i, uint32_t threshold) {
   return (uint8_t)((uint32_t)i < threshold ? i : 255 - i);
 }
 
-/* ImageOps.posterize: lut[i] = i & ~(2**(8 - bits) - 1), bits in 0..8. */
+/* ImageOps.posterize: lut[i] = i & ~(2**(8 - bits) - 1), bits in 0..8
+ * (0: all zero). */
 IB_FN uint8_t ib_point_posterize_entry(int i, uint32_t bits) {
   int mask = ~((1 << (8 - bits)) - 1);
   return (uint8_t)(i & mask);

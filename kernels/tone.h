@@ -12,7 +12,8 @@
  *   3. adjust L only (a, b untouched), with parameters
  *                 ev in [-8, 8], contrast, highlights, shadows, whites,
  *                 blacks in [-1, 1] (all 0 = identity):
- *        exposure  L1 = L * 2^(ev / 3)     (for neutral colours: linear x 2^ev)
+ *        exposure  L1 = L * 2^(ev / 3)     (neutral colours: linear x 2^ev; a, b are
+ *                  not scaled, so a chromatic colour keeps its absolute chroma)
  *        contrast  L2 = P + (L1 - P) * (1 + contrast),   pivot P = 0.5
  *        masks     S(e0, e1, x) = t * t * (3 - 2 t),  t = min(max((x - e0) / (e1 - e0), 0), 1)
  *                  w_shadows    = 1 - S(0, 0.5, L2)
@@ -33,9 +34,11 @@
  *
  * Two implementations of the same formulas: the float64 one (`_f64`) is the
  * specification; the float32 one (`_f32`, float literals, powf/cbrtf/exp2f) is
- * what the CPU backend and the GPU run. tests/unit/test_tone.c holds the
- * float32 path to within 1 LSB of float64 (alpha equal). Per-job factors are
- * prepared once (ib_tone_prepare_*) so the per-pixel code does no exp2.
+ * what the CPU backend and the GPU run. Both take the parameters as narrowed
+ * to float32 (the op row rejects values outside the ranges above or
+ * non-finite). tests/unit/test_tone.c holds the float32 path to within 1 LSB
+ * of float64 (alpha equal). Per-job factors are prepared once
+ * (ib_tone_prepare_*) so the per-pixel code does no exp2.
  */
 #ifndef IB_KERNEL_TONE_H
 #define IB_KERNEL_TONE_H

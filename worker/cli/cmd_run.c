@@ -1,133 +1,181 @@
 /*
- * imgbatch run: the offline front end. Reads varint-delimited Job messages,
- * writes one varint-delimited Result per job, streaming: one frame in memory
- * at a time on the way in, each result written as soon as it exists.
+ * imgbatch run: the offline front end over the executor API. Jobs are
+ * pulled lazily by the executor's run stream (one frame in memory at a
+ * time on the way in, at most the credit window plus one job admitted);
+ * each Result is written as soon as the stream yields it. Results come in
+ * completion order: match them by job_id or input_key.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "core/result_msg.h"
-#include "codec/codec.h"
-#include "cpu/cpu_backend.h"
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_probe.h"
 
 #define MAX_FRAME (512u << 20)
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
-  ib_backend_kind backend;
-  int device;
-  ib_cuda *cuda; /* --backend cuda: opened once for the stream */
+  ib_executor_options exec;
 } run_opts;
+
+/* The input side of the stream: reads frames, parses them into graphs. */
+typedef struct run_input {
+  FILE *in;
+  ib_graph_limits limits;
+  uint8_t *buf;
+  size_t cap;
+  bool stream_failed; /* a framing error ended the input */
+} run_input;
 
 static void run_usage(FILE *f) {
   fprintf(f,
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
-          "                   [--source-root DIR]\n\n"
+          "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
+          "                    [--gpu-bytes N] [--host-bytes N]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
-          "one varint-length-delimited imgbatch.v1.Result per job (stdout by default). A job\n"
-          "that fails yields an error Result naming stage and kind; the stream goes on.\n"
+          "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
+          "completion order (match by job_id or input_key). A job that fails yields an error\n"
+          "Result naming stage and kind; the stream goes on.\n"
           "--source-root DIR lets jobs name path sources inside DIR.\n"
-          "exit codes: 0 input consumed, 1 unreadable/truncated stream or I/O error, 2 usage\n");
+          "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
+          "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
+          "--device N picks the CUDA device (cuda backend).\n"
+          "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
+          "start-up failure (e.g. cuda backend not built), 2 usage\n");
+}
+
+static bool parse_u64(const char *v, bool sized, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (!v[0] || v[0] == '-') return false;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno || end == v) return false;
+  unsigned shift = 0;
+  if (sized && *end) {
+    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
+    if (shift == 64 || end[1]) return false;
+    if (n > (UINT64_MAX >> shift)) return false;
+  } else if (*end) {
+    return false;
+  }
+  *out = (uint64_t)n << shift;
+  return true;
+}
+
+static bool parse_u32(const char *v, uint32_t *out) {
+  uint64_t n;
+  if (!parse_u64(v, false, &n) || n > UINT32_MAX) return false;
+  *out = (uint32_t)n;
+  return true;
+}
+
+static bool parse_opt(run_opts *o, const char *a, const char *v) {
+  uint64_t n;
+  if (strcmp(a, "--backend") == 0) {
+    if (strcmp(v, "cpu") == 0)
+      o->exec.backend = IB_BACKEND_CPU;
+    else if (strcmp(v, "cuda") == 0)
+      o->exec.backend = IB_BACKEND_CUDA;
+    else
+      return false;
+  } else if (strcmp(a, "--in") == 0) {
+    o->in = v;
+  } else if (strcmp(a, "--out") == 0) {
+    o->out = v;
+  } else if (strcmp(a, "--source-root") == 0) {
+    o->source_root = v;
+  } else if (strcmp(a, "--device") == 0) {
+    if (!parse_u64(v, false, &n) || n > 1024) return false;
+    o->exec.device = (int)n;
+  } else if (strcmp(a, "--max-jobs") == 0) {
+    return parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
+  } else if (strcmp(a, "--max-in-flight") == 0) {
+    return parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
+  } else if (strcmp(a, "--gpu-bytes") == 0) {
+    return parse_u64(v, true, &o->exec.gpu_bytes) && o->exec.gpu_bytes > 0;
+  } else if (strcmp(a, "--host-bytes") == 0) {
+    return parse_u64(v, true, &o->exec.host_bytes) && o->exec.host_bytes > 0;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 static int parse_args(int argc, char **argv, run_opts *o) {
-  *o = (run_opts){.backend = IB_BACKEND_CPU};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) goto bad;
-    if (strcmp(a, "--backend") == 0) {
-      if (strcmp(v, "cpu") == 0)
-        o->backend = IB_BACKEND_CPU;
-      else if (strcmp(v, "cuda") == 0)
-        o->backend = IB_BACKEND_CUDA;
-      else
-        goto bad;
-    } else if (strcmp(a, "--device") == 0) {
-      o->device = atoi(v);
-    } else if (strcmp(a, "--in") == 0) {
-      o->in = v;
-    } else if (strcmp(a, "--out") == 0) {
-      o->out = v;
-    } else if (strcmp(a, "--source-root") == 0) {
-      o->source_root = v;
-    } else {
-      goto bad;
+  *o = (run_opts){0};
+  ib_executor_options_default(&o->exec);
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc || !parse_opt(o, argv[i], argv[i + 1])) {
+      fprintf(stderr, "imgbatch run: bad argument '%s'\n", argv[i]);
+      run_usage(stderr);
+      return IB_EXIT_USAGE;
     }
-    i++;
   }
   return IB_EXIT_OK;
-bad:
-  fprintf(stderr, "imgbatch run: bad argument '%s'\n", argv[argc > 1 ? 1 : 0]);
-  run_usage(stderr);
-  return IB_EXIT_USAGE;
 }
 
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Runs one job to a Result and writes it. */
-static bool run_job(const run_opts *o, const uint8_t *buf, size_t len, uint64_t job_id, FILE *out) {
-  ib_graph_limits lim = {.source_root = o->source_root};
-  ib_graph *g = NULL;
+/* ib_input_next_fn over the frame stream. A frame that does not parse is an
+ * error without an id (stage parse) or, when the Job unpacked but failed
+ * validation, an admission rejection (the executor gives it an id). A
+ * framing error ends the input after its error result. */
+static ib_status next_input(void *user, ib_input *in, ib_error *err) {
+  run_input *ri = user;
+  if (ri->stream_failed) return IB_END;
+  size_t len = 0;
+  ib_frame_status fs = ib_frame_read(ri->in, MAX_FRAME, &ri->buf, &ri->cap, &len);
+  if (fs == IB_FRAME_EOF) return IB_END;
+  if (fs != IB_FRAME_OK) {
+    ri->stream_failed = true;
+    *err = (ib_error){.status = IB_INVALID, .stage = IB_STAGE_PARSE};
+    snprintf(err->message, sizeof err->message, "parse: %s",
+             fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
+                                      : "frame length prefix is malformed or exceeds 512 MiB");
+    fprintf(stderr, "imgbatch run: %s\n", err->message);
+    return IB_INVALID;
+  }
   ib_key key = {0};
-  ib_error err = {0};
+  ib_status st = ib_graph_parse(ri->buf, len, &ri->limits, &in->graph, &key, err);
+  if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
+    in->key = key;
+    in->has_key = true;
+  } else {
+    ib_key_clear(&key);
+  }
+  return st;
+}
+
+static bool write_result(const ib_result *res, FILE *out) {
   ib_result_msg rm;
   ib_result_msg_init(&rm);
-  uint64_t t0 = now_us();
-  ib_status st = ib_graph_parse(buf, len, &lim, &g, &key, &err);
-  if (st != IB_OK) {
-    bool parsed = err.stage != IB_STAGE_PARSE;
-    ib_result_msg_error(&rm, parsed, job_id, parsed ? &key : NULL, &err);
-  } else if (o->backend == IB_BACKEND_CUDA) {
-    /* Minimal direct path until the executor core drives ib_backend_cuda:
-     * one job per submission. */
-    ib_backend_job job = {.graph = g, .job_id = job_id};
-    ib_cuda_execute_batch(o->cuda, &job, 1, &err);
-    uint64_t t1 = now_us();
-    st = job.status;
-    err = job.err;
-    if (st == IB_OK) st = ib_result_msg_image(&rm, job_id, g, &job.out, &err);
-    if (st != IB_OK) ib_result_msg_error(&rm, true, job_id, ib_graph_key(g), &err);
-    rm.timings.gpu_us = t1 - t0;
-    rm.timings.encode_us = now_us() - t1;
-    ib_image_release(&job.out);
-  } else {
-    ib_image im = {0};
-    st = ib_cpu_execute(g, &im, &err);
-    uint64_t t1 = now_us();
-    if (st == IB_OK) st = ib_result_msg_image(&rm, job_id, g, &im, &err);
-    if (st != IB_OK) ib_result_msg_error(&rm, true, job_id, ib_graph_key(g), &err);
-    rm.timings.gpu_us = t1 - t0;
-    rm.timings.encode_us = now_us() - t1;
-    ib_image_release(&im);
-  }
-  bool ok = ib_result_msg_write(&rm, out);
+  ib_error err = {0};
+  ib_result_msg_from_result(&rm, res, &err);
+  rm.timings.queue_us = res->queue_us;
+  rm.timings.gpu_us = res->exec_us;
+  bool ok = ib_result_msg_write(&rm, out) && fflush(out) == 0;
   ib_result_msg_clear(&rm);
-  ib_graph_free(g);
-  ib_key_clear(&key);
   return ok;
 }
 
-static bool frame_error(ib_frame_status fs, FILE *out) {
-  ib_error err = {.status = IB_INVALID, .stage = IB_STAGE_PARSE};
-  snprintf(err.message, sizeof err.message, "parse: %s",
-           fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
-                                    : "frame length prefix is malformed or exceeds 512 MiB");
-  ib_result_msg rm;
-  ib_result_msg_init(&rm);
-  ib_result_msg_error(&rm, false, 0, NULL, &err);
-  bool ok = ib_result_msg_write(&rm, out);
-  ib_result_msg_clear(&rm);
-  fprintf(stderr, "imgbatch run: %s\n", err.message);
+/* Drives the stream to its end; false when writing failed. */
+static bool drive(ib_executor *ex, run_input *ri, FILE *out) {
+  ib_results *rs = NULL;
+  if (ib_executor_run(ex, next_input, ri, &rs) != IB_OK) return false;
+  bool ok = true;
+  ib_result res;
+  ib_status st = IB_END;
+  while (ok && (st = ib_results_next(rs, &res)) == IB_OK) {
+    ok = write_result(&res, out);
+    ib_result_free(&res);
+  }
+  if (ok && st != IB_END) {
+    fprintf(stderr, "imgbatch run: executor stopped: %s\n", ib_status_name(st));
+    ok = false;
+  }
+  if (!ok && st == IB_OK) fprintf(stderr, "imgbatch run: writing results failed\n");
+  ib_results_close(rs);
   return ok;
 }
 
@@ -139,39 +187,24 @@ int ib_cmd_run(int argc, char **argv) {
   run_opts o;
   int rc = parse_args(argc, argv, &o);
   if (rc != IB_EXIT_OK) return rc;
-  if (o.backend == IB_BACKEND_CUDA) {
-    ib_executor_options eo = {.backend = IB_BACKEND_CUDA, .device = o.device};
-    ib_error err = {0};
-    if (ib_cuda_open(&eo, &o.cuda, &err) != IB_OK) {
-      fprintf(stderr, "imgbatch run: --backend cuda: %s\n", err.message);
-      return IB_EXIT_FAILURE;
-    }
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  if (ib_executor_create(&o.exec, &ex, &err) != IB_OK) {
+    fprintf(stderr, "imgbatch run: %s\n", err.message);
+    return IB_EXIT_FAILURE;
   }
   FILE *in = o.in ? fopen(o.in, "rb") : stdin;
   FILE *out = o.out ? fopen(o.out, "wb") : stdout;
   if (!in || !out) {
     fprintf(stderr, "imgbatch run: cannot open %s\n", !in ? o.in : o.out);
+    if (in && o.in) fclose(in);
+    ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  uint8_t *buf = NULL;
-  size_t cap = 0, len = 0;
-  uint64_t next_id = 1;
-  for (;;) {
-    ib_frame_status fs = ib_frame_read(in, MAX_FRAME, &buf, &cap, &len);
-    if (fs == IB_FRAME_EOF) break;
-    if (fs != IB_FRAME_OK) {
-      frame_error(fs, out);
-      rc = IB_EXIT_FAILURE;
-      break;
-    }
-    if (!run_job(&o, buf, len, next_id++, out) || fflush(out) != 0) {
-      fprintf(stderr, "imgbatch run: writing results failed\n");
-      rc = IB_EXIT_FAILURE;
-      break;
-    }
-  }
-  free(buf);
-  ib_cuda_close(o.cuda);
+  run_input ri = {.in = in, .limits = {.source_root = o.source_root}};
+  if (!drive(ex, &ri, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
+  ib_executor_destroy(ex);
+  free(ri.buf);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
@@ -179,8 +212,9 @@ int ib_cmd_run(int argc, char **argv) {
 
 int ib_cmd_worker(int argc, char **argv) {
   if (ib_wants_help(argc, argv)) {
-    printf("usage: imgbatch worker\n\nNot implemented yet (the Kafka worker issue adds it).\n"
-           "exit codes: 1 (not implemented)\n");
+    printf(
+        "usage: imgbatch worker\n\nNot implemented yet (the Kafka worker issue adds it).\n"
+        "exit codes: 1 (not implemented)\n");
     return IB_EXIT_OK;
   }
   fprintf(stderr, "imgbatch worker: not implemented yet (the Kafka worker issue adds it)\n");

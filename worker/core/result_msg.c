@@ -4,6 +4,7 @@
 
 #include "core/frame.h"
 #include "codec/codec.h"
+#include "core/error.h"
 #include "core/result_msg.h"
 
 void ib_result_msg_init(ib_result_msg *r) {
@@ -97,6 +98,63 @@ ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph 
   return IB_OK;
 }
 
+static void echo_snapshot(ib_result_msg *r, const ib_result *res) {
+  if (res->metadata_len)
+    r->echo_metadata = imgbatch__v1__job__unpack(NULL, res->metadata_len, res->metadata);
+  if (r->echo_metadata) {
+    /* Job and Result metadata entries share one layout (string key, Value). */
+    r->msg.n_metadata = r->echo_metadata->n_metadata;
+    r->msg.metadata = (Imgbatch__V1__Result__MetadataEntry **)r->echo_metadata->metadata;
+  }
+  if (res->correlation_id) {
+    r->msg.correlation_present_case = IMGBATCH__V1__RESULT__CORRELATION_PRESENT_CORRELATION_ID;
+    r->msg.correlation_id = res->correlation_id;
+  }
+}
+
+static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+  const Imgbatch__V1__CpuOutput *cpu = NULL;
+  if (res->output_spec_len &&
+      !(r->echo_spec = imgbatch__v1__output_spec__unpack(NULL, res->output_spec_len,
+                                                         res->output_spec)))
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: output spec snapshot unreadable");
+  if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
+                        "output gpu: this front end writes cpu outputs only");
+  if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)
+    cpu = r->echo_spec->cpu;
+  size_t len = 0;
+  ib_status st = ib_codec_encode(&res->image, cpu, &r->encoded, &len, err);
+  if (st != IB_OK) return st;
+  r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
+  r->msg.job_id = res->job_id;
+  set_key(r, &res->key);
+  r->image.mode = (char *)ib_mode_name(res->image.mode);
+  r->image.width = res->image.width;
+  r->image.height = res->image.height;
+  r->image.format = cpu ? cpu->format : IMGBATCH__V1__FORMAT__RAW;
+  r->image.data.data = r->encoded;
+  r->image.data.len = len;
+  r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_IMAGE;
+  r->msg.image = &r->image;
+  return IB_OK;
+}
+
+ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+  ib_status st = IB_OK;
+  if (res->ok && (st = encode_result(r, res, err)) == IB_OK) {
+    echo_snapshot(r, res);
+    return IB_OK;
+  }
+  ib_result_msg_clear(r);
+  /* Bytes that never unpacked into a Job carry no key. */
+  bool keyed = res->has_job_id || res->ok || res->error.stage != IB_STAGE_PARSE;
+  ib_result_msg_error(r, res->has_job_id, res->job_id, keyed ? &res->key : NULL,
+                      res->ok ? err : &res->error);
+  echo_snapshot(r, res);
+  return st;
+}
+
 uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len) {
   *len = imgbatch__v1__result__get_packed_size(&r->msg);
   uint8_t *buf = malloc(*len ? *len : 1);
@@ -116,5 +174,7 @@ void ib_result_msg_clear(ib_result_msg *r) {
   ib_codec_free(r->encoded);
   free(r->key_str);
   free(r->error_key_str);
+  if (r->echo_metadata) imgbatch__v1__job__free_unpacked(r->echo_metadata, NULL);
+  if (r->echo_spec) imgbatch__v1__output_spec__free_unpacked(r->echo_spec, NULL);
   ib_result_msg_init(r);
 }

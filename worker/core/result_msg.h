@@ -18,6 +18,8 @@ typedef struct ib_result_msg {
   uint8_t *encoded; /* owned (ib_codec_free) */
   char *key_str;    /* owned */
   char *error_key_str;
+  Imgbatch__V1__Job *echo_metadata;     /* owned: unpacked ib_result metadata */
+  Imgbatch__V1__OutputSpec *echo_spec;  /* owned: unpacked ib_result output spec */
 } ib_result_msg;
 
 void ib_result_msg_init(ib_result_msg *r);
@@ -27,6 +29,11 @@ void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const i
 /* An image result encoded per the job's output spec (raw when absent). */
 ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
                               const ib_image *im, ib_error *err);
+/* A Result for an executor result: the image encoded per the job's output
+ * spec snapshot (raw when absent), or its error; metadata and correlation id
+ * echoed. Borrows from `res` until written/cleared. A failed encode turns
+ * the message into an encode error result (returned status). */
+ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err);
 /* Packs and writes one varint-delimited frame. */
 bool ib_result_msg_write(const ib_result_msg *r, FILE *out);
 /* Packs into a malloc'ed buffer. */

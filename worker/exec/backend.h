@@ -28,9 +28,23 @@ typedef struct ib_backend_submission ib_backend_submission;
 
 typedef struct ib_backend {
   const char *name;
+  /* True when the backend's working buffers live in host memory (the CPU
+   * backend): the core then charges them to host_bytes as well. */
+  bool host_memory;
   /* Creates backend state for an executor. */
   ib_status (*open)(const ib_executor_options *opts, void **state, ib_error *err);
   void (*close)(void *state);
+  /* Optional (NULL accepts everything the registry validated): rejects, at
+   * admission, a graph this backend cannot run - IB_UNSUPPORTED naming the
+   * op/mode/param, IB_LIMIT for device bounds (grid, shared memory). Runs
+   * on the driving thread, allocates no device memory, never decodes. */
+  ib_status (*admit)(void *state, const ib_graph *g, ib_error *err);
+  /* Optional (NULL: the core's registry estimate alone): the backend's own
+   * conservative working bytes for one job - device working set and host
+   * (pinned) staging. The core charges the larger of each against its own
+   * estimate, so a backend can only raise a charge. Same rules as admit. */
+  ib_status (*job_bytes)(void *state, const ib_graph *g, uint64_t *gpu_bytes,
+                         uint64_t *host_bytes, ib_error *err);
   /* Enqueues jobs[0..n) as one submission. The jobs array and the graphs
    * stay valid until wait returns. A non-OK status means nothing was
    * enqueued (device-wide failure; err names one representative job). */
@@ -44,7 +58,11 @@ typedef struct ib_backend {
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;
-/* Defined by worker/gpu when built; NULL-safe lookups go through this. */
+/* ib_backend_cuda is defined by worker/gpu when built; backend_for.c holds
+ * a weak reference to it (NULL when absent). It is deliberately not declared
+ * here: a weak declaration seen before the definition would make the
+ * definition weak too. */
+/* The backend of a kind; NULL when that backend is not built in. */
 const ib_backend *ib_backend_for(ib_backend_kind kind);
 
 #endif

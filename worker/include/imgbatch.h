@@ -16,7 +16,10 @@
  *
  * Blocking: submit validates synchronously and, with queue mode off, also
  * waits for its job's submission to complete. ib_results_next blocks until
- * one result is ready. Nothing else blocks.
+ * one result is ready. ib_executor_close, ib_results_close of an unfinished
+ * stream and ib_executor_destroy block while in-flight work is fenced.
+ * Nothing else blocks. ib_executor_counters_get may be called from any
+ * thread at any time; ib_executor_destroy must not race any other call.
  */
 #ifndef IMGBATCH_H
 #define IMGBATCH_H
@@ -152,10 +155,55 @@ typedef struct ib_executor_options {
   const char *cache_dir;   /* NVRTC module cache; NULL = $XDG_CACHE_HOME/imgbatch */
 } ib_executor_options;
 
+/* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
+ * 2 submissions in flight, queue mode on. */
 void ib_executor_options_default(ib_executor_options *o);
+
+/*
+ * Credits. Every admitted job reserves, conservatively and up front:
+ *   gpu_bytes  - its working buffers (every node output alive at once), the
+ *                uploads of its decoded sources, its parameters/LUTs, the
+ *                terminal staging copy, and for a resident output the
+ *                reserved download workspace;
+ *   host_bytes - its source bytes (encoded or raw), the decode/upload
+ *                temporaries (decoded source pixels), the metadata snapshot,
+ *                the staging range and the undelivered output pixels. A
+ *                backend whose device memory is host memory (the CPU
+ *                backend) also charges its working buffers here;
+ *   max_jobs   - one slot from admission until its result is delivered;
+ *   max_in_flight - one per outstanding backend submission.
+ * Working-buffer credits return when the job's submission completes; the
+ * rest when ib_results_next hands the result out (or close discards it).
+ * These are admission reservations, not measurements of RSS or free VRAM.
+ * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
+ * device allocation); one that would fit an empty executor but not beside
+ * live work is IB_QUEUE_FULL.
+ */
+typedef struct ib_credit_counter {
+  uint64_t cap, in_use, peak;
+} ib_credit_counter;
+
+/* Counters only: the executor keeps no per-job history. */
+typedef struct ib_executor_counters {
+  uint64_t admitted;              /* submissions accepted (each got an id) */
+  uint64_t rejected_queue_full;   /* by status; each consumed an id */
+  uint64_t rejected_limit;
+  uint64_t rejected_unsupported;
+  uint64_t rejected_invalid;
+  uint64_t rejected_other;        /* decode (header), internal */
+  uint64_t completed;             /* executed successfully */
+  uint64_t failed;                /* execution failed (decode, device, ...) */
+  uint64_t cancelled;             /* dropped by close before delivery */
+  uint64_t delivered;             /* results handed out by ib_results_next */
+  uint64_t submissions;           /* backend submissions issued */
+  ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
+} ib_executor_counters;
 
 typedef struct ib_executor ib_executor;
 
+/* One outcome. Every field is owned by the result; release with
+ * ib_result_free. A result stays valid after its executor is closed or
+ * destroyed. */
 typedef struct ib_result {
   uint64_t job_id;
   bool has_job_id;  /* false only for errors before an id was assigned */
@@ -165,9 +213,136 @@ typedef struct ib_result {
   ib_error error;   /* when !ok */
   void *metadata;   /* the packed metadata snapshot (serialized Job.metadata entries) */
   size_t metadata_len;
+  /* Also snapshotted at admission: the packed imgbatch.v1.OutputSpec the job
+   * asked for (NULL/0 when absent) and its correlation id (NULL when absent). */
+  void *output_spec;
+  size_t output_spec_len;
+  char *correlation_id;
+  uint64_t queue_us;  /* admission to the start of its submission */
+  uint64_t exec_us;   /* its submission's duration (shared by the submission's jobs) */
 } ib_result;
 
 void ib_result_free(ib_result *r);
+
+/* Creates an executor. Fails with IB_INVALID for zero caps, IB_DEVICE when
+ * the backend cannot start ("cuda backend not built" when this binary has no
+ * CUDA backend). `opts` NULL = defaults; it is copied (cache_dir too).
+ * Does not block beyond backend start-up. */
+ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err);
+
+/* Closes (as ib_executor_close) and frees. A result stream still open is
+ * detached: its ib_results_next answers IB_CLOSED; the caller still frees
+ * it with ib_results_close. NULL is a no-op. Blocks while in-flight
+ * submissions are fenced. Must not be called from inside a run input
+ * callback. */
+void ib_executor_destroy(ib_executor *ex);
+
+/*
+ * Admits one job. `g` is a graph from ib_graph_parse; `key` overrides its
+ * input key (NULL = the key the Job carried). A key is a string (empty
+ * allowed; NULL str means the empty string; must be UTF-8 as the wire's
+ * string is) or a u64; duplicates are allowed (ids tell them apart).
+ *
+ * Ownership: on IB_OK the executor owns `g` (the caller must not touch it
+ * again); on any other status the caller keeps it (so it can retry after
+ * IB_QUEUE_FULL). The key is copied.
+ *
+ * Ids: every admission decision consumes the next id, accepted or rejected
+ * (QueueFull, Limit, Unsupported, Invalid): `*job_id` is set whenever an id
+ * was consumed, a retry gets a new one. IB_BUSY, IB_CLOSED and id
+ * exhaustion (IB_LIMIT with *job_id untouched, after id UINT64_MAX was
+ * used) consume none. Ids start at 1 and never wrap.
+ *
+ * Blocking: validation and admission are synchronous. Queue mode on: the
+ * job waits for a results stream to drive it. Queue mode off: the job's own
+ * one-job submission runs to completion before submit returns; its result
+ * stays undelivered (occupying its credits) until a join stream yields it.
+ *
+ * IB_BUSY when a result stream is open and not exhausted, or when called
+ * from inside a run input callback or concurrently with another call.
+ */
+ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
+                             ib_error *err);
+
+/* A stream of results (opaque); owned by the caller, freed by
+ * ib_results_close. One open, unexhausted stream per executor at a time. */
+typedef struct ib_results ib_results;
+
+/* A stream over every job admitted so far. Creating it does not wait and
+ * runs nothing; each ib_results_next drives execution (groups pending jobs
+ * into submissions, at most max_in_flight outstanding) until one result is
+ * ready. Exhausted (IB_END) once every admitted job was delivered. */
+ib_status ib_executor_join(ib_executor *ex, ib_results **out);
+
+/* One input for run. On IB_OK the callback sets `graph` (ownership passes to
+ * the executor) and optionally `key` with has_key (ownership of key.str
+ * passes too; without has_key the graph's key is used). */
+typedef struct ib_input {
+  ib_graph *graph;
+  bool has_key;
+  ib_key key;
+} ib_input;
+
+/* The input iterator of run: called only from inside ib_results_next, on
+ * the caller's thread. Returns IB_OK with an input, IB_END when there are
+ * no more inputs (it is not called again), or another status with `err`
+ * filled for an input that failed before it could be admitted: the stream
+ * yields that as an error result (carrying `in->key` when has_key) and goes
+ * on pulling. With err->stage IB_STAGE_PARSE (the bytes were not a Job) the
+ * result has no id; any later stage (a Job that failed validation, e.g.
+ * ib_graph_parse's IB_STAGE_VALIDATE) is an admission rejection: it
+ * consumes an id, counts as rejected, and the result carries the id. A producer that
+ * must stop after such an error returns IB_END on its next call. Any call
+ * into the executor from inside the callback answers IB_BUSY. */
+typedef ib_status (*ib_input_next_fn)(void *user, ib_input *in, ib_error *err);
+
+/*
+ * A streaming stream: pulls inputs lazily from `next`, keeps at most the
+ * credit window admitted plus one pulled input waiting for credits (an
+ * input that got IB_QUEUE_FULL is retried by the stream itself after work
+ * drains), groups admitted jobs into submissions and yields one result at
+ * a time. It never collects all inputs or all outputs. An input rejected at
+ * admission (Invalid, Unsupported, Limit) is yielded as an error result
+ * with its consumed id and the stream goes on. Jobs admitted earlier by
+ * submit are driven and delivered by this stream too. `user` is borrowed
+ * until the stream is exhausted or closed. Creating the stream pulls
+ * nothing.
+ */
+ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib_results **out);
+
+/*
+ * The next result. IB_OK: `*out` holds a result (owned by the caller; every
+ * credit it held is returned). IB_END: exhausted (again on every later
+ * call); another stream may then be opened. IB_CLOSED: the executor was
+ * closed or destroyed. IB_BUSY: called recursively (from a run input
+ * callback) or concurrently. IB_INTERNAL: out of memory in the core. A
+ * failed submission (device-wide failure) is not a stream error: each of
+ * its jobs is yielded as an error result. Blocks until a result is ready
+ * (running CPU work inline, waiting on device events).
+ */
+ib_status ib_results_next(ib_results *rs, ib_result *out);
+
+/* Frees a stream. Closing a stream that is not exhausted cancels its
+ * executor (ib_executor_close): nothing more is pulled, unsubmitted jobs are
+ * dropped, in-flight submissions are fenced, undelivered results are
+ * discarded and every credit returns. NULL is a no-op. */
+void ib_results_close(ib_results *rs);
+
+/* Cancels: stops pulling inputs (the iterator is not called again; the
+ * input it yielded last, if waiting for credits, is freed), cancels jobs not
+ * yet submitted, waits for in-flight submissions (fence) and discards their
+ * outputs, discards undelivered results, returns every credit to zero and
+ * marks the executor closed (later submit/join/run: IB_CLOSED). Delivered
+ * results stay valid. Idempotent. IB_BUSY from inside a run callback or
+ * while another thread drives the executor. Blocks on the fence. */
+ib_status ib_executor_close(ib_executor *ex);
+
+/* A consistent copy of the counters. Safe from any thread (takes a lock). */
+void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
+
+/* Test hook: the next id to assign (ids then continue from it). Lets tests
+ * reach UINT64_MAX without 2^64 submissions. Not for production use. */
+void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id);
 
 #ifdef __cplusplus
 }

@@ -18,9 +18,8 @@ static const char *const chop_names[IB_CHOP_COUNT] = {
     "darker",   "lighter", "add",     "subtract",   "add_modulo", "subtract_modulo",
 };
 
-/* Largest |value| whose float->int conversion Pillow performs defined
- * behaviour on, less one float32 ulp at 2^31 for the rounding of the two float
- * operations (2^31 - 256). */
+/* Pillow's `int temp = v` is defined for |v| < 2^31; the bound keeps 256 (two
+ * float32 ulps at 2^31) for the rounding of the float division and addition. */
 #define CHOP_INT_SAFE 2147483392.0
 
 static ib_status check_scale_offset(const ib_node *node, ib_error *err) {

@@ -17,10 +17,11 @@ _Static_assert(IB_KMODE_L == IB_MODE_L && IB_KMODE_LA == IB_MODE_LA &&
                    IB_KMODE_CMYK == IB_MODE_CMYK && IB_KMODE_RGBX == IB_MODE_RGBX,
                "kernels/convert.h mode numbers must equal ib_mode");
 
-/* Pillow mode names outside the admitted set (ImageMode / Convert.c). */
+/* Pillow 12.3 convert() targets outside the admitted set (ImageMode.py,
+ * Convert.c converters). */
 static const char *const pillow_other_modes[] = {
-    "1",   "P",    "PA",    "I",     "F",     "La",     "RGBa",   "YCbCr",  "LAB",
-    "HSV", "I;16", "I;16L", "I;16B", "I;16N", "BGR;15", "BGR;16", "BGR;24",
+    "1",     "P",   "PA",  "I",    "F",     "La",    "RGBa",
+    "YCbCr", "LAB", "HSV", "I;16", "I;16L", "I;16B", "I;16N",
 };
 
 static int is_pillow_mode(const char *name) {

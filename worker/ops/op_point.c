@@ -115,15 +115,15 @@ const ib_op_desc ib_op_solarize = {
     .cpu = table_cpu,
 };
 
-/* Pillow documents bits 1..8 (0 would give an all-zero table, 9+ raises
- * TypeError); we admit the documented range. */
+/* ImageOps.posterize takes bits <= 8 (0 or less keeps no bit: an all-zero
+ * table; the client sends those as 0); 9 and up make 2 ** (8 - bits) a float
+ * and Pillow raises TypeError. */
 static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                                  ib_error *err) {
   ib_status st = same_shape_infer(node, in, out, err);
   if (st != IB_OK) return st;
   uint32_t bits = node->pb->posterize ? node->pb->posterize->bits : 0;
-  if (bits < 1 || bits > 8)
-    return ib_op_fail(err, IB_INVALID, "op posterize: bits %u out of range 1..8", bits);
+  if (bits > 8) return ib_op_fail(err, IB_INVALID, "op posterize: bits %u out of range 0..8", bits);
   return IB_OK;
 }
 

@@ -1,0 +1,114 @@
+"""`imgbatch run` as a front end over the executor API: streaming, caps, errors."""
+import os
+import subprocess
+
+import pytest
+from google.protobuf.internal.decoder import _DecodeVarint32
+from google.protobuf.internal.encoder import _VarintBytes
+
+from imgbatch import imgbatch_pb2 as pb
+
+BIN = os.environ["IB_BIN"]
+
+
+def raw_job(key, w=4, h=3, mode="RGB", seed=0):
+    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
+    bands = len(mode) if mode != "RGBX" else 4
+    job.source.raw.mode = mode
+    job.source.raw.width = w
+    job.source.raw.height = h
+    job.source.raw.data = bytes((i * 7 + seed) % 256 for i in range(w * h * bands))
+    job.nodes.add().source.index = 0
+    node = job.nodes.add()
+    node.copy.SetInParent()
+    node.inputs.append(0)
+    return job
+
+
+def frames(msgs):
+    return b"".join(_VarintBytes(len(m)) + m for m in msgs)
+
+
+def run(jobs, *args, raw_frames=None):
+    data = frames([j.SerializeToString() for j in jobs] + (raw_frames or []))
+    p = subprocess.run([BIN, "run", *args], input=data, capture_output=True, timeout=60)
+    out, pos, results = p.stdout, 0, []
+    while pos < len(out):
+        n, pos = _DecodeVarint32(out, pos)
+        r = pb.Result()
+        r.ParseFromString(out[pos:pos + n])
+        results.append(r)
+        pos += n
+    return p, results
+
+
+def test_results_match_inputs_by_key_through_a_small_window():
+    jobs = [raw_job(k, seed=k) for k in range(40)]
+    p, results = run(jobs, "--max-jobs", "2", "--max-in-flight", "1", "--host-bytes", "64K")
+    assert p.returncode == 0, p.stderr
+    assert len(results) == 40
+    assert len({r.job_id for r in results}) == 40
+    for r in results:
+        assert r.WhichOneof("outcome") == "image", r.error.message
+        assert r.image.data == jobs[r.key_u64].source.raw.data
+
+
+def test_parse_error_has_no_id_and_validation_error_consumes_one():
+    bad = raw_job(7)
+    bad.nodes[1].inputs[0] = 1  # self reference
+    p, results = run([raw_job(1), bad], raw_frames=[b"\x0f\xff\x01"])
+    assert p.returncode == 0
+    by_outcome = {}
+    for r in results:
+        by_outcome.setdefault(r.WhichOneof("outcome"), []).append(r)
+    assert len(by_outcome["image"]) == 1
+    errors = by_outcome["error"]
+    parse = [r for r in errors if r.error.stage == pb.PARSE]
+    validate = [r for r in errors if r.error.stage == pb.VALIDATE]
+    assert len(parse) == 1 and parse[0].WhichOneof("job_id_present") is None
+    assert parse[0].WhichOneof("input_key") is None
+    assert len(validate) == 1 and validate[0].WhichOneof("job_id_present") == "job_id"
+    assert validate[0].key_u64 == 7 and "cycle" in validate[0].error.message
+
+
+def test_metadata_and_correlation_id_are_echoed():
+    job = raw_job("k")
+    job.metadata["n"].int_value = 5
+    job.metadata["l"].list_value.items.add().string_value = "x"
+    job.correlation_id = "corr-1"
+    p, (r,) = run([job])
+    assert p.returncode == 0
+    assert r.metadata["n"].int_value == 5
+    assert r.metadata["l"].list_value.items[0].string_value == "x"
+    assert r.correlation_id == "corr-1" and r.key_string == "k"
+
+
+def test_a_job_over_host_bytes_is_a_limit_at_admission_with_an_id():
+    p, (r,) = run([raw_job(3, w=64, h=64)], "--host-bytes", "4K")
+    assert p.returncode == 0
+    assert r.WhichOneof("outcome") == "error"
+    assert r.error.kind == pb.LIMIT and r.error.stage == pb.ADMIT
+    assert r.WhichOneof("job_id_present") == "job_id" and "host_bytes" in r.error.message
+
+
+def test_png_output_follows_the_jobs_output_spec():
+    job = raw_job(1)
+    job.output.cpu.format = pb.PNG
+    p, (r,) = run([job])
+    assert r.image.format == pb.PNG and r.image.data.startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("args", [["--max-jobs", "0"], ["--host-bytes", "1X"],
+                                  ["--max-in-flight"], ["--device", "-1"]])
+def test_bad_cap_flags_are_usage_errors(args):
+    p = subprocess.run([BIN, "run", *args], input=b"", capture_output=True, timeout=20)
+    assert p.returncode == 2
+
+
+def test_cuda_backend_without_a_build_is_a_start_up_failure():
+    p = subprocess.run([BIN, "run", "--backend", "cuda"], input=b"", capture_output=True,
+                       timeout=60)
+    if p.returncode == 0:
+        pytest.skip("this build has a cuda backend and a device")
+    assert p.returncode == 1
+    assert b"cuda backend not built" in p.stderr or b"cuda" in p.stderr

@@ -1,0 +1,263 @@
+/* Executor admission: ids, keys, caps, statuses, ownership (SPEC §4). */
+#include "exec_jobs.h"
+
+static ib_status submit(ib_executor *ex, ib_graph *g, uint64_t *id, ib_error *err) {
+  return ib_executor_submit(ex, g, NULL, id, err);
+}
+
+Test(admission, ids_are_monotonic_from_one) {
+  ib_executor *ex = test_executor(8, true);
+  ib_error err = {0};
+  for (uint64_t want = 1; want <= 5; want++) {
+    uint64_t id = 0;
+    cr_assert_eq(submit(ex, test_graph_u64(want), &id, &err), IB_OK, "%s", err.message);
+    cr_assert_eq(id, want);
+  }
+  ib_executor_destroy(ex);
+}
+
+Test(admission, rejected_admission_consumes_an_id) {
+  ib_executor *ex = test_executor(1, true);
+  ib_error err = {0};
+  uint64_t a = 0, b = 0, c = 0;
+  cr_assert_eq(submit(ex, test_graph_u64(1), &a, &err), IB_OK);
+  ib_graph *g = test_graph_u64(2);
+  cr_assert_eq(submit(ex, g, &b, &err), IB_QUEUE_FULL);
+  cr_assert_eq(b, a + 1, "the rejection got id %llu", (unsigned long long)b);
+  /* The caller kept the graph; a retry after draining gets a new id. */
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  cr_assert_eq(submit(ex, g, &c, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(c, b + 1);
+  ib_executor_counters k = test_counters(ex);
+  cr_assert_eq(k.admitted, 2);
+  cr_assert_eq(k.rejected_queue_full, 1);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, id_overflow_is_an_error) {
+  ib_executor *ex = test_executor(8, true);
+  ib_executor_test_set_next_id(ex, UINT64_MAX - 1);
+  ib_error err = {0};
+  uint64_t id = 0;
+  cr_assert_eq(submit(ex, test_graph_u64(1), &id, &err), IB_OK);
+  cr_assert_eq(id, UINT64_MAX - 1);
+  cr_assert_eq(submit(ex, test_graph_u64(2), &id, &err), IB_OK);
+  cr_assert_eq(id, UINT64_MAX);
+  ib_graph *g = test_graph_u64(3);
+  id = 42;
+  cr_assert_eq(submit(ex, g, &id, &err), IB_LIMIT);
+  cr_assert_eq(id, 42, "no id is assigned after UINT64_MAX (no wrap)");
+  cr_assert(strstr(err.message, "exhausted"), "%s", err.message);
+  cr_assert_eq(submit(ex, g, &id, &err), IB_LIMIT, "stays exhausted");
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, queue_full_at_max_jobs_for_manual_submit) {
+  ib_executor *ex = test_executor(3, true);
+  ib_error err = {0};
+  uint64_t id;
+  for (int i = 0; i < 3; i++) cr_assert_eq(submit(ex, test_graph_u64(i), &id, &err), IB_OK);
+  ib_graph *g = test_graph_u64(9);
+  cr_assert_eq(submit(ex, g, &id, &err), IB_QUEUE_FULL);
+  cr_assert(strstr(err.message, "max_jobs"), "%s", err.message);
+  cr_assert_eq(test_counters(ex).jobs.in_use, 3);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, job_over_a_byte_cap_alone_is_a_limit_not_queue_full) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.host_bytes = 4096;
+  ib_executor *ex;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
+  test_job t = {.w = 64, .h = 64}; /* 4 KiB per image: source + work + output exceed 4 KiB */
+  ib_graph *g = test_graph(&t);
+  ib_error err = {0};
+  uint64_t id = 0;
+  cr_assert_eq(submit(ex, g, &id, &err), IB_LIMIT);
+  cr_assert(strstr(err.message, "host_bytes"), "%s", err.message);
+  cr_assert_eq(id, 1);
+  cr_assert_eq(test_counters(ex).rejected_limit, 1);
+  cr_assert_eq(test_counters(ex).host_bytes.in_use, 0);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, valid_job_that_does_not_fit_beside_live_work_is_queue_full) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  /* An 8x8 L source-only job charges 3 * 64 gpu bytes (node output, upload,
+   * terminal staging): three fit, not four. */
+  o.gpu_bytes = 3 * 192 + 100;
+  ib_executor *ex;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
+  ib_error err = {0};
+  uint64_t id;
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(submit(ex, test_graph_u64(i), &id, &err), IB_OK, "%s", err.message);
+  ib_graph *g = test_graph_u64(3);
+  cr_assert_eq(submit(ex, g, &id, &err), IB_QUEUE_FULL);
+  cr_assert(strstr(err.message, "gpu bytes"), "%s", err.message);
+  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 3 * 192);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, unsupported_context_is_rejected_at_admission) {
+  ib_executor *ex = test_executor(8, true);
+  test_job t = {.resident = true};
+  ib_graph *g = test_graph(&t);
+  ib_error err = {0};
+  uint64_t id = 0;
+  cr_assert_eq(submit(ex, g, &id, &err), IB_UNSUPPORTED);
+  cr_assert_eq(err.stage, IB_STAGE_ADMIT);
+  cr_assert(strstr(err.message, "resident"), "%s", err.message);
+  cr_assert_eq(test_counters(ex).rejected_unsupported, 1);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, keys_are_strings_or_u64_and_duplicates_are_allowed) {
+  ib_executor *ex = test_executor(8, true);
+  ib_error err = {0};
+  uint64_t id1, id2, id3;
+  test_job empty = {.key_str = ""};
+  cr_assert_eq(submit(ex, test_graph(&empty), &id1, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(submit(ex, test_graph_u64(5), &id2, &err), IB_OK);
+  cr_assert_eq(submit(ex, test_graph_u64(5), &id3, &err), IB_OK, "duplicate key");
+  cr_assert_neq(id2, id3);
+  ib_key bad = {.str = "\xff\xfe"};
+  ib_graph *g = test_graph_u64(6);
+  cr_assert_eq(ib_executor_submit(ex, g, &bad, &id1, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "key"), "%s", err.message);
+  ib_key ok = {.is_u64 = true, .u64 = UINT64_MAX};
+  cr_assert_eq(ib_executor_submit(ex, g, &ok, &id1, &err), IB_OK);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  int seen_empty = 0, seen_five = 0, seen_max = 0;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    if (!r.key.is_u64 && r.key.str && !r.key.str[0]) seen_empty++;
+    if (r.key.is_u64 && r.key.u64 == 5) seen_five++;
+    if (r.key.is_u64 && r.key.u64 == UINT64_MAX) seen_max++;
+    ib_result_free(&r);
+  }
+  cr_assert_eq(seen_empty, 1);
+  cr_assert_eq(seen_five, 2);
+  cr_assert_eq(seen_max, 1, "the explicit key overrides the job's");
+  ib_results_close(rs);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, metadata_is_snapshotted_and_charged) {
+  ib_executor *ex = test_executor(8, false);
+  test_job t = {.key_is_u64 = true, .key_u64 = 1, .meta_key = "m", .meta_depth = 2};
+  ib_executor_counters before = test_counters(ex);
+  uint64_t id;
+  ib_error err = {0};
+  cr_assert_eq(submit(ex, test_graph(&t), &id, &err), IB_OK, "%s", err.message);
+  ib_executor_counters after = test_counters(ex);
+  /* Completed, undelivered: the held part is output staging + copy + snapshot. */
+  cr_assert_gt(after.host_bytes.in_use, before.host_bytes.in_use + 2 * 64);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  Imgbatch__V1__Job *echo = imgbatch__v1__job__unpack(NULL, r.metadata_len, r.metadata);
+  cr_assert_not_null(echo);
+  cr_assert_eq(echo->n_metadata, 1);
+  cr_assert_str_eq(echo->metadata[0]->key, "m");
+  const Imgbatch__V1__Value *v = echo->metadata[0]->value;
+  cr_assert_eq(v->kind_case, IMGBATCH__V1__VALUE__KIND_LIST_VALUE);
+  cr_assert_eq(v->list_value->items[0]->list_value->items[0]->int_value, 7);
+  imgbatch__v1__job__free_unpacked(echo, NULL);
+  ib_result_free(&r);
+  ib_results_close(rs);
+  cr_assert_eq(test_counters(ex).host_bytes.in_use, 0);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, metadata_value_without_a_kind_is_invalid) {
+  ib_executor *ex = test_executor(8, true);
+  test_job t = {.meta_key = "odd", .meta_depth = 1, .meta_no_kind = true};
+  ib_graph *g = test_graph(&t);
+  ib_error err = {0};
+  uint64_t id;
+  cr_assert_eq(submit(ex, g, &id, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "'odd'"), "%s", err.message);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, metadata_nesting_beyond_depth_8_is_invalid) {
+  /* The map is level 1; six lists and the scalar make 8 levels. */
+  test_job ok = {.meta_key = "deep", .meta_depth = 6};
+  ib_graph_free(test_graph(&ok));
+  test_job deep = {.meta_key = "deep", .meta_depth = 7};
+  size_t len;
+  uint8_t *buf = test_job_pack(&deep, &len);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_INVALID);
+  cr_assert(strstr(err.message, "deeper than 8"), "%s", err.message);
+  free(buf);
+}
+
+Test(admission, graph_bounds_are_limits_before_admission) {
+  test_job ops = {.w = 1, .h = 1, .copies = 256};
+  size_t len;
+  uint8_t *buf = test_job_pack(&ops, &len);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_LIMIT, "257 ops");
+  free(buf);
+  test_job big = {.w = 4097, .h = 1};
+  buf = test_job_pack(&big, &len);
+  cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_LIMIT, "4097 wide");
+  free(buf);
+  test_job most = {.w = 1, .h = 1, .copies = 255};
+  ib_executor *ex = test_executor(8, true);
+  uint64_t id;
+  cr_assert_eq(submit(ex, test_graph(&most), &id, &err), IB_OK, "256 ops fit: %s", err.message);
+  ib_executor_destroy(ex);
+}
+
+Test(admission, missing_cuda_backend_fails_create_with_device) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.backend = IB_BACKEND_CUDA;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  ib_status st = ib_executor_create(&o, &ex, &err);
+  if (st == IB_OK) {
+    ib_executor_destroy(ex);
+    cr_skip_test("this build has a cuda backend and a device");
+  }
+  cr_assert_eq(st, IB_DEVICE);
+  cr_assert_null(ex);
+}
+
+Test(admission, zero_caps_are_invalid_options) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_in_flight = 0;
+  ib_executor *ex = NULL;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_INVALID);
+}
+
+Test(admission, defaults_match_the_spec) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  cr_assert_eq(o.gpu_bytes, 512ull << 20);
+  cr_assert_eq(o.host_bytes, 256ull << 20);
+  cr_assert_eq(o.max_jobs, 64);
+  cr_assert_eq(o.max_in_flight, 2);
+}

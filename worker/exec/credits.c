@@ -1,0 +1,169 @@
+/* Admission credits: conservative reservations against the four caps. */
+#include "exec/credits.h"
+
+#include <stdio.h>
+
+#include "core/error.h"
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t shape_bytes(const ib_shape *s) {
+  return (uint64_t)s->width * s->height * ib_mode_bands(s->mode);
+}
+
+void ib_credits_init(ib_credits *cr, const ib_executor_options *o) {
+  pthread_mutex_init(&cr->lock, NULL);
+  cr->c = (ib_executor_counters){0};
+  cr->c.gpu_bytes.cap = o->gpu_bytes;
+  cr->c.host_bytes.cap = o->host_bytes;
+  cr->c.jobs.cap = o->max_jobs;
+  cr->c.in_flight.cap = o->max_in_flight;
+}
+
+void ib_credits_destroy(ib_credits *cr) {
+  pthread_mutex_destroy(&cr->lock);
+}
+
+/* Sources: the encoded (or raw) bytes the job carries, and the decoded
+ * pixels, which exist once as the decode target / upload staging on the host
+ * and once as the uploaded copy on the device. Nodes: peak_bytes counts
+ * every node output alive at once (no liveness credit), plus the params.
+ * Output: terminal staging on the device; on the host the staging range
+ * and the delivered copy. A resident output stays on the device and keeps
+ * a download workspace of its own size reserved. */
+ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory, bool resident) {
+  uint64_t src = 0, decoded = 0;
+  for (size_t i = 0; i < g->n_sources; i++) {
+    src = sat_add(src, g->sources[i].len);
+    decoded = sat_add(decoded, shape_bytes(&g->sources[i].shape));
+  }
+  uint64_t out = shape_bytes(&g->nodes[g->n_nodes - 1].shape);
+  ib_charge c = {0};
+  c.gpu_work = sat_add(sat_add(g->peak_bytes, decoded), sat_add(g->param_bytes, out));
+  c.host_work = sat_add(src, decoded);
+  if (host_memory) c.host_work = sat_add(c.host_work, c.gpu_work);
+  c.host_held = sat_add(echo_bytes, sat_add(out, out));
+  if (resident) c.gpu_held = sat_add(out, out);
+  return c;
+}
+
+static uint64_t gpu_total(const ib_charge *ch) {
+  return sat_add(ch->gpu_work, ch->gpu_held);
+}
+static uint64_t host_total(const ib_charge *ch) {
+  return sat_add(ch->host_work, ch->host_held);
+}
+
+ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err) {
+  uint64_t gpu = gpu_total(ch), host = host_total(ch);
+  if (gpu > cr->c.gpu_bytes.cap)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_ADMIT,
+                        "admit: job needs %llu gpu bytes, more than the gpu_bytes cap %llu",
+                        (unsigned long long)gpu, (unsigned long long)cr->c.gpu_bytes.cap);
+  if (host > cr->c.host_bytes.cap)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_ADMIT,
+                        "admit: job needs %llu host bytes, more than the host_bytes cap %llu",
+                        (unsigned long long)host, (unsigned long long)cr->c.host_bytes.cap);
+  return IB_OK;
+}
+
+static void use(ib_credit_counter *k, uint64_t n) {
+  k->in_use += n;
+  if (k->in_use > k->peak) k->peak = k->in_use;
+}
+
+static void unuse(ib_credit_counter *k, uint64_t n) {
+  k->in_use = n > k->in_use ? 0 : k->in_use - n;
+}
+
+ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err) {
+  ib_status st = IB_OK;
+  uint64_t gpu = gpu_total(ch), host = host_total(ch);
+  pthread_mutex_lock(&cr->lock);
+  ib_executor_counters *c = &cr->c;
+  if (c->jobs.in_use >= c->jobs.cap)
+    st = ib_error_set(err, IB_QUEUE_FULL, IB_STAGE_ADMIT,
+                      "admit: %llu of max_jobs %llu jobs are live (pending, executing or "
+                      "undelivered); drain results and retry",
+                      (unsigned long long)c->jobs.in_use, (unsigned long long)c->jobs.cap);
+  else if (gpu > c->gpu_bytes.cap - c->gpu_bytes.in_use)
+    st = ib_error_set(err, IB_QUEUE_FULL, IB_STAGE_ADMIT,
+                      "admit: job needs %llu gpu bytes, %llu of %llu are reserved by live work",
+                      (unsigned long long)gpu, (unsigned long long)c->gpu_bytes.in_use,
+                      (unsigned long long)c->gpu_bytes.cap);
+  else if (host > c->host_bytes.cap - c->host_bytes.in_use)
+    st = ib_error_set(err, IB_QUEUE_FULL, IB_STAGE_ADMIT,
+                      "admit: job needs %llu host bytes, %llu of %llu are reserved by live work",
+                      (unsigned long long)host, (unsigned long long)c->host_bytes.in_use,
+                      (unsigned long long)c->host_bytes.cap);
+  if (st == IB_OK) {
+    use(&c->jobs, 1);
+    use(&c->gpu_bytes, gpu);
+    use(&c->host_bytes, host);
+  }
+  pthread_mutex_unlock(&cr->lock);
+  return st;
+}
+
+void ib_credits_return_work(ib_credits *cr, ib_charge *ch) {
+  pthread_mutex_lock(&cr->lock);
+  unuse(&cr->c.gpu_bytes, ch->gpu_work);
+  unuse(&cr->c.host_bytes, ch->host_work);
+  pthread_mutex_unlock(&cr->lock);
+  ch->gpu_work = ch->host_work = 0;
+}
+
+void ib_credits_return_all(ib_credits *cr, ib_charge *ch) {
+  pthread_mutex_lock(&cr->lock);
+  unuse(&cr->c.gpu_bytes, gpu_total(ch));
+  unuse(&cr->c.host_bytes, host_total(ch));
+  unuse(&cr->c.jobs, 1);
+  pthread_mutex_unlock(&cr->lock);
+  *ch = (ib_charge){0};
+}
+
+bool ib_credits_submission_room(ib_credits *cr) {
+  pthread_mutex_lock(&cr->lock);
+  bool room = cr->c.in_flight.in_use < cr->c.in_flight.cap;
+  pthread_mutex_unlock(&cr->lock);
+  return room;
+}
+
+void ib_credits_submission_begin(ib_credits *cr) {
+  pthread_mutex_lock(&cr->lock);
+  use(&cr->c.in_flight, 1);
+  cr->c.submissions++;
+  pthread_mutex_unlock(&cr->lock);
+}
+
+void ib_credits_submission_end(ib_credits *cr) {
+  pthread_mutex_lock(&cr->lock);
+  unuse(&cr->c.in_flight, 1);
+  pthread_mutex_unlock(&cr->lock);
+}
+
+void ib_credits_count(ib_credits *cr, ib_count what) {
+  pthread_mutex_lock(&cr->lock);
+  switch (what) {
+    case IB_COUNT_ADMITTED: cr->c.admitted++; break;
+    case IB_COUNT_COMPLETED: cr->c.completed++; break;
+    case IB_COUNT_FAILED: cr->c.failed++; break;
+    case IB_COUNT_CANCELLED: cr->c.cancelled++; break;
+    case IB_COUNT_DELIVERED: cr->c.delivered++; break;
+  }
+  pthread_mutex_unlock(&cr->lock);
+}
+
+void ib_credits_count_rejection(ib_credits *cr, ib_status st) {
+  pthread_mutex_lock(&cr->lock);
+  switch (st) {
+    case IB_QUEUE_FULL: cr->c.rejected_queue_full++; break;
+    case IB_LIMIT: cr->c.rejected_limit++; break;
+    case IB_UNSUPPORTED: cr->c.rejected_unsupported++; break;
+    case IB_INVALID: cr->c.rejected_invalid++; break;
+    default: cr->c.rejected_other++; break;
+  }
+  pthread_mutex_unlock(&cr->lock);
+}

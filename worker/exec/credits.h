@@ -1,0 +1,61 @@
+/*
+ * credits.h - admission credits (internal): the four caps of
+ * ib_executor_options, what each job reserves against them, and the
+ * executor's counters. All updates go through one lock so counters can be
+ * read from any thread.
+ */
+#ifndef IB_EXEC_CREDITS_H
+#define IB_EXEC_CREDITS_H
+
+#include <pthread.h>
+
+#include "imgbatch.h"
+#include "plan/graph.h"
+
+/* A job's reservation. The working part returns when its submission
+ * completes, the held part when its result is delivered or discarded. */
+typedef struct ib_charge {
+  uint64_t gpu_work, host_work;
+  uint64_t gpu_held, host_held;
+} ib_charge;
+
+typedef struct ib_credits {
+  pthread_mutex_t lock;
+  ib_executor_counters c; /* caps live in c.<cap>.cap */
+} ib_credits;
+
+void ib_credits_init(ib_credits *cr, const ib_executor_options *o);
+void ib_credits_destroy(ib_credits *cr);
+
+/* The conservative charge of `g` (see imgbatch.h "Credits"). `echo_bytes` is
+ * the metadata/output-spec snapshot; `host_memory` charges the working
+ * buffers to host_bytes too; `resident` reserves the resident output and its
+ * download workspace. Saturates instead of wrapping. */
+ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory, bool resident);
+
+/* IB_LIMIT when the charge alone exceeds a cap (the job can never run). */
+ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err);
+/* Reserves a job slot and the charge, or IB_QUEUE_FULL naming the cap that
+ * has no room beside live work. */
+ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err);
+/* Returns the working part (zeroing it in *ch). */
+void ib_credits_return_work(ib_credits *cr, ib_charge *ch);
+/* Returns whatever *ch still holds and the job slot. */
+void ib_credits_return_all(ib_credits *cr, ib_charge *ch);
+
+bool ib_credits_submission_room(ib_credits *cr);
+void ib_credits_submission_begin(ib_credits *cr);
+void ib_credits_submission_end(ib_credits *cr);
+
+/* Counter bumps (under the lock). */
+typedef enum ib_count {
+  IB_COUNT_ADMITTED,
+  IB_COUNT_COMPLETED,
+  IB_COUNT_FAILED,
+  IB_COUNT_CANCELLED,
+  IB_COUNT_DELIVERED
+} ib_count;
+void ib_credits_count(ib_credits *cr, ib_count what);
+void ib_credits_count_rejection(ib_credits *cr, ib_status st);
+
+#endif

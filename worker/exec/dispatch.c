@@ -1,0 +1,173 @@
+/*
+ * dispatch.c - pending jobs become backend submissions: FIFO order, as many
+ * jobs per submission as fit 256 ops, at most max_in_flight outstanding.
+ * Full batches go out as soon as they exist; a partial batch only when the
+ * driver would otherwise have to wait (nothing completed to deliver).
+ * A completed submission returns its jobs' working credits at once and
+ * frees their graphs (sources included); outputs wait in the completed FIFO.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "exec/executor.h"
+
+static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_t exec_us) {
+  j->status = bj->status;
+  j->exec_us = exec_us;
+  if (bj->status == IB_OK) {
+    j->out = bj->out;
+    ib_credits_count(&ex->credits, IB_COUNT_COMPLETED);
+  } else {
+    ib_image_release(&bj->out);
+    j->err = bj->err;
+    j->err.status = bj->status;
+    if (j->err.stage == IB_STAGE_NONE) j->err.stage = IB_STAGE_EXECUTE;
+    ib_credits_count(&ex->credits, IB_COUNT_FAILED);
+  }
+  bj->out = (ib_image){0};
+  ib_graph_free(j->graph);
+  j->graph = NULL;
+  ib_credits_return_work(&ex->credits, &j->charge);
+  ib_job_fifo_push(&ex->completed, j);
+}
+
+/* Every job of a submission the backend refused gets the device-wide error. */
+static void fail_all(ib_sub *s, ib_status st, const ib_error *err) {
+  for (size_t i = 0; i < s->n; i++) {
+    s->bjobs[i].status = st;
+    s->bjobs[i].err = *err;
+    s->bjobs[i].err.status = st;
+  }
+}
+
+static void finish_sub(ib_executor *ex, ib_sub *s, bool wait) {
+  if (wait && s->backend_sub) {
+    ib_error err = {0};
+    ib_status st = ex->backend->wait(ex->backend_state, s->backend_sub, &err);
+    if (st != IB_OK) fail_all(s, st, &err);
+  }
+  uint64_t exec_us = ib_now_us() - s->started_us;
+  for (size_t i = 0; i < s->n; i++) complete_job(ex, s->jobs[i], &s->bjobs[i], exec_us);
+  ib_credits_submission_end(&ex->credits);
+  free(s->bjobs);
+  free(s->jobs);
+  free(s);
+}
+
+static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
+  size_t n = 0, ops = 0;
+  while (ex->pending.head && n < cap) {
+    size_t nodes = ex->pending.head->graph->n_nodes;
+    if (n && ops + nodes > IB_MAX_OPS_PER_SUBMISSION) break;
+    ops += nodes;
+    group[n++] = ib_job_fifo_pop(&ex->pending);
+  }
+  return n;
+}
+
+/* Builds and enqueues one submission from the head of `pending`. */
+static ib_status issue_one(ib_executor *ex) {
+  size_t cap = ex->pending.n;
+  ib_sub *s = calloc(1, sizeof *s);
+  ib_job **jobs = calloc(cap, sizeof *jobs);
+  ib_backend_job *bjobs = calloc(cap, sizeof *bjobs);
+  if (!s || !jobs || !bjobs) {
+    free(s);
+    free(jobs);
+    free(bjobs);
+    return IB_INTERNAL;
+  }
+  s->jobs = jobs;
+  s->bjobs = bjobs;
+  s->n = take_group(ex, jobs, cap);
+  s->started_us = ib_now_us();
+  for (size_t i = 0; i < s->n; i++) {
+    jobs[i]->queue_us = s->started_us - jobs[i]->admitted_us;
+    bjobs[i] = (ib_backend_job){.graph = jobs[i]->graph, .job_id = jobs[i]->id};
+  }
+  ib_credits_submission_begin(&ex->credits);
+  ib_error err = {0};
+  ib_status st = ex->backend->submit(ex->backend_state, bjobs, s->n, &s->backend_sub, &err);
+  if (st != IB_OK) {
+    s->backend_sub = NULL;
+    fail_all(s, st, &err);
+  }
+  if (ex->in_flight_tail)
+    ex->in_flight_tail->next = s;
+  else
+    ex->in_flight_head = s;
+  ex->in_flight_tail = s;
+  return IB_OK;
+}
+
+/* A full batch: the job window shared by the submissions that may be in
+ * flight, so max_in_flight submissions of this size cover the window. */
+static size_t batch_target(const ib_executor *ex) {
+  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
+  return t ? t : 1;
+}
+
+ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
+  while (ex->pending.head && ib_credits_submission_room(&ex->credits) &&
+         (partial || ex->pending.n >= batch_target(ex))) {
+    ib_status st = issue_one(ex);
+    if (st != IB_OK) return st;
+  }
+  return IB_OK;
+}
+
+static ib_sub *pop_in_flight(ib_executor *ex) {
+  ib_sub *s = ex->in_flight_head;
+  if (!s) return NULL;
+  ex->in_flight_head = s->next;
+  if (!ex->in_flight_head) ex->in_flight_tail = NULL;
+  s->next = NULL;
+  return s;
+}
+
+void ib_exec_wait_oldest(ib_executor *ex) {
+  ib_sub *s = pop_in_flight(ex);
+  if (s) finish_sub(ex, s, true);
+}
+
+/* Collects finished submissions from the front, so results keep the
+ * submission order where completion allows. */
+void ib_exec_collect_ready(ib_executor *ex) {
+  while (ex->in_flight_head &&
+         (!ex->in_flight_head->backend_sub ||
+          ex->backend->ready(ex->backend_state, ex->in_flight_head->backend_sub)))
+    ib_exec_wait_oldest(ex);
+}
+
+void ib_exec_run_alone(ib_executor *ex, ib_job *job) {
+  ib_job_fifo_push(&ex->pending, job);
+  /* Queue mode off never leaves a submission outstanding across calls, so
+   * there is room unless max_in_flight is exhausted by nothing: fence first. */
+  while (ex->in_flight_head) ib_exec_wait_oldest(ex);
+  if (issue_one(ex) != IB_OK) {
+    ib_job *j = ib_job_fifo_pop(&ex->pending);
+    ib_backend_job bj = {.status = IB_INTERNAL};
+    ib_error_set(&bj.err, IB_INTERNAL, IB_STAGE_EXECUTE, "submit: out of memory");
+    complete_job(ex, j, &bj, 0);
+    return;
+  }
+  ib_exec_wait_oldest(ex);
+}
+
+bool ib_exec_has_live(const ib_executor *ex) {
+  return ex->pending.head || ex->in_flight_head || ex->completed.head;
+}
+
+void ib_exec_cancel_all(ib_executor *ex) {
+  ib_job *j;
+  while ((j = ib_job_fifo_pop(&ex->pending))) {
+    ib_credits_count(&ex->credits, IB_COUNT_CANCELLED);
+    ib_job_discard(ex, j);
+  }
+  /* Fence: in-flight work may still write its buffers. */
+  while (ex->in_flight_head) ib_exec_wait_oldest(ex);
+  while ((j = ib_job_fifo_pop(&ex->completed))) {
+    ib_credits_count(&ex->credits, IB_COUNT_CANCELLED);
+    ib_job_discard(ex, j);
+  }
+}

@@ -1,0 +1,128 @@
+/* Executor lifetime: options, backend start, close (cancel), counters. */
+#include "exec/executor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void ib_executor_options_default(ib_executor_options *o) {
+  *o = (ib_executor_options){
+      .backend = IB_BACKEND_CPU,
+      .device = 0,
+      .gpu_bytes = 512ull << 20,
+      .host_bytes = 256ull << 20,
+      .max_jobs = 64,
+      .max_in_flight = 2,
+      .queue = true,
+      .cache_dir = NULL,
+  };
+}
+
+bool ib_exec_enter(ib_executor *ex) {
+  return !atomic_flag_test_and_set(&ex->driving);
+}
+
+void ib_exec_leave(ib_executor *ex) {
+  atomic_flag_clear(&ex->driving);
+}
+
+static ib_status check_options(const ib_executor_options *o, ib_error *err) {
+  if (!o->gpu_bytes || !o->host_bytes || !o->max_jobs || !o->max_in_flight)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_NONE,
+                        "executor: gpu_bytes, host_bytes, max_jobs and max_in_flight must be > 0");
+  if (o->backend != IB_BACKEND_CPU && o->backend != IB_BACKEND_CUDA)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_NONE, "executor: unknown backend %d",
+                        (int)o->backend);
+  return IB_OK;
+}
+
+ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err) {
+  ib_error scratch;
+  if (!err) err = &scratch;
+  *out = NULL;
+  ib_executor_options o;
+  if (opts)
+    o = *opts;
+  else
+    ib_executor_options_default(&o);
+  ib_status st = check_options(&o, err);
+  if (st != IB_OK) return st;
+  const ib_backend *be = ib_backend_for(o.backend);
+  if (!be)
+    return ib_error_set(err, IB_DEVICE, IB_STAGE_NONE, "executor: %s backend not built",
+                        o.backend == IB_BACKEND_CUDA ? "cuda" : "cpu");
+  ib_executor *ex = calloc(1, sizeof *ex);
+  if (!ex) return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: out of memory");
+  if (o.cache_dir && !(ex->cache_dir = strdup(o.cache_dir))) {
+    free(ex);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: out of memory");
+  }
+  o.cache_dir = ex->cache_dir;
+  ex->opts = o;
+  ex->backend = be;
+  ex->next_id = 1;
+  atomic_flag_clear(&ex->driving);
+  if ((st = be->open(&ex->opts, &ex->backend_state, err)) != IB_OK) {
+    free(ex->cache_dir);
+    free(ex);
+    return st;
+  }
+  ib_credits_init(&ex->credits, &o);
+  *out = ex;
+  return IB_OK;
+}
+
+/* Stops the open stream: it pulls nothing more and frees its lookahead. */
+static void stop_stream(ib_executor *ex) {
+  ib_results *rs = ex->stream;
+  if (!rs) return;
+  rs->finished = true;
+  rs->final = IB_CLOSED;
+  if (rs->has_lookahead) {
+    ib_graph_free(rs->lookahead.graph);
+    ib_key_clear(&rs->lookahead.key);
+    rs->has_lookahead = false;
+  }
+  if (rs->has_held) {
+    ib_result_free(&rs->held);
+    rs->has_held = false;
+  }
+  ex->stream = NULL;
+}
+
+static void close_locked(ib_executor *ex) {
+  stop_stream(ex);
+  ib_exec_cancel_all(ex);
+  ex->closed = true;
+}
+
+ib_status ib_executor_close(ib_executor *ex) {
+  if (!ex) return IB_OK;
+  if (!ib_exec_enter(ex)) return IB_BUSY;
+  close_locked(ex);
+  ib_exec_leave(ex);
+  return IB_OK;
+}
+
+void ib_executor_destroy(ib_executor *ex) {
+  if (!ex) return;
+  ib_results *rs = ex->stream;
+  close_locked(ex);
+  if (rs) rs->ex = NULL;
+  ex->backend->close(ex->backend_state);
+  ib_credits_destroy(&ex->credits);
+  free(ex->cache_dir);
+  free(ex);
+}
+
+void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out) {
+  pthread_mutex_lock(&ex->credits.lock);
+  *out = ex->credits.c;
+  pthread_mutex_unlock(&ex->credits.lock);
+}
+
+void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {
+  ex->next_id = next_id ? next_id : 1;
+  ex->ids_exhausted = false;
+}

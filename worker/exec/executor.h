@@ -1,0 +1,128 @@
+/*
+ * executor.h - the executor core's internal state (the files of worker/exec).
+ * A job moves pending -> (submission) in flight -> completed -> delivered;
+ * each list is a FIFO. Credits are reserved at admission and returned in
+ * two parts: the working part when the job's submission completes, the
+ * held part when its result is delivered or discarded.
+ */
+#ifndef IB_EXEC_EXECUTOR_H
+#define IB_EXEC_EXECUTOR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "exec/backend.h"
+#include "exec/credits.h"
+#include "imgbatch.h"
+#include "plan/graph.h"
+
+#define IB_MAX_OPS_PER_SUBMISSION 256u
+
+/* What a result echoes of its job, copied at admission. */
+typedef struct ib_snapshot {
+  uint8_t *metadata;
+  size_t metadata_len;
+  uint8_t *output_spec;
+  size_t output_spec_len;
+  char *correlation_id;
+} ib_snapshot;
+
+typedef struct ib_job {
+  uint64_t id;
+  ib_key key;
+  ib_graph *graph;  /* owned; freed once its submission completed */
+  ib_charge charge; /* reserved credits (working part zeroed once returned) */
+  ib_snapshot snap;
+  ib_status status; /* outcome once completed */
+  ib_error err;
+  ib_image out;
+  uint64_t admitted_us, queue_us, exec_us;
+  struct ib_job *next;
+} ib_job;
+
+typedef struct ib_job_fifo {
+  ib_job *head, *tail;
+  size_t n;
+} ib_job_fifo;
+
+typedef struct ib_sub {
+  ib_backend_submission *backend_sub;
+  ib_backend_job *bjobs;
+  ib_job **jobs;
+  size_t n;
+  uint64_t started_us;
+  struct ib_sub *next;
+} ib_sub;
+
+struct ib_executor {
+  ib_executor_options opts;
+  char *cache_dir;
+  const ib_backend *backend;
+  void *backend_state;
+  atomic_flag driving; /* set while one call drives the executor */
+  bool closed;
+  uint64_t next_id;
+  bool ids_exhausted;
+  ib_credits credits; /* caps, usage, counters (own lock) */
+  ib_job_fifo pending, completed;
+  ib_sub *in_flight_head, *in_flight_tail;
+  struct ib_results *stream; /* the open, unexhausted stream, if any */
+};
+
+struct ib_results {
+  ib_executor *ex; /* NULL once detached (executor destroyed) */
+  bool finished;   /* exhausted, closed or cancelled */
+  ib_status final; /* IB_END or IB_CLOSED once finished */
+  bool is_run;
+  ib_input_next_fn next;
+  void *user;
+  bool input_end;
+  bool has_lookahead; /* one pulled input waiting for credits */
+  ib_input lookahead;
+  bool has_held; /* an error result to yield before anything else */
+  ib_result held;
+};
+
+/* Driving guard: true when the caller now owns the executor. */
+bool ib_exec_enter(ib_executor *ex);
+void ib_exec_leave(ib_executor *ex);
+
+/* Admission (submit.c). On IB_OK the job owns `g`; `*job_id` is set when an
+ * id was consumed. With queue mode off the job also runs to completion. */
+ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
+                        bool *id_consumed, ib_error *err);
+
+/* A rejection decided before admission (validation by the producer):
+ * consumes an id and counts it; false when ids are exhausted. */
+bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id);
+
+/* Dispatch (dispatch.c). */
+/* Issues submissions while max_in_flight allows: full batches only, or
+ * whatever is pending when `partial`. */
+ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
+/* Waits for the oldest submission (block) or collects finished ones
+ * (non-blocking); completed jobs move to the completed FIFO. */
+void ib_exec_wait_oldest(ib_executor *ex);
+void ib_exec_collect_ready(ib_executor *ex);
+/* Runs one job alone to completion (queue mode off). */
+void ib_exec_run_alone(ib_executor *ex, ib_job *job);
+bool ib_exec_has_live(const ib_executor *ex);
+
+/* Jobs (job.c). */
+void ib_job_fifo_push(ib_job_fifo *f, ib_job *j);
+ib_job *ib_job_fifo_pop(ib_job_fifo *f);
+/* Frees a job and returns every credit it still holds. */
+void ib_job_discard(ib_executor *ex, ib_job *j);
+/* Moves a completed job into `out` and returns its remaining credits. */
+void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out);
+/* Cancels everything live (close). */
+void ib_exec_cancel_all(ib_executor *ex);
+
+/* Metadata / echo snapshot (snapshot.c). */
+ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err);
+void ib_snapshot_clear(ib_snapshot *s);
+uint64_t ib_snapshot_bytes(const ib_snapshot *s);
+
+uint64_t ib_now_us(void);
+
+#endif

@@ -1,0 +1,75 @@
+/* Jobs between admission and delivery, and the hand-over into ib_result. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "exec/executor.h"
+
+uint64_t ib_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void ib_job_fifo_push(ib_job_fifo *f, ib_job *j) {
+  j->next = NULL;
+  if (f->tail)
+    f->tail->next = j;
+  else
+    f->head = j;
+  f->tail = j;
+  f->n++;
+}
+
+ib_job *ib_job_fifo_pop(ib_job_fifo *f) {
+  ib_job *j = f->head;
+  if (!j) return NULL;
+  f->head = j->next;
+  if (!f->head) f->tail = NULL;
+  f->n--;
+  j->next = NULL;
+  return j;
+}
+
+void ib_job_discard(ib_executor *ex, ib_job *j) {
+  ib_credits_return_all(&ex->credits, &j->charge);
+  ib_graph_free(j->graph);
+  ib_image_release(&j->out);
+  ib_snapshot_clear(&j->snap);
+  ib_key_clear(&j->key);
+  free(j);
+}
+
+void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
+  *out = (ib_result){
+      .job_id = j->id,
+      .has_job_id = true,
+      .key = j->key,
+      .ok = j->status == IB_OK,
+      .metadata = j->snap.metadata,
+      .metadata_len = j->snap.metadata_len,
+      .output_spec = j->snap.output_spec,
+      .output_spec_len = j->snap.output_spec_len,
+      .correlation_id = j->snap.correlation_id,
+      .queue_us = j->queue_us,
+      .exec_us = j->exec_us,
+  };
+  if (out->ok)
+    out->image = j->out;
+  else
+    out->error = j->err;
+  j->key = (ib_key){0};
+  j->snap = (ib_snapshot){0};
+  j->out = (ib_image){0};
+  ib_credits_count(&ex->credits, IB_COUNT_DELIVERED);
+  ib_job_discard(ex, j);
+}
+
+void ib_result_free(ib_result *r) {
+  if (!r) return;
+  ib_key_clear(&r->key);
+  ib_image_release(&r->image);
+  free(r->metadata);
+  free(r->output_spec);
+  free(r->correlation_id);
+  *r = (ib_result){0};
+}

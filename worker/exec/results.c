@@ -1,0 +1,168 @@
+/*
+ * results.c - result streams. join drains what was admitted; run also pulls
+ * inputs, keeping at most the credit window admitted plus one pulled input
+ * waiting for credits. Each ib_results_next tops the window up, issues full
+ * batches, and returns the oldest completed result; only when nothing is
+ * ready does it issue a partial batch and wait for the oldest submission.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "exec/executor.h"
+
+static ib_status open_stream(ib_executor *ex, bool is_run, ib_input_next_fn next, void *user,
+                             ib_results **out) {
+  *out = NULL;
+  if (!ib_exec_enter(ex)) return IB_BUSY;
+  ib_status st = IB_OK;
+  if (ex->closed)
+    st = IB_CLOSED;
+  else if (ex->stream)
+    st = IB_BUSY;
+  else if (!(*out = calloc(1, sizeof **out)))
+    st = IB_INTERNAL;
+  if (st == IB_OK) {
+    **out = (ib_results){.ex = ex, .is_run = is_run, .next = next, .user = user};
+    ex->stream = *out;
+  }
+  ib_exec_leave(ex);
+  return st;
+}
+
+ib_status ib_executor_join(ib_executor *ex, ib_results **out) {
+  return open_stream(ex, false, NULL, NULL, out);
+}
+
+ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib_results **out) {
+  if (!next) return IB_INVALID;
+  return open_stream(ex, true, next, user, out);
+}
+
+/* An input that failed before admission becomes the held error result. */
+static void hold_error(ib_results *rs, bool has_id, uint64_t id, ib_key *key, const ib_error *err) {
+  rs->held = (ib_result){.job_id = id, .has_job_id = has_id, .error = *err};
+  if (key) {
+    rs->held.key = *key;
+    *key = (ib_key){0};
+  }
+  rs->has_held = true;
+}
+
+/* Pulls one input into the lookahead slot; false when none came. */
+static bool pull(ib_results *rs) {
+  ib_input in = {0};
+  ib_error err = {0};
+  ib_status st = rs->next(rs->user, &in, &err);
+  if (st == IB_END) {
+    rs->input_end = true;
+    return false;
+  }
+  if (st != IB_OK || !in.graph) {
+    ib_graph_free(in.graph);
+    if (st == IB_OK) ib_error_set(&err, IB_INTERNAL, IB_STAGE_PARSE, "run: input without a graph");
+    err.status = st == IB_OK ? IB_INTERNAL : st;
+    /* A job that unpacked but failed validation was rejected at admission:
+     * it consumes an id like any other rejection. */
+    uint64_t id = 0;
+    bool has_id = err.stage != IB_STAGE_PARSE && ib_exec_reject(rs->ex, err.status, &id);
+    hold_error(rs, has_id, id, in.has_key ? &in.key : NULL, &err);
+    return false;
+  }
+  rs->lookahead = in;
+  rs->has_lookahead = true;
+  return true;
+}
+
+/* Admits inputs until the window is full, the input ends or an input is
+ * rejected (held for delivery). QueueFull leaves the input waiting. */
+static void fill(ib_results *rs) {
+  ib_executor *ex = rs->ex;
+  while (!rs->input_end && !rs->has_held) {
+    if (!rs->has_lookahead && !pull(rs)) return;
+    ib_input *in = &rs->lookahead;
+    ib_error err = {0};
+    uint64_t id = 0;
+    bool consumed;
+    ib_status st =
+        ib_exec_admit(ex, in->graph, in->has_key ? &in->key : NULL, &id, &consumed, &err);
+    if (st == IB_QUEUE_FULL) return;
+    rs->has_lookahead = false;
+    if (st == IB_OK) {
+      ib_key_clear(&in->key);
+    } else {
+      ib_key key = {0};
+      ib_key_copy(&key, in->has_key ? &in->key : ib_graph_key(in->graph));
+      ib_graph_free(in->graph);
+      ib_key_clear(&in->key);
+      hold_error(rs, consumed, id, &key, &err);
+    }
+    *in = (ib_input){0};
+  }
+}
+
+static void finish(ib_results *rs, ib_status final) {
+  rs->finished = true;
+  rs->final = final;
+  if (rs->ex && rs->ex->stream == rs) rs->ex->stream = NULL;
+}
+
+/* One step of driving; IB_OK with *out, IB_END, or IB_INTERNAL. */
+static ib_status step(ib_results *rs, ib_result *out) {
+  ib_executor *ex = rs->ex;
+  for (;;) {
+    if (rs->is_run) fill(rs);
+    if (rs->has_held) {
+      *out = rs->held;
+      rs->has_held = false;
+      return IB_OK;
+    }
+    if (ib_exec_dispatch(ex, false) != IB_OK) return IB_INTERNAL;
+    ib_exec_collect_ready(ex);
+    ib_job *j = ib_job_fifo_pop(&ex->completed);
+    if (j) {
+      ib_job_deliver(ex, j, out);
+      return IB_OK;
+    }
+    if (ib_exec_dispatch(ex, true) != IB_OK) return IB_INTERNAL;
+    if (ex->in_flight_head) {
+      ib_exec_wait_oldest(ex);
+      continue;
+    }
+    if (ex->pending.head) continue; /* room for a submission again */
+    if (!rs->is_run || rs->input_end) return IB_END;
+    if (rs->has_lookahead) {
+      /* Nothing live and it still does not fit: only a cap shrunk under
+       * it could do that; fail it rather than spin. */
+      ib_error err;
+      ib_error_set(&err, IB_LIMIT, IB_STAGE_ADMIT, "admit: job does not fit an idle executor");
+      ib_graph_free(rs->lookahead.graph);
+      hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL, &err);
+      rs->has_lookahead = false;
+    }
+  }
+}
+
+ib_status ib_results_next(ib_results *rs, ib_result *out) {
+  *out = (ib_result){0};
+  if (rs->finished) return rs->final;
+  ib_executor *ex = rs->ex;
+  if (!ex) return IB_CLOSED;
+  if (!ib_exec_enter(ex)) return IB_BUSY;
+  ib_status st = step(rs, out);
+  if (st != IB_OK) finish(rs, st == IB_END ? IB_END : st);
+  ib_exec_leave(ex);
+  return st;
+}
+
+void ib_results_close(ib_results *rs) {
+  if (!rs) return;
+  if (!rs->finished && rs->ex) {
+    if (ib_executor_close(rs->ex) != IB_OK) return; /* called while driving: leave it open */
+  }
+  if (rs->has_held) ib_result_free(&rs->held);
+  if (rs->has_lookahead) {
+    ib_graph_free(rs->lookahead.graph);
+    ib_key_clear(&rs->lookahead.key);
+  }
+  free(rs);
+}

@@ -1,0 +1,91 @@
+/*
+ * snapshot.c - what a result echoes of its job (metadata, output spec,
+ * correlation id), copied at admission so nothing the caller does later can
+ * change or grow it. Metadata values are scalars, bytes, lists and maps
+ * only (a value with no kind - e.g. a field this build does not know - is
+ * Invalid), nest at most 8 levels (the map itself is level 1) and pack to
+ * at most 64 KiB (Limit).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/executor.h"
+
+#define MAX_DEPTH 8
+#define MAX_METADATA_BYTES (64u << 10)
+
+static ib_status check_value(const Imgbatch__V1__Value *v, const char *key, int depth,
+                             ib_error *err) {
+  if (depth > MAX_DEPTH)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_ADMIT,
+                        "metadata: key '%s' nests deeper than %d levels", key, MAX_DEPTH);
+  if (!v || v->kind_case == IMGBATCH__V1__VALUE__KIND__NOT_SET)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_ADMIT,
+                        "metadata: key '%s' holds a value that is not a scalar, bytes, list or map",
+                        key);
+  ib_status st = IB_OK;
+  if (v->kind_case == IMGBATCH__V1__VALUE__KIND_LIST_VALUE) {
+    for (size_t i = 0; st == IB_OK && v->list_value && i < v->list_value->n_items; i++)
+      st = check_value(v->list_value->items[i], key, depth + 1, err);
+  } else if (v->kind_case == IMGBATCH__V1__VALUE__KIND_MAP_VALUE) {
+    for (size_t i = 0; st == IB_OK && v->map_value && i < v->map_value->n_entries; i++)
+      st = check_value(v->map_value->entries[i]->value, key, depth + 1, err);
+  }
+  return st;
+}
+
+static ib_status take_metadata(const Imgbatch__V1__Job *job, ib_snapshot *s, ib_error *err) {
+  for (size_t i = 0; i < job->n_metadata; i++) {
+    const Imgbatch__V1__Job__MetadataEntry *e = job->metadata[i];
+    ib_status st = check_value(e->value, e->key ? e->key : "", 2, err);
+    if (st != IB_OK) return st;
+  }
+  /* A Job holding only field 7 packs to exactly the metadata entries. */
+  Imgbatch__V1__Job echo;
+  imgbatch__v1__job__init(&echo);
+  echo.n_metadata = job->n_metadata;
+  echo.metadata = job->metadata;
+  size_t len = imgbatch__v1__job__get_packed_size(&echo);
+  if (len > MAX_METADATA_BYTES)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_ADMIT,
+                        "metadata: %zu bytes exceed the %u byte limit", len, MAX_METADATA_BYTES);
+  if (!len) return IB_OK;
+  s->metadata = malloc(len);
+  if (!s->metadata) return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  s->metadata_len = imgbatch__v1__job__pack(&echo, s->metadata);
+  return IB_OK;
+}
+
+ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err) {
+  *s = (ib_snapshot){0};
+  const Imgbatch__V1__Job *job = g->job;
+  ib_status st = take_metadata(job, s, err);
+  if (st == IB_OK && job->output) {
+    size_t len = imgbatch__v1__output_spec__get_packed_size(job->output);
+    s->output_spec = malloc(len ? len : 1);
+    if (s->output_spec)
+      s->output_spec_len = imgbatch__v1__output_spec__pack(job->output, s->output_spec);
+    else
+      st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  }
+  if (st == IB_OK &&
+      job->correlation_present_case == IMGBATCH__V1__JOB__CORRELATION_PRESENT_CORRELATION_ID) {
+    s->correlation_id = strdup(job->correlation_id ? job->correlation_id : "");
+    if (!s->correlation_id) st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  }
+  if (st != IB_OK) ib_snapshot_clear(s);
+  return st;
+}
+
+void ib_snapshot_clear(ib_snapshot *s) {
+  free(s->metadata);
+  free(s->output_spec);
+  free(s->correlation_id);
+  *s = (ib_snapshot){0};
+}
+
+uint64_t ib_snapshot_bytes(const ib_snapshot *s) {
+  return s->metadata_len + s->output_spec_len +
+         (s->correlation_id ? strlen(s->correlation_id) + 1 : 0);
+}
