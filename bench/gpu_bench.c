@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
     }
     CK(cu->cuMemAlloc(&par, sizeof params));
     CK(cu->cuMemcpyHtoDAsync(par, params, sizeof params, s));
-    ib_gdesc d = {a, a, b, par, 4096, 4096, 4096, 4096, 1, 0};
+    ib_gdesc d = {a, a, b, par, 4096, 4096, 4096, 4096, 1, 0, 4096, 4096};
     CK(cu->cuMemAlloc(&tab, sizeof d));
     CK(cu->cuMemcpyHtoDAsync(tab, &d, sizeof d, s));
     CK(cu->cuStreamSynchronize(s));
@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
     ib_gdesc *ht;
     CK(cu->cuMemHostAlloc((void **)&ht, 2 * B * sizeof(ib_gdesc), 0));
     for (int k = 0; k < 2 * B; k++)
-      ht[k] = (ib_gdesc){din + k * im, din + k * im, dout + k * im, dpar, 256, 256, 256, 256, 1, (uint32_t)k};
+      ht[k] = (ib_gdesc){din + k * im, din + k * im, dout + k * im, dpar, 256, 256, 256, 256, 1, (uint32_t)k, 256, 256};
     CK(cu->cuMemcpyHtoDAsync(dtab, ht, 2 * B * sizeof(ib_gdesc), s));
     CK(cu->cuStreamSynchronize(s));
     unsigned gx = (unsigned)((256u * 256u / 4 + 255) / 256);
@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
     CK(cu->cuMemAlloc(&btab, 2 * sizeof(ib_gdesc)));
     ib_gdesc bt[2];
     for (int k = 0; k < 2; k++)
-      bt[k] = (ib_gdesc){bdin + k * N, bdin + k * N, bdout + k * N, dpar, 4096, 4096, 4096, 4096, 1, 0};
+      bt[k] = (ib_gdesc){bdin + k * N, bdin + k * N, bdout + k * N, dpar, 4096, 4096, 4096, 4096, 1, 0, 4096, 4096};
     CK(cu->cuMemcpyHtoDAsync(btab, bt, sizeof bt, s));
     CK(cu->cuStreamSynchronize(s));
     unsigned bgx = (unsigned)(per < capb ? per : capb);

@@ -61,6 +61,7 @@ struct ib_desc {
   uint32_t stride0, stride1; /* input row lengths in pixels */
   uint32_t contig;           /* inputs have the output's width: flat indexing */
   uint32_t job;              /* job index in the submission (for diagnostics) */
+  uint32_t height0, height1; /* input heights (gather heads) */
 };
 #endif
 

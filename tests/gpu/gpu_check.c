@@ -75,7 +75,7 @@ static int compare(const ib_image *a, const ib_image *b, int *maxdiff) {
 }
 
 int main(int argc, char **argv) {
-  int n_random = 300, batch = 24, big = 1;
+  int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--big")) big = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log")) log_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--cpu-only")) cpu_only = atoi(argv[i + 1]);
   }
   logf_ = log_path ? fopen(log_path, "w") : stderr;
   if (!logf_) logf_ = stderr;
@@ -91,11 +92,11 @@ int main(int argc, char **argv) {
   ib_cuda *cu = NULL;
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
                               .host_bytes = 2048ull << 20, .max_in_flight = 2};
-  if (ib_cuda_open(&opts, &cu, &err) != IB_OK) {
+  if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
   }
-  printf("device: %s\n", ib_cuda_device_desc(cu));
+  printf("device: %s\n", cu ? ib_cuda_device_desc(cu) : "none (--cpu-only: generation and CPU runs only)");
   jg_arena arena = {malloc(1u << 28), 0, 1u << 28};
   jg_rng r = {seed};
   size_t cap = 4096, nc = 0;
@@ -107,7 +108,7 @@ int main(int argc, char **argv) {
   /* 1. every op x mode (x variant), sizes cycling through the edge list */
   int si = 0;
   for (int op = 0; op < JG_COUNT; op++) {
-    int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : 2;
+    int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : op == JG_TRANSPOSE ? 7 : 2;
     for (int m = 1; m <= 6; m++) {
       if (!admitted(op, (ib_mode)m)) continue;
       for (int v = 0; v < variants; v++) {
@@ -155,6 +156,7 @@ int main(int argc, char **argv) {
         }
       }
       m = next_mode(nd, op, m, m2);
+      jg_size_after(nd, op, &w, &h);
       tone |= op == JG_TONE;
       if (lw < (int)sizeof label) lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
     }
@@ -218,7 +220,11 @@ int main(int argc, char **argv) {
     size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i) : (size_t)batch;
     if (i + b > nc) b = nc - i;
     ib_error e = {0};
-    if (ib_cuda_execute_batch(cu, &jobs[i], b, &e) != IB_OK)
+    if (cpu_only) {
+      for (size_t k = i; k < i + b; k++) {
+        jobs[k].status = ib_cpu_execute(jobs[k].graph, &jobs[k].out, &jobs[k].err);
+      }
+    } else if (ib_cuda_execute_batch(cu, &jobs[i], b, &e) != IB_OK)
       fprintf(logf_, "submission at job %zu: %s\n", i, e.message);
     i += b;
   }
@@ -262,6 +268,7 @@ int main(int argc, char **argv) {
     printf("%-12s %6d %6d %6d %6d %8d\n", jg_names[op], t->cases, t->equal, t->failed, t->skipped, t->maxdiff);
     fails += t->failed, total += t->cases, equal += t->equal;
   }
+  /* per-op rows above are the single-op cases */
   tally *rest[] = {&chains, &tone_chains, &batches, &bigs};
   const char *rn[] = {"chains", "chains+tone", "batch", "4096"};
   for (int k = 0; k < 4; k++) {
@@ -271,10 +278,100 @@ int main(int argc, char **argv) {
   }
   printf("TOTAL cases %d byte-equal %d failures %d (device errors %d, refused by validation %d, single-op cases %d) gpu wall %.2fs\n",
          total, equal, fails, device_errors, refused, n_single, gpu_s);
-  char cdesc[600];
-  ib_cuda_cache_desc(cu, cdesc, sizeof cdesc);
+  /* 5. through the executor (ib_executor_* with backend CUDA): admission,
+   * credits and submissions of the core driving ib_backend_cuda. */
+  tally exec_t = {0};
+  if (!cpu_only) {
+    ib_executor_options eo;
+    ib_executor_options_default(&eo);
+    eo.backend = IB_BACKEND_CUDA;
+    eo.queue = true;
+    ib_executor *ex = NULL;
+    if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+      fprintf(logf_, "FAIL executor create: %s\n", err.message);
+      exec_t.failed++;
+    } else {
+      enum { NE = 48 };
+      ib_graph *refg[NE] = {0};
+      uint64_t ids[NE] = {0};
+      for (int k = 0; k < NE; k++) {
+        ib_mode m = (ib_mode)(1 + jg_below(&r, 6));
+        uint32_t w = 1 + jg_below(&r, 200), h = 1 + jg_below(&r, 100);
+        jg_begin(&j, &arena, &r, m, w, h, key++);
+        int prev = 0;
+        for (int q = 0; q < 3; q++) {
+          int op;
+          do op = (int)jg_below(&r, JG_COUNT); while (!admitted(op, m) || op == JG_TONE);
+          prev = jg_op(&j, &r, op, prev, m, w, h, -1);
+          Imgbatch__V1__Node *nd = j.nodes[prev];
+          ib_mode m2 = m;
+          if (op == JG_CHOPS || op == JG_BLEND) {
+            const Imgbatch__V1__Source *src2 = j.extra[j.job.n_extra_sources - 1];
+            m2 = ib_mode_parse(src2->raw->mode);
+            if (op == JG_CHOPS) {
+              w = w < src2->raw->width ? w : src2->raw->width;
+              h = h < src2->raw->height ? h : src2->raw->height;
+            }
+          }
+          m = next_mode(nd, op, m, m2);
+          jg_size_after(nd, op, &w, &h);
+        }
+        ib_graph *g1 = jg_finish(&j, &err), *g2 = jg_finish(&j, &err);
+        if (!g1 || !g2) continue;
+        refg[k] = g2;
+        if (ib_executor_submit(ex, g1, NULL, &ids[k], &err) != IB_OK) {
+          fprintf(logf_, "FAIL executor submit %d: %s\n", k, err.message);
+          ib_graph_free(g1);
+          exec_t.failed++;
+          exec_t.cases++;
+          ib_graph_free(refg[k]);
+          refg[k] = NULL;
+        }
+      }
+      ib_results *rs = NULL;
+      if (ib_executor_join(ex, &rs) == IB_OK) {
+        ib_result res;
+        while (ib_results_next(rs, &res) == IB_OK) {
+          int k = 0;
+          while (k < NE && !(refg[k] && ids[k] == res.job_id)) k++;
+          exec_t.cases++;
+          if (k == NE) {
+            exec_t.failed++;
+            fprintf(logf_, "FAIL executor: unknown job id %llu\n", (unsigned long long)res.job_id);
+          } else {
+            ib_image ref = {0};
+            ib_error e = {0};
+            ib_status cst = ib_cpu_execute(refg[k], &ref, &e);
+            int md = 0;
+            if (!res.ok || cst != IB_OK) {
+              exec_t.failed++;
+              fprintf(logf_, "FAIL executor job %llu: %s / cpu %s\n", (unsigned long long)res.job_id,
+                      res.ok ? "ok" : res.error.message, cst == IB_OK ? "ok" : e.message);
+            } else if (compare(&ref, &res.image, &md)) {
+              exec_t.equal++;
+            } else {
+              exec_t.failed++;
+              exec_t.maxdiff = md > exec_t.maxdiff ? md : exec_t.maxdiff;
+              fprintf(logf_, "DIFF executor job %llu: max |diff| %d\n", (unsigned long long)res.job_id, md);
+            }
+            ib_image_release(&ref);
+            ib_graph_free(refg[k]);
+            refg[k] = NULL;
+          }
+          ib_result_free(&res);
+        }
+        ib_results_close(rs);
+      }
+      ib_executor_destroy(ex);
+    }
+    printf("%-12s %6d %6d %6d %6d %8d\n", "executor", exec_t.cases, exec_t.equal, exec_t.failed,
+           exec_t.skipped, exec_t.maxdiff);
+    fails += exec_t.failed;
+  }
+  char cdesc[600] = "";
+  if (cu) ib_cuda_cache_desc(cu, cdesc, sizeof cdesc);
   printf("%s\n", cdesc);
-  ib_cuda_close(cu);
+  if (cu) ib_cuda_close(cu);
   free(jobs);
   free(cs);
   free(arena.p);

@@ -140,11 +140,13 @@ static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
 
 enum {
   JG_COPY, JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_GETCHANNEL, JG_CONSTANT,
-  JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND, JG_COUNT
+  JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND,
+  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
     "copy", "point", "invert", "solarize", "posterize", "getchannel", "constant",
-    "convert", "brightness", "color", "contrast", "tone", "chops", "blend"};
+    "convert", "brightness", "color", "contrast", "tone", "chops", "blend",
+    "transpose", "crop", "expand", "resize", "paste"};
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -248,9 +250,93 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n->blend->alpha = jg_below(r, 6) == 0 ? (double)jg_below(r, 2) : jg_unit(r) * 3 - 1;
       break;
     }
+    case JG_TRANSPOSE:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_TRANSPOSE, prev, -1);
+      n->transpose = jg_alloc(j->a, sizeof *n->transpose);
+      imgbatch__v1__transpose_op__init(n->transpose);
+      n->transpose->method = (Imgbatch__V1__TransposeMethod)(sub >= 0 ? sub % 7 : (int)jg_below(r, 7));
+      break;
+    case JG_CROP: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_CROP, prev, -1);
+      n->crop = jg_alloc(j->a, sizeof *n->crop);
+      imgbatch__v1__crop_op__init(n->crop);
+      n->crop->left = (int32_t)jg_below(r, w + w / 2 + 1) - (int32_t)(w / 2);
+      n->crop->top = (int32_t)jg_below(r, h + h / 2 + 1) - (int32_t)(h / 2);
+      n->crop->right = n->crop->left + 1 + (int32_t)jg_below(r, w + 4);
+      n->crop->bottom = n->crop->top + 1 + (int32_t)jg_below(r, h + 4);
+      break;
+    }
+    case JG_EXPAND: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_EXPAND, prev, -1);
+      n->expand = jg_alloc(j->a, sizeof *n->expand);
+      imgbatch__v1__expand_op__init(n->expand);
+      n->expand->left = jg_below(r, 6);
+      n->expand->top = jg_below(r, 6);
+      n->expand->right = jg_below(r, 6);
+      n->expand->bottom = jg_below(r, 6);
+      if (jg_below(r, 3)) {
+        n->expand->fill.len = bands;
+        n->expand->fill.data = jg_alloc(j->a, 4);
+        for (unsigned b = 0; b < bands; b++) n->expand->fill.data[b] = (uint8_t)jg_u32(r);
+      }
+      break;
+    }
+    case JG_RESIZE: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_RESIZE, prev, -1);
+      n->resize = jg_alloc(j->a, sizeof *n->resize);
+      imgbatch__v1__resize_op__init(n->resize);
+      n->resize->width = 1 + jg_below(r, 2 * w + 2);
+      n->resize->height = 1 + jg_below(r, 2 * h + 2);
+      if (n->resize->width > 1024) n->resize->width = 1024;
+      if (n->resize->height > 1024) n->resize->height = 1024;
+      if (jg_below(r, 3) == 0) {
+        n->resize->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+        n->resize->box = jg_alloc(j->a, sizeof *n->resize->box);
+        imgbatch__v1__box__init(n->resize->box);
+        n->resize->box->left = jg_unit(r) * w / 2;
+        n->resize->box->top = jg_unit(r) * h / 2;
+        n->resize->box->right = n->resize->box->left + jg_unit(r) * (w - n->resize->box->left);
+        n->resize->box->bottom = n->resize->box->top + jg_unit(r) * (h - n->resize->box->top);
+      }
+      break;
+    }
+    case JG_PASTE: {
+      ib_mode m2 = m == IB_MODE_RGB && jg_below(r, 3) == 0 ? IB_MODE_RGBA : m;
+      uint32_t w2 = 1 + jg_below(r, w + 4), h2 = 1 + jg_below(r, h + 4);
+      int src2 = jg_extra(j, r, m2, w2, h2);
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_PASTE, prev, src2);
+      n->paste = jg_alloc(j->a, sizeof *n->paste);
+      imgbatch__v1__paste_op__init(n->paste);
+      n->paste->left = (int32_t)jg_below(r, w + w2) - (int32_t)w2 + 1;
+      n->paste->top = (int32_t)jg_below(r, h + h2) - (int32_t)h2 + 1;
+      break;
+    }
     default: return prev;
   }
   return (int)j->job.n_nodes - 1;
+}
+
+/* Output size after op node `n` (mode handled by the caller). */
+static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *w, uint32_t *h) {
+  uint32_t t;
+  switch (op) {
+    case JG_TRANSPOSE:
+      if (n->transpose->method >= 2 && n->transpose->method != 3) t = *w, *w = *h, *h = t;
+      break;
+    case JG_CROP:
+      *w = (uint32_t)(n->crop->right - n->crop->left);
+      *h = (uint32_t)(n->crop->bottom - n->crop->top);
+      break;
+    case JG_EXPAND:
+      *w += n->expand->left + n->expand->right;
+      *h += n->expand->top + n->expand->bottom;
+      break;
+    case JG_RESIZE:
+      *w = n->resize->width;
+      *h = n->resize->height;
+      break;
+    default: break;
+  }
 }
 
 #endif

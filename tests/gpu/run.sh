@@ -42,8 +42,8 @@ rc_bench=$?
 
 echo "imgbatch run --backend cuda (no jobs):"; timeout 30 imgbatch run --backend cuda </dev/null; echo "rc=$?"
 echo "================ device"; cat "$out/device.txt"
-echo "================ parity (rc=$rc_parity, ${t_parity}s)"; tail -n 24 "$out/parity.txt"
-echo "---- first differences/failures"; grep -E "^(FAIL|DIFF|TONE|submission)" "$out/parity.log" | head -n 12
+echo "================ parity (rc=$rc_parity, ${t_parity}s)"; tail -n 32 "$out/parity.txt"
+echo "---- first differences/failures"; grep -E "^(FAIL|DIFF|TONE|submission)" "$out/parity.log" | head -n 16
 echo "================ second start (rc=$rc_parity2)"; grep -E "^(TOTAL|nvrtc)" "$out/parity2.txt"
 echo "================ sanitizers (${t_san}s): memcheck rc=$rc_mem racecheck rc=$rc_race"
 grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|^TOTAL" "$out/memcheck.txt" "$out/racecheck.txt"

@@ -30,7 +30,7 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
     ib_gstep s = {0};
     s.mode_in = m;
     s.mode_out = m;
-    unsigned pick = rnd(seed) % (i == 0 ? 10 : 7);
+    unsigned pick = rnd(seed) % (i == 0 ? 14 : 7);
     switch (pick) {
       case 0: s.kind = IB_GS_COPY; break;
       case 1: s.kind = IB_GS_POINT; s.param_len = 256u * ib_mode_bands((ib_mode)m); break;
@@ -44,10 +44,16 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
         break;
       case 7: s.kind = IB_GS_CHOPS; s.a = (int)(rnd(seed) % IB_CHOP_COUNT); s.param_len = 8; break;
       case 8: s.kind = IB_GS_BLEND; s.param_len = 4; break;
-      default: s.kind = IB_GS_ENHANCE; s.a = IB_ENHANCE_CONTRAST; s.param_len = 16; break;
+      case 9: s.kind = IB_GS_ENHANCE; s.a = IB_ENHANCE_CONTRAST; s.param_len = 16; break;
+      case 10: s.kind = IB_GS_TRANSPOSE; s.a = (int)(rnd(seed) % 7); break;
+      case 11: s.kind = IB_GS_WINDOW; s.param_len = 24; break;
+      case 12: s.kind = IB_GS_PASTE; s.param_len = 16; break;
+      default: s.kind = IB_GS_RESIZE; break;
     }
     cr_assert(ib_gchain_push(c, &s));
-    if (i == 0 && c->n_inputs == 2) {
+    if (i == 0 && s.kind == IB_GS_PASTE) {
+      c->mode_in1 = m == IB_MODE_RGB && (rnd(seed) & 1) ? IB_MODE_RGBA : m;
+    } else if (i == 0 && c->n_inputs == 2) {
       /* Same band count, mode may differ (RGBA with CMYK). */
       unsigned b = ib_mode_bands((ib_mode)m);
       c->mode_in1 = b == 4 ? (int[]){IB_MODE_RGBA, IB_MODE_CMYK, IB_MODE_RGBX}[rnd(seed) % 3] : m;

@@ -7,6 +7,7 @@
 #include "gpu/codegen.h"
 #include "kernels/chops.h"
 #include "kernels/enhance.h"
+#include "kernels/geometry.h"
 #include "kernels/point.h"
 #include "kernels/tone.h"
 
@@ -66,13 +67,29 @@ ib_status ib_gstep_for_node(const ib_node *node, const int *in_modes, ib_gstep *
       s->kind = IB_GS_BLEND;
       s->param_len = 4;
       break;
+    case IMGBATCH__V1__NODE__OP_TRANSPOSE:
+      s->kind = IB_GS_TRANSPOSE;
+      s->a = (int)pb->transpose->method;
+      break;
+    case IMGBATCH__V1__NODE__OP_CROP:
+    case IMGBATCH__V1__NODE__OP_EXPAND:
+      s->kind = IB_GS_WINDOW;
+      s->param_len = 24;
+      break;
+    case IMGBATCH__V1__NODE__OP_PASTE:
+      s->kind = IB_GS_PASTE;
+      s->param_len = 16;
+      break;
+    case IMGBATCH__V1__NODE__OP_RESIZE:
+      s->kind = IB_GS_RESIZE;
+      break;
     default: return no_step(node, s->mode_in, "has no device kernel yet", err);
   }
   return IB_OK;
 }
 
 int ib_gstep_fusable(const ib_gstep *s) {
-  if (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND) return 0;
+  if (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND || ib_gstep_gather(s->kind)) return 0;
   if (s->kind == IB_GS_ENHANCE && s->a == IB_ENHANCE_CONTRAST) return 0;
   return 1;
 }
@@ -86,7 +103,7 @@ int ib_gchain_push(ib_gchain *c, const ib_gstep *s) {
   d->param_off = c->param_bytes;
   c->param_bytes += len;
   if (c->n_steps == 1) {
-    c->n_inputs = (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND) ? 2 : 1;
+    c->n_inputs = (s->kind == IB_GS_CHOPS || s->kind == IB_GS_BLEND || s->kind == IB_GS_PASTE) ? 2 : 1;
     c->reduce_luma = s->kind == IB_GS_ENHANCE && s->a == IB_ENHANCE_CONTRAST;
   }
   return 1;
@@ -174,13 +191,62 @@ void ib_gstep_fill(const ib_gstep *s, const ib_node *node, uint8_t *block) {
       memcpy(p, &alpha, 4);
       break;
     }
+    case IB_GS_WINDOW: {
+      /* crop: source (x + left, y + top), zeros outside (ImagingCrop);
+       * expand: source (x - left, y - top), the border colour outside. */
+      int64_t d[2];
+      memset(p + 16, 0, 8);
+      if (pb->op_case == IMGBATCH__V1__NODE__OP_CROP) {
+        d[0] = pb->crop->left;
+        d[1] = pb->crop->top;
+      } else {
+        d[0] = -(int64_t)pb->expand->left;
+        d[1] = -(int64_t)pb->expand->top;
+        if (pb->expand->fill.len == ib_mode_bands((ib_mode)s->mode_in))
+          memcpy(p + 16, pb->expand->fill.data, pb->expand->fill.len);
+      }
+      memcpy(p, d, 16);
+      break;
+    }
+    case IB_GS_PASTE: {
+      int64_t d[2] = {-(int64_t)pb->paste->left, -(int64_t)pb->paste->top};
+      memcpy(p, d, 16);
+      break;
+    }
     default: break;
   }
 }
 
+size_t ib_gstep_extra_bytes(const ib_gstep *s, const ib_node *node) {
+  if (s->kind != IB_GS_RESIZE) return 0;
+  return ((size_t)node->shape.width + node->shape.height) * sizeof(int32_t);
+}
+
+/* The box as op_resize.c's resize_box resolves it (PyArg "f"; none =
+ * the whole image), then the two axis tables by kernels/geometry.h. */
+void ib_gstep_fill_extra(const ib_gstep *s, const ib_node *node, const ib_shape *in,
+                         uint8_t *extra) {
+  if (s->kind != IB_GS_RESIZE) return;
+  const Imgbatch__V1__ResizeOp *r = node->pb->resize;
+  float box[4] = {0.0f, 0.0f, (float)in->width, (float)in->height};
+  if (r->box_present_case == IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX && r->box) {
+    box[0] = (float)r->box->left;
+    box[1] = (float)r->box->top;
+    box[2] = (float)r->box->right;
+    box[3] = (float)r->box->bottom;
+  }
+  int32_t *xtab = (int32_t *)(void *)extra, *ytab = xtab + node->shape.width;
+  double scale, offset;
+  ib_resize_axis_coeffs(box[0], box[2], node->shape.width, &scale, &offset);
+  ib_resize_axis_table(scale, offset, node->shape.width, (int)in->width, xtab);
+  ib_resize_axis_coeffs(box[1], box[3], node->shape.height, &scale, &offset);
+  ib_resize_axis_table(scale, offset, node->shape.height, (int)in->height, ytab);
+}
+
 /* ------------------------------------------------------------ signature + source */
 
-static const char step_letter[IB_GS_KIND_COUNT] = {'Y', 'P', 'V', 'G', 'K', 'E', 'T', 'C', 'B'};
+static const char step_letter[IB_GS_KIND_COUNT] = {'Y', 'P', 'V', 'G', 'K', 'E', 'T',
+                                                    'C', 'B', 'R', 'W', 'S', 'N'};
 
 int ib_gchain_signature(const ib_gchain *c, char *buf, size_t n) {
   size_t k = 0;
@@ -249,6 +315,10 @@ static void emit_pixel_fn(sbuf *b, const ib_gchain *c) {
     put(b, "  { /* step %d */\n", i);
     switch (s->kind) {
       case IB_GS_COPY:
+      case IB_GS_TRANSPOSE:
+      case IB_GS_WINDOW:
+      case IB_GS_PASTE:
+      case IB_GS_RESIZE: /* gather heads: the load already did the work */
         put(b, "    for (int k = 0; k < %u; k++) q[k] = p[k];\n", bi);
         break;
       case IB_GS_POINT: put(b, "    ib_point_px(sp + %u, %u, p, q);\n", s->param_off, bi); break;
@@ -298,12 +368,50 @@ char *ib_gchain_source(const ib_gchain *c) {
   if (has[IB_GS_TONE]) put(&b, "#include \"tone.h\"\n");
   if (has[IB_GS_CHOPS]) put(&b, "#include \"chops.h\"\n");
   if (has[IB_GS_BLEND]) put(&b, "#include \"blend.h\"\n");
+  int gather = ib_gstep_gather(c->steps[0].kind);
+  if (gather) put(&b, "#include \"geometry.h\"\n");
   unsigned b0 = bands_of(ib_gchain_mode_in(c)), b1 = c->n_inputs == 2 ? bands_of(c->mode_in1) : 1,
            bo = bands_of(ib_gchain_mode_out(c));
   int ppt = ib_gchain_ppt(c);
   put(&b, "#define B0 %u\n#define B1 %u\n#define BO %u\n#define PPT %d\n#define NIN %d\n", b0, b1,
       bo, ppt, c->n_inputs);
-  put(&b, "#define PBYTES %u\n\n", c->param_bytes);
+  put(&b, "#define PBYTES %u\n", c->param_bytes);
+  put(&b, "#define GATHER %d\n", gather);
+  /* The head's load of pixel (x, y) into a0 (kernels/geometry.h maps). */
+  const ib_gstep *h = &c->steps[0];
+  switch (gather ? h->kind : IB_GS_COPY) {
+    case IB_GS_TRANSPOSE:
+      put(&b,
+          "#define HEAD_LOAD { int sx, sy; ib_transpose_src(%d, x, y, (int)d.stride0, (int)d.height0, &sx, &sy);"
+          " ib_pixel_copy(a0, d.in0 + ((unsigned long long)sy * d.stride0 + sx) * B0, B0); }\n",
+          h->a);
+      break;
+    case IB_GS_WINDOW:
+      put(&b,
+          "#define HEAD_LOAD { int sx, sy; const long long *dd = (const long long *)(sp + %u);"
+          " if (ib_window_src(x, y, dd[0], dd[1], (int)d.stride0, (int)d.height0, &sx, &sy))"
+          " ib_pixel_copy(a0, d.in0 + ((unsigned long long)sy * d.stride0 + sx) * B0, B0);"
+          " else ib_pixel_copy(a0, sp + %u + 16, B0); }\n",
+          h->param_off, h->param_off);
+      break;
+    case IB_GS_PASTE:
+      /* ImagingPaste copies the first bands(base) bytes of each im pixel. */
+      put(&b,
+          "#define HEAD_LOAD { int sx, sy; const long long *dd = (const long long *)(sp + %u);"
+          " if (ib_window_src(x, y, dd[0], dd[1], (int)d.stride1, (int)d.height1, &sx, &sy))"
+          " ib_pixel_copy(a0, d.in1 + ((unsigned long long)sy * d.stride1 + sx) * B1, B0);"
+          " else ib_pixel_copy(a0, d.in0 + ((unsigned long long)y * d.stride0 + x) * B0, B0); }\n",
+          h->param_off);
+      break;
+    case IB_GS_RESIZE:
+      put(&b,
+          "#define HEAD_LOAD { const int32_t *xt = (const int32_t *)(d.params + PBYTES);"
+          " const int32_t *yt = xt + d.width; int sx = xt[x], sy = yt[y];"
+          " if (sx >= 0 && sy >= 0) ib_pixel_copy(a0, d.in0 + ((unsigned long long)sy * d.stride0 + sx) * B0, B0); }\n");
+      break;
+    default: put(&b, "#define HEAD_LOAD\n"); break;
+  }
+  put(&b, "\n");
   emit_pixel_fn(&b, c);
   /* ImageEnhance.Contrast's mean, from the luma sum the ib_lsum pre-pass
    * left in the step's parameters (ImageStat: int(sum / count + 0.5)). */
@@ -323,7 +431,14 @@ char *ib_gchain_source(const ib_gchain *c) {
       "  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;\n"
       "  const unsigned long long t0 = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
       "  const int cmean = CMEAN(n);\n"
-      "  if (d.contig) {\n"
+      "  if (GATHER) {\n"
+      "    for (unsigned long long i = t0; i < n; i += step) {\n"
+      "      const int y = (int)(i / d.width), x = (int)(i - (unsigned long long)y * d.width);\n"
+      "      uint8_t a0[4] = {0, 0, 0, 0};\n"
+      "      HEAD_LOAD\n"
+      "      ib_px(sp, a0, a0, d.out + i * BO, cmean);\n"
+      "    }\n"
+      "  } else if (d.contig) {\n"
       "    const unsigned long long groups = n / PPT;\n"
       "    for (unsigned long long g = t0; g < groups; g += step) {\n"
       "      ib_vec<PPT * B0> va; ib_ld<PPT * B0>(d.in0 + g * (PPT * B0), va);\n"

@@ -34,6 +34,12 @@ typedef enum ib_gstep_kind {
   IB_GS_TONE,       /* param: ib_tone_f32 */
   IB_GS_CHOPS,      /* two-input head; a = function; params: float scale, int offset */
   IB_GS_BLEND,      /* two-input head; params: float alpha */
+  /* Gather heads (kernels/geometry.h index maps): the output pixel (x, y)
+   * reads the source pixel the map names, or a fill. */
+  IB_GS_TRANSPOSE,  /* a = method */
+  IB_GS_WINDOW,     /* crop / expand; params: int64 dx, dy, fill[4] */
+  IB_GS_PASTE,      /* two-input head (base, im); params: int64 dx, dy */
+  IB_GS_RESIZE,     /* NEAREST; axis tables after the shared block (extra bytes) */
   IB_GS_KIND_COUNT
 } ib_gstep_kind;
 
@@ -57,8 +63,21 @@ typedef struct ib_gchain {
 /* Host mirror of struct ib_desc (kernels/gpu_io.h). */
 typedef struct ib_gdesc {
   uint64_t in0, in1, out, params;
-  uint32_t width, height, stride0, stride1, contig, job;
+  uint32_t width, height, stride0, stride1, contig, job, height0, height1;
 } ib_gdesc;
+
+/* True for the index-map heads (their kernel walks output coordinates). */
+static inline int ib_gstep_gather(int kind) {
+  return kind == IB_GS_TRANSPOSE || kind == IB_GS_WINDOW || kind == IB_GS_PASTE ||
+         kind == IB_GS_RESIZE;
+}
+
+/* Bytes a head needs after the chain's shared parameter block (resize axis
+ * tables: (out_w + out_h) int32). */
+size_t ib_gstep_extra_bytes(const ib_gstep *s, const ib_node *node);
+/* Writes them (block + chain param_bytes). `in` is the node's input shape. */
+void ib_gstep_fill_extra(const ib_gstep *s, const ib_node *node, const ib_shape *in,
+                         uint8_t *extra);
 
 /* The input mode of the chain and its output mode. */
 static inline int ib_gchain_mode_in(const ib_gchain *c) { return c->steps[0].mode_in; }

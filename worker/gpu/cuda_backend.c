@@ -364,7 +364,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
       }
     for (int k = 0; k < js->plan.n_stages; k++) {
       js->par_off[k] = upload;
-      upload += up(js->plan.stages[k].chain.param_bytes);
+      upload += up(js->plan.stages[k].chain.param_bytes + js->plan.stages[k].extra_bytes);
     }
     total_stages += (size_t)js->plan.n_stages;
     if (js->plan.n_stages > max_stages) max_stages = js->plan.n_stages;
@@ -513,6 +513,8 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     d->stride1 = st->chain.n_inputs == 2 ? st->in_width[1] : st->in_width[0];
     d->contig = st->in_width[0] == st->width && (st->chain.n_inputs < 2 || st->in_width[1] == st->width);
     d->job = (uint32_t)ents[e].job;
+    d->height0 = st->in_height[0];
+    d->height1 = st->chain.n_inputs == 2 ? st->in_height[1] : st->in_height[0];
   }
 
   /* Pass 4: enqueue. One upload, the launches level by level, one
@@ -657,7 +659,7 @@ ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *ho
     if (p.bufs[b].source_node >= 0 || p.bufs[b].is_output) host += up(p.bufs[b].bytes);
   }
   for (int k = 0; k < p.n_stages; k++) {
-    size_t par = up(p.stages[k].chain.param_bytes) + sizeof(ib_gdesc);
+    size_t par = up(p.stages[k].chain.param_bytes + p.stages[k].extra_bytes) + sizeof(ib_gdesc);
     dev += par;
     host += par;
   }

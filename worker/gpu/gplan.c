@@ -96,7 +96,9 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
     for (unsigned k = 0; k < nd->n_inputs && k < 2; k++) {
       s->in_buf[k] = node_buf[nd->inputs[k]];
       s->in_width[k] = g->nodes[nd->inputs[k]].shape.width;
+      s->in_height[k] = g->nodes[nd->inputs[k]].shape.height;
     }
+    s->extra_bytes = ib_gstep_extra_bytes(&step, nd);
     if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
     s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
     s->width = nd->shape.width;
@@ -117,6 +119,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->nodes[0] = (int)(n - 1);
       s->in_buf[0] = ob;
       s->in_width[0] = last->shape.width;
+      s->in_height[0] = last->shape.height;
       s->width = last->shape.width;
       s->height = last->shape.height;
       s->out_buf = ob = new_buf(p, shape_bytes(&last->shape), -1);
@@ -146,5 +149,10 @@ void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block) {
     } else {
       ib_gstep_fill(st, &g->nodes[s->nodes[k]], block);
     }
+  }
+  if (s->extra_bytes) {
+    const ib_node *head = &g->nodes[s->nodes[0]];
+    ib_gstep_fill_extra(&s->chain.steps[0], head, &g->nodes[head->inputs[0]].shape,
+                        block + s->chain.param_bytes);
   }
 }

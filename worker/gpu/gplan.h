@@ -27,6 +27,8 @@ typedef struct ib_gstage {
   int in_buf[2];
   int out_buf;
   uint32_t in_width[2];          /* row length of each input, pixels */
+  uint32_t in_height[2];
+  size_t extra_bytes;            /* after the shared parameter block (resize tables) */
   uint32_t width, height;        /* output shape */
 } ib_gstage;
 
