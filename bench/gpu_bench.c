@@ -137,6 +137,8 @@ int main(int argc, char **argv) {
   ib_gstep Bri = {.kind = IB_GS_ENHANCE, .a = 0, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 16};
   ib_gstep Col = {.kind = IB_GS_ENHANCE, .a = 1, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 16};
   ib_gstep Tone = {.kind = IB_GS_TONE, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 24};
+  ib_gstep Med = {.kind = IB_GS_RANK, .a = 3, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 4};
+  ib_gstep Ker = {.kind = IB_GS_KERNEL, .a = 3, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 40};
   struct {
     const char *name;
     ib_gstep steps[4];
@@ -147,6 +149,8 @@ int main(int argc, char **argv) {
       {"point>brightness>point unfolded (3 steps)", {P, Bri, P}, 3, 0},
       {"color>point (float blend + luma + LUT)", {Col, P}, 2, 0},
       {"tone (Oklab, powf/cbrtf)", {Tone}, 1, 0},
+      {"median 3x3 (rank head, bit-serial select)", {Med}, 1, 0},
+      {"kernel 3x3 (convolve head)", {Ker}, 1, 0},
   };
   for (size_t ci = 0; ci < sizeof chains / sizeof chains[0]; ci++) {
     ib_gchain ch = {0};
@@ -173,6 +177,14 @@ int main(int argc, char **argv) {
       if (ch.steps[k].kind == IB_GS_ENHANCE) {
         float alpha = 1.25f;
         memcpy(q, &alpha, 4);
+      }
+      if (ch.steps[k].kind == IB_GS_RANK) {
+        int rk = 4;
+        memcpy(q, &rk, 4);
+      }
+      if (ch.steps[k].kind == IB_GS_KERNEL) {
+        float kw[10] = {0.0625f, 0.125f, 0.0625f, 0.125f, 0.25f, 0.125f, 0.0625f, 0.125f, 0.0625f, 0.5f};
+        memcpy(q, kw, sizeof kw);
       }
       if (ch.steps[k].kind == IB_GS_TONE) {
         float t[6] = {1.26f, 1.2f, 0.1f, -0.2f, 0.05f, 0.1f};

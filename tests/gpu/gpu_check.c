@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
   /* 1. every op x mode (x variant), sizes cycling through the edge list */
   int si = 0;
   for (int op = 0; op < JG_COUNT; op++) {
-    int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : op == JG_TRANSPOSE ? 7 : 2;
+    int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : op == JG_TRANSPOSE ? 7 : op == JG_RANK ? 4 : 2;
     for (int m = 1; m <= 6; m++) {
       if (!admitted(op, (ib_mode)m)) continue;
       for (int v = 0; v < variants; v++) {

@@ -141,12 +141,12 @@ static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
 enum {
   JG_COPY, JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_GETCHANNEL, JG_CONSTANT,
   JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND,
-  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_COUNT
+  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_RANK, JG_KERNEL, JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
     "copy", "point", "invert", "solarize", "posterize", "getchannel", "constant",
     "convert", "brightness", "color", "contrast", "tone", "chops", "blend",
-    "transpose", "crop", "expand", "resize", "paste"};
+    "transpose", "crop", "expand", "resize", "paste", "rank", "kernel"};
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -309,6 +309,29 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       imgbatch__v1__paste_op__init(n->paste);
       n->paste->left = (int32_t)jg_below(r, w + w2) - (int32_t)w2 + 1;
       n->paste->top = (int32_t)jg_below(r, h + h2) - (int32_t)h2 + 1;
+      break;
+    }
+    case JG_RANK: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_RANK_FILTER, prev, -1);
+      n->rank_filter = jg_alloc(j->a, sizeof *n->rank_filter);
+      imgbatch__v1__rank_filter_op__init(n->rank_filter);
+      uint32_t size = sub >= 0 ? 3 + 2 * (uint32_t)(sub % 4) : 3 + 2 * jg_below(r, 4);
+      n->rank_filter->size = size;
+      n->rank_filter->rank = jg_below(r, 3) == 0 ? size * size / 2 : jg_below(r, size * size);
+      break;
+    }
+    case JG_KERNEL: {
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_KERNEL, prev, -1);
+      n->kernel = jg_alloc(j->a, sizeof *n->kernel);
+      imgbatch__v1__kernel_op__init(n->kernel);
+      uint32_t size = (sub >= 0 ? sub % 2 : (int)jg_below(r, 2)) ? 5 : 3;
+      n->kernel->size = size;
+      n->kernel->n_kernel = size * size;
+      n->kernel->kernel = jg_alloc(j->a, size * size * sizeof(double));
+      double sum = 0;
+      for (uint32_t i = 0; i < size * size; i++) sum += n->kernel->kernel[i] = (double)((int)jg_below(r, 9) - 2);
+      n->kernel->scale = sum != 0 && jg_below(r, 2) ? sum : 1.0 + jg_unit(r) * 8;
+      n->kernel->offset = jg_below(r, 2) ? 0.0 : (double)((int)jg_below(r, 64) - 32);
       break;
     }
     default: return prev;

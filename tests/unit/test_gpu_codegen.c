@@ -30,7 +30,7 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
     ib_gstep s = {0};
     s.mode_in = m;
     s.mode_out = m;
-    unsigned pick = rnd(seed) % (i == 0 ? 14 : 7);
+    unsigned pick = rnd(seed) % (i == 0 ? 16 : 7);
     switch (pick) {
       case 0: s.kind = IB_GS_COPY; break;
       case 1: s.kind = IB_GS_POINT; s.param_len = 256u * ib_mode_bands((ib_mode)m); break;
@@ -48,7 +48,9 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
       case 10: s.kind = IB_GS_TRANSPOSE; s.a = (int)(rnd(seed) % 7); break;
       case 11: s.kind = IB_GS_WINDOW; s.param_len = 24; break;
       case 12: s.kind = IB_GS_PASTE; s.param_len = 16; break;
-      default: s.kind = IB_GS_RESIZE; break;
+      case 13: s.kind = IB_GS_RESIZE; break;
+      case 14: s.kind = IB_GS_RANK; s.a = 3 + 2 * (int)(rnd(seed) % 4); s.param_len = 4; break;
+      default: s.kind = IB_GS_KERNEL; s.a = (rnd(seed) & 1) ? 5 : 3; s.param_len = 4u * (unsigned)(s.a * s.a + 1); break;
     }
     cr_assert(ib_gchain_push(c, &s));
     if (i == 0 && s.kind == IB_GS_PASTE) {

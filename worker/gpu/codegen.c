@@ -7,6 +7,7 @@
 #include "gpu/codegen.h"
 #include "kernels/chops.h"
 #include "kernels/enhance.h"
+#include "kernels/convolve.h"
 #include "kernels/geometry.h"
 #include "kernels/point.h"
 #include "kernels/tone.h"
@@ -82,6 +83,16 @@ ib_status ib_gstep_for_node(const ib_node *node, const int *in_modes, ib_gstep *
       break;
     case IMGBATCH__V1__NODE__OP_RESIZE:
       s->kind = IB_GS_RESIZE;
+      break;
+    case IMGBATCH__V1__NODE__OP_RANK_FILTER:
+      s->kind = IB_GS_RANK;
+      s->a = (int)pb->rank_filter->size;
+      s->param_len = 4;
+      break;
+    case IMGBATCH__V1__NODE__OP_KERNEL:
+      s->kind = IB_GS_KERNEL;
+      s->a = (int)pb->kernel->size;
+      s->param_len = 4u * (pb->kernel->size * pb->kernel->size + 1u);
       break;
     default: return no_step(node, s->mode_in, "has no device kernel yet", err);
   }
@@ -213,6 +224,23 @@ void ib_gstep_fill(const ib_gstep *s, const ib_node *node, uint8_t *block) {
       memcpy(p, d, 16);
       break;
     }
+    case IB_GS_RANK: {
+      int32_t rank = (int32_t)pb->rank_filter->rank;
+      memcpy(p, &rank, 4);
+      break;
+    }
+    case IB_GS_KERNEL: {
+      /* op_kernel.c's weights and bias, from kernels/convolve.h. */
+      const Imgbatch__V1__KernelOp *k = pb->kernel;
+      size_t n = (size_t)k->size * k->size;
+      for (size_t i = 0; i < n && i < k->n_kernel; i++) {
+        float w = ib_convolve_weight(k->kernel[i], k->scale);
+        memcpy(p + 4 * i, &w, 4);
+      }
+      float bias = ib_convolve_bias(k->offset);
+      memcpy(p + 4 * n, &bias, 4);
+      break;
+    }
     default: break;
   }
 }
@@ -245,8 +273,8 @@ void ib_gstep_fill_extra(const ib_gstep *s, const ib_node *node, const ib_shape 
 
 /* ------------------------------------------------------------ signature + source */
 
-static const char step_letter[IB_GS_KIND_COUNT] = {'Y', 'P', 'V', 'G', 'K', 'E', 'T',
-                                                    'C', 'B', 'R', 'W', 'S', 'N'};
+static const char step_letter[IB_GS_KIND_COUNT] = {'Y', 'P', 'V', 'G', 'K', 'E', 'T', 'C',
+                                                    'B', 'R', 'W', 'S', 'N', 'M', 'F'};
 
 int ib_gchain_signature(const ib_gchain *c, char *buf, size_t n) {
   size_t k = 0;
@@ -319,6 +347,8 @@ static void emit_pixel_fn(sbuf *b, const ib_gchain *c) {
       case IB_GS_WINDOW:
       case IB_GS_PASTE:
       case IB_GS_RESIZE: /* gather heads: the load already did the work */
+      case IB_GS_RANK:
+      case IB_GS_KERNEL:
         put(b, "    for (int k = 0; k < %u; k++) q[k] = p[k];\n", bi);
         break;
       case IB_GS_POINT: put(b, "    ib_point_px(sp + %u, %u, p, q);\n", s->param_off, bi); break;
@@ -370,6 +400,8 @@ char *ib_gchain_source(const ib_gchain *c) {
   if (has[IB_GS_BLEND]) put(&b, "#include \"blend.h\"\n");
   int gather = ib_gstep_gather(c->steps[0].kind);
   if (gather) put(&b, "#include \"geometry.h\"\n");
+  if (has[IB_GS_RANK]) put(&b, "#include \"rank.h\"\n");
+  if (has[IB_GS_KERNEL]) put(&b, "#include \"convolve.h\"\n");
   unsigned b0 = bands_of(ib_gchain_mode_in(c)), b1 = c->n_inputs == 2 ? bands_of(c->mode_in1) : 1,
            bo = bands_of(ib_gchain_mode_out(c));
   int ppt = ib_gchain_ppt(c);
@@ -408,6 +440,28 @@ char *ib_gchain_source(const ib_gchain *c) {
           "#define HEAD_LOAD { const int32_t *xt = (const int32_t *)(d.params + PBYTES);"
           " const int32_t *yt = xt + d.width; int sx = xt[x], sy = yt[y];"
           " if (sx >= 0 && sy >= 0) ib_pixel_copy(a0, d.in0 + ((unsigned long long)sy * d.stride0 + sx) * B0, B0); }\n");
+      break;
+    case IB_GS_RANK:
+      /* ImageFilter.RankFilter: each band's window, edges replicated (rank.h). */
+      put(&b,
+          "#define HEAD_LOAD { const int rk = *(const int *)(sp + %u);"
+          " const uint8_t *c = d.in0 + ((unsigned long long)y * d.stride0 + x) * B0;"
+          " for (int b = 0; b < B0; b++) a0[b] = ib_rank_sample(c + b, (long long)d.stride0 * B0, B0,"
+          " x, y, (int)d.stride0, (int)d.height0, %d, rk); }\n",
+          h->param_off, h->a);
+      break;
+    case IB_GS_KERNEL:
+      /* ImageFilter.Kernel: interior samples convolve (convolve.h); the
+       * border, and every pixel of an image smaller than the kernel, is
+       * copied (op_kernel.c). */
+      put(&b,
+          "#define HEAD_LOAD { const float *kw = (const float *)(sp + %u); const int m = %d / 2;"
+          " const uint8_t *c = d.in0 + ((unsigned long long)y * d.stride0 + x) * B0;"
+          " if ((int)d.stride0 >= %d && (int)d.height0 >= %d && x >= m && x < (int)d.stride0 - m &&"
+          " y >= m && y < (int)d.height0 - m) {"
+          " for (int b = 0; b < B0; b++) a0[b] = ib_convolve_sample(c + b, (long long)d.stride0 * B0, B0,"
+          " %d, kw, kw[%d]); } else ib_pixel_copy(a0, c, B0); }\n",
+          h->param_off, h->a, h->a, h->a, h->a, h->a * h->a);
       break;
     default: put(&b, "#define HEAD_LOAD\n"); break;
   }

@@ -40,6 +40,9 @@ typedef enum ib_gstep_kind {
   IB_GS_WINDOW,     /* crop / expand; params: int64 dx, dy, fill[4] */
   IB_GS_PASTE,      /* two-input head (base, im); params: int64 dx, dy */
   IB_GS_RESIZE,     /* NEAREST; axis tables after the shared block (extra bytes) */
+  /* Window heads (neighbourhood ops reading a window of input 0). */
+  IB_GS_RANK,       /* a = size; param: int rank */
+  IB_GS_KERNEL,     /* a = size; params: size*size divided weights, then the bias */
   IB_GS_KIND_COUNT
 } ib_gstep_kind;
 
@@ -69,7 +72,7 @@ typedef struct ib_gdesc {
 /* True for the index-map heads (their kernel walks output coordinates). */
 static inline int ib_gstep_gather(int kind) {
   return kind == IB_GS_TRANSPOSE || kind == IB_GS_WINDOW || kind == IB_GS_PASTE ||
-         kind == IB_GS_RESIZE;
+         kind == IB_GS_RESIZE || kind == IB_GS_RANK || kind == IB_GS_KERNEL;
 }
 
 /* Bytes a head needs after the chain's shared parameter block (resize axis
