@@ -141,12 +141,12 @@ static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
 enum {
   JG_COPY, JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_GETCHANNEL, JG_CONSTANT,
   JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND,
-  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_RANK, JG_KERNEL, JG_COUNT
+  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_RANK, JG_KERNEL, JG_BOXBLUR, JG_GAUSS, JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
     "copy", "point", "invert", "solarize", "posterize", "getchannel", "constant",
     "convert", "brightness", "color", "contrast", "tone", "chops", "blend",
-    "transpose", "crop", "expand", "resize", "paste", "rank", "kernel"};
+    "transpose", "crop", "expand", "resize", "paste", "rank", "kernel", "box_blur", "gaussian"};
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -332,6 +332,25 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       for (uint32_t i = 0; i < size * size; i++) sum += n->kernel->kernel[i] = (double)((int)jg_below(r, 9) - 2);
       n->kernel->scale = sum != 0 && jg_below(r, 2) ? sum : 1.0 + jg_unit(r) * 8;
       n->kernel->offset = jg_below(r, 2) ? 0.0 : (double)((int)jg_below(r, 64) - 32);
+      break;
+    }
+    case JG_BOXBLUR:
+    case JG_GAUSS: {
+      double rx = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12, ry = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12;
+      if (jg_below(r, 3) == 0) rx = (double)jg_below(r, 6); /* integral radii too */
+      if (op == JG_BOXBLUR) {
+        n = jg_node(j, IMGBATCH__V1__NODE__OP_BOX_BLUR, prev, -1);
+        n->box_blur = jg_alloc(j->a, sizeof *n->box_blur);
+        imgbatch__v1__box_blur_op__init(n->box_blur);
+        n->box_blur->radius_x = rx;
+        n->box_blur->radius_y = ry;
+      } else {
+        n = jg_node(j, IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR, prev, -1);
+        n->gaussian_blur = jg_alloc(j->a, sizeof *n->gaussian_blur);
+        imgbatch__v1__gaussian_blur_op__init(n->gaussian_blur);
+        n->gaussian_blur->radius_x = jg_below(r, 5) == 0 ? -rx : rx;
+        n->gaussian_blur->radius_y = ry;
+      }
       break;
     }
     default: return prev;

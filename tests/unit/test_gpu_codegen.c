@@ -30,7 +30,7 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
     ib_gstep s = {0};
     s.mode_in = m;
     s.mode_out = m;
-    unsigned pick = rnd(seed) % (i == 0 ? 16 : 7);
+    unsigned pick = rnd(seed) % (i == 0 ? 17 : 7);
     switch (pick) {
       case 0: s.kind = IB_GS_COPY; break;
       case 1: s.kind = IB_GS_POINT; s.param_len = 256u * ib_mode_bands((ib_mode)m); break;
@@ -50,7 +50,8 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
       case 12: s.kind = IB_GS_PASTE; s.param_len = 16; break;
       case 13: s.kind = IB_GS_RESIZE; break;
       case 14: s.kind = IB_GS_RANK; s.a = 3 + 2 * (int)(rnd(seed) % 4); s.param_len = 4; break;
-      default: s.kind = IB_GS_KERNEL; s.a = (rnd(seed) & 1) ? 5 : 3; s.param_len = 4u * (unsigned)(s.a * s.a + 1); break;
+      case 15: s.kind = IB_GS_KERNEL; s.a = (rnd(seed) & 1) ? 5 : 3; s.param_len = 4u * (unsigned)(s.a * s.a + 1); break;
+      default: s.kind = IB_GS_BLUR; s.a = (rnd(seed) & 1) ? 3 : 1; s.param_len = 32; n = 1; break;
     }
     cr_assert(ib_gchain_push(c, &s));
     if (i == 0 && s.kind == IB_GS_PASTE) {

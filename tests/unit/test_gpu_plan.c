@@ -146,3 +146,23 @@ Test(gpu_plan, folded_tables_match_cpu_reference) {
     ib_graph_free(g);
   }
 }
+
+Test(gpu_plan, blur_gets_scratch_and_its_own_stage) {
+  jg_rng r = {6};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGB, 20, 10, 1);
+  int p = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 20, 10, -1);
+  p = jg_op(&j, &r, JG_GAUSS, p, IB_MODE_RGB, 20, 10, -1);
+  jg_op(&j, &r, JG_POINT, p, IB_MODE_RGB, 20, 10, -1);
+  ib_graph *g = finish(&j);
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(pl.n_stages, 3, "invert | blur | point (nothing fuses into a blur)");
+  cr_assert_eq(pl.stages[1].chain.steps[0].kind, IB_GS_BLUR);
+  cr_assert_geq(pl.stages[1].scratch_buf, 0);
+  cr_assert_eq(pl.bufs[pl.stages[1].scratch_buf].bytes, 2u * 20u * 10u * 3u);
+  cr_assert_eq(pl.stages[0].scratch_buf, -1);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}

@@ -43,6 +43,9 @@ typedef enum ib_gstep_kind {
   /* Window heads (neighbourhood ops reading a window of input 0). */
   IB_GS_RANK,       /* a = size; param: int rank */
   IB_GS_KERNEL,     /* a = size; params: size*size divided weights, then the bias */
+  /* BoxBlur / GaussianBlur: a = passes (1 or 3); params ib_blur_params;
+   * its own two kernels (rows, then columns), a 2x scratch buffer (in1). */
+  IB_GS_BLUR,
   IB_GS_KIND_COUNT
 } ib_gstep_kind;
 
@@ -72,7 +75,7 @@ typedef struct ib_gdesc {
 /* True for the index-map heads (their kernel walks output coordinates). */
 static inline int ib_gstep_gather(int kind) {
   return kind == IB_GS_TRANSPOSE || kind == IB_GS_WINDOW || kind == IB_GS_PASTE ||
-         kind == IB_GS_RESIZE || kind == IB_GS_RANK || kind == IB_GS_KERNEL;
+         kind == IB_GS_RESIZE || kind == IB_GS_RANK || kind == IB_GS_KERNEL || kind == IB_GS_BLUR;
 }
 
 /* Bytes a head needs after the chain's shared parameter block (resize axis

@@ -17,7 +17,7 @@
 typedef struct kfunc {
   char sig[512];
   CUmodule mod;
-  CUfunction chain, lsum;
+  CUfunction chain, lsum, post;
   struct kfunc *next;
 } kfunc;
 
@@ -231,6 +231,8 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_err
   if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
   if (rc == CUDA_SUCCESS && ch->reduce_luma)
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
+  if (rc == CUDA_SUCCESS && ch->steps[0].kind == IB_GS_BLUR)
+    rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
   if (rc != CUDA_SUCCESS) {
     free(f);
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
@@ -504,7 +506,9 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     const ib_gstage *st = &js->plan.stages[ents[e].stage];
     ib_gdesc *d = &descs[e];
     d->in0 = dev + js->buf_off[st->in_buf[0]];
-    d->in1 = st->chain.n_inputs == 2 ? dev + js->buf_off[st->in_buf[1]] : d->in0;
+    d->in1 = st->chain.n_inputs == 2 ? dev + js->buf_off[st->in_buf[1]]
+             : st->scratch_buf >= 0  ? dev + js->buf_off[st->scratch_buf]
+                                     : d->in0;
     d->out = dev + js->buf_off[st->out_buf];
     d->params = dev + js->par_off[ents[e].stage];
     d->width = st->width;
@@ -555,8 +559,21 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
               break;
             }
           }
-          rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+          unsigned cx = gx;
+          if (f->post) { /* blur: one thread per line of a band */
+            uint64_t most_lines = 0;
+            for (size_t q = e; q < e_end; q++) {
+              uint64_t l = (uint64_t)(descs[q].width > descs[q].height ? descs[q].width : descs[q].height) * 4;
+              if (l > most_lines) most_lines = l;
+            }
+            cx = (unsigned)((most_lines + THREADS - 1) / THREADS);
+          }
+          rc = cu->cuLaunchKernel(f->chain, cx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
           if (rc != CUDA_SUCCESS) rs = device_fail(s, rc, "launch ib_chain", ents[k].job, err);
+          if (rs == IB_OK && f->post) {
+            rc = cu->cuLaunchKernel(f->post, cx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+            if (rc != CUDA_SUCCESS) rs = device_fail(s, rc, "launch ib_post", ents[k].job, err);
+          }
         }
       }
       e = e_end;

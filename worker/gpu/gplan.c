@@ -32,7 +32,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   memset(p, 0, sizeof *p);
   size_t n = g->n_nodes;
   p->stages = calloc(n + 1, sizeof *p->stages);
-  p->bufs = calloc(n + 1, sizeof *p->bufs);
+  p->bufs = calloc(2 * n + 1, sizeof *p->bufs); /* per node: output + maybe a scratch */
   int *node_buf = calloc(n, sizeof *node_buf), *node_stage = calloc(n, sizeof *node_stage);
   unsigned *readers = calloc(n, sizeof *readers);
   ib_status st = IB_OK;
@@ -63,7 +63,8 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       step.param_len = 256u * ib_mode_bands((ib_mode)step.mode_in);
     }
     int in0 = (int)nd->inputs[0], sidx = node_stage[in0];
-    if (nd->n_inputs == 1 && ib_gstep_fusable(&step) && sidx >= 0 && readers[in0] == 1) {
+    if (nd->n_inputs == 1 && ib_gstep_fusable(&step) && sidx >= 0 && readers[in0] == 1 &&
+        p->stages[sidx].chain.steps[0].kind != IB_GS_BLUR) {
       ib_gstage *s = &p->stages[sidx];
       int k = s->chain.n_steps;
       ib_gstep *lastp = &s->chain.steps[k - 1];
@@ -99,6 +100,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->in_height[k] = g->nodes[nd->inputs[k]].shape.height;
     }
     s->extra_bytes = ib_gstep_extra_bytes(&step, nd);
+    s->scratch_buf = step.kind == IB_GS_BLUR ? new_buf(p, 2 * shape_bytes(&nd->shape), -1) : -1;
     if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
     s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
     s->width = nd->shape.width;
@@ -120,6 +122,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->in_buf[0] = ob;
       s->in_width[0] = last->shape.width;
       s->in_height[0] = last->shape.height;
+      s->scratch_buf = -1;
       s->width = last->shape.width;
       s->height = last->shape.height;
       s->out_buf = ob = new_buf(p, shape_bytes(&last->shape), -1);
