@@ -545,7 +545,7 @@ Test(stream, counters_tally_every_outcome_without_history) {
   cr_assert_eq(c.jobs.peak, 2);
   cr_assert_leq(c.host_bytes.peak, c.host_bytes.cap);
   cr_assert_leq(c.gpu_bytes.peak, c.gpu_bytes.cap);
-  cr_assert_eq(c.in_flight.peak, 1);
+  cr_assert_leq(c.in_flight.peak, c.in_flight.cap);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
   free(png);
