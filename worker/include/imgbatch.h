@@ -172,8 +172,11 @@ void ib_executor_options_default(ib_executor_options *o);
  *                backend) also charges its working buffers here;
  *   max_jobs   - one slot from admission until its result is delivered;
  *   max_in_flight - one per outstanding backend submission.
- * Working-buffer credits return when the job's submission completes; the
- * rest when ib_results_next hands the result out (or close discards it).
+ * A backend may raise the working charge with its own estimate, never lower
+ * it. The working part (everything but the output staging/pixels, a
+ * resident output and the snapshot) returns when the job's submission
+ * completes; the rest when ib_results_next hands the result out (or close
+ * discards it). Exact formulas: ib_charge_for in worker/exec/credits.c.
  * These are admission reservations, not measurements of RSS or free VRAM.
  * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
  * device allocation); one that would fit an empty executor but not beside
@@ -185,7 +188,7 @@ typedef struct ib_credit_counter {
 
 /* Counters only: the executor keeps no per-job history. */
 typedef struct ib_executor_counters {
-  uint64_t admitted;              /* submissions accepted (each got an id) */
+  uint64_t admitted;              /* jobs admitted (each got an id) */
   uint64_t rejected_queue_full;   /* by status; each consumed an id */
   uint64_t rejected_limit;
   uint64_t rejected_unsupported;
@@ -270,8 +273,8 @@ typedef struct ib_results ib_results;
 
 /* A stream over every job admitted so far. Creating it does not wait and
  * runs nothing; each ib_results_next drives execution (groups pending jobs
- * into submissions, at most max_in_flight outstanding) until one result is
- * ready. Exhausted (IB_END) once every admitted job was delivered. */
+ * into submissions of at most max_jobs / max_in_flight jobs and 256 ops,
+ * at most max_in_flight outstanding) until one result is ready. Exhausted (IB_END) once every admitted job was delivered. */
 ib_status ib_executor_join(ib_executor *ex, ib_results **out);
 
 /* One input for run. On IB_OK the callback sets `graph` (ownership passes to
