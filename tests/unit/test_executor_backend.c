@@ -209,7 +209,7 @@ Test(backend, backend_job_bytes_can_only_raise_the_charge) {
   cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 100000);
   F.job_gpu_bytes = 1;
   cr_assert_eq(ib_executor_submit(ex, test_graph_u64(2), NULL, NULL, NULL), IB_OK);
-  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 100000 + 192, "the core's 192 stands");
+  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 100000 + 64, "the core's 64 stands");
   ib_executor_destroy(ex);
 }
 

@@ -160,16 +160,20 @@ typedef struct ib_executor_options {
 void ib_executor_options_default(ib_executor_options *o);
 
 /*
- * Credits. Every admitted job reserves, conservatively and up front:
- *   gpu_bytes  - its working buffers (every node output alive at once), the
- *                uploads of its decoded sources, its parameters/LUTs, the
- *                terminal staging copy, and for a resident output the
- *                reserved download workspace;
- *   host_bytes - its source bytes (encoded or raw), the decode/upload
- *                temporaries (decoded source pixels), the metadata snapshot,
- *                the staging range and the undelivered output pixels. A
- *                backend whose device memory is host memory (the CPU
- *                backend) also charges its working buffers here;
+ * Credits. Every admitted job reserves, conservatively and up front, each
+ * distinct buffer it can need once, at its largest:
+ *   gpu_bytes  - its device working set: every node output (the sources'
+ *                upload targets and the terminal buffer included), all
+ *                alive at once on a device backend, the liveness peak on the
+ *                CPU backend (which frees an intermediate after its last
+ *                reader); its parameters/LUTs; a resident output keeps its
+ *                buffer and an equal reserved download workspace;
+ *   host_bytes - its source bytes (encoded or raw), the metadata snapshot
+ *                and the undelivered output pixels; on a device backend also
+ *                the pinned upload staging (decoded sources), parameter
+ *                staging and the download staging range. The CPU backend's
+ *                device memory is host memory: its working set is charged
+ *                here as well;
  *   max_jobs   - one slot from admission until its result is delivered;
  *   max_in_flight - one per outstanding backend submission.
  * A backend may raise the working charge with its own estimate, never lower
