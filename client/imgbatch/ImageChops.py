@@ -1,0 +1,76 @@
+"""imgbatch.ImageChops: the PIL.ImageChops functions the wire format carries.
+
+Two-input functions record inputs = [image1, image2]; the output has
+image1's mode and the smaller of both sizes, as Pillow's chops do.
+"""
+
+import PIL.ImageChops
+
+from ._methods import ensure_lazy, lazy, resolve_color
+
+# proto ChopsFunction values (checked against imgbatch_pb2 by the client tests).
+FUNCTIONS = {
+    "multiply": 0, "screen": 1, "overlay": 2, "hard_light": 3, "soft_light": 4,
+    "difference": 5, "darker": 6, "lighter": 7, "add": 8, "subtract": 9,
+    "add_modulo": 10, "subtract_modulo": 11,
+}
+
+
+def _chop(name, image1, image2, params, replay):
+    a, b = ensure_lazy(image1), ensure_lazy(image2)
+    size = (min(a.width, b.width), min(a.height, b.height))
+    params = dict(params, function=FUNCTIONS[name])
+    return lazy("chops", params, [a, b], a.mode, size, replay)
+
+
+def _simple(name):
+    pil = getattr(PIL.ImageChops, name)
+
+    def chop(image1, image2):
+        return _chop(name, image1, image2, {}, pil)
+
+    chop.__name__ = name
+    chop.__doc__ = f"ImageChops.{name}(image1, image2) -> ChopsOp {name.upper()}"
+    return chop
+
+
+multiply = _simple("multiply")
+screen = _simple("screen")
+overlay = _simple("overlay")
+hard_light = _simple("hard_light")
+soft_light = _simple("soft_light")
+difference = _simple("difference")
+darker = _simple("darker")
+lighter = _simple("lighter")
+add_modulo = _simple("add_modulo")
+subtract_modulo = _simple("subtract_modulo")
+
+
+def add(image1, image2, scale=1.0, offset=0):
+    return _chop("add", image1, image2, {"scale": float(scale), "offset": float(offset)},
+                 lambda a, b: PIL.ImageChops.add(a, b, scale, offset))
+
+
+def subtract(image1, image2, scale=1.0, offset=0):
+    return _chop("subtract", image1, image2, {"scale": float(scale), "offset": float(offset)},
+                 lambda a, b: PIL.ImageChops.subtract(a, b, scale, offset))
+
+
+def blend(image1, image2, alpha):
+    from . import Image
+
+    out = Image.blend(image1, image2, alpha)
+    out._node.replay_fn = lambda a, b: PIL.ImageChops.blend(a, b, alpha)
+    return out
+
+
+def constant(image, value):
+    """ImageChops.constant -> ConstantOp; value resolved as Image.new("L", ..., value)."""
+    image = ensure_lazy(image)
+    v = resolve_color("L", value)[0]
+    return lazy("constant", {"value": v}, [image], "L", image.size,
+                lambda im: PIL.ImageChops.constant(im, value))
+
+
+def duplicate(image):
+    return ensure_lazy(image).copy()

@@ -1,0 +1,88 @@
+"""imgbatch.ImageOps: the PIL.ImageOps functions the wire format carries."""
+
+import operator
+
+import PIL.ImageOps
+
+from ._methods import ceil_threshold, ensure_lazy, lazy, resolve_color
+
+
+def invert(image):
+    image = ensure_lazy(image)
+    return lazy("invert", {}, [image], image.mode, image.size, PIL.ImageOps.invert)
+
+
+def solarize(image, threshold=128):
+    image = ensure_lazy(image)
+    t = ceil_threshold(threshold)
+    return lazy("solarize", {"threshold": t}, [image], image.mode, image.size,
+                lambda im: PIL.ImageOps.solarize(im, threshold))
+
+
+def posterize(image, bits):
+    # ImageOps.posterize: mask = ~(2 ** (8 - bits) - 1); any bits <= 0 keeps
+    # no bit, the same table as bits = 0. bits > 8 is sent as is (Pillow
+    # raises TypeError; the worker rejects it).
+    image = ensure_lazy(image)
+    b = max(0, operator.index(bits))
+    return lazy("posterize", {"bits": b}, [image], image.mode, image.size,
+                lambda im: PIL.ImageOps.posterize(im, bits))
+
+
+def grayscale(image):
+    image = ensure_lazy(image)
+    out = image.convert("L")
+    out._node.replay_fn = PIL.ImageOps.grayscale
+    return out
+
+
+def flip(image):
+    image = ensure_lazy(image)
+    return lazy("transpose", {"method": 1}, [image], image.mode, image.size, PIL.ImageOps.flip)
+
+
+def mirror(image):
+    image = ensure_lazy(image)
+    return lazy("transpose", {"method": 0}, [image], image.mode, image.size, PIL.ImageOps.mirror)
+
+
+def _border(border):
+    if isinstance(border, tuple):
+        if len(border) == 2:
+            left, top = right, bottom = border
+        elif len(border) == 4:
+            left, top, right, bottom = border
+        else:
+            raise ValueError("border must be an integer, or a tuple of two or four elements")
+    else:
+        left = top = right = bottom = border
+    return tuple(operator.index(v) for v in (left, top, right, bottom))
+
+
+def expand(image, border=0, fill=0):
+    """ImageOps.expand -> ExpandOp (fill resolved by Pillow, one byte per band).
+
+    Pillow pastes the image at (left, top) into a new filled canvas, so a
+    negative border crops; that is recorded as crop, then expand."""
+    image = ensure_lazy(image)
+    left, top, right, bottom = _border(border)
+    fill_bytes = resolve_color(image.mode, fill)
+    w, h = image.size
+
+    def replay(im):
+        return PIL.ImageOps.expand(im, border, fill)
+
+    src = image
+    if min(left, top, right, bottom) < 0:
+        x0, y0 = max(0, -left), max(0, -top)
+        x1, y1 = w - max(0, -right), h - max(0, -bottom)
+        if x1 < x0 or y1 < y0:
+            raise NotImplementedError("imgbatch: expand with a border that crops past the image")
+        crop = {"left": x0, "top": y0, "right": x1, "bottom": y1}
+        # Internal node: its replay passes the input through, so the expand
+        # node below replays Pillow's expand on the original image.
+        src = lazy("crop", crop, [image], image.mode, (x1 - x0, y1 - y0), lambda im: im)
+        left, top, right, bottom = (max(0, v) for v in (left, top, right, bottom))
+    params = {"left": left, "top": top, "right": right, "bottom": bottom, "fill": fill_bytes}
+    size = (left + src.width + right, top + src.height + bottom)
+    return lazy("expand", params, [src], image.mode, size, replay)

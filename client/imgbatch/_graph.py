@@ -1,0 +1,261 @@
+"""The lazy graph: nodes, the LazyImage handle, Job serialization and replay.
+
+A node is immutable: an op name (the proto `Node.op` oneof field), its
+params (a dict mirroring the op's params message), its input nodes, the
+output mode and size computed the way Pillow computes them, and a replay
+function that performs the same call on real Pillow. A LazyImage is a
+mutable handle on a node, because Pillow's paste() mutates in place.
+"""
+
+from ._proto import pb
+
+_FORMATS = {"raw": "RAW", "png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
+_U64 = 1 << 64
+_I64 = 1 << 63
+
+
+class Node:
+    __slots__ = ("op", "params", "inputs", "mode", "size", "replay_fn", "source")
+
+    def __init__(self, op, params, inputs, mode, size, replay_fn, source=None):
+        self.op = op
+        self.params = params
+        self.inputs = tuple(inputs)
+        self.mode = mode
+        self.size = (int(size[0]), int(size[1]))
+        self.replay_fn = replay_fn
+        self.source = source
+
+
+class SourceSpec:
+    """What a SourceOp reads: kind is 'encoded', 'path', 'raw' or 'fill'."""
+
+    __slots__ = ("kind", "mode", "size", "data")
+
+    def __init__(self, kind, mode, size, data):
+        self.kind = kind
+        self.mode = mode
+        self.size = size
+        self.data = data
+
+    def key(self):
+        return (self.kind, self.mode, self.size, self.data)
+
+    def fill_pb(self, src):
+        if self.kind == "encoded":
+            src.encoded = self.data
+        elif self.kind == "path":
+            src.path = self.data
+        else:
+            msg = getattr(src, self.kind)
+            msg.mode = self.mode
+            msg.width, msg.height = self.size
+            if self.kind == "raw":
+                msg.data = self.data
+            else:
+                msg.color = self.data
+
+
+def source_node(spec, replay_fn, mode, size):
+    return Node("source", {}, (), mode, size, replay_fn, source=spec)
+
+
+def topo_order(root):
+    """Nodes reachable from root in post-order (inputs before users), each once."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for inp in reversed(node.inputs):
+            if id(inp) not in seen:
+                stack.append((inp, False))
+    return order
+
+
+def _fill_msg(msg, params):
+    msg.SetInParent()
+    for name, value in params.items():
+        if isinstance(value, dict):
+            _fill_msg(getattr(msg, name), value)
+        elif isinstance(value, (list, tuple)):
+            getattr(msg, name).extend(value)
+        else:
+            setattr(msg, name, value)
+
+
+def to_value(value, depth=0):
+    """A Python value as a proto Value (bool, int, float, str, bytes, list, dict)."""
+    if depth > 64:
+        raise ValueError("imgbatch: metadata nested too deeply")
+    v = pb().Value()
+    if isinstance(value, bool):
+        v.bool_value = value
+    elif isinstance(value, int):
+        if -_I64 <= value < _I64:
+            v.int_value = value
+        elif 0 <= value < _U64:
+            v.uint_value = value
+        else:
+            raise ValueError(f"imgbatch: metadata integer {value} does not fit 64 bits")
+    elif isinstance(value, float):
+        v.double_value = value
+    elif isinstance(value, str):
+        v.string_value = value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        v.bytes_value = bytes(value)
+    elif isinstance(value, (list, tuple)):
+        v.list_value.SetInParent()
+        for item in value:
+            v.list_value.items.append(to_value(item, depth + 1))
+    elif isinstance(value, dict):
+        v.map_value.SetInParent()
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"imgbatch: metadata map keys must be str, not {type(k).__name__}")
+            v.map_value.entries[k].CopyFrom(to_value(item, depth + 1))
+    else:
+        raise TypeError(f"imgbatch: metadata value of type {type(value).__name__} is not on the wire")
+    return v
+
+
+def set_key(msg, key):
+    """Set a Job/Result input_key oneof from a str or a non-negative int (None: unset)."""
+    if key is None:
+        return
+    if isinstance(key, bool):
+        raise TypeError("imgbatch: input_key must be str or int, not bool")
+    if isinstance(key, str):
+        msg.key_string = key
+    elif isinstance(key, int):
+        if not 0 <= key < _U64:
+            raise ValueError(f"imgbatch: integer input_key {key} is not an unsigned 64-bit value")
+        msg.key_u64 = key
+    else:
+        raise TypeError(f"imgbatch: input_key must be str or int, not {type(key).__name__}")
+
+
+def build_graph(job, root):
+    """Append root's graph to job.nodes; fill job.source and job.extra_sources.
+
+    SourceOp indices: the first source reached (depth first, first input
+    first) is Job.source (index 0), the others extra_sources[index-1].
+    Identical sources and structurally identical nodes are emitted once.
+    """
+    P = pb()
+    src_index, node_index, struct = {}, {}, {}
+    for node in topo_order(root):
+        params = node.params
+        if node.op == "source":
+            skey = node.source.key()
+            index = src_index.get(skey)
+            if index is None:
+                index = len(src_index)
+                src_index[skey] = index
+                node.source.fill_pb(job.source if index == 0 else job.extra_sources.add())
+            params = {"index": index}
+        npb = P.Node()
+        npb.inputs.extend(node_index[id(i)] for i in node.inputs)
+        _fill_msg(getattr(npb, node.op), params)
+        skey = npb.SerializeToString(deterministic=True)
+        index = struct.get(skey)
+        if index is None:
+            index = len(job.nodes)
+            job.nodes.append(npb)
+            struct[skey] = index
+        node_index[id(node)] = index
+
+
+def _output_pb(out, output, quality, compression, lossless):
+    if output == "gpu":
+        out.gpu.SetInParent()
+        return
+    fmt = _FORMATS.get(output)
+    if fmt is None:
+        raise ValueError(f"imgbatch: output must be one of {sorted(_FORMATS) + ['gpu']}, not {output!r}")
+    cpu = out.cpu
+    cpu.SetInParent()
+    cpu.format = getattr(pb(), fmt)
+    cpu.quality = quality
+    cpu.compression = compression
+    cpu.lossless = lossless
+
+
+class GraphImage:
+    """Handle on a graph node: attributes, to_job, replay. The recorded Pillow
+    methods are in _methods.LazyImage."""
+
+    __slots__ = ("_node", "__weakref__")
+
+    def __init__(self, node):
+        self._node = node
+
+    # ---- attributes Pillow exposes
+    @property
+    def mode(self):
+        return self._node.mode
+
+    @property
+    def size(self):
+        return self._node.size
+
+    @property
+    def width(self):
+        return self._node.size[0]
+
+    @property
+    def height(self):
+        return self._node.size[1]
+
+    def getbands(self):
+        from PIL import ImageMode
+
+        return ImageMode.getmode(self._node.mode).bands
+
+    def __repr__(self):
+        return f"<imgbatch.LazyImage mode={self.mode} size={self.width}x{self.height} op={self._node.op}>"
+
+    # ---- output
+    def to_job_message(self, key=None, output="raw", metadata=None, *, quality=0, compression=0,
+                       lossless=False, correlation_id=None, deadline_unix_ms=None):
+        """The Job as a protobuf message (see to_job)."""
+        job = pb().Job()
+        set_key(job, key)
+        build_graph(job, self._node)
+        _output_pb(job.output, output, quality, compression, lossless)
+        for k, v in (metadata or {}).items():
+            if not isinstance(k, str):
+                raise TypeError("imgbatch: metadata keys must be str")
+            job.metadata[k].CopyFrom(to_value(v))
+        if correlation_id is not None:
+            job.correlation_id = correlation_id
+        if deadline_unix_ms is not None:
+            job.deadline_unix_ms = deadline_unix_ms
+        return job
+
+    def to_job(self, key=None, output="raw", metadata=None, **kw):
+        """Serialized Job bytes computing this image.
+
+        key: str or unsigned int (Job.input_key), output: raw|png|jpeg|webp|tiff|gpu,
+        metadata: dict of bool/int/float/str/bytes/list/dict; keyword-only
+        quality, compression, lossless (CpuOutput), correlation_id, deadline_unix_ms.
+        """
+        return self.to_job_message(key, output, metadata, **kw).SerializeToString()
+
+    def replay(self):
+        """Compute the same graph with real Pillow; returns a PIL.Image.Image.
+
+        Raises whatever Pillow raises for the recorded calls.
+        """
+        memo = {}
+        for node in topo_order(self._node):
+            args = [memo[id(i)] for i in node.inputs]
+            memo[id(node)] = node.replay_fn(*args)
+        return memo[id(self._node)]
+

@@ -1,0 +1,216 @@
+"""LazyImage: PIL.Image.Image's methods, recorded as graph nodes.
+
+Each method computes the wire params (resolved exactly as Pillow resolves
+them), the output mode and size (as Pillow computes them) and a replay
+closure that makes the same call on real Pillow. Recorders are permissive:
+a parameter the wire can carry is sent even when Pillow would refuse it,
+so the worker's rejection can be tested; the replay then raises as Pillow
+does. What the wire cannot carry raises here, eagerly.
+"""
+
+import math
+import operator
+
+import PIL.Image
+from PIL import ImageFilter as _PILFilter
+
+from ._graph import GraphImage, Node
+
+# Image.Transpose values that swap width and height.
+_SWAPS = {2, 4, 5, 6}
+
+
+def lazy(op, params, inputs, mode, size, replay_fn):
+    """New LazyImage for op over input LazyImages."""
+    return LazyImage(Node(op, params, [i._node for i in inputs], mode, size, replay_fn))
+
+
+def ensure_lazy(im, what="image"):
+    """A LazyImage as is; a real PIL image recorded as a raw source."""
+    if isinstance(im, LazyImage):
+        return im
+    if isinstance(im, PIL.Image.Image):
+        from . import Image
+
+        return Image.frombytes(im.mode, im.size, im.tobytes())
+    raise TypeError(f"imgbatch: {what} must be an image, not {type(im).__name__}")
+
+
+def resolve_color(mode, color):
+    """One byte per band, as Pillow resolves `color` for Image.new(mode, ...)."""
+    return PIL.Image.new(mode, (1, 1), color).tobytes()
+
+
+def _clip_lut_value(v):
+    # Image.point rounds with Python's round(); _imaging.c getlist() reads a
+    # C long (OverflowError beyond 64 bits) into an int (wraps at 32 bits);
+    # _point() then applies CLIP8.
+    v = int(round(v))
+    if not -(1 << 63) <= v < (1 << 63):
+        raise OverflowError("Python int too large to convert to C long")
+    v = ((v + (1 << 31)) % (1 << 32)) - (1 << 31)
+    return 0 if v < 0 else 255 if v > 255 else v
+
+
+def point_lut(lut, bands):
+    """The final 0..255 table Pillow's Image.point applies to an 8-bit image.
+
+    A callable is evaluated on 0..255 and repeated once per band (Pillow's
+    Image.point); a sequence is taken as given, so a wrong length reaches
+    the worker (which rejects it, as Pillow's _point does).
+    """
+    flat = [lut(i) for i in range(256)] * bands if callable(lut) else list(lut)
+    return [_clip_lut_value(v) for v in flat]
+
+
+def _radius_xy(radius):
+    if isinstance(radius, (int, float)):
+        return float(radius), float(radius)
+    rx, ry = radius
+    return float(rx), float(ry)
+
+
+def filter_params(f):
+    """(op, params) for a Pillow ImageFilter instance; None for a Pillow no-op copy."""
+    if isinstance(f, _PILFilter.RankFilter):
+        return "rank_filter", {"size": f.size, "rank": f.rank}
+    if isinstance(f, (_PILFilter.GaussianBlur, _PILFilter.BoxBlur)):
+        # Both return image.copy() for radius 0 or (0, 0) (ImageFilter.py).
+        if f.radius == 0 or f.radius == (0, 0):
+            return None
+        rx, ry = _radius_xy(f.radius)
+        op = "gaussian_blur" if isinstance(f, _PILFilter.GaussianBlur) else "box_blur"
+        return op, {"radius_x": rx, "radius_y": ry}
+    if isinstance(f, _PILFilter.BuiltinFilter) and hasattr(f, "filterargs"):
+        # Kernel and the predefined BLUR, SHARPEN, ...: (size, scale, offset,
+        # kernel), scale already defaulted to the kernel sum by Kernel(). A
+        # zero scale stays zero: Pillow divides by it (_imaging.c _filter).
+        (xs, _ys), scale, offset, kernel = f.filterargs
+        return "kernel", {
+            "size": int(xs),
+            "kernel": [float(k) for k in kernel],
+            "scale": float(scale),
+            "offset": float(offset),
+        }
+    raise NotImplementedError(f"imgbatch: filter {type(f).__name__} is not in the wire format")
+
+
+class LazyImage(GraphImage):
+    """A recorded Pillow image: PIL.Image.Image's calls, evaluated later by the
+    worker (to_job) or by real Pillow (replay). paste() rebinds this handle,
+    as Pillow mutates in place; every other method returns a new image."""
+
+    __slots__ = ()
+
+    def copy(self):
+        return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.copy())
+
+    __copy__ = copy
+
+    def transpose(self, method):
+        m = int(method)
+        w, h = self.size
+        size = (h, w) if m in _SWAPS else (w, h)
+        return lazy("transpose", {"method": m}, [self], self.mode, size,
+                    lambda im: im.transpose(method))
+
+    def crop(self, box=None):
+        if box is None:
+            return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.crop(None))
+        # Image._crop: map(int, map(round, box)); Python's round (half to even).
+        x0, y0, x1, y1 = (int(round(v)) for v in box)
+        params = {"left": x0, "top": y0, "right": x1, "bottom": y1}
+        return lazy("crop", params, [self], self.mode, (x1 - x0, y1 - y0),
+                    lambda im: im.crop(box))
+
+    def resize(self, size, resample=None, box=None, reducing_gap=None):
+        size = tuple(size)
+        rs = PIL.Image.Resampling.BICUBIC if resample is None else resample
+
+        def replay(im):
+            return im.resize(size, resample, box, reducing_gap)
+
+        if self.size == size and (box is None or tuple(box) == (0, 0) + self.size):
+            return lazy("copy", {}, [self], self.mode, self.size, replay)
+        if self.mode in ("1", "P"):
+            rs = PIL.Image.Resampling.NEAREST
+        params = {"width": int(size[0]), "height": int(size[1]), "resample": int(rs)}
+        if box is not None:
+            left, top, right, bottom = (float(v) for v in box)
+            params["box"] = {"left": left, "top": top, "right": right, "bottom": bottom}
+        return lazy("resize", params, [self], self.mode, size, replay)
+
+    def paste(self, im, box=None, mask=None):
+        """Unmasked paste of an image (or a colour with a 4-tuple box)."""
+        if mask is not None or isinstance(box, (GraphImage, PIL.Image.Image)):
+            raise NotImplementedError("imgbatch: masked paste is not in the wire format")
+        box = (0, 0) if box is None else tuple(operator.index(v) for v in box)
+        if len(box) not in (2, 4):
+            raise TypeError("imgbatch: paste box must be a 2- or 4-tuple of ints")
+        if not isinstance(im, (GraphImage, PIL.Image.Image)):
+            if len(box) != 4:
+                raise ValueError("cannot determine region size; use 4-item box")
+            from . import Image
+
+            im = Image.new(self.mode, (box[2] - box[0], box[3] - box[1]), im)
+        im = ensure_lazy(im, "paste source")
+        if im.mode != self.mode and not (self.mode == "RGB" and im.mode in ("LA", "RGBA", "RGBa")):
+            im = im.convert(self.mode)  # Image.paste converts exactly so
+        params = {"left": box[0], "top": box[1]}
+        if len(box) == 4:
+            params["size"] = {"width": box[2] - box[0], "height": box[3] - box[1]}
+
+        def replay(base, src):
+            out = base.copy()
+            out.paste(src, box)
+            return out
+
+        self._node = Node("paste", params, [self._node, im._node], self.mode, self.size, replay)
+
+    def getchannel(self, channel):
+        band = channel
+        if isinstance(channel, str):
+            try:
+                band = self.getbands().index(channel)
+            except ValueError as e:
+                raise ValueError(f'The image has no channel "{channel}"') from e
+        band = operator.index(band)
+        if band < 0:
+            raise ValueError("band index out of range")
+        return lazy("getchannel", {"band": band}, [self], "L", self.size,
+                    lambda im: im.getchannel(channel))
+
+    def convert(self, mode=None, matrix=None, dither=None, palette=PIL.Image.Palette.WEB, colors=256):
+        if matrix is not None:
+            raise NotImplementedError("imgbatch: convert(matrix=...) is not in the wire format")
+        if not mode and self.mode == "P":
+            raise NotImplementedError("imgbatch: convert() of a P image is not in the wire format")
+
+        def replay(im):
+            return im.convert(mode, None, dither, palette, colors)
+
+        if not mode or mode == self.mode:
+            return lazy("copy", {}, [self], self.mode, self.size, replay)  # Pillow returns copy()
+        return lazy("convert", {"mode": mode}, [self], mode, self.size, replay)
+
+    def point(self, lut, mode=None):
+        if isinstance(lut, PIL.Image.ImagePointHandler):
+            raise NotImplementedError("imgbatch: ImagePointHandler is not in the wire format")
+        if mode is not None and mode != self.mode:
+            raise NotImplementedError("imgbatch: point(mode=...) is not in the wire format")
+        table = point_lut(lut, len(self.getbands()))
+        return lazy("point", {"lut": table}, [self], self.mode, self.size,
+                    lambda im: im.point(lut, mode))
+
+    def filter(self, filter):
+        f = filter() if isinstance(filter, type) else filter
+        if not hasattr(f, "filter"):
+            raise TypeError("filter argument should be ImageFilter.Filter instance or class")
+        spec = filter_params(f)
+        op, params = spec if spec else ("copy", {})
+        return lazy(op, params, [self], self.mode, self.size, lambda im: im.filter(f))
+
+
+def ceil_threshold(threshold):
+    """solarize's `i < threshold` over i in 0..255 depends only on this 0..256 value."""
+    return min(256, max(0, math.ceil(threshold)))

@@ -1,0 +1,69 @@
+/*
+ * rank.h - ImageFilter.RankFilter / MedianFilter / MinFilter / MaxFilter.
+ *
+ * Pillow 12.3 (Image.filter -> RankFilter.filter) filters each band on its
+ * own: the band is grown by size/2 pixels on every side with ImagingExpand
+ * (edge pixels replicated, i.e. coordinates clamped to the image), then
+ * ImagingRankFilter writes the rank'th smallest (0-based) of the size x size
+ * window around each pixel. The answer is an order statistic of 8-bit
+ * values, so any exact selection gives Pillow's bytes; we use a branch-free
+ * bit-serial selection (8 counting passes over the window) that suits both
+ * the host and one device thread per sample.
+ */
+#ifndef IB_RANK_H
+#define IB_RANK_H
+
+#include "ib_kernel.h"
+
+/* Largest window side admitted (Pillow takes any odd size; we bound it). */
+#define IB_RANK_MAX_SIZE 9
+
+IB_FN int ib_rank_clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* The k'th smallest (0-based) of v[0..n-1]: the largest r in 0..255 with
+ * #{v < r} <= k, found one bit at a time from the top. */
+IB_FN uint8_t ib_rank_select8(const uint8_t *v, int n, int k) {
+  unsigned r = 0;
+  for (int bit = 7; bit >= 0; bit--) {
+    unsigned cand = r | (1u << bit);
+    int below = 0;
+    for (int i = 0; i < n; i++) below += v[i] < cand;
+    if (below <= k) r = cand;
+  }
+  return (uint8_t)r;
+}
+
+/* One output sample of one band. `c` points at the sample at (x, y); samples
+ * of a row are `step` bytes apart, rows `row_stride` bytes apart. The window
+ * row dy (-size/2..size/2) is the image row of y+dy clamped to 0..height-1,
+ * its column dx the column x+dx clamped to 0..width-1 (ImagingExpand's
+ * replicated edges). size is odd, 3..IB_RANK_MAX_SIZE; 0 <= rank <
+ * size*size. */
+IB_FN uint8_t ib_rank_sample(const uint8_t *c, int64_t row_stride, int64_t step, int x, int y,
+                             int width, int height, int size, int rank) {
+  uint8_t win[IB_RANK_MAX_SIZE * IB_RANK_MAX_SIZE];
+  const int margin = size / 2;
+  int n = 0;
+  for (int dy = -margin; dy <= margin; dy++) {
+    const uint8_t *row = c + (int64_t)(ib_rank_clamp(y + dy, 0, height - 1) - y) * row_stride;
+    for (int dx = -margin; dx <= margin; dx++)
+      win[n++] = row[(int64_t)(ib_rank_clamp(x + dx, 0, width - 1) - x) * step];
+  }
+  return ib_rank_select8(win, n, rank);
+}
+
+/* ib_rank_sample for a window that lies inside the image (size/2 <= x <
+ * width - size/2, same for y): no clamping. */
+IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_t step, int size,
+                                    int rank) {
+  uint8_t win[IB_RANK_MAX_SIZE * IB_RANK_MAX_SIZE];
+  const int margin = size / 2;
+  int n = 0;
+  for (int dy = -margin; dy <= margin; dy++) {
+    const uint8_t *row = c + (int64_t)dy * row_stride;
+    for (int dx = -margin; dx <= margin; dx++) win[n++] = row[(int64_t)dx * step];
+  }
+  return ib_rank_select8(win, n, rank);
+}
+
+#endif

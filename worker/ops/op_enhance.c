@@ -1,0 +1,63 @@
+/*
+ * ImageEnhance.Brightness / Color / Contrast(image).enhance(factor): a blend
+ * of a degenerate image towards the input (kernels/enhance.h). All admitted
+ * modes work in Pillow 12.3. Contrast needs the mean luma of the whole image
+ * before any pixel is written, so the row is a reduction (Brightness and
+ * Color alone would be pointwise).
+ */
+#include "kernels/enhance.h"
+#include "ops/op.h"
+#include "plan/graph.h"
+
+static ib_status enhance_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
+                               ib_error *err) {
+  ib_status st = ib_op_check_mode(node->op, &in[0], err);
+  if (st != IB_OK) return st;
+  int kind = node->pb->enhance ? (int)node->pb->enhance->kind : 0;
+  if (kind != IB_ENHANCE_BRIGHTNESS && kind != IB_ENHANCE_COLOR && kind != IB_ENHANCE_CONTRAST)
+    return ib_op_fail(err, IB_INVALID, "op enhance: kind %d is not Brightness, Color or Contrast",
+                      kind);
+  *out = in[0];
+  return IB_OK;
+}
+
+/* Sum of convert("L") over the image, the histogram sum ImageStat uses. */
+static uint64_t luma_sum(const ib_image *im) {
+  unsigned bands = ib_mode_bands(im->mode);
+  size_t n = (size_t)im->width * im->height;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t l;
+    ib_convert_px((int)im->mode, IB_KMODE_L, im->data + i * bands, &l);
+    sum += l;
+  }
+  return sum;
+}
+
+static ib_status enhance_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                             ib_error *err) {
+  (void)err;
+  const ib_image *src = in[0];
+  int kind = (int)node->pb->enhance->kind;
+  /* _imaging.c _blend: the Python float becomes (float)alpha. */
+  float alpha = (float)node->pb->enhance->factor;
+  int mean = 0;
+  if (kind == IB_ENHANCE_CONTRAST)
+    mean = ib_enhance_contrast_mean(luma_sum(src), (uint64_t)src->width * src->height);
+  size_t row = (size_t)src->width * ib_mode_bands(src->mode);
+  for (uint32_t y = 0; y < src->height; y++)
+    ib_enhance_row(kind, (int)src->mode, mean, alpha, src->data + y * row, out->data + y * row,
+                   src->width);
+  return IB_OK;
+}
+
+const ib_op_desc ib_op_enhance = {
+    .name = "enhance",
+    .op_case = IMGBATCH__V1__NODE__OP_ENHANCE,
+    .cls = IB_CLASS_REDUCTION,
+    .modes = IB_MODES_ALL,
+    .n_inputs = 1,
+    .infer = enhance_infer,
+    .param_bytes = ib_op_no_params,
+    .cpu = enhance_cpu,
+};

@@ -1,0 +1,16 @@
+/* op_geometry.h - helpers shared by the geometric op rows
+ * (op_geometry.c, op_resize.c, op_paste.c). */
+#ifndef IB_OP_GEOMETRY_H
+#define IB_OP_GEOMETRY_H
+
+#include "ops/op.h"
+#include "plan/graph.h"
+
+/* IB_LIMIT naming op and param when an output side exceeds IB_MAX_SIDE. */
+ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t side, ib_error *err);
+/* out(x, y) = in(x + dx, y + dy) where that lies inside `in`; other pixels
+ * of `out` are left untouched (the caller's fill). A pixel copies the first
+ * bands(out) bytes of its source pixel. */
+void ib_geom_copy_window(const ib_image *in, ib_image *out, int64_t dx, int64_t dy);
+
+#endif

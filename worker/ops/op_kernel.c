@@ -1,0 +1,73 @@
+/* ImageFilter.Kernel((size, size), kernel, scale, offset), size 3 or 5, as
+ * Pillow 12.3 _imaging.c `_filter` + Filter.c ImagingFilter: all bands of a
+ * pixel filtered together (a MultibandFilter), the border copied unfiltered.
+ * The per-sample math is kernels/convolve.h. */
+#include <string.h>
+
+#include "kernels/convolve.h"
+#include "ops/op.h"
+#include "plan/graph.h"
+
+/* ImagingFilter copies an image smaller than the kernel before it checks the
+ * kernel size, so e.g. a 7x7 kernel is an identity on a 6-pixel-wide image
+ * and an error on anything larger. */
+static int kernel_copies(uint32_t size, const ib_shape *in) {
+  return in->width < size || in->height < size;
+}
+
+static ib_status kernel_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
+                              ib_error *err) {
+  ib_status st = ib_op_check_mode(node->op, &in[0], err);
+  if (st != IB_OK) return st;
+  const Imgbatch__V1__KernelOp *p = node->pb->kernel;
+  if (p->size == 0 || p->n_kernel != (size_t)p->size * p->size)
+    return ib_op_fail(err, IB_INVALID,
+                      "op kernel: mode %s: %zu weights for size %u (need size*size)",
+                      ib_mode_name(in->mode), p->n_kernel, p->size);
+  if (!kernel_copies(p->size, &in[0]) && p->size != 3 && p->size != 5)
+    return ib_op_fail(err, IB_INVALID,
+                      "op kernel: mode %s: size %u is not 3 or 5 (bad kernel size)",
+                      ib_mode_name(in->mode), p->size);
+  *out = in[0];
+  return IB_OK;
+}
+
+static uint64_t kernel_param_bytes(const ib_node *node) {
+  return (node->pb->kernel->n_kernel + 1) * sizeof(float);
+}
+
+static ib_status kernel_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                            ib_error *err) {
+  (void)err;
+  const Imgbatch__V1__KernelOp *p = node->pb->kernel;
+  const ib_image *src = in[0];
+  const int w = (int)src->width, h = (int)src->height, bands = (int)ib_mode_bands(src->mode);
+  const int64_t stride = (int64_t)w * bands;
+  memcpy(out->data, src->data, ib_image_bytes(src));
+  const ib_shape shape = {src->mode, src->width, src->height};
+  if (kernel_copies(p->size, &shape)) return IB_OK;
+  const int size = (int)p->size, m = size / 2;
+  float k[IB_CONVOLVE_MAX_SIZE * IB_CONVOLVE_MAX_SIZE];
+  for (int i = 0; i < size * size; i++) k[i] = ib_convolve_weight(p->kernel[i], p->scale);
+  const float bias = ib_convolve_bias(p->offset);
+  for (int y = m; y < h - m; y++) {
+    const uint8_t *srow = src->data + y * stride;
+    uint8_t *orow = out->data + y * stride;
+    for (int x = m; x < w - m; x++)
+      for (int b = 0; b < bands; b++)
+        orow[x * bands + b] =
+            ib_convolve_sample(srow + x * bands + b, stride, bands, size, k, bias);
+  }
+  return IB_OK;
+}
+
+const ib_op_desc ib_op_kernel = {
+    .name = "kernel",
+    .op_case = IMGBATCH__V1__NODE__OP_KERNEL,
+    .cls = IB_CLASS_NEIGHBOURHOOD,
+    .modes = IB_MODES_ALL,
+    .n_inputs = 1,
+    .infer = kernel_infer,
+    .param_bytes = kernel_param_bytes,
+    .cpu = kernel_cpu,
+};

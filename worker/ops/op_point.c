@@ -1,0 +1,139 @@
+/*
+ * Image.point(lut) and the ImageOps tables that reduce to it: invert,
+ * solarize(threshold), posterize(bits). One table apply (kernels/point.h);
+ * the rows differ only in how the table is built and which modes they admit.
+ *
+ * Mode rules as Pillow 12.3: Image.point takes every 8-bit mode with exactly
+ * 256 * bands entries (_imaging.c _point; a 256-entry list on a multiband
+ * image is "wrong number of lut entries" - only a callable is repeated, and
+ * the client does that before the job is built). ImageOps._lut admits L and
+ * RGB only ("not supported for mode ...").
+ */
+#include <string.h>
+
+#include "kernels/point.h"
+#include "ops/op.h"
+#include "plan/graph.h"
+
+#define IB_LUT_MODES (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_RGB))
+
+/* The largest table any of these rows uploads: 256 entries x 4 bands. */
+static uint64_t point_table_bytes(const ib_node *node) {
+  (void)node;
+  return 256u * 4u;
+}
+
+/* The node's table: 256 * bands entries, band-major (kernels/point.h).
+ * Image.point clamps the given entries; the ImageOps rows build one
+ * 256-entry table and, as ImageOps._lut does for RGB, repeat it per band. */
+static void point_table(const ib_node *node, unsigned bands, uint8_t *table) {
+  const Imgbatch__V1__Node *pb = node->pb;
+  if (pb->op_case == IMGBATCH__V1__NODE__OP_POINT) {
+    for (size_t i = 0; i < pb->point->n_lut; i++) table[i] = ib_point_entry(pb->point->lut[i]);
+    return;
+  }
+  for (int i = 0; i < 256; i++) {
+    if (pb->op_case == IMGBATCH__V1__NODE__OP_SOLARIZE)
+      table[i] = ib_point_solarize_entry(i, pb->solarize->threshold);
+    else if (pb->op_case == IMGBATCH__V1__NODE__OP_POSTERIZE)
+      table[i] = ib_point_posterize_entry(i, pb->posterize->bits);
+    else
+      table[i] = ib_point_invert_entry(i);
+  }
+  for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
+}
+
+/* CPU row of all four ops: build the table, map every byte through it. */
+static ib_status table_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                           ib_error *err) {
+  (void)err;
+  const ib_image *src = in[0];
+  unsigned bands = ib_mode_bands(src->mode);
+  uint8_t table[256 * 4];
+  point_table(node, bands, table);
+  size_t row = (size_t)src->width * bands;
+  for (uint32_t y = 0; y < src->height; y++)
+    ib_point_row(table, bands, src->data + y * row, out->data + y * row, src->width);
+  return IB_OK;
+}
+
+static ib_status same_shape_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
+                                  ib_error *err) {
+  ib_status st = ib_op_check_mode(node->op, &in[0], err);
+  if (st != IB_OK) return st;
+  *out = in[0];
+  return IB_OK;
+}
+
+/* ---------------------------------------------------------------- point */
+
+static ib_status point_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
+                             ib_error *err) {
+  ib_status st = same_shape_infer(node, in, out, err);
+  if (st != IB_OK) return st;
+  size_t want = 256u * ib_mode_bands(in[0].mode);
+  size_t got = node->pb->point ? node->pb->point->n_lut : 0;
+  if (got != want)
+    return ib_op_fail(err, IB_INVALID, "op point: mode %s needs %zu lut entries, got %zu",
+                      ib_mode_name(in[0].mode), want, got);
+  return IB_OK;
+}
+
+const ib_op_desc ib_op_point = {
+    .name = "point",
+    .op_case = IMGBATCH__V1__NODE__OP_POINT,
+    .cls = IB_CLASS_POINTWISE,
+    .modes = IB_MODES_ALL,
+    .n_inputs = 1,
+    .infer = point_infer,
+    .param_bytes = point_table_bytes,
+    .cpu = table_cpu,
+};
+
+/* ---------------------------------------------------------------- ImageOps tables */
+
+const ib_op_desc ib_op_invert = {
+    .name = "invert",
+    .op_case = IMGBATCH__V1__NODE__OP_INVERT,
+    .cls = IB_CLASS_POINTWISE,
+    .modes = IB_LUT_MODES,
+    .n_inputs = 1,
+    .infer = same_shape_infer,
+    .param_bytes = point_table_bytes,
+    .cpu = table_cpu,
+};
+
+/* Any threshold is valid (Pillow compares i < threshold). */
+const ib_op_desc ib_op_solarize = {
+    .name = "solarize",
+    .op_case = IMGBATCH__V1__NODE__OP_SOLARIZE,
+    .cls = IB_CLASS_POINTWISE,
+    .modes = IB_LUT_MODES,
+    .n_inputs = 1,
+    .infer = same_shape_infer,
+    .param_bytes = point_table_bytes,
+    .cpu = table_cpu,
+};
+
+/* ImageOps.posterize takes bits <= 8 (0 or less keeps no bit: an all-zero
+ * table; the client sends those as 0); 9 and up make 2 ** (8 - bits) a float
+ * and Pillow raises TypeError. */
+static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
+                                 ib_error *err) {
+  ib_status st = same_shape_infer(node, in, out, err);
+  if (st != IB_OK) return st;
+  uint32_t bits = node->pb->posterize ? node->pb->posterize->bits : 0;
+  if (bits > 8) return ib_op_fail(err, IB_INVALID, "op posterize: bits %u out of range 0..8", bits);
+  return IB_OK;
+}
+
+const ib_op_desc ib_op_posterize = {
+    .name = "posterize",
+    .op_case = IMGBATCH__V1__NODE__OP_POSTERIZE,
+    .cls = IB_CLASS_POINTWISE,
+    .modes = IB_LUT_MODES,
+    .n_inputs = 1,
+    .infer = posterize_infer,
+    .param_bytes = point_table_bytes,
+    .cpu = table_cpu,
+};
