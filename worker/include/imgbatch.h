@@ -332,7 +332,9 @@ ib_status ib_results_next(ib_results *rs, ib_result *out);
 /* Frees a stream. Closing a stream that is not exhausted cancels its
  * executor (ib_executor_close): nothing more is pulled, unsubmitted jobs are
  * dropped, in-flight submissions are fenced, undelivered results are
- * discarded and every credit returns. NULL is a no-op. */
+ * discarded and every credit returns. NULL is a no-op. Called from inside a
+ * run input callback (or while another thread drives the executor) it does
+ * nothing: the stream stays open and must be closed again later. */
 void ib_results_close(ib_results *rs);
 
 /* Cancels: stops pulling inputs (the iterator is not called again; the
