@@ -65,9 +65,17 @@ static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
   return n;
 }
 
-/* Builds and enqueues one submission from the head of `pending`. */
+/* A full batch: the job window shared by the submissions that may be in
+ * flight, so max_in_flight submissions of this size cover the window. */
+static size_t batch_target(const ib_executor *ex) {
+  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
+  return t ? t : 1;
+}
+
+/* Builds and enqueues one submission (at most a full batch) from the head
+ * of `pending`. */
 static ib_status issue_one(ib_executor *ex) {
-  size_t cap = ex->pending.n;
+  size_t cap = ex->pending.n < batch_target(ex) ? ex->pending.n : batch_target(ex);
   ib_sub *s = calloc(1, sizeof *s);
   ib_job **jobs = calloc(cap, sizeof *jobs);
   ib_backend_job *bjobs = calloc(cap, sizeof *bjobs);
@@ -98,13 +106,6 @@ static ib_status issue_one(ib_executor *ex) {
     ex->in_flight_head = s;
   ex->in_flight_tail = s;
   return IB_OK;
-}
-
-/* A full batch: the job window shared by the submissions that may be in
- * flight, so max_in_flight submissions of this size cover the window. */
-static size_t batch_target(const ib_executor *ex) {
-  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
-  return t ? t : 1;
 }
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
