@@ -33,8 +33,10 @@
  * value).
  *
  * Two implementations of the same formulas: the float64 one (`_f64`) is the
- * specification; the float32 one (`_f32`, float literals, powf/cbrtf/exp2f) is
- * what the CPU backend and the GPU run. Both take the parameters as narrowed
+ * specification; the float32 one (`_f32`, float literals) is what the CPU
+ * backend and the GPU run. Its cube roots and powers come from ib_mathf.h
+ * (basic IEEE double operations only, rounded to float), not libm/CUDA
+ * powf/cbrtf/exp2f, so both backends give the same bytes. Both take the parameters as narrowed
  * to float32 (the op row rejects values outside the ranges above or
  * non-finite). tests/unit/test_tone.c holds the float32 path to within 1 LSB
  * of float64 (alpha equal). Per-job factors are prepared once
@@ -44,6 +46,7 @@
 #define IB_KERNEL_TONE_H
 
 #include "ib_kernel.h"
+#include "ib_mathf.h"
 
 #define IB_TONE_EV_MAX 8.0
 #define IB_TONE_AMOUNT_MAX 1.0
@@ -59,7 +62,7 @@ typedef struct ib_tone_f32 {
 IB_FN ib_tone_f32 ib_tone_prepare_f32(float ev, float contrast, float highlights, float shadows,
                                       float whites, float blacks) {
   ib_tone_f32 t;
-  t.exposure = exp2f(ev / 3.0f);
+  t.exposure = (float)ib_exp2_d((double)(ev / 3.0f));
   t.contrast = 1.0f + contrast;
   t.shadows = shadows;
   t.highlights = highlights;
@@ -76,11 +79,12 @@ IB_FN float ib_tone_smoothstep_f32(float e0, float e1, float x) {
 
 IB_FN float ib_tone_decode_f32(uint8_t v) {
   float c = (float)v / 255.0f;
-  return c <= 0.04045f ? c / 12.92f : powf((c + 0.055f) / 1.055f, 2.4f);
+  return c <= 0.04045f ? c / 12.92f : (float)ib_pow_2_4_d((double)((c + 0.055f) / 1.055f));
 }
 
 IB_FN uint8_t ib_tone_encode_f32(float lin) {
-  float c = lin <= 0.0031308f ? 12.92f * lin : 1.055f * powf(lin, 1.0f / 2.4f) - 0.055f;
+  float c =
+      lin <= 0.0031308f ? 12.92f * lin : 1.055f * (float)ib_pow_inv_2_4_d((double)lin) - 0.055f;
   c = c < 0.0f ? 0.0f : (c > 1.0f ? 1.0f : c);
   return (uint8_t)(int)floorf(c * 255.0f + 0.5f);
 }
@@ -102,9 +106,9 @@ IB_FN void ib_tone_px_f32(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out
   float g = ib_tone_decode_f32(rgb[1]);
   float b = ib_tone_decode_f32(rgb[2]);
 
-  float l = cbrtf(0.4122214708f * r + 0.5363325363f * g + 0.0514459929f * b);
-  float m = cbrtf(0.2119034982f * r + 0.6806995451f * g + 0.1073969566f * b);
-  float s = cbrtf(0.0883024619f * r + 0.2817188376f * g + 0.6299787005f * b);
+  float l = (float)ib_cbrt_d((double)(0.4122214708f * r + 0.5363325363f * g + 0.0514459929f * b));
+  float m = (float)ib_cbrt_d((double)(0.2119034982f * r + 0.6806995451f * g + 0.1073969566f * b));
+  float s = (float)ib_cbrt_d((double)(0.0883024619f * r + 0.2817188376f * g + 0.6299787005f * b));
 
   float L = 0.2104542553f * l + 0.7936177850f * m - 0.0040720468f * s;
   float A = 1.9779984951f * l - 2.4285922050f * m + 0.4505937099f * s;

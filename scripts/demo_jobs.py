@@ -1,35 +1,35 @@
-"""Builds sample jobs, runs them through `imgbatch run`, saves the results
-as PNG files and checks each against Pillow's own answer."""
+"""The demo's sample jobs: a few graphs built with the Pillow-shaped client,
+run through `imgbatch run`, saved as PNG, and each checked against the same
+graph replayed on real Pillow 12.3."""
 import argparse
 import io
 import os
-import subprocess
 
 from PIL import Image as PILImage
 
-from imgbatch import imgbatch_pb2 as pb
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
+import imgbatch
+from imgbatch import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps
 
 
 def sample_png(w, h):
     im = PILImage.new("RGB", (w, h))
-    im.putdata([((x * 255) // w, (y * 255) // h, ((x + y) * 255) // (w + h))
+    im.putdata([((x * 255) // w, (y * 255) // h, ((x * y) * 255) // (w * h))
                 for y in range(h) for x in range(w)])
     buf = io.BytesIO()
     im.save(buf, "PNG")
     return buf.getvalue()
 
 
-def job(key, png):
-    j = pb.Job(key_string=key)
-    j.source.encoded = png
-    j.nodes.add().source.index = 0
-    n = j.nodes.add()
-    n.copy.SetInParent()
-    n.inputs.append(0)
-    j.output.cpu.format = pb.PNG
-    return j.SerializeToString()
+def graphs():
+    a = Image.open(io.BytesIO(sample_png(640, 480)))
+    b = Image.open(io.BytesIO(sample_png(257, 131)))
+    yield "invert", ImageOps.invert(a)
+    yield "gaussian-blur-4", a.filter(ImageFilter.GaussianBlur(4))
+    yield "median3-mirror", ImageOps.mirror(b.filter(ImageFilter.MedianFilter(3)))
+    yield "multiply-rotated", ImageChops.multiply(a, a.transpose(Image.Transpose.ROTATE_180))
+    yield "contrast-grayscale", ImageOps.grayscale(ImageEnhance.Contrast(b).enhance(1.8))
+    yield "crop-expand", ImageOps.expand(a.crop((100, 100, 356, 300)), border=8,
+                                               fill=(255, 128, 0))
 
 
 def main():
@@ -38,27 +38,23 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    pngs = {f"sample-{w}x{h}": sample_png(w, h) for w, h in [(64, 48), (257, 131), (640, 480)]}
-    stream = b"".join(_VarintBytes(len(m)) + m for m in (job(k, v) for k, v in pngs.items()))
-    out = subprocess.run([a.bin, "run", "--backend", a.backend], input=stream,
-                         capture_output=True, check=True).stdout
-    pos = 0
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        r = pb.Result()
-        r.ParseFromString(out[pos:pos + n])
-        pos += n
-        if r.WhichOneof("outcome") != "image":
-            print(f"{r.key_string}: error {r.error.message}")
+    recorded = dict(graphs())
+    jobs = (im.to_job(key=name, output="png") for name, im in recorded.items())
+    ok = True
+    for r in imgbatch.run_local(jobs, binary=a.bin, backend=a.backend):
+        if r.error is not None:
+            print(f"{r.input_key}: error {r.error.stage}/{r.error.kind}: {r.error.message}")
+            ok = False
             continue
-        path = os.path.join(a.out, r.key_string + ".png")
+        path = os.path.join(a.out, f"{r.input_key}.png")
         with open(path, "wb") as f:
             f.write(r.image.data)
-        want = PILImage.open(io.BytesIO(pngs[r.key_string])).copy()
         got = PILImage.open(io.BytesIO(r.image.data))
-        same = got.tobytes() == want.tobytes()
-        print(f"{r.key_string}: job {r.job_id} {r.image.mode} {r.image.width}x{r.image.height}"
-              f" -> {path} (equal to Pillow: {same})")
+        same = got.tobytes() == recorded[r.input_key].replay().tobytes()
+        ok &= same
+        print(f"{r.input_key:20s} job {r.job_id}  {r.image.mode:4s} {r.image.width}x{r.image.height}"
+              f"  -> {path}  equal to Pillow 12.3: {same}")
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -94,9 +94,9 @@ Test(admission, job_over_a_byte_cap_alone_is_a_limit_not_queue_full) {
 Test(admission, valid_job_that_does_not_fit_beside_live_work_is_queue_full) {
   ib_executor_options o;
   ib_executor_options_default(&o);
-  /* An 8x8 L source-only job charges 3 * 64 gpu bytes (node output, upload,
-   * terminal staging): three fit, not four. */
-  o.gpu_bytes = 3 * 192 + 100;
+  /* An 8x8 L source-only job's device working set is its one 64-byte node
+   * output: three fit, not four. */
+  o.gpu_bytes = 3 * 64 + 30;
   ib_executor *ex;
   cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
   ib_error err = {0};
@@ -106,7 +106,7 @@ Test(admission, valid_job_that_does_not_fit_beside_live_work_is_queue_full) {
   ib_graph *g = test_graph_u64(3);
   cr_assert_eq(submit(ex, g, &id, &err), IB_QUEUE_FULL);
   cr_assert(strstr(err.message, "gpu bytes"), "%s", err.message);
-  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 3 * 192);
+  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, 3 * 64);
   ib_graph_free(g);
   ib_executor_destroy(ex);
 }
@@ -165,8 +165,8 @@ Test(admission, metadata_is_snapshotted_and_charged) {
   ib_error err = {0};
   cr_assert_eq(submit(ex, test_graph(&t), &id, &err), IB_OK, "%s", err.message);
   ib_executor_counters after = test_counters(ex);
-  /* Completed, undelivered: the held part is output staging + copy + snapshot. */
-  cr_assert_gt(after.host_bytes.in_use, before.host_bytes.in_use + 2 * 64);
+  /* Completed, undelivered: the held part is the output and the snapshot. */
+  cr_assert_gt(after.host_bytes.in_use, before.host_bytes.in_use + 64);
   ib_results *rs;
   cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
   ib_result r;
@@ -260,4 +260,56 @@ Test(admission, defaults_match_the_spec) {
   cr_assert_eq(o.host_bytes, 256ull << 20);
   cr_assert_eq(o.max_jobs, 64);
   cr_assert_eq(o.max_in_flight, 2);
+}
+
+/* A PNG that is only a header: IHDR for a 4096x4096 RGBA image, an empty
+ * IDAT, IEND. Enough for the header check; it never decodes. */
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+  }
+  return c ^ 0xffffffffu;
+}
+
+static size_t put_chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t len) {
+  uint8_t *p = out;
+  p[0] = len >> 24, p[1] = len >> 16, p[2] = len >> 8, p[3] = (uint8_t)len;
+  memcpy(p + 4, type, 4);
+  if (len) memcpy(p + 8, data, len);
+  uint32_t crc = crc32_of(p + 4, 4 + len);
+  p += 8 + len;
+  p[0] = crc >> 24, p[1] = crc >> 16, p[2] = crc >> 8, p[3] = (uint8_t)crc;
+  return 12 + len;
+}
+
+static size_t header_only_png(uint8_t *buf) {
+  memcpy(buf, "\x89PNG\r\n\x1a\n", 8);
+  const uint8_t ihdr[13] = {0, 0, 0x10, 0, 0, 0, 0x10, 0, 8, 6, 0, 0, 0};
+  size_t n = 8 + put_chunk(buf + 8, "IHDR", ihdr, 13);
+  n += put_chunk(buf + n, "IDAT", NULL, 0);
+  return n + put_chunk(buf + n, "IEND", NULL, 0);
+}
+
+Test(admission, a_4096_square_rgba_job_with_several_ops_fits_the_default_caps) {
+  uint8_t png[64];
+  test_job t = {.encoded = png, .encoded_len = header_only_png(png), .copies = 6};
+  ib_graph *g = test_graph(&t);
+  ib_executor *ex = test_executor(8, true);
+  ib_error err = {0};
+  cr_assert_eq(submit(ex, g, NULL, &err), IB_OK, "%s", err.message);
+  /* CPU liveness peak: two 64 MiB images at once, one of them the result. */
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.host_bytes.in_use, t.encoded_len + (128ull << 20));
+  cr_assert_eq(c.gpu_bytes.in_use, 128ull << 20);
+  ib_executor_destroy(ex); /* cancelled before anything decoded */
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.host_bytes = 128ull << 20;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
+  g = test_graph(&t);
+  cr_assert_eq(submit(ex, g, NULL, &err), IB_LIMIT);
+  ib_graph_free(g);
+  ib_executor_destroy(ex);
 }

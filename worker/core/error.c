@@ -4,14 +4,19 @@
 
 #include "core/error.h"
 
-ib_status ib_error_set(ib_error *err, ib_status st, ib_stage stage, const char *fmt, ...) {
+ib_status ib_error_vset(ib_error *err, ib_status st, ib_stage stage, const char *fmt, va_list ap) {
   if (!err) return st;
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
   err->status = st;
   err->stage = stage;
+  return st;
+}
+
+ib_status ib_error_set(ib_error *err, ib_status st, ib_stage stage, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ib_error_vset(err, st, stage, fmt, ap);
+  va_end(ap);
   return st;
 }
 

@@ -2,11 +2,15 @@
 #ifndef IB_ERROR_H
 #define IB_ERROR_H
 
+#include <stdarg.h>
+
 #include "imgbatch.h"
 
 /* Sets status, stage and a formatted message; returns the status. */
 ib_status ib_error_set(ib_error *err, ib_status st, ib_stage stage, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+ib_status ib_error_vset(ib_error *err, ib_status st, ib_stage stage, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 /* Prepends "<prefix>: " to the message (truncating at the buffer's end). */
 void ib_error_prefix(ib_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -43,8 +43,8 @@ typedef struct ib_backend {
    * conservative working bytes for one job - device working set and host
    * (pinned) staging. The core charges the larger of each against its own
    * estimate, so a backend can only raise a charge. Same rules as admit. */
-  ib_status (*job_bytes)(void *state, const ib_graph *g, uint64_t *gpu_bytes,
-                         uint64_t *host_bytes, ib_error *err);
+  ib_status (*job_bytes)(void *state, const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
+                         ib_error *err);
   /* Enqueues jobs[0..n) as one submission. The jobs array and the graphs
    * stay valid until wait returns. A non-OK status means nothing was
    * enqueued (device-wide failure; err names one representative job). */

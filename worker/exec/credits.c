@@ -26,13 +26,37 @@ void ib_credits_destroy(ib_credits *cr) {
   pthread_mutex_destroy(&cr->lock);
 }
 
-/* Sources: the encoded (or raw) bytes the job carries, and the decoded
- * pixels, which exist once as the decode target / upload staging on the host
- * and once as the uploaded copy on the device. Nodes: peak_bytes counts
- * every node output alive at once (no liveness credit), plus the params.
- * Output: terminal staging on the device; on the host the staging range
- * and the delivered copy. A resident output stays on the device and keeps
- * a download workspace of its own size reserved. */
+/* The most node-output bytes alive at once when nodes run in order and an
+ * output is freed right after its last reader (ib_cpu_execute's contract;
+ * outputs nobody reads stay alive to the end). A node's inputs are still
+ * alive while its output is written. */
+static uint64_t live_peak(const ib_graph *g) {
+  uint64_t live = 0, peak = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_node *n = &g->nodes[i];
+    live = sat_add(live, shape_bytes(&n->shape));
+    if (live > peak) peak = live;
+    for (unsigned k = 0; k < n->n_inputs; k++) {
+      uint32_t in = n->inputs[k];
+      bool seen = k == 1 && n->inputs[0] == in; /* the same node read twice frees once */
+      if (!seen && g->nodes[in].last_use == i) live -= shape_bytes(&g->nodes[in].shape);
+    }
+  }
+  return peak;
+}
+
+/* Every distinct buffer is charged once, at its largest:
+ * - device working set: node outputs (the source nodes' outputs are the
+ *   upload targets, the last node's is the terminal buffer) - all alive at
+ *   once on a device backend (peak_bytes), the liveness peak on a
+ *   host-memory backend - plus params/LUTs. A resident output keeps its
+ *   buffer and an equal download workspace until delivered.
+ * - host, device backend: source bytes, pinned upload staging (decoded
+ *   sources) and param staging while running; the download staging range
+ *   and the delivered copy (2 x output) plus the snapshot until delivered.
+ * - host, host-memory backend: source bytes and the working set while
+ *   running; the terminal buffer (it becomes the result) and the snapshot
+ *   until delivered. The device charge mirrors it (the device is the host). */
 ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory, bool resident) {
   uint64_t src = 0, decoded = 0;
   for (size_t i = 0; i < g->n_sources; i++) {
@@ -40,12 +64,19 @@ ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory
     decoded = sat_add(decoded, shape_bytes(&g->sources[i].shape));
   }
   uint64_t out = shape_bytes(&g->nodes[g->n_nodes - 1].shape);
-  ib_charge c = {0};
-  c.gpu_work = sat_add(sat_add(g->peak_bytes, decoded), sat_add(g->param_bytes, out));
-  c.host_work = sat_add(src, decoded);
-  if (host_memory) c.host_work = sat_add(c.host_work, c.gpu_work);
-  c.host_held = sat_add(echo_bytes, sat_add(out, out));
-  if (resident) c.gpu_held = sat_add(out, out);
+  uint64_t work = sat_add(host_memory ? live_peak(g) : g->peak_bytes, g->param_bytes);
+  ib_charge c = {.gpu_work = work};
+  if (resident) {
+    c.gpu_work -= out;
+    c.gpu_held = sat_add(out, out);
+  }
+  if (host_memory) {
+    c.host_work = sat_add(src, work - out);
+    c.host_held = sat_add(out, echo_bytes);
+  } else {
+    c.host_work = sat_add(src, sat_add(decoded, g->param_bytes));
+    c.host_held = sat_add(sat_add(out, out), echo_bytes);
+  }
   return c;
 }
 

@@ -7,6 +7,7 @@
  * frees their graphs (sources included); outputs wait in the completed FIFO.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "exec/executor.h"
@@ -54,20 +55,52 @@ static void finish_sub(ib_executor *ex, ib_sub *s, bool wait) {
   free(s);
 }
 
+static uint64_t unix_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A job whose Job.deadline_unix_ms passed while it waited is answered with
+ * Timeout instead of being executed (late work only delays live work). */
+static bool expire_if_late(ib_executor *ex, ib_job *j, uint64_t now_ms) {
+  const Imgbatch__V1__Job *pb = j->graph->job;
+  if (pb->deadline_present_case != IMGBATCH__V1__JOB__DEADLINE_PRESENT_DEADLINE_UNIX_MS ||
+      now_ms <= pb->deadline_unix_ms)
+    return false;
+  ib_backend_job bj = {.status = IB_TIMEOUT};
+  ib_error_set(&bj.err, IB_TIMEOUT, IB_STAGE_ADMIT,
+               "deadline: passed %llu ms before the job could be submitted",
+               (unsigned long long)(now_ms - pb->deadline_unix_ms));
+  complete_job(ex, j, &bj, 0);
+  return true;
+}
+
 static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
   size_t n = 0, ops = 0;
+  uint64_t now_ms = unix_ms();
   while (ex->pending.head && n < cap) {
     size_t nodes = ex->pending.head->graph->n_nodes;
     if (n && ops + nodes > IB_MAX_OPS_PER_SUBMISSION) break;
+    ib_job *j = ib_job_fifo_pop(&ex->pending);
+    if (expire_if_late(ex, j, now_ms)) continue;
     ops += nodes;
-    group[n++] = ib_job_fifo_pop(&ex->pending);
+    group[n++] = j;
   }
   return n;
 }
 
-/* Builds and enqueues one submission from the head of `pending`. */
+/* A full batch: the job window shared by the submissions that may be in
+ * flight, so max_in_flight submissions of this size cover the window. */
+static size_t batch_target(const ib_executor *ex) {
+  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
+  return t ? t : 1;
+}
+
+/* Builds and enqueues one submission (at most a full batch) from the head
+ * of `pending`. */
 static ib_status issue_one(ib_executor *ex) {
-  size_t cap = ex->pending.n;
+  size_t cap = ex->pending.n < batch_target(ex) ? ex->pending.n : batch_target(ex);
   ib_sub *s = calloc(1, sizeof *s);
   ib_job **jobs = calloc(cap, sizeof *jobs);
   ib_backend_job *bjobs = calloc(cap, sizeof *bjobs);
@@ -80,6 +113,12 @@ static ib_status issue_one(ib_executor *ex) {
   s->jobs = jobs;
   s->bjobs = bjobs;
   s->n = take_group(ex, jobs, cap);
+  if (s->n == 0) { /* every job taken had expired */
+    free(s);
+    free(jobs);
+    free(bjobs);
+    return IB_OK;
+  }
   s->started_us = ib_now_us();
   for (size_t i = 0; i < s->n; i++) {
     jobs[i]->queue_us = s->started_us - jobs[i]->admitted_us;
@@ -98,13 +137,6 @@ static ib_status issue_one(ib_executor *ex) {
     ex->in_flight_head = s;
   ex->in_flight_tail = s;
   return IB_OK;
-}
-
-/* A full batch: the job window shared by the submissions that may be in
- * flight, so max_in_flight submissions of this size cover the window. */
-static size_t batch_target(const ib_executor *ex) {
-  size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
-  return t ? t : 1;
 }
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {

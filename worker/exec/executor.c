@@ -52,6 +52,15 @@ ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out,
   if (!be)
     return ib_error_set(err, IB_DEVICE, IB_STAGE_NONE, "executor: %s backend not built",
                         o.backend == IB_BACKEND_CUDA ? "cuda" : "cpu");
+  return ib_exec_create_with(&o, be, out, err);
+}
+
+ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend *be,
+                              ib_executor **out, ib_error *err) {
+  *out = NULL;
+  ib_executor_options o = *opts;
+  ib_status st = check_options(&o, err);
+  if (st != IB_OK) return st;
   ib_executor *ex = calloc(1, sizeof *ex);
   if (!ex) return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: out of memory");
   if (o.cache_dir && !(ex->cache_dir = strdup(o.cache_dir))) {

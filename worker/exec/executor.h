@@ -83,6 +83,10 @@ struct ib_results {
   ib_result held;
 };
 
+/* ib_executor_create over a given backend (tests drive fake backends). */
+ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend *be,
+                              ib_executor **out, ib_error *err);
+
 /* Driving guard: true when the caller now owns the executor. */
 bool ib_exec_enter(ib_executor *ex);
 void ib_exec_leave(ib_executor *ex);

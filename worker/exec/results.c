@@ -13,6 +13,7 @@
 static ib_status open_stream(ib_executor *ex, bool is_run, ib_input_next_fn next, void *user,
                              ib_results **out) {
   *out = NULL;
+  if (!ex) return IB_INVALID;
   if (!ib_exec_enter(ex)) return IB_BUSY;
   ib_status st = IB_OK;
   if (ex->closed)
@@ -144,6 +145,7 @@ static ib_status step(ib_results *rs, ib_result *out) {
 
 ib_status ib_results_next(ib_results *rs, ib_result *out) {
   *out = (ib_result){0};
+  if (!rs) return IB_INVALID;
   if (rs->finished) return rs->final;
   ib_executor *ex = rs->ex;
   if (!ex) return IB_CLOSED;

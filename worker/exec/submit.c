@@ -142,6 +142,8 @@ ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key, ui
                              ib_error *err) {
   ib_error scratch;
   if (!err) err = &scratch;
+  if (!ex || !g)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_ADMIT, "submit: no executor or graph");
   if (!ib_exec_enter(ex))
     return ib_error_set(err, IB_BUSY, IB_STAGE_ADMIT,
                         "submit: another call is driving this executor (recursive or concurrent)");

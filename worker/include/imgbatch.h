@@ -160,20 +160,27 @@ typedef struct ib_executor_options {
 void ib_executor_options_default(ib_executor_options *o);
 
 /*
- * Credits. Every admitted job reserves, conservatively and up front:
- *   gpu_bytes  - its working buffers (every node output alive at once), the
- *                uploads of its decoded sources, its parameters/LUTs, the
- *                terminal staging copy, and for a resident output the
- *                reserved download workspace;
- *   host_bytes - its source bytes (encoded or raw), the decode/upload
- *                temporaries (decoded source pixels), the metadata snapshot,
- *                the staging range and the undelivered output pixels. A
- *                backend whose device memory is host memory (the CPU
- *                backend) also charges its working buffers here;
+ * Credits. Every admitted job reserves, conservatively and up front, each
+ * distinct buffer it can need once, at its largest:
+ *   gpu_bytes  - its device working set: every node output (the sources'
+ *                upload targets and the terminal buffer included), all
+ *                alive at once on a device backend, the liveness peak on the
+ *                CPU backend (which frees an intermediate after its last
+ *                reader); its parameters/LUTs; a resident output keeps its
+ *                buffer and an equal reserved download workspace;
+ *   host_bytes - its source bytes (encoded or raw), the metadata snapshot
+ *                and the undelivered output pixels; on a device backend also
+ *                the pinned upload staging (decoded sources), parameter
+ *                staging and the download staging range. The CPU backend's
+ *                device memory is host memory: its working set is charged
+ *                here as well;
  *   max_jobs   - one slot from admission until its result is delivered;
  *   max_in_flight - one per outstanding backend submission.
- * Working-buffer credits return when the job's submission completes; the
- * rest when ib_results_next hands the result out (or close discards it).
+ * A backend may raise the working charge with its own estimate, never lower
+ * it. The working part (everything but the output staging/pixels, a
+ * resident output and the snapshot) returns when the job's submission
+ * completes; the rest when ib_results_next hands the result out (or close
+ * discards it). Exact formulas: ib_charge_for in worker/exec/credits.c.
  * These are admission reservations, not measurements of RSS or free VRAM.
  * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
  * device allocation); one that would fit an empty executor but not beside
@@ -185,7 +192,7 @@ typedef struct ib_credit_counter {
 
 /* Counters only: the executor keeps no per-job history. */
 typedef struct ib_executor_counters {
-  uint64_t admitted;              /* submissions accepted (each got an id) */
+  uint64_t admitted;              /* jobs admitted (each got an id) */
   uint64_t rejected_queue_full;   /* by status; each consumed an id */
   uint64_t rejected_limit;
   uint64_t rejected_unsupported;
@@ -270,8 +277,8 @@ typedef struct ib_results ib_results;
 
 /* A stream over every job admitted so far. Creating it does not wait and
  * runs nothing; each ib_results_next drives execution (groups pending jobs
- * into submissions, at most max_in_flight outstanding) until one result is
- * ready. Exhausted (IB_END) once every admitted job was delivered. */
+ * into submissions of at most max_jobs / max_in_flight jobs and 256 ops,
+ * at most max_in_flight outstanding) until one result is ready. Exhausted (IB_END) once every admitted job was delivered. */
 ib_status ib_executor_join(ib_executor *ex, ib_results **out);
 
 /* One input for run. On IB_OK the callback sets `graph` (ownership passes to
@@ -325,7 +332,9 @@ ib_status ib_results_next(ib_results *rs, ib_result *out);
 /* Frees a stream. Closing a stream that is not exhausted cancels its
  * executor (ib_executor_close): nothing more is pulled, unsubmitted jobs are
  * dropped, in-flight submissions are fenced, undelivered results are
- * discarded and every credit returns. NULL is a no-op. */
+ * discarded and every credit returns. NULL is a no-op. Called from inside a
+ * run input callback (or while another thread drives the executor) it does
+ * nothing: the stream stays open and must be closed again later. */
 void ib_results_close(ib_results *rs);
 
 /* Cancels: stops pulling inputs (the iterator is not called again; the

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/error.h"
 #include "ops/op.h"
 #include "plan/graph.h"
 
@@ -84,14 +85,10 @@ const ib_op_desc *ib_op_for_case(Imgbatch__V1__Node__OpCase c) {
 }
 
 ib_status ib_op_fail(ib_error *err, ib_status st, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    err->status = st;
-    err->stage = IB_STAGE_VALIDATE;
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  ib_error_vset(err, st, IB_STAGE_VALIDATE, fmt, ap);
+  va_end(ap);
   return st;
 }
 

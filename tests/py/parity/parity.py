@@ -203,11 +203,6 @@ def _check_ids(cases):
 
 MAX_CRASHES = 10
 
-# Parity checks pixels, not admission: single jobs at the 4096 bound with
-# several ops legitimately exceed the default 256 MiB host cap (credits are
-# conservative reservations), so the parity runs give the executor room.
-# The default caps are pinned by the executor's own tests.
-RUN_ARGS = ("--host-bytes", str(8 << 30), "--gpu-bytes", str(8 << 30))
 
 
 def _run_once(cases, indices, timeout, results):
@@ -216,8 +211,7 @@ def _run_once(cases, indices, timeout, results):
     jobs = (cases[i].image.to_job(key=i, output="raw") for i in indices)
     wanted = set(indices)
     try:
-        for res in imgbatch.run_local(jobs, binary=binary(), backend=backend(), args=RUN_ARGS,
-                                       timeout=timeout):
+        for res in imgbatch.run_local(jobs, binary=binary(), backend=backend(), timeout=timeout):
             if res.input_key in wanted:
                 results[res.input_key] = res
     except (RuntimeError, TimeoutError) as e:

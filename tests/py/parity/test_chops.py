@@ -1,377 +1,259 @@
-"""Parity of the composition family (ImageChops two-image functions, blend) with
-Pillow 12.3, and of the Oklab tone op with its float64 specification.
+"""Composition family against Pillow 12.3: the ImageChops two-image functions
+and Image.blend (bytes, mode and size equal; Pillow's refusals answered with
+the matching error kind), and the Oklab tone op against its float64
+specification (tone_reference.py; within 1 LSB, alpha equal).
 
-Jobs are built as protobufs directly (Job.source + Job.extra_sources[0], nodes
-[SourceOp 0, SourceOp 1, op]) and run in one `imgbatch run --backend cpu`
-process per test. Chops and blend must equal Pillow's bytes, mode and size;
-Pillow's refusals must come back as the matching error kind. Tone must be
-within 1 LSB of a numpy float64 transcription of kernels/tone.h, alpha equal.
+Mode classes: each admitted mode paired with itself, and "mixed4": two
+different 4-band modes (RGBA/CMYK/RGBX), which Pillow accepts (the output
+takes image1's mode; blend at alpha 1 returns image2, in image2's mode).
 """
 import math
-import os
-import random
-import subprocess
 
 import numpy as np
+import parity
 import pytest
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
-from PIL import Image, ImageChops
+from parity import Case
+from tone_reference import PARAMS as TONE_PARAMS
+from tone_reference import tone_reference
 
-from imgbatch import imgbatch_pb2 as pb
+import imgbatch
+from imgbatch import Image, ImageChops
+from imgbatch._methods import lazy
 
-BIN = os.environ.get("IB_BIN", "build/imgbatch")
-BANDS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "CMYK": 4, "RGBX": 4}
-FUNCS = ["multiply", "screen", "overlay", "hard_light", "soft_light", "difference", "darker",
-         "lighter", "add", "subtract", "add_modulo", "subtract_modulo"]
-# Mode classes: (mode1 choices, mode2 choices); the 4-band mixed class pairs
-# different modes of one band count, which Pillow accepts (image1's mode out).
-MODE_CLASSES = {
-    "L": ["L"], "LA": ["LA"], "RGB": ["RGB"], "RGBA": ["RGBA"], "CMYK": ["CMYK"],
-    "RGBX": ["RGBX"], "mixed4": ["RGBA", "CMYK", "RGBX"],
-}
-CASES = 200
+imgbatch.register_tone_reference(tone_reference)
 
-
-# ---------------------------------------------------------------- jobs
-
-def rand_size(rng):
-    r = rng.random()
-    if r < 0.1:
-        return (1, 1)
-    if r < 0.25:
-        return (rng.randint(1, 3), rng.randint(1, 3))
-    if r < 0.95:
-        return (rng.randint(1, 33), rng.randint(1, 17))
-    return (rng.randint(100, 400), rng.randint(1, 9))
+FUNCS = ("multiply", "screen", "overlay", "hard_light", "soft_light", "difference", "darker",
+         "lighter", "add", "subtract", "add_modulo", "subtract_modulo")
+SCALED = ("add", "subtract")
+MODE_CLASSES = ("L", "LA", "RGB", "RGBA", "CMYK", "RGBX", "mixed4")
+FOUR_BAND = ("RGBA", "CMYK", "RGBX")
+N = parity.scale(200)
 
 
-def rand_image(rng, mode, size):
-    return Image.frombytes(mode, size, rng.randbytes(size[0] * size[1] * BANDS[mode]))
+def _modes(r, cls):
+    return tuple(r.sample(FOUR_BAND, 2)) if cls == "mixed4" else (cls, cls)
 
 
-def modes_for(rng, cls):
-    choices = MODE_CLASSES[cls]
-    return (rng.choice(choices), rng.choice(choices)) if cls == "mixed4" else (cls, cls)
+def _scale_offset(r):
+    """Random scale/offset inside the contexts the row admits: |a +- b| / |scale|
+    + |offset| stays below 2^31 - 256 (Pillow's int conversion is defined)."""
+    scale = r.choice([1.0, 2.0, 0.5, -1.0, -3.0, r.uniform(-5, 5), r.uniform(0.01, 1),
+                      r.uniform(1, 300)])
+    scale = float(np.float32(scale)) or 1.0  # Pillow parses scale as a C float
+    offset = r.choice([0, 128, r.randint(-300, 300), r.randint(-10**6, 10**6)])
+    if abs(scale) >= 0.01 and r.random() < 0.1:
+        offset = r.randint(-(2**31) + 10**6, 2**31 - 10**6)
+    return scale, offset
 
 
-def raw_source(msg, im):
-    msg.raw.mode, msg.raw.width, msg.raw.height = im.mode, im.width, im.height
-    msg.raw.data = im.tobytes()
+def _chop(fn, a, b, scale=1.0, offset=0):
+    f = getattr(ImageChops, fn)
+    return f(a, b, scale, offset) if fn in SCALED else f(a, b)
 
 
-def make_job(key, images, fill_op, inputs=None):
-    job = pb.Job(key_u64=key)
-    raw_source(job.source, images[0])
-    for im in images[1:]:
-        raw_source(job.extra_sources.add(), im)
-    for i in range(len(images)):
-        job.nodes.add().source.index = i
-    node = job.nodes.add()
-    node.inputs.extend(inputs if inputs is not None else range(len(images)))
-    fill_op(node)
-    job.output.cpu.format = pb.RAW
-    return job
-
-
-def chops_op(fn, scale=1.0, offset=0.0):
-    def fill(node):
-        node.chops.function, node.chops.scale, node.chops.offset = fn, scale, offset
-    return fill
-
-
-def blend_op(alpha):
-    def fill(node):
-        node.blend.alpha = alpha
-    return fill
-
-
-def tone_op(params):
-    def fill(node):
-        node.tone.SetInParent()
-        for k, v in params.items():
-            setattr(node.tone, k, v)
-    return fill
-
-
-def run_jobs(jobs):
-    stream = b"".join(_VarintBytes(j.ByteSize()) + j.SerializeToString() for j in jobs)
-    proc = subprocess.run([BIN, "run", "--backend", "cpu"], input=stream, capture_output=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    out, pos, results = proc.stdout, 0, {}
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        r = pb.Result()
-        r.ParseFromString(out[pos:pos + n])
-        pos += n
-        results[r.key_u64] = r
-    assert len(results) == len(jobs)
-    return results
-
-
-class Batch:
-    """Jobs with their expectations: a Pillow image, or an error kind."""
-
-    def __init__(self):
-        self.jobs, self.expect = [], []
-
-    def add(self, images, fill_op, expect, what, inputs=None):
-        self.jobs.append(make_job(len(self.jobs), images, fill_op, inputs))
-        self.expect.append((expect, what))
-
-    def check(self, compare=None):
-        results = run_jobs(self.jobs)
-        failures = []
-        for key, (expect, what) in enumerate(self.expect):
-            r = results[key]
-            outcome = r.WhichOneof("outcome")
-            if isinstance(expect, int):
-                if outcome != "error" or r.error.kind != expect:
-                    failures.append(f"{what}: want error kind {expect}, got {outcome} {r}")
-                continue
-            if outcome != "image":
-                failures.append(f"{what}: {r.error.message}")
-                continue
-            msg = (compare or compare_exact)(r.image, expect)
-            if msg:
-                failures.append(f"{what}: {msg}")
-        assert not failures, f"{len(failures)} of {len(self.jobs)} failed:\n" + \
-            "\n".join(failures[:20])
-        return len(self.jobs)
-
-
-def compare_exact(got, ref):
-    if (got.mode, got.width, got.height) != (ref.mode, ref.width, ref.height):
-        return f"shape {got.mode} {got.width}x{got.height} != {ref.mode} {ref.size}"
-    want = ref.tobytes()
-    if got.data != want:
-        bad = sum(a != b for a, b in zip(got.data, want))
-        return f"{bad} of {len(want)} bytes differ"
-    return None
+def _pairs(r, cls):
+    """N (image1, image2) pairs: edge sizes, random sizes, one near 4096; 40%
+    of pairs differ in size (the output is the intersection for chops)."""
+    sizes = parity.sizes(r, N - 1)
+    for i, s1 in enumerate(sizes):
+        m1, m2 = _modes(r, cls)
+        s2 = s1 if r.random() < 0.6 else r.choice(sizes[:-1])
+        a = parity.random_image(r, m1, s1)
+        b = a if i % 40 == 7 and m1 == m2 else parity.random_image(r, m2, s2)  # same node
+        yield i, a, b
 
 
 # ---------------------------------------------------------------- chops
 
-def pillow_chops(fn, im1, im2, scale, offset):
-    f = getattr(ImageChops, FUNCS[fn])
-    return f(im1, im2, scale, offset) if FUNCS[fn] in ("add", "subtract") else f(im1, im2)
+
+@pytest.mark.parametrize("cls", MODE_CLASSES)
+@pytest.mark.parametrize("fn", FUNCS)
+def test_chops_matches_pillow(fn, cls):
+    r = parity.rng("chops", fn, cls)
+    cases = []
+    for i, a, b in _pairs(r, cls):
+        scale, offset = _scale_offset(r) if fn in SCALED else (1.0, 0)
+        cases.append(Case(f"{fn}-{cls}-{i} {a.mode}{a.size} {b.mode}{b.size} "
+                          f"scale={scale} offset={offset}", f"chops {fn}", cls,
+                          _chop(fn, a, b, scale, offset)))
+    parity.assert_exact(cases)
 
 
-def rand_scale_offset(rng):
-    scale = rng.choice([1.0, 2.0, 0.5, -1.0, -3.0, rng.uniform(-5, 5), rng.uniform(0.01, 1),
-                        rng.uniform(1, 300)])
-    scale = float(np.float32(scale)) or 1.0  # Pillow parses scale as a C float
-    offset = rng.choice([0, 128, rng.randint(-300, 300), rng.randint(-10**6, 10**6),
-                         rng.randint(-(2**31) + 10**7, 2**31 - 10**7)])
-    return scale, offset
-
-
-def may_overflow(scale, offset):
-    """The row's rule: |a +- b| / |scale| + |offset| could leave int32 in Pillow."""
-    return 510.0 / abs(scale) + abs(offset) >= 2147483392.0
-
-
-@pytest.mark.parametrize("cls", list(MODE_CLASSES))
-@pytest.mark.parametrize("fn", range(len(FUNCS)), ids=FUNCS)
-def test_chops_equals_pillow(fn, cls):
-    rng = random.Random(f"chops-{fn}-{cls}")
-    batch = Batch()
-    for i in range(CASES):
-        m1, m2 = modes_for(rng, cls)
-        s1 = rand_size(rng)
-        s2 = s1 if rng.random() < 0.6 else rand_size(rng)  # else: the intersection
-        im1, im2 = rand_image(rng, m1, s1), rand_image(rng, m2, s2)
-        scale, offset = rand_scale_offset(rng) if FUNCS[fn] in ("add", "subtract") else (1.0, 0)
-        ref = pillow_chops(fn, im1, im2, scale, offset)
-        what = f"{FUNCS[fn]} {m1}{s1} {m2}{s2} scale={scale} offset={offset}"
-        if FUNCS[fn] in ("add", "subtract") and may_overflow(scale, offset):
-            batch.add([im1, im2], chops_op(fn, scale, offset), pb.UNSUPPORTED, what)
-        elif i % 50 == 0:  # both inputs the same node
-            batch.add([im1], chops_op(fn, scale, offset), pillow_chops(fn, im1, im1, scale, offset),
-                      what + " [same node]", inputs=[0, 0])
-        else:
-            batch.add([im1, im2], chops_op(fn, scale, offset), ref, what)
-    batch.check()
-
-
-def test_chops_at_the_4096_bound():
-    rng = random.Random("chops-4096")
-    batch = Batch()
-    a, b = rand_image(rng, "L", (4096, 4096)), rand_image(rng, "L", (4096, 4096))
-    batch.add([a, b], chops_op(FUNCS.index("soft_light")), ImageChops.soft_light(a, b), "4096^2")
-    a, b = rand_image(rng, "RGBA", (4096, 3)), rand_image(rng, "CMYK", (4095, 5))
-    batch.add([a, b], chops_op(FUNCS.index("add"), 0.75, 7), ImageChops.add(a, b, 0.75, 7),
-              "4096x3 RGBA + 4095x5 CMYK")
-    batch.check()
-
-
-def test_chops_rejects_what_pillow_refuses():
-    rng = random.Random("chops-reject")
-    batch = Batch()
-    modes = list(BANDS)
-    for fn in range(len(FUNCS)):
-        for _ in range(20):
-            m1, m2 = rng.sample(modes, 2)
-            if BANDS[m1] == BANDS[m2]:
+def test_chops_rejects_band_mismatch_as_pillow_does():
+    r = parity.rng("chops-bands")
+    cases = []
+    for fn in FUNCS:
+        for i in range(10):
+            m1, m2 = r.sample(parity.MODES, 2)
+            if parity.BANDS[m1] == parity.BANDS[m2]:
                 continue
-            im1, im2 = rand_image(rng, m1, rand_size(rng)), rand_image(rng, m2, rand_size(rng))
-            with pytest.raises(ValueError, match="images do not match"):
-                pillow_chops(fn, im1, im2, 1.0, 0)
-            batch.add([im1, im2], chops_op(fn), pb.INVALID, f"{FUNCS[fn]} {m1} vs {m2}")
-    im = rand_image(rng, "RGB", (5, 4))
-    for fn in (FUNCS.index("add"), FUNCS.index("subtract")):
-        # Pillow: TypeError (non-integer offset), OverflowError (offset beyond int32).
-        for offset in (0.5, -1.25, 2.0**31, -(2.0**31) - 1, math.inf, math.nan):
-            batch.add([im, im], chops_op(fn, 1.0, offset), pb.INVALID, f"offset={offset}")
-        # Pillow divides by a zero / non-finite float scale and converts inf or NaN
-        # to int (undefined); a double below float32 range is 0 once narrowed.
-        for scale in (0.0, -0.0, 1e-50, math.inf, -math.inf, math.nan, 1e39):
-            batch.add([im, im], chops_op(fn, scale, 0), pb.INVALID, f"scale={scale}")
-        # Past 2^31 Pillow's float->int conversion is undefined.
-        for scale, offset in ((1e-8, 0), (1.0, 2**31 - 1), (1e-3, -(2**31))):
-            batch.add([im, im], chops_op(fn, scale, offset), pb.UNSUPPORTED,
-                      f"scale={scale} offset={offset}")
-    batch.add([im, im], chops_op(12), pb.INVALID, "function 12")
-    batch.add([im, im], chops_op(-1), pb.INVALID, "function -1")
-    batch.check()
+            a = parity.random_image(r, m1, r.choice(parity.EDGE_SIZES))
+            b = parity.random_image(r, m2, (r.randint(1, 9), r.randint(1, 9)))
+            cases.append(Case(f"{fn}-{i}-{m1}-{m2}", f"chops {fn}", m1, _chop(fn, a, b),
+                              expect_kind="invalid"))
+    parity.assert_rejected(cases)
 
 
-def test_chops_scale_offset_only_read_by_add_and_subtract():
-    rng = random.Random("chops-unused-params")
-    batch = Batch()
-    im1, im2 = rand_image(rng, "RGB", (9, 7)), rand_image(rng, "RGB", (9, 7))
-    for fn in range(len(FUNCS)):
-        if FUNCS[fn] not in ("add", "subtract"):
-            batch.add([im1, im2], chops_op(fn, 0.0, 0.5), pillow_chops(fn, im1, im2, 1, 0),
-                      FUNCS[fn])
-    batch.check()
+def test_chops_rejects_offsets_pillow_cannot_parse():
+    # Pillow reads offset as a C int: TypeError for a non-integer, OverflowError past int32.
+    r = parity.rng("chops-offset")
+    a, b = parity.random_image(r, "RGB", (5, 4)), parity.random_image(r, "RGB", (4, 5))
+    cases = [Case(f"{fn}-offset={off}", f"chops {fn}", "RGB", _chop(fn, a, b, 1.0, off),
+                  expect_kind="invalid")
+             for fn in SCALED for off in (0.5, -1.25, 2**31, -(2**31) - 1, math.inf, math.nan)]
+    parity.assert_rejected(cases)
+
+
+def test_chops_rejects_scales_that_leave_pillow_undefined():
+    # Pillow raises nothing here, but divides by a zero or non-finite float scale
+    # (a double beyond float range is inf, a tiny one 0, once narrowed) and
+    # converts inf/NaN/out-of-range floats to int: undefined behaviour in C.
+    r = parity.rng("chops-scale")
+    a, b = parity.random_image(r, "LA", (6, 3)), parity.random_image(r, "LA", (6, 3))
+    invalid = [Case(f"{fn}-scale={s}", f"chops {fn}", "LA", _chop(fn, a, b, s, 0),
+                    expect_kind="invalid")
+               for fn in SCALED for s in (0.0, -0.0, 1e-50, 1e39, math.inf, -math.inf, math.nan)]
+    overflow = [Case(f"{fn}-scale={s}-offset={o}", f"chops {fn}", "LA", _chop(fn, a, b, s, o),
+                     expect_kind="unsupported")
+                for fn in SCALED for s, o in ((1e-8, 0), (1.0, 2**31 - 1), (1e-3, -(2**31)))]
+    parity.assert_rejected(invalid + overflow, pillow_raises=False)
+
+
+def test_chops_rejects_unknown_functions():
+    r = parity.rng("chops-fn")
+    a = parity.random_image(r, "L", (3, 3))
+    cases = [Case(f"function={f}", "chops", "L",
+                  lazy("chops", {"function": f, "scale": 1.0}, [a, a], "L", a.size, None),
+                  expect_kind="invalid") for f in (12, 99, -1)]
+    parity.assert_rejected(cases, pillow_raises=False)
+
+
+def test_chops_ignores_scale_and_offset_outside_add_and_subtract():
+    r = parity.rng("chops-unused")
+    a, b = parity.random_image(r, "RGBA", (7, 5)), parity.random_image(r, "RGBA", (7, 5))
+    cases = []
+    for fn in FUNCS:
+        if fn not in SCALED:
+            im = _chop(fn, a, b)
+            im._node.params.update(scale=0.0, offset=0.5)
+            cases.append(Case(f"{fn}-unused", f"chops {fn}", "RGBA", im))
+    parity.assert_exact(cases)
 
 
 # ---------------------------------------------------------------- blend
 
-@pytest.mark.parametrize("cls", list(MODE_CLASSES))
-def test_blend_equals_pillow(cls):
-    rng = random.Random(f"blend-{cls}")
-    batch = Batch()
-    for i in range(CASES):
-        m1, m2 = modes_for(rng, cls)
-        size = rand_size(rng)
-        im1, im2 = rand_image(rng, m1, size), rand_image(rng, m2, size)
-        alpha = rng.choice([0.0, 1.0, 0.5, rng.random(), rng.random(), rng.random(),
-                            rng.uniform(-3, 4), rng.uniform(-100, 100), 1.0 + 1e-12])
-        what = f"blend {m1} {m2} {size} alpha={alpha!r}"
-        if i % 50 == 0:
-            batch.add([im1], blend_op(alpha), Image.blend(im1, im1, alpha), what + " [same node]",
-                      inputs=[0, 0])
-        else:
-            batch.add([im1, im2], blend_op(alpha), Image.blend(im1, im2, alpha), what)
-    batch.check()
+
+@pytest.mark.parametrize("cls", MODE_CLASSES)
+def test_blend_matches_pillow(cls):
+    r = parity.rng("blend", cls)
+    cases = []
+    for i, a, b in _pairs(r, cls):
+        if b is not a and b.size != a.size:
+            b = parity.random_image(r, b.mode, a.size)
+        alpha = r.choice([0.0, 1.0, 0.5, r.random(), r.random(), r.random(), r.uniform(-3, 4),
+                          r.uniform(-100, 100), 1.0 + 1e-12, -1e-30])
+        cases.append(Case(f"blend-{cls}-{i} {a.mode} {b.mode} {a.size} alpha={alpha!r}", "blend",
+                          cls, Image.blend(a, b, alpha)))
+    parity.assert_exact(cases)
 
 
-def test_blend_rejects_what_pillow_refuses():
-    rng = random.Random("blend-reject")
-    batch = Batch()
-    modes = list(BANDS)
-    for _ in range(60):
-        m1, m2 = rng.choice(modes), rng.choice(modes)
-        s1, s2 = rand_size(rng), rand_size(rng)
-        if BANDS[m1] == BANDS[m2] and s1 == s2:
+def test_blend_rejects_mismatches_as_pillow_does():
+    r = parity.rng("blend-mismatch")
+    cases = []
+    for i in range(60):
+        m1, m2 = r.choice(parity.MODES), r.choice(parity.MODES)
+        s1, s2 = (r.randint(1, 9), r.randint(1, 9)), (r.randint(1, 9), r.randint(1, 9))
+        if parity.BANDS[m1] == parity.BANDS[m2] and s1 == s2:
             continue
-        im1, im2 = rand_image(rng, m1, s1), rand_image(rng, m2, s2)
-        with pytest.raises(ValueError, match="images do not match"):
-            Image.blend(im1, im2, 0.5)
-        batch.add([im1, im2], blend_op(0.5), pb.INVALID, f"{m1}{s1} vs {m2}{s2}")
-    im = rand_image(rng, "RGBA", (4, 4))
-    for alpha in (math.inf, -math.inf, math.nan, 1e39):
-        batch.add([im, im], blend_op(alpha), pb.INVALID, f"alpha={alpha}")
-    batch.check()
+        a, b = parity.random_image(r, m1, s1), parity.random_image(r, m2, s2)
+        cases.append(Case(f"blend-{i} {m1}{s1} {m2}{s2}", "blend", m1, Image.blend(a, b, 0.5),
+                          expect_kind="invalid"))
+    parity.assert_rejected(cases)
+
+
+def test_blend_rejects_non_finite_float32_alpha():
+    # Pillow narrows alpha to a C float and would convert NaN to UINT8 (undefined).
+    r = parity.rng("blend-alpha")
+    a, b = parity.random_image(r, "RGB", (4, 4)), parity.random_image(r, "RGB", (4, 4))
+    cases = [Case(f"alpha={x}", "blend", "RGB", Image.blend(a, b, x), expect_kind="invalid")
+             for x in (math.inf, -math.inf, math.nan, 1e39)]
+    parity.assert_rejected(cases, pillow_raises=False)
 
 
 # ---------------------------------------------------------------- tone
 
-M1 = np.array([[0.4122214708, 0.5363325363, 0.0514459929],
-               [0.2119034982, 0.6806995451, 0.1073969566],
-               [0.0883024619, 0.2817188376, 0.6299787005]])
-M2 = np.array([[0.2104542553, 0.7936177850, -0.0040720468],
-               [1.9779984951, -2.4285922050, 0.4505937099],
-               [0.0259040371, 0.7827717662, -0.8086757660]])
-M2_INV = np.array([[1.0, 0.3963377774, 0.2158037573],
-                   [1.0, -0.1055613458, -0.0638541728],
-                   [1.0, -0.0894841775, -1.2914855480]])
-M1_INV = np.array([[4.0767416621, -3.3077115913, 0.2309699292],
-                   [-1.2684380046, 2.6097574011, -0.3413193965],
-                   [-0.0041960863, -0.7034186147, 1.7076147010]])
-TONE_PARAMS = ("exposure_ev", "contrast", "highlights", "shadows", "whites", "blacks")
 
-
-def smoothstep(e0, e1, x):
-    t = np.clip((x - e0) / (e1 - e0), 0.0, 1.0)
-    return t * t * (3.0 - 2.0 * t)
-
-
-def tone_reference(im, params):
-    """kernels/tone.h in float64 (its specification), on a Pillow image."""
-    px = np.frombuffer(im.tobytes(), np.uint8).reshape(-1, BANDS[im.mode]).astype(np.float64)
-    c = px[:, :3] / 255.0
-    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    lab = np.cbrt(lin @ M1.T) @ M2.T
-    p = {k: float(np.float32(params.get(k, 0.0))) for k in TONE_PARAMS}
-    L = lab[:, 0] * 2.0 ** (p["exposure_ev"] / 3.0)
-    L = 0.5 + (L - 0.5) * (1.0 + p["contrast"])
-    L = (L + 0.25 * (p["shadows"] * (1 - smoothstep(0, 0.5, L))
-                     + p["highlights"] * smoothstep(0.5, 1, L))
-         + 0.125 * (p["blacks"] * (1 - smoothstep(0, 0.25, L))
-                    + p["whites"] * smoothstep(0.75, 1, L)))
-    lab[:, 0] = L
-    lin = ((lab @ M2_INV.T) ** 3) @ M1_INV.T
-    enc = np.where(lin <= 0.0031308, 12.92 * lin,
-                   1.055 * np.maximum(lin, 0.0031308) ** (1 / 2.4) - 0.055)
-    px[:, :3] = np.floor(np.clip(enc, 0.0, 1.0) * 255.0 + 0.5)
-    return Image.frombytes(im.mode, im.size, px.astype(np.uint8).tobytes())
-
-
-def within_one_lsb(got, ref):
-    if (got.mode, got.width, got.height) != (ref.mode, ref.width, ref.height):
-        return f"shape {got.mode} {got.width}x{got.height} != {ref.mode} {ref.size}"
-    g = np.frombuffer(got.data, np.uint8).reshape(-1, BANDS[ref.mode]).astype(int)
-    w = np.frombuffer(ref.tobytes(), np.uint8).reshape(-1, BANDS[ref.mode]).astype(int)
+def _tone_verdict(outcome):
+    """None when the worker's bytes are within 1 LSB of the float64 reference
+    (alpha equal), else a description."""
+    if outcome.status == "exact":
+        return None
+    if outcome.status != "mismatch":
+        return f"{outcome.status}: {outcome.detail}"
+    ref, got = outcome.case.image.replay(), outcome.result.image
+    if (got.mode, got.size) != (ref.mode, ref.size):
+        return outcome.detail
+    bands = parity.BANDS[ref.mode]
+    g = np.frombuffer(got.data, np.uint8).reshape(-1, bands).astype(int)
+    w = np.frombuffer(ref.tobytes(), np.uint8).reshape(-1, bands).astype(int)
     worst = int(np.abs(g[:, :3] - w[:, :3]).max())
     if worst > 1:
-        return f"off by {worst} LSB"
-    if ref.mode == "RGBA" and not np.array_equal(g[:, 3], w[:, 3]):
+        return f"off by {worst} LSB: {outcome.detail}"
+    if bands == 4 and not np.array_equal(g[:, 3], w[:, 3]):
         return "alpha changed"
     return None
 
 
 @pytest.mark.parametrize("mode", ["RGB", "RGBA"])
 def test_tone_within_one_lsb_of_float64_reference(mode):
-    rng = random.Random(f"tone-{mode}")
-    batch = Batch()
-    for i in range(CASES):
-        im = rand_image(rng, mode, rand_size(rng))
-        params = {"exposure_ev": rng.choice([0.0, rng.uniform(-8, 8), rng.uniform(-2, 2)])}
+    r = parity.rng("tone", mode)
+    cases = []
+    for i, size in enumerate(parity.sizes(r, N - 1)):
+        params = {"exposure_ev": r.choice([0.0, r.uniform(-8, 8), r.uniform(-2, 2), 8.0, -8.0])}
         for k in TONE_PARAMS[1:]:
-            params[k] = rng.choice([0.0, rng.uniform(-1, 1), rng.choice([-1.0, 1.0])])
+            params[k] = r.choice([0.0, r.uniform(-1, 1), r.choice([-1.0, 1.0])])
         if i == 0:
-            params = {k: 0.0 for k in TONE_PARAMS}
-        ref = tone_reference(im, params)
-        if i == 0:
-            assert ref.tobytes() == im.tobytes()  # all zero: identity
-        batch.add([im], tone_op(params), ref, f"tone {mode} {im.size} {params}")
-    batch.check(within_one_lsb)
+            params = dict.fromkeys(TONE_PARAMS, 0.0)
+        im = parity.random_image(r, mode, size)
+        cases.append(Case(f"tone-{mode}-{i} {size} {params}", "tone (1 LSB of f64)", mode,
+                          imgbatch.tone(im, **params)))
+    outcomes = parity.run_cases(cases, record=False)
+    bad = []
+    for o in outcomes:
+        why = _tone_verdict(o)
+        parity.record_case(o.case.op, o.case.mode, why is None)
+        if why:
+            bad.append(f"  {o.case.case_id}: {why}")
+    assert not bad, f"{len(bad)} of {len(cases)} (IB_PARITY_SEED={parity.SEED}):\n" + \
+        "\n".join(bad[:25])
 
 
-def test_tone_rejects_out_of_range_params_and_other_modes():
-    rng = random.Random("tone-reject")
-    batch = Batch()
-    im = rand_image(rng, "RGB", (3, 2))
+def test_tone_with_zero_params_is_the_identity():
+    r = parity.rng("tone-identity")
+    cases = []
+    for m in ("RGB", "RGBA"):
+        im = imgbatch.tone(parity.random_image(r, m, (64, 32)))
+        im._node.replay_fn = lambda x: x.copy()  # expected: the input, bit for bit
+        cases.append(Case(f"identity-{m}", "tone identity", m, im))
+    parity.assert_exact(cases)
+
+
+def test_tone_rejects_out_of_range_params_naming_them():
+    r = parity.rng("tone-range")
+    im = parity.random_image(r, "RGB", (3, 2))
+    cases = []
     for k in TONE_PARAMS:
         limit = 8.0 if k == "exposure_ev" else 1.0
         for v in (limit * 1.001, -limit * 1.001, math.inf, math.nan):
-            batch.add([im], tone_op({k: v}), pb.INVALID, f"{k}={v}")
-    for mode in ("L", "LA", "CMYK", "RGBX"):
-        batch.add([rand_image(rng, mode, (3, 2))], tone_op({}), pb.UNSUPPORTED, f"tone {mode}")
-    batch.check()
-    results = run_jobs(batch.jobs[:1])
-    assert "exposure_ev" in results[0].error.message
+            cases.append(Case(f"{k}={v}", "tone", "RGB", imgbatch.tone(im, **{k: v}),
+                              expect_kind="invalid"))
+    parity.assert_rejected(cases)
+    for o in parity.run_cases(cases, record=False):
+        assert o.case.case_id.split("=")[0] in o.result.error.message, o.result.error.message
+
+
+def test_tone_rejects_modes_other_than_rgb_and_rgba():
+    r = parity.rng("tone-modes")
+    cases = [Case(f"tone-{m}", "tone", m, imgbatch.tone(parity.random_image(r, m, (3, 2)), 1.0),
+                  expect_kind="unsupported") for m in ("L", "LA", "CMYK", "RGBX")]
+    parity.assert_rejected(cases)

@@ -112,3 +112,19 @@ def test_cuda_backend_without_a_build_is_a_start_up_failure():
         pytest.skip("this build has a cuda backend and a device")
     assert p.returncode == 1
     assert b"cuda backend not built" in p.stderr or b"cuda" in p.stderr
+
+
+def test_a_job_past_its_deadline_is_answered_with_timeout_not_run():
+    import time
+    late = raw_job("late")
+    late.deadline_unix_ms = int(time.time() * 1000) - 5000
+    fresh = raw_job("fresh")
+    fresh.deadline_unix_ms = int(time.time() * 1000) + 600000
+    p, results = run([late, fresh])
+    assert p.returncode == 0, p.stderr
+    by_key = {r.key_string: r for r in results}
+    assert by_key["late"].WhichOneof("outcome") == "error"
+    assert by_key["late"].error.kind == pb.TIMEOUT
+    assert "deadline" in by_key["late"].error.message
+    assert by_key["late"].HasField("job_id")
+    assert by_key["fresh"].WhichOneof("outcome") == "image"

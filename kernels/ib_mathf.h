@@ -1,0 +1,67 @@
+/*
+ * ib_mathf.h - cube roots and powers whose results are the same bits on the
+ * host and under NVRTC. libm's and CUDA's powf/cbrtf/exp2f may differ in the
+ * last bit, which would make a GPU pixel differ from the CPU reference. These
+ * use only IEEE-754 double +, -, *, / and sqrt (correctly rounded on both
+ * sides; --fmad=false keeps the device from contracting them), so a backend
+ * that calls them reproduces the CPU byte for byte. Accuracy is close to
+ * double precision before the final narrowing to float.
+ */
+#ifndef IB_MATHF_H
+#define IB_MATHF_H
+
+#include "ib_kernel.h"
+
+/* x^(1/3) for finite x >= 0: scale into [1/8, 1) by exact powers of 8, then
+ * Newton from a linear guess (6 steps take the error from 0.5 to below 1 ulp). */
+IB_FN double ib_cbrt_d(double x) {
+  if (!(x > 0.0)) return 0.0;
+  double scale = 1.0;
+  while (x >= 1.0) x *= 0.125, scale *= 2.0;
+  while (x < 0.125) x *= 8.0, scale *= 0.5;
+  double y = 0.5 + 0.5 * x;
+  for (int i = 0; i < 6; i++) y = y - (y * y * y - x) / (3.0 * y * y);
+  return y * scale;
+}
+
+/* x^(1/5) for finite x >= 0, as ib_cbrt_d with powers of 32. */
+IB_FN double ib_root5_d(double x) {
+  if (!(x > 0.0)) return 0.0;
+  double scale = 1.0;
+  while (x >= 1.0) x *= 0.03125, scale *= 2.0;
+  while (x < 0.03125) x *= 32.0, scale *= 0.5;
+  double y = 0.5 + 0.5 * x;
+  for (int i = 0; i < 8; i++) {
+    double y2 = y * y, y4 = y2 * y2;
+    y = y - (y4 * y - x) / (5.0 * y4);
+  }
+  return y * scale;
+}
+
+/* x^2.4 = x^2 * (x^(1/5))^2, x >= 0 (the sRGB decode's power). */
+IB_FN double ib_pow_2_4_d(double x) {
+  double r = ib_root5_d(x);
+  return x * x * r * r;
+}
+
+/* x^(1/2.4) = (x^(1/12))^5 with x^(1/12) = sqrt(sqrt(cbrt(x))), x >= 0. */
+IB_FN double ib_pow_inv_2_4_d(double x) {
+  double r = sqrt(sqrt(ib_cbrt_d(x)));
+  double r2 = r * r;
+  return r2 * r2 * r;
+}
+
+/* 2^x for |x| <= 64: 2^floor(x) by exact doubling, 2^frac by the Taylor
+ * series of e^(frac * ln 2) (26 terms: below double rounding for frac < 1). */
+IB_FN double ib_exp2_d(double x) {
+  double k = floor(x), t = (x - k) * 0.6931471805599453, term = 1.0, sum = 1.0;
+  for (int n = 1; n < 26; n++) {
+    term = term * t / n;
+    sum += term;
+  }
+  for (; k > 0.0; k -= 1.0) sum *= 2.0;
+  for (; k < 0.0; k += 1.0) sum *= 0.5;
+  return sum;
+}
+
+#endif
