@@ -9,11 +9,10 @@
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
- * Tone (Oklab) uses powf/cbrtf/exp2f whose device and glibc results may
- * differ in the last float bit; SPEC holds both backends within 1 LSB of
- * the float64 reference, so tone cases are reported with their max |diff|
- * and counted as failures only when it exceeds 2 (two backends each within
- * 1 LSB of the reference).
+ * Tone (Oklab) is byte-equal too since kernels/tone.h computes its cube
+ * roots and powers with IEEE basic operations only (ib_mathf.h); set
+ * IB_TONE_TOLERANCE=2 to accept up to 2 LSB (the earlier powf/cbrtf
+ * contract: each backend within 1 LSB of the float64 reference).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,8 +252,10 @@ int main(int argc, char **argv) {
         t->equal++;
       } else {
         if (md > t->maxdiff) t->maxdiff = md;
-        if (!(c->has_tone && md <= 2)) t->failed++;
-        fprintf(logf_, "%s %s: max |diff| %d\n", c->has_tone && md <= 2 ? "TONE-LSB" : "DIFF", c->label, md);
+        int tol = getenv("IB_TONE_TOLERANCE") ? atoi(getenv("IB_TONE_TOLERANCE")) : 0;
+        int ok_tone = c->has_tone && md <= tol;
+        if (!ok_tone) t->failed++;
+        fprintf(logf_, "%s %s: max |diff| %d\n", ok_tone ? "TONE-LSB" : "DIFF", c->label, md);
       }
     }
     ib_image_release(&ref);
