@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codec/codec.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_backend.h"
 #include "jobgen.h"
@@ -185,6 +186,52 @@ int main(int argc, char **argv) {
   }
   int n_batch_end = (int)nc;
 
+  /* 3b. encoded (PNG) sources: decoded by the source row straight into
+   * pinned staging on the device path (host threads), into malloc'd
+   * memory on the CPU path. */
+  int n_png_begin = (int)nc;
+  if (ib_codec_init(&err) == IB_OK) {
+    static const ib_mode pm[] = {IB_MODE_L, IB_MODE_LA, IB_MODE_RGB, IB_MODE_RGBA};
+    for (int k = 0; k < 24 && nc < cap; k++) {
+      ib_mode m = pm[k % 4];
+      uint32_t w = 1 + jg_below(&r, 150), h = 1 + jg_below(&r, 90);
+      ib_image im = {0};
+      ib_image_alloc(&im, m, w, h);
+      for (size_t q = 0; q < ib_image_bytes(&im); q++) im.data[q] = (uint8_t)jg_u32(&r);
+      Imgbatch__V1__CpuOutput spec = IMGBATCH__V1__CPU_OUTPUT__INIT;
+      spec.format = IMGBATCH__V1__FORMAT__PNG;
+      uint8_t *png = NULL;
+      size_t plen = 0;
+      if (ib_codec_encode(&im, &spec, &png, &plen, &err) != IB_OK) {
+        fprintf(logf_, "png encode: %s\n", err.message);
+        ib_image_release(&im);
+        continue;
+      }
+      jg_begin(&j, &arena, &r, m, 1, 1, key++);
+      Imgbatch__V1__Source *src = j.job.source;
+      src->kind_case = IMGBATCH__V1__SOURCE__KIND_ENCODED;
+      src->encoded.data = jg_alloc(&arena, plen);
+      memcpy(src->encoded.data, png, plen);
+      src->encoded.len = plen;
+      ib_codec_free(png);
+      ib_image_release(&im);
+      int op;
+      do op = (int)jg_below(&r, JG_COUNT); while (!admitted(op, m));
+      jg_op(&j, &r, op, 0, m, w, h, -1);
+      ccase *c = &cs[nc];
+      if (!(c->g = jg_finish(&j, &err))) {
+        fprintf(logf_, "refused png %s: %s\n", jg_names[op], err.message);
+        refused++;
+        continue;
+      }
+      c->op = -4;
+      c->has_tone = op == JG_TONE;
+      snprintf(c->label, sizeof c->label, "png %s %ux%u %s", ib_mode_name(m), w, h, jg_names[op]);
+      nc++;
+    }
+  }
+  int n_png_end = (int)nc;
+
   /* 4. the 4096 bound */
   if (big) {
     jg_arena bigarena = {malloc(3u << 27), 0, 3u << 27};
@@ -207,7 +254,8 @@ int main(int argc, char **argv) {
 
   /* Run: CPU one by one, CUDA in submissions of `batch` jobs (the batch
    * section as one submission of 200). */
-  tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0};
+  tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
+        pngs = {0};
   int device_errors = 0;
   ib_backend_job *jobs = calloc(nc, sizeof *jobs);
   for (size_t i = 0; i < nc; i++) {
@@ -216,7 +264,9 @@ int main(int argc, char **argv) {
   }
   clock_t t0 = clock();
   for (size_t i = 0; i < nc;) {
-    size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i) : (size_t)batch;
+    size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i)
+               : (int)i >= n_png_begin && (int)i < n_png_end ? (size_t)(n_png_end - (int)i)
+                                                               : (size_t)batch;
     if (i + b > nc) b = nc - i;
     ib_error e = {0};
     if (cpu_only) {
@@ -231,7 +281,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nc; i++) {
     ccase *c = &cs[i];
     tally *t = c->op >= 0 ? &per_op[c->op] : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
-               : c->op == -2 ? &batches : &bigs;
+               : c->op == -2 ? &batches : c->op == -4 ? &pngs : &bigs;
     t->cases++;
     ib_image ref = {0};
     ib_error e = {0};
@@ -270,9 +320,9 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains, &tone_chains, &batches, &bigs};
-  const char *rn[] = {"chains", "chains+tone", "batch", "4096"};
-  for (int k = 0; k < 4; k++) {
+  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs};
+  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source"};
+  for (int k = 0; k < 5; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;

@@ -413,7 +413,10 @@ static void emit_pixel_fn(sbuf *b, const ib_gchain *c) {
  * runs it): ib_chain blurs rows, one thread per (row, band), all passes in
  * that thread ping-ponging between the output and scratch so the last pass
  * lands where the column phase reads; ib_post blurs columns the same way.
- * in1 is a scratch of 2 images (S1, S2). */
+ * in1 is a scratch image S1; passes alternate between S1 and the output
+ * (rows end in S1 when columns follow, else in the output; columns read S1
+ * or the input and end in the output), never reading and writing one
+ * buffer in the same pass. */
 static char *blur_source(const ib_gchain *c, const char *sig) {
   sbuf b = {0};
   unsigned bands = bands_of(ib_gchain_mode_in(c));
@@ -427,8 +430,7 @@ static char *blur_source(const ib_gchain *c, const char *sig) {
       "extern \"C\" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {\n"
       "  const ib_desc d = descs[blockIdx.y];\n"
       "  const ib_blurp q = *(const ib_blurp *)d.params;\n"
-      "  const unsigned long long plane = (unsigned long long)d.width * d.height * B0;\n"
-      "  uint8_t *S1 = (uint8_t *)d.in1, *S2 = S1 + plane;\n"
+      "  uint8_t *S1 = (uint8_t *)d.in1;\n"
       "  const unsigned long long lines = (unsigned long long)d.height * B0;\n"
       "  for (unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; t < lines;\n"
       "       t += (unsigned long long)gridDim.x * blockDim.x) {\n"
@@ -437,10 +439,10 @@ static char *blur_source(const ib_gchain *c, const char *sig) {
       "      if (q.vp == 0) ib_copy_line(d.out + off, d.in0 + off, B0, (int)d.width);\n"
       "      continue;\n"
       "    }\n"
-      "    uint8_t *fin = q.vp ? S1 : d.out;\n"
+      "    uint8_t *fin = q.vp ? S1 : d.out, *other = q.vp ? d.out : S1;\n"
       "    const uint8_t *src = d.in0 + off;\n"
       "    for (int i = 0; i < q.hp; i++) {\n"
-      "      uint8_t *dst = ((q.hp - 1 - i) %% 2 == 0 ? fin : S2) + off;\n"
+      "      uint8_t *dst = ((q.hp - 1 - i) %% 2 == 0 ? fin : other) + off;\n"
       "      ib_box_blur_line(dst, B0, src, B0, (int)d.width, q.ph);\n"
       "      src = dst;\n"
       "    }\n"
@@ -450,15 +452,14 @@ static char *blur_source(const ib_gchain *c, const char *sig) {
       "  const ib_desc d = descs[blockIdx.y];\n"
       "  const ib_blurp q = *(const ib_blurp *)d.params;\n"
       "  if (q.vp == 0) return;\n"
-      "  const unsigned long long plane = (unsigned long long)d.width * d.height * B0;\n"
-      "  uint8_t *S1 = (uint8_t *)d.in1, *S2 = S1 + plane;\n"
+      "  uint8_t *S1 = (uint8_t *)d.in1;\n"
       "  const long long stride = (long long)d.width * B0;\n"
       "  const unsigned long long lines = (unsigned long long)d.width * B0;\n"
       "  for (unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; t < lines;\n"
       "       t += (unsigned long long)gridDim.x * blockDim.x) {\n"
       "    const uint8_t *src = (q.hp ? (const uint8_t *)S1 : d.in0) + t;\n"
       "    for (int i = 0; i < q.vp; i++) {\n"
-      "      uint8_t *dst = ((q.vp - 1 - i) %% 2 == 0 ? d.out : S2) + t;\n"
+      "      uint8_t *dst = ((q.vp - 1 - i) %% 2 == 0 ? d.out : S1) + t;\n"
       "      ib_box_blur_line(dst, stride, src, stride, (int)d.height, q.pv);\n"
       "      src = dst;\n"
       "    }\n"

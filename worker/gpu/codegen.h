@@ -44,7 +44,7 @@ typedef enum ib_gstep_kind {
   IB_GS_RANK,       /* a = size; param: int rank */
   IB_GS_KERNEL,     /* a = size; params: size*size divided weights, then the bias */
   /* BoxBlur / GaussianBlur: a = passes (1 or 3); params ib_blur_params;
-   * its own two kernels (rows, then columns), a 2x scratch buffer (in1). */
+   * its own two kernels (rows, then columns), a scratch image (in1). */
   IB_GS_BLUR,
   IB_GS_KIND_COUNT
 } ib_gstep_kind;

@@ -100,7 +100,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->in_height[k] = g->nodes[nd->inputs[k]].shape.height;
     }
     s->extra_bytes = ib_gstep_extra_bytes(&step, nd);
-    s->scratch_buf = step.kind == IB_GS_BLUR ? new_buf(p, 2 * shape_bytes(&nd->shape), -1) : -1;
+    s->scratch_buf = step.kind == IB_GS_BLUR ? new_buf(p, shape_bytes(&nd->shape), -1) : -1;
     if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
     s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
     s->width = nd->shape.width;
