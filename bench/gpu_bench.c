@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
       {"point>brightness>point (planner folds: 1 LUT)", {P}, 1, 0},
       {"point>brightness>point unfolded (3 steps)", {P, Bri, P}, 3, 0},
       {"color>point (float blend + luma + LUT)", {Col, P}, 2, 0},
-      {"tone (Oklab, powf/cbrtf)", {Tone}, 1, 0},
+      {"tone (Oklab, kernels/tone.h)", {Tone}, 1, 0},
       {"median 3x3 (rank head, bit-serial select)", {Med}, 1, 0},
       {"kernel 3x3 (convolve head)", {Ker}, 1, 0},
   };
