@@ -84,4 +84,27 @@ IB_FN void ib_box_blur_line(uint8_t *out, int64_t out_step, const uint8_t *in, i
 #undef IB_IN
 }
 
+/* The same pass for the outputs x0..x1-1 of the line only (0 <= x0 <= x1 <=
+ * n), so a line can be split among threads. ib_box_blur_line's running acc
+ * is always the exact window sum sum(in[clamp(j)], j = x-radius..x+radius)
+ * (edges read the edge pixel) and its partial pixels are
+ * in[clamp(x-radius-1)] and in[clamp(x+radius+1)]: this computes acc(x0-1)
+ * directly from that definition, then steps exactly as the line does, so
+ * every output byte equals ib_box_blur_line's (tests/unit/test_boxblur.c). */
+IB_FN int ib_box_clamp(int i, int last) { return i < 0 ? 0 : (i > last ? last : i); }
+IB_FN void ib_box_blur_span(uint8_t *out, int64_t out_step, const uint8_t *in, int64_t in_step,
+                            int n, int x0, int x1, ib_box_pass p) {
+  const int last = n - 1, radius = p.radius;
+#define IB_INC(i) ((uint32_t)in[(int64_t)ib_box_clamp((i), last) * in_step])
+  uint32_t acc = 0;
+  for (int j = x0 - radius - 1; j < x0 + radius; j++) acc += IB_INC(j);
+  for (int x = x0; x < x1; x++) {
+    const uint32_t left = IB_INC(x - radius - 1);
+    acc += IB_INC(x + radius) - left;
+    uint32_t bulk = acc * p.ww + (left + IB_INC(x + radius + 1)) * p.fw;
+    out[(int64_t)x * out_step] = (uint8_t)((bulk + (1u << 23)) >> 24);
+  }
+#undef IB_INC
+}
+
 #endif

@@ -3,7 +3,7 @@
  * host and under NVRTC. libm's and CUDA's powf/cbrtf/exp2f may differ in the
  * last bit, which would make a GPU pixel differ from the CPU reference. These
  * use only IEEE-754 double +, -, *, / and sqrt (correctly rounded on both
- * sides; --fmad=false keeps the device from contracting them), so a backend
+ * sides) and the exact frexp/ldexp (exponent moves, no rounding; --fmad=false keeps the device from contracting them), so a backend
  * that calls them reproduces the CPU byte for byte. Accuracy is close to
  * double precision before the final narrowing to float.
  */
@@ -12,30 +12,37 @@
 
 #include "ib_kernel.h"
 
+/* x = m * 8^q with m in [1/8, 1), q = ceil(e / 3) for frexp's exponent e:
+ * frexp and ldexp are exact (no rounding), so m and 2^q are the values the
+ * former loops (x *= 1/8 or 8, scale *= 2 or 1/2, one at a time) reached. */
+IB_FN int ib_ceil_div(int e, int d) { return e >= 0 ? (e + d - 1) / d : -((-e) / d); }
+
 /* x^(1/3) for finite x >= 0: scale into [1/8, 1) by exact powers of 8, then
  * Newton from a linear guess (6 steps take the error from 0.5 to below 1 ulp). */
 IB_FN double ib_cbrt_d(double x) {
   if (!(x > 0.0)) return 0.0;
-  double scale = 1.0;
-  while (x >= 1.0) x *= 0.125, scale *= 2.0;
-  while (x < 0.125) x *= 8.0, scale *= 0.5;
+  int e;
+  double m = frexp(x, &e);
+  const int q = ib_ceil_div(e, 3);
+  x = ldexp(m, e - 3 * q);
   double y = 0.5 + 0.5 * x;
   for (int i = 0; i < 6; i++) y = y - (y * y * y - x) / (3.0 * y * y);
-  return y * scale;
+  return ldexp(y, q);
 }
 
 /* x^(1/5) for finite x >= 0, as ib_cbrt_d with powers of 32. */
 IB_FN double ib_root5_d(double x) {
   if (!(x > 0.0)) return 0.0;
-  double scale = 1.0;
-  while (x >= 1.0) x *= 0.03125, scale *= 2.0;
-  while (x < 0.03125) x *= 32.0, scale *= 0.5;
+  int e;
+  double m = frexp(x, &e);
+  const int q = ib_ceil_div(e, 5);
+  x = ldexp(m, e - 5 * q);
   double y = 0.5 + 0.5 * x;
   for (int i = 0; i < 8; i++) {
     double y2 = y * y, y4 = y2 * y2;
     y = y - (y4 * y - x) / (5.0 * y4);
   }
-  return y * scale;
+  return ldexp(y, q);
 }
 
 /* x^2.4 = x^2 * (x^(1/5))^2, x >= 0 (the sRGB decode's power). */
@@ -51,7 +58,7 @@ IB_FN double ib_pow_inv_2_4_d(double x) {
   return r2 * r2 * r;
 }
 
-/* 2^x for |x| <= 64: 2^floor(x) by exact doubling, 2^frac by the Taylor
+/* 2^x for |x| <= 64: 2^floor(x) by exact scaling (ldexp), 2^frac by the Taylor
  * series of e^(frac * ln 2) (26 terms: below double rounding for frac < 1). */
 IB_FN double ib_exp2_d(double x) {
   double k = floor(x), t = (x - k) * 0.6931471805599453, term = 1.0, sum = 1.0;
@@ -59,9 +66,7 @@ IB_FN double ib_exp2_d(double x) {
     term = term * t / n;
     sum += term;
   }
-  for (; k > 0.0; k -= 1.0) sum *= 2.0;
-  for (; k < 0.0; k += 1.0) sum *= 0.5;
-  return sum;
+  return ldexp(sum, (int)k); /* exact, as the former doubling loops */
 }
 
 #endif

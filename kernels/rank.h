@@ -66,4 +66,62 @@ IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_
   return ib_rank_select8(win, n, rank);
 }
 
+/* 3x3 windows (the GPU's MedianFilter(3) / Min / Max / RankFilter(3, k)):
+ * v[0..8] in registers, any order. The median (k == 4) comes from sorted
+ * triples: med3(max of minima, med3 of medians, min of maxima) (Paeth's
+ * median-of-9 network, 19 compare-exchanges); other ranks from the
+ * 25-comparator sorting network for 9 inputs (Floyd; tests/unit checks it
+ * on all 2^9 0-1 inputs, which proves it sorts). Exact order statistics, so
+ * the bytes equal ib_rank_select8's. */
+#define IB_CE(a, b)                        \
+  do {                                     \
+    const uint8_t lo_ = a < b ? a : b;     \
+    b = a < b ? b : a;                     \
+    a = lo_;                               \
+  } while (0)
+IB_FN uint8_t ib_rank_med3(uint8_t a, uint8_t b, uint8_t c) {
+  IB_CE(a, b);
+  IB_CE(b, c);
+  IB_CE(a, b);
+  return b;
+}
+IB_FN void ib_rank_sort9(uint8_t *v) {
+  IB_CE(v[0], v[1]); IB_CE(v[3], v[4]); IB_CE(v[6], v[7]);
+  IB_CE(v[1], v[2]); IB_CE(v[4], v[5]); IB_CE(v[7], v[8]);
+  IB_CE(v[0], v[1]); IB_CE(v[3], v[4]); IB_CE(v[6], v[7]);
+  IB_CE(v[0], v[3]); IB_CE(v[3], v[6]); IB_CE(v[0], v[3]);
+  IB_CE(v[1], v[4]); IB_CE(v[4], v[7]); IB_CE(v[1], v[4]);
+  IB_CE(v[2], v[5]); IB_CE(v[5], v[8]); IB_CE(v[2], v[5]);
+  IB_CE(v[1], v[3]); IB_CE(v[5], v[7]); IB_CE(v[2], v[6]);
+  IB_CE(v[4], v[6]); IB_CE(v[2], v[4]); IB_CE(v[2], v[3]);
+  IB_CE(v[5], v[6]);
+}
+IB_FN uint8_t ib_rank_select9(uint8_t *v, int k) {
+  if (k == 4) {
+    IB_CE(v[0], v[1]); IB_CE(v[1], v[2]); IB_CE(v[0], v[1]);
+    IB_CE(v[3], v[4]); IB_CE(v[4], v[5]); IB_CE(v[3], v[4]);
+    IB_CE(v[6], v[7]); IB_CE(v[7], v[8]); IB_CE(v[6], v[7]);
+    uint8_t lo = v[0] > v[3] ? v[0] : v[3];
+    lo = lo > v[6] ? lo : v[6];
+    uint8_t hi = v[2] < v[5] ? v[2] : v[5];
+    hi = hi < v[8] ? hi : v[8];
+    return ib_rank_med3(lo, ib_rank_med3(v[1], v[4], v[7]), hi);
+  }
+  ib_rank_sort9(v);
+  uint8_t r = v[0];
+  for (int i = 1; i < 9; i++) r = i == k ? v[i] : r;
+  return r;
+}
+#undef IB_CE
+
+/* One 3x3 sample with edges replicated (as ib_rank_sample with size 3). */
+IB_FN uint8_t ib_rank_sample3(const uint8_t *c, int64_t row_stride, int64_t step, int x, int y,
+                              int width, int height, int rank) {
+  const int64_t dl = x > 0 ? -step : 0, dr = x < width - 1 ? step : 0;
+  const int64_t du = y > 0 ? -row_stride : 0, dd = y < height - 1 ? row_stride : 0;
+  const uint8_t *u = c + du, *m = c, *w = c + dd;
+  uint8_t v[9] = {u[dl], u[0], u[dr], m[dl], m[0], m[dr], w[dl], w[0], w[dr]};
+  return ib_rank_select9(v, rank);
+}
+
 #endif

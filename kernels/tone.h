@@ -57,7 +57,10 @@ typedef struct ib_tone_f32 {
   float exposure; /* 2^(ev/3) */
   float contrast; /* 1 + contrast */
   float shadows, highlights, blacks, whites;
+  float decode[256]; /* ib_tone_decode_f32(v): the same values, computed once per job */
 } ib_tone_f32;
+
+IB_FN float ib_tone_decode_f32(uint8_t v);
 
 IB_FN ib_tone_f32 ib_tone_prepare_f32(float ev, float contrast, float highlights, float shadows,
                                       float whites, float blacks) {
@@ -68,6 +71,7 @@ IB_FN ib_tone_f32 ib_tone_prepare_f32(float ev, float contrast, float highlights
   t.highlights = highlights;
   t.blacks = blacks;
   t.whites = whites;
+  for (int v = 0; v < 256; v++) t.decode[v] = ib_tone_decode_f32((uint8_t)v);
   return t;
 }
 
@@ -102,9 +106,9 @@ IB_FN float ib_tone_adjust_f32(const ib_tone_f32 *p, float L) {
 
 /* One pixel: rgb[0..2] in, out[0..2] written (may alias). */
 IB_FN void ib_tone_px_f32(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out) {
-  float r = ib_tone_decode_f32(rgb[0]);
-  float g = ib_tone_decode_f32(rgb[1]);
-  float b = ib_tone_decode_f32(rgb[2]);
+  float r = p->decode[rgb[0]];
+  float g = p->decode[rgb[1]];
+  float b = p->decode[rgb[2]];
 
   float l = (float)ib_cbrt_d((double)(0.4122214708f * r + 0.5363325363f * g + 0.0514459929f * b));
   float m = (float)ib_cbrt_d((double)(0.2119034982f * r + 0.6806995451f * g + 0.1073969566f * b));

@@ -23,6 +23,10 @@
 
 #define IB_CHAIN_MAX_STEPS 16
 #define IB_CHAIN_MAX_PARAMS 8192 /* shared-memory bytes per block */
+/* Blur kernels: pixels per thread span in the shared-memory row pass (odd:
+ * fewer bank conflicts), samples per span in the global passes. */
+#define IB_BLUR_SEG 15
+#define IB_BLUR_CSEG 32
 
 typedef enum ib_gstep_kind {
   IB_GS_COPY = 0,

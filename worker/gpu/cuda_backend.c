@@ -1,7 +1,9 @@
 /* The CUDA backend: submissions of several jobs (see cuda_backend.h). */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
@@ -18,6 +20,7 @@ typedef struct kfunc {
   char sig[512];
   CUmodule mod;
   CUfunction chain, lsum, post;
+  unsigned smem_max; /* blur: dynamic shared bytes ib_chain may take */
   struct kfunc *next;
 } kfunc;
 
@@ -26,6 +29,7 @@ struct ib_cuda {
   CUdevice dev;
   CUcontext ctx;
   int sm_count;
+  int smem_optin; /* opt-in dynamic shared memory per block */
   char arch[16];
   char desc[200];
   ib_kcache *kc;
@@ -39,7 +43,8 @@ struct ib_cuda {
 /* Host work of a submission, spread over the host pool: byte copies in
  * chunks, source decodes, parameter blocks. */
 #define CHUNK (1u << 20)
-typedef enum { HT_COPY, HT_SOURCE, HT_PARAMS } htask_kind;
+#define RCHUNK ((size_t)2 << 20) /* result copies: one huge page */
+typedef enum { HT_COPY, HT_SOURCE, HT_PARAMS, HT_PLAN } htask_kind;
 typedef struct htask {
   htask_kind kind;
   size_t job;
@@ -101,7 +106,29 @@ static void host_free(void *ctx, uint64_t a, size_t n) {
 
 /* ------------------------------------------------------------ open / close */
 
+/* Results are malloc'd images the caller frees (ib_image_release). glibc's
+ * defaults serve every request over 128 KiB (a 256x256 RGB result is 192
+ * KiB) with a fresh mmap and return it with munmap on free, and trim the
+ * heap's top when freeing leaves over 2x that: every result then faults its
+ * pages in again (48 page faults per 256x256 RGB image, measured) and every
+ * release shoots down TLBs on all host threads. Keeping results up to 32 MiB
+ * (glibc's largest mmap threshold) on the heap and not trimming it lets
+ * freed result memory serve the next results with no faults. Process-wide
+ * and done once, when the first CUDA backend opens; IB_MALLOC_DEFAULTS=1
+ * leaves glibc's settings alone. */
+static void tune_malloc(void) {
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+  static int done;
+  const char *env = getenv("IB_MALLOC_DEFAULTS");
+  if (done || (env && *env == '1')) return;
+  done = 1;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
+  tune_malloc();
   /* Zero fields take the documented defaults below (no dependency on the
    * executor core's ib_executor_options_default). */
   ib_executor_options def = {.backend = IB_BACKEND_CUDA};
@@ -142,6 +169,9 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
     free(c);
     return IB_DEVICE;
   }
+  if (cu->cuDeviceGetAttribute(&c->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                               c->dev) != CUDA_SUCCESS)
+    c->smem_optin = 48 * 1024;
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
   c->kc = ib_kcache_new(opts->cache_dir);
@@ -231,8 +261,16 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_err
   if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
   if (rc == CUDA_SUCCESS && ch->reduce_luma)
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
-  if (rc == CUDA_SUCCESS && ch->steps[0].kind == IB_GS_BLUR)
+  if (rc == CUDA_SUCCESS && ch->steps[0].kind == IB_GS_BLUR) {
     rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
+    /* IB_BLUR_GLOBAL_ROWS=1 forces the global-memory row passes (tests). */
+    const char *gr = getenv("IB_BLUR_GLOBAL_ROWS");
+    f->smem_max = gr && *gr == '1' ? 0 : 48 * 1024;
+    if (rc == CUDA_SUCCESS && f->smem_max && c->smem_optin > 48 * 1024 &&
+        c->cu->cuFuncSetAttribute(f->chain, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  c->smem_optin) == CUDA_SUCCESS)
+      f->smem_max = (unsigned)c->smem_optin;
+  }
   if (rc != CUDA_SUCCESS) {
     free(f);
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
@@ -241,6 +279,15 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_err
   c->funcs = f;
   *out = f;
   return IB_OK;
+}
+
+/* Equal chains have equal signatures (ib_gchain_signature reads only these
+ * fields), so they share a kernel. */
+static int chain_eq(const ib_gchain *a, const ib_gchain *b) {
+  if (a->n_inputs != b->n_inputs || a->mode_in1 != b->mode_in1 || a->n_steps != b->n_steps ||
+      a->param_bytes != b->param_bytes || a->reduce_luma != b->reduce_luma)
+    return 0;
+  return memcmp(a->steps, b->steps, (size_t)a->n_steps * sizeof a->steps[0]) == 0;
 }
 
 /* ------------------------------------------------------------ submit */
@@ -288,6 +335,28 @@ static ib_status device_fail(ib_backend_submission *s, CUresult rc, const char *
   return IB_DEVICE;
 }
 
+/* Pass 1 of a submission for one job (host pool): its device plan and
+ * offset tables. A failure is the job's own. */
+static void plan_job(ib_backend_job *j, jstate *js) {
+  j->status = IB_OK;
+  memset(&j->err, 0, sizeof j->err);
+  memset(&j->out, 0, sizeof j->out);
+  ib_error e = {0};
+  if (ib_gplan_build(j->graph, &js->plan, &e) != IB_OK) {
+    job_fail(j, &e, IB_STAGE_ADMIT);
+    return;
+  }
+  js->planned = 1;
+  js->buf_off = calloc((size_t)js->plan.n_bufs, sizeof *js->buf_off);
+  js->par_off = calloc((size_t)js->plan.n_stages + 1, sizeof *js->par_off);
+  if (!js->buf_off || !js->par_off) {
+    e = (ib_error){.status = IB_INTERNAL};
+    snprintf(e.message, sizeof e.message, "backend cuda: out of memory");
+    job_fail(j, &e, IB_STAGE_ADMIT);
+    js->planned = 0;
+  }
+}
+
 static void host_task(void *ctx, size_t t) {
   ib_backend_submission *s = ctx;
   htask *k = &s->tasks[t];
@@ -302,6 +371,7 @@ static void host_task(void *ctx, size_t t) {
       k->st = nd->op->cpu(nd, NULL, &im, &k->err);
       break;
     }
+    case HT_PLAN: plan_job(&s->jobs[k->job], &s->js[k->job]); break;
     case HT_PARAMS: {
       const ib_backend_job *j = &s->jobs[k->job];
       const jstate *js = &s->js[k->job];
@@ -314,6 +384,54 @@ static void host_task(void *ctx, size_t t) {
       break;
     }
   }
+}
+
+/* BoxBlur / GaussianBlur of one launch group (codegen.c blur_source): the
+ * row passes in shared memory when two rows of the widest image fit (else
+ * one global launch per row pass), then one launch per column pass. */
+static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_gchain *ch,
+                             const ib_gdesc *descs, size_t e, size_t e_end, size_t k0,
+                             unsigned gy, CUdeviceptr table, ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  const uint64_t bands = ib_mode_bands((ib_mode)ib_gchain_mode_in(ch));
+  const int passes = ch->steps[0].a;
+  uint64_t row_bytes = 0, rows = 0, row_items = 0, col_items = 0;
+  for (size_t q = e; q < e_end; q++) {
+    uint64_t w = descs[q].width, h = descs[q].height;
+    if (w * bands > row_bytes) row_bytes = w * bands;
+    if (h > rows) rows = h;
+    uint64_t ri = h * bands * ((w + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+    uint64_t ci = w * bands * ((h + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+    if (ri > row_items) row_items = ri;
+    if (ci > col_items) col_items = ci;
+  }
+  const uint64_t cap = (uint64_t)s->c->sm_count * 32;
+  uint64_t smem = 2 * ((row_bytes + 15) & ~(uint64_t)15);
+  CUresult rc;
+  void *args1[] = {&table};
+  if (smem <= f->smem_max) {
+    unsigned gx = (unsigned)(rows < 1 ? 1 : rows > cap ? cap : rows);
+    rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, (unsigned)smem, s->stream, args1, NULL);
+    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur rows", k0, err);
+  } else {
+    uint64_t b = (row_items + THREADS - 1) / THREADS;
+    unsigned gx = (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+    for (int k = 0; k < passes; k++) {
+      int dir = 0;
+      void *args[] = {&table, &dir, &k};
+      rc = cu->cuLaunchKernel(f->post, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+      if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur row pass", k0, err);
+    }
+  }
+  uint64_t b = (col_items + THREADS - 1) / THREADS;
+  unsigned gx = (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+  for (int k = 0; k < passes; k++) {
+    int dir = 1;
+    void *args[] = {&table, &dir, &k};
+    rc = cu->cuLaunchKernel(f->post, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur column pass", k0, err);
+  }
+  return IB_OK;
 }
 
 static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
@@ -338,27 +456,23 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
    * terminal ones packed last so one copy brings them all back. */
   size_t upload = 0, inter = 0, download = 0, total_stages = 0;
   int max_stages = 0;
+  {
+    htask *pt = calloc(n ? n : 1, sizeof *pt);
+    if (!pt) {
+      err->status = IB_INTERNAL;
+      snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+      sub_release(s);
+      return IB_INTERNAL;
+    }
+    for (size_t i = 0; i < n; i++) pt[i] = (htask){.kind = HT_PLAN, .job = i};
+    s->tasks = pt;
+    ib_hostpar_for(c->hp, n, host_task, s);
+    s->tasks = NULL;
+    free(pt);
+  }
   for (size_t i = 0; i < n; i++) {
-    ib_backend_job *j = &jobs[i];
     jstate *js = &s->js[i];
-    j->status = IB_OK;
-    memset(&j->err, 0, sizeof j->err);
-    memset(&j->out, 0, sizeof j->out);
-    ib_error e = {0};
-    if (ib_gplan_build(j->graph, &js->plan, &e) != IB_OK) {
-      job_fail(j, &e, IB_STAGE_ADMIT);
-      continue;
-    }
-    js->planned = 1;
-    js->buf_off = calloc((size_t)js->plan.n_bufs, sizeof *js->buf_off);
-    js->par_off = calloc((size_t)js->plan.n_stages + 1, sizeof *js->par_off);
-    if (!js->buf_off || !js->par_off) {
-      e = (ib_error){.status = IB_INTERNAL};
-      snprintf(e.message, sizeof e.message, "backend cuda: out of memory");
-      job_fail(j, &e, IB_STAGE_ADMIT);
-      js->planned = 0;
-      continue;
-    }
+    if (!js->planned) continue;
     for (int b = 0; b < js->plan.n_bufs; b++)
       if (js->plan.bufs[b].source_node >= 0) {
         js->buf_off[b] = upload;
@@ -475,6 +589,8 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     err->status = IB_INTERNAL;
     snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
   }
+  const ib_gchain *last_ch = NULL;
+  kfunc *last_f = NULL;
   for (int lv = 0; rs == IB_OK && lv < max_stages; lv++) {
     int level_first = n_groups;
     for (size_t i = 0; i < n; i++) {
@@ -483,9 +599,15 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
       if (!js->planned || j->status != IB_OK || lv >= js->plan.n_stages) continue;
       kfunc *f = NULL;
       ib_error e = {0};
-      if (chain_func(c, &js->plan.stages[lv].chain, &f, &e) != IB_OK) {
+      const ib_gchain *ch = &js->plan.stages[lv].chain;
+      if (last_ch && chain_eq(ch, last_ch)) {
+        f = last_f; /* same chain as the previous job: no signature text */
+      } else if (chain_func(c, ch, &f, &e) != IB_OK) {
         job_fail(j, &e, IB_STAGE_EXECUTE);
         continue;
+      } else {
+        last_ch = ch;
+        last_f = f;
       }
       int g = level_first;
       while (g < n_groups && gfunc[g] != f) g++;
@@ -559,21 +681,12 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
               break;
             }
           }
-          unsigned cx = gx;
-          if (f->post) { /* blur: one thread per line of a band */
-            uint64_t most_lines = 0;
-            for (size_t q = e; q < e_end; q++) {
-              uint64_t l = (uint64_t)(descs[q].width > descs[q].height ? descs[q].width : descs[q].height) * 4;
-              if (l > most_lines) most_lines = l;
-            }
-            cx = (unsigned)((most_lines + THREADS - 1) / THREADS);
+          if (f->post) {
+            rs = launch_blur(s, f, ch, descs, e, e_end, ents[k].job, gy, table, err);
+            continue;
           }
-          rc = cu->cuLaunchKernel(f->chain, cx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
+          rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
           if (rc != CUDA_SUCCESS) rs = device_fail(s, rc, "launch ib_chain", ents[k].job, err);
-          if (rs == IB_OK && f->post) {
-            rc = cu->cuLaunchKernel(f->post, cx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
-            if (rc != CUDA_SUCCESS) rs = device_fail(s, rc, "launch ib_post", ents[k].job, err);
-          }
         }
       }
       e = e_end;
@@ -613,7 +726,7 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
   size_t n_tasks = 0, cap_tasks = 0;
   for (size_t i = 0; i < s->n; i++)
     if (s->jobs[i].status == IB_OK && rs == IB_OK)
-      cap_tasks += ib_gplan_out_bytes(&s->js[i].plan) / CHUNK + 1;
+      cap_tasks += ib_gplan_out_bytes(&s->js[i].plan) / RCHUNK + 2;
   htask *tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
@@ -637,9 +750,26 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
                (unsigned long long)j->job_id);
       continue;
     }
-    for (size_t o = 0; o < bytes; o += CHUNK)
-      tasks[n_tasks++] = (htask){.kind = HT_COPY, .job = i, .dst = j->out.data + o,
-                                 .src = dl + js->dl_off + o, .n = bytes - o < CHUNK ? bytes - o : CHUNK};
+    /* Fresh pages fault in as the copy first touches them: large results
+     * ask for transparent huge pages (one fault per 2 MiB instead of 512)
+     * and are cut at 2 MiB boundaries of the destination, so each huge page
+     * faults in on one thread while the others fill theirs. */
+    uint8_t *dst = j->out.data;
+    if (bytes >= 2 * RCHUNK) {
+      uintptr_t a0 = ((uintptr_t)dst + RCHUNK - 1) & ~(uintptr_t)(RCHUNK - 1);
+      uintptr_t a1 = ((uintptr_t)dst + bytes) & ~(uintptr_t)(RCHUNK - 1);
+#ifdef MADV_HUGEPAGE
+      if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_HUGEPAGE);
+#endif
+    }
+    for (size_t o = 0; o < bytes;) {
+      uintptr_t next = (((uintptr_t)dst + o) & ~(uintptr_t)(RCHUNK - 1)) + RCHUNK;
+      size_t len = next - ((uintptr_t)dst + o);
+      if (len > bytes - o) len = bytes - o;
+      tasks[n_tasks++] =
+          (htask){.kind = HT_COPY, .job = i, .dst = dst + o, .src = dl + js->dl_off + o, .n = len};
+      o += len;
+    }
   }
   s->tasks = tasks;
   ib_hostpar_for(c->hp, n_tasks, host_task, s);
@@ -695,11 +825,19 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
   return st;
 }
 static void be_close(void *state) { ib_cuda_close(state); }
+/* The device plan's own bytes: every buffer incl. the blur's scratch image,
+ * parameter blocks and descriptors (the core takes the larger charge). */
+static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
+                              uint64_t *host_bytes, ib_error *err) {
+  (void)state;
+  return ib_cuda_job_bytes(g, gpu_bytes, host_bytes, err);
+}
 
 const ib_backend ib_backend_cuda = {
     .name = "cuda",
     .open = be_open,
     .close = be_close,
+    .job_bytes = be_job_bytes,
     .submit = cuda_submit,
     .wait = cuda_wait,
     .ready = cuda_ready,

@@ -103,6 +103,16 @@ static ib_status box_blur_image(const ib_image *src, ib_image *out, float rx, fl
   return IB_OK;
 }
 
+/* Working memory beyond the output that a blur takes: one image-sized
+ * scratch (the CPU row's transpose buffer; the CUDA backend's ping-pong
+ * image) plus one line. Charged with the parameters so the executor's
+ * credits cover it. */
+static uint64_t blur_scratch_bytes(const ib_node *node) {
+  const ib_shape *s = &node->shape;
+  uint64_t line = s->width > s->height ? s->width : s->height;
+  return (uint64_t)s->width * s->height * ib_mode_bands(s->mode) + line;
+}
+
 static ib_status box_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                          ib_error *err) {
   const Imgbatch__V1__BoxBlurOp *p = node->pb->box_blur;
@@ -125,7 +135,7 @@ const ib_op_desc ib_op_box_blur = {
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = box_infer,
-    .param_bytes = ib_op_no_params,
+    .param_bytes = blur_scratch_bytes,
     .cpu = box_cpu,
 };
 
@@ -136,6 +146,6 @@ const ib_op_desc ib_op_gaussian_blur = {
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = gaussian_infer,
-    .param_bytes = ib_op_no_params,
+    .param_bytes = blur_scratch_bytes,
     .cpu = gaussian_cpu,
 };

@@ -13,6 +13,7 @@
 
 #include "kernels/point.h"
 #include "ops/op.h"
+#include "ops/op_point.h"
 #include "plan/graph.h"
 
 #define IB_LUT_MODES (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_RGB))
@@ -23,13 +24,10 @@ static uint64_t point_table_bytes(const ib_node *node) {
   return 256u * 4u;
 }
 
-/* The node's table: 256 * bands entries, band-major (kernels/point.h).
- * Image.point clamps the given entries; the ImageOps rows build one
- * 256-entry table and, as ImageOps._lut does for RGB, repeat it per band. */
-static void point_table(const ib_node *node, unsigned bands, uint8_t *table) {
-  const Imgbatch__V1__Node *pb = node->pb;
+void ib_point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *table) {
   if (pb->op_case == IMGBATCH__V1__NODE__OP_POINT) {
-    for (size_t i = 0; i < pb->point->n_lut; i++) table[i] = ib_point_entry(pb->point->lut[i]);
+    for (size_t i = 0; i < pb->point->n_lut && i < 256u * bands; i++)
+      table[i] = ib_point_entry(pb->point->lut[i]);
     return;
   }
   for (int i = 0; i < 256; i++) {
@@ -50,7 +48,7 @@ static ib_status table_cpu(const ib_node *node, const ib_image *const *in, ib_im
   const ib_image *src = in[0];
   unsigned bands = ib_mode_bands(src->mode);
   uint8_t table[256 * 4];
-  point_table(node, bands, table);
+  ib_point_table(node->pb, bands, table);
   size_t row = (size_t)src->width * bands;
   for (uint32_t y = 0; y < src->height; y++)
     ib_point_row(table, bands, src->data + y * row, out->data + y * row, src->width);
