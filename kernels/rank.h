@@ -67,52 +67,73 @@ IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_
 }
 
 /* 3x3 windows (the GPU's MedianFilter(3) / Min / Max / RankFilter(3, k)):
- * v[0..8] in registers, any order. The median (k == 4) comes from sorted
+ * nine values in registers, any order. The median (k == 4) comes from sorted
  * triples: med3(max of minima, med3 of medians, min of maxima) (Paeth's
- * median-of-9 network, 19 compare-exchanges); other ranks from the
- * 25-comparator sorting network for 9 inputs (Floyd; tests/unit checks it
- * on all 2^9 0-1 inputs, which proves it sorts). Exact order statistics, so
- * the bytes equal ib_rank_select8's. */
-#define IB_CE(a, b)                        \
-  do {                                     \
-    const uint8_t lo_ = a < b ? a : b;     \
-    b = a < b ? b : a;                     \
-    a = lo_;                               \
-  } while (0)
+ * median-of-9 network); other ranks from the 25-comparator sorting network
+ * for 9 inputs (Floyd; tests/unit/test_gpu_math.c checks it on all 2^9 0-1
+ * inputs, which proves it sorts). Exact order statistics, so the bytes
+ * equal ib_rank_select8's. The networks are X-macros over a compare-exchange
+ * CE(i, j) (v[i] = min, v[j] = max) so the scalar versions here and the
+ * device's packed ones (four bands per 32-bit word, __vminu4/__vmaxu4)
+ * run the very same comparators. */
+#define IB_SORT9_NET(CE)                                                                 \
+  CE(0, 1) CE(3, 4) CE(6, 7) CE(1, 2) CE(4, 5) CE(7, 8) CE(0, 1) CE(3, 4) CE(6, 7)       \
+  CE(0, 3) CE(3, 6) CE(0, 3) CE(1, 4) CE(4, 7) CE(1, 4) CE(2, 5) CE(5, 8) CE(2, 5)       \
+  CE(1, 3) CE(5, 7) CE(2, 6) CE(4, 6) CE(2, 4) CE(2, 3) CE(5, 6)
+/* Sorts each triple (0,1,2) (3,4,5) (6,7,8). */
+#define IB_TRIPLES_NET(CE) \
+  CE(0, 1) CE(1, 2) CE(0, 1) CE(3, 4) CE(4, 5) CE(3, 4) CE(6, 7) CE(7, 8) CE(6, 7)
+
+#define IB_CE8(i, j)                                   \
+  {                                                    \
+    const uint8_t lo_ = v[i] < v[j] ? v[i] : v[j];     \
+    v[j] = v[i] < v[j] ? v[j] : v[i];                  \
+    v[i] = lo_;                                        \
+  }
+IB_FN uint8_t ib_rank_min8(uint8_t a, uint8_t b) { return a < b ? a : b; }
+IB_FN uint8_t ib_rank_max8(uint8_t a, uint8_t b) { return a < b ? b : a; }
 IB_FN uint8_t ib_rank_med3(uint8_t a, uint8_t b, uint8_t c) {
-  IB_CE(a, b);
-  IB_CE(b, c);
-  IB_CE(a, b);
-  return b;
+  return ib_rank_max8(ib_rank_min8(a, b), ib_rank_min8(ib_rank_max8(a, b), c));
 }
-IB_FN void ib_rank_sort9(uint8_t *v) {
-  IB_CE(v[0], v[1]); IB_CE(v[3], v[4]); IB_CE(v[6], v[7]);
-  IB_CE(v[1], v[2]); IB_CE(v[4], v[5]); IB_CE(v[7], v[8]);
-  IB_CE(v[0], v[1]); IB_CE(v[3], v[4]); IB_CE(v[6], v[7]);
-  IB_CE(v[0], v[3]); IB_CE(v[3], v[6]); IB_CE(v[0], v[3]);
-  IB_CE(v[1], v[4]); IB_CE(v[4], v[7]); IB_CE(v[1], v[4]);
-  IB_CE(v[2], v[5]); IB_CE(v[5], v[8]); IB_CE(v[2], v[5]);
-  IB_CE(v[1], v[3]); IB_CE(v[5], v[7]); IB_CE(v[2], v[6]);
-  IB_CE(v[4], v[6]); IB_CE(v[2], v[4]); IB_CE(v[2], v[3]);
-  IB_CE(v[5], v[6]);
-}
+IB_FN void ib_rank_sort9(uint8_t *v) { IB_SORT9_NET(IB_CE8) }
 IB_FN uint8_t ib_rank_select9(uint8_t *v, int k) {
   if (k == 4) {
-    IB_CE(v[0], v[1]); IB_CE(v[1], v[2]); IB_CE(v[0], v[1]);
-    IB_CE(v[3], v[4]); IB_CE(v[4], v[5]); IB_CE(v[3], v[4]);
-    IB_CE(v[6], v[7]); IB_CE(v[7], v[8]); IB_CE(v[6], v[7]);
-    uint8_t lo = v[0] > v[3] ? v[0] : v[3];
-    lo = lo > v[6] ? lo : v[6];
-    uint8_t hi = v[2] < v[5] ? v[2] : v[5];
-    hi = hi < v[8] ? hi : v[8];
-    return ib_rank_med3(lo, ib_rank_med3(v[1], v[4], v[7]), hi);
+    IB_TRIPLES_NET(IB_CE8)
+    return ib_rank_med3(ib_rank_max8(ib_rank_max8(v[0], v[3]), v[6]), ib_rank_med3(v[1], v[4], v[7]),
+                        ib_rank_min8(ib_rank_min8(v[2], v[5]), v[8]));
   }
   ib_rank_sort9(v);
   uint8_t r = v[0];
   for (int i = 1; i < 9; i++) r = i == k ? v[i] : r;
   return r;
 }
-#undef IB_CE
+#undef IB_CE8
+
+#ifdef __CUDACC_RTC__
+/* The same selection for up to four bands at once, one per byte lane. */
+#define IB_CE4(i, j)                                    \
+  {                                                     \
+    const uint32_t lo_ = __vminu4(v[i], v[j]);          \
+    v[j] = __vmaxu4(v[i], v[j]);                        \
+    v[i] = lo_;                                         \
+  }
+IB_FN uint32_t ib_rank_med3x4(uint32_t a, uint32_t b, uint32_t c) {
+  return __vmaxu4(__vminu4(a, b), __vminu4(__vmaxu4(a, b), c));
+}
+IB_FN uint32_t ib_rank_select9x4(uint32_t *v, int k) {
+  if (k == 4) {
+    IB_TRIPLES_NET(IB_CE4)
+    return ib_rank_med3x4(__vmaxu4(__vmaxu4(v[0], v[3]), v[6]), ib_rank_med3x4(v[1], v[4], v[7]),
+                          __vminu4(__vminu4(v[2], v[5]), v[8]));
+  }
+  IB_SORT9_NET(IB_CE4)
+  uint32_t r = v[0];
+#pragma unroll
+  for (int i = 1; i < 9; i++) r = i == k ? v[i] : r;
+  return r;
+}
+#undef IB_CE4
+#endif
 
 /* One 3x3 sample with edges replicated (as ib_rank_sample with size 3). */
 IB_FN uint8_t ib_rank_sample3(const uint8_t *c, int64_t row_stride, int64_t step, int x, int y,

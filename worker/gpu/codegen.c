@@ -547,12 +547,23 @@ char *ib_gchain_source(const ib_gchain *c) {
           " if (sx >= 0 && sy >= 0) ib_pixel_copy(a0, d.in0 + ((unsigned long long)sy * d.stride0 + sx) * B0, B0); }\n");
       break;
     case IB_GS_RANK:
-      if (h->a == 3) { /* registers + compare-exchange networks (rank.h) */
+      if (h->a == 3) {
+        /* Nine neighbour pixels, edges replicated, each packed into one
+         * 32-bit word (a band per byte), through rank.h's networks with
+         * per-byte min/max: every band in one pass. */
         put(&b,
+            "#define LDPX(p) (B0 == 4 ? *(const uint32_t *)(p) : B0 == 1 ? (uint32_t)(p)[0] :"
+            " B0 == 2 ? (uint32_t)(p)[0] | (uint32_t)(p)[1] << 8 :"
+            " (uint32_t)(p)[0] | (uint32_t)(p)[1] << 8 | (uint32_t)(p)[2] << 16)\n"
             "#define HEAD_LOAD { const int rk = *(const int *)(sp + %u);"
+            " const long long rs = (long long)d.stride0 * B0;"
             " const uint8_t *c = d.in0 + ((unsigned long long)y * d.stride0 + x) * B0;"
-            " for (int b = 0; b < B0; b++) a0[b] = ib_rank_sample3(c + b, (long long)d.stride0 * B0, B0,"
-            " x, y, (int)d.stride0, (int)d.height0, rk); }\n",
+            " const long long dl = x > 0 ? -B0 : 0, dr = x < (int)d.stride0 - 1 ? B0 : 0;"
+            " const uint8_t *u = c + (y > 0 ? -rs : 0), *w = c + (y < (int)d.height0 - 1 ? rs : 0);"
+            " uint32_t v[9] = {LDPX(u + dl), LDPX(u), LDPX(u + dr), LDPX(c + dl), LDPX(c), LDPX(c + dr),"
+            " LDPX(w + dl), LDPX(w), LDPX(w + dr)};"
+            " const uint32_t r = ib_rank_select9x4(v, rk);"
+            " for (int b = 0; b < B0; b++) a0[b] = (uint8_t)(r >> (8 * b)); }\n",
             h->param_off);
         break;
       }
