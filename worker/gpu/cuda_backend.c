@@ -110,23 +110,27 @@ static void host_free(void *ctx, uint64_t a, size_t n) {
  * defaults serve every request over 128 KiB (a 256x256 RGB result is 192
  * KiB) with a fresh mmap and return it with munmap on free, and trim the
  * heap's top when freeing leaves over 2x that: every result then faults its
- * pages in again (48 page faults per 256x256 RGB image, measured; on the
- * lent H200 VM through-API throughput went 38k -> 107k images/s without
- * them) and every release shoots down TLBs on all host threads. So, once,
- * when the first CUDA backend opens, process-wide: no mmap'd chunks (glibc
- * caps M_MMAP_THRESHOLD at 32 MiB, so a 64 MiB result would still be mapped
- * fresh each time: M_MMAP_MAX = 0 serves it from the heap too) and no heap
- * trimming below 1 GiB, so freed results serve the next ones with no faults.
- * The cost: the heap keeps its peak (bounded by the executor's credits).
- * IB_MALLOC_DEFAULTS=1 leaves glibc's settings alone. */
-static int malloc_tuned;
+ * pages in again (48 page faults per 256x256 RGB image, measured here) and
+ * every release shoots down TLBs on all host threads. On the lent H200 VM
+ * through-API 256x256 RGB invert went 38k -> 107k images/s (and 23k -> 82k
+ * on another machine of the same kind) with results kept on the heap. So,
+ * once, when the first CUDA backend opens, process-wide: chunks up to 32
+ * MiB (glibc's largest threshold) come from the heap, and the heap is not
+ * trimmed below 1 GiB, so freed results serve the next ones with no
+ * faults; the heap keeps its peak (bounded by the executor's credits).
+ * Larger results are still mapped fresh (see the huge-page advice in
+ * cuda_wait); M_MMAP_MAX = 0 would keep them on the heap too, but measured
+ * no faster (17.9 ms either way per 4096x4096 RGBA image on one machine:
+ * the host copies are bound by memory bandwidth there) and is more
+ * intrusive. IB_MALLOC_DEFAULTS=1 leaves glibc's settings alone. */
 static void tune_malloc(void) {
-#if defined(__GLIBC__) && defined(M_MMAP_MAX) && defined(M_TRIM_THRESHOLD)
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
   static int done;
   const char *env = getenv("IB_MALLOC_DEFAULTS");
   if (done || (env && *env == '1')) return;
   done = 1;
-  malloc_tuned = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
 
@@ -753,13 +757,13 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
                (unsigned long long)j->job_id);
       continue;
     }
-    /* Fresh pages fault in as the copy first touches them (with glibc's
-     * defaults, see tune_malloc, always for results over 32 MiB): large results
-     * ask for transparent huge pages (one fault per 2 MiB instead of 512)
+    /* Fresh pages fault in as the copy first touches them (always for
+     * results over 32 MiB, see tune_malloc): large results ask for
+     * transparent huge pages (one fault per 2 MiB instead of 512)
      * and are cut at 2 MiB boundaries of the destination, so each huge page
      * faults in on one thread while the others fill theirs. */
     uint8_t *dst = j->out.data;
-    if (!malloc_tuned && bytes >= 2 * RCHUNK) {
+    if (bytes >= 2 * RCHUNK) {
       uintptr_t a0 = ((uintptr_t)dst + RCHUNK - 1) & ~(uintptr_t)(RCHUNK - 1);
       uintptr_t a1 = ((uintptr_t)dst + bytes) & ~(uintptr_t)(RCHUNK - 1);
 #ifdef MADV_HUGEPAGE
