@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "core/result_msg.h"
 #include "cpu/cpu_backend.h"
 #include "exec/executor.h"
 #include "exec_jobs.h"
@@ -543,5 +544,42 @@ Test(resident, a_failed_resident_job_keeps_nothing) {
   ib_results_close(rs);
   assert_credits_zero(ex);
   cr_assert_eq(atomic_load(&F.live_bufs), 0, "the kept buffer went back to the backend");
+  ib_executor_destroy(ex);
+}
+
+Test(resident, a_resident_result_is_written_as_a_handle_ref) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r;
+  join_resident(ex, &r, 1);
+  ib_result_msg rm;
+  ib_result_msg_init(&rm);
+  ib_error err = {0};
+  cr_assert_eq(ib_result_msg_from_result(&rm, &r, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(rm.msg.outcome_case, IMGBATCH__V1__RESULT__OUTCOME_RESIDENT);
+  cr_assert_eq(rm.msg.job_id, r.job_id);
+  cr_assert_eq(rm.msg.key_u64, 1);
+  cr_assert_eq(rm.handle.handle_id, r.job_id);
+  cr_assert_str_eq(rm.handle.mode, "L");
+  cr_assert_eq(rm.handle.width, 8);
+  cr_assert_eq(rm.handle.height, 8);
+  size_t len = 0;
+  uint8_t *buf = ib_result_msg_pack(&rm, &len);
+  Imgbatch__V1__Result *back = imgbatch__v1__result__unpack(NULL, len, buf);
+  cr_assert_not_null(back);
+  cr_assert_eq(back->outcome_case, IMGBATCH__V1__RESULT__OUTCOME_RESIDENT);
+  imgbatch__v1__result__free_unpacked(back, NULL);
+  free(buf);
+  ib_result_msg_clear(&rm);
+  /* Downloaded into the result's image instead: a raw image Result. */
+  cr_assert_eq(ib_handle_download(r.handle, &r.image, &err), IB_OK);
+  r.kind = IB_RESULT_IMAGE;
+  ib_handle_release(&r.handle);
+  cr_assert_eq(ib_result_msg_from_result(&rm, &r, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(rm.msg.outcome_case, IMGBATCH__V1__RESULT__OUTCOME_IMAGE);
+  cr_assert_eq(rm.image.format, IMGBATCH__V1__FORMAT__RAW);
+  cr_assert_eq(rm.image.data.len, OUT_BYTES);
+  ib_result_msg_clear(&rm);
+  ib_result_free(&r);
+  assert_credits_zero(ex);
   ib_executor_destroy(ex);
 }
