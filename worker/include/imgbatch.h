@@ -180,7 +180,9 @@ void ib_executor_options_default(ib_executor_options *o);
  * it. The working part (everything but the output staging/pixels, a
  * resident output and the snapshot) returns when the job's submission
  * completes; the rest when ib_results_next hands the result out (or close
- * discards it). Exact formulas: ib_charge_for in worker/exec/credits.c.
+ * discards it) - except a resident output's held part (its buffer, the
+ * download workspace and the snapshot), which stays charged until the last
+ * clone of its handle is released (see "Resident (GPU) outputs"). Exact formulas: ib_charge_for in worker/exec/credits.c.
  * These are admission reservations, not measurements of RSS or free VRAM.
  * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
  * device allocation); one that would fit an empty executor but not beside
@@ -296,7 +298,8 @@ void ib_result_free(ib_result *r);
  * Does not block beyond backend start-up. */
 ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err);
 
-/* Closes (as ib_executor_close) and frees. A result stream still open is
+/* Closes (as ib_executor_close) and frees. Resident handles it delivered
+ * stay valid (the backend closes with the last of them). A result stream still open is
  * detached: its ib_results_next answers IB_CLOSED; the caller still frees
  * it with ib_results_close. NULL is a no-op. Blocks while in-flight
  * submissions are fenced. Must not be called from inside a run input
