@@ -652,7 +652,7 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
   s->tasks = tasks;
   ib_hostpar_for(c->hp, n_tasks, host_task, s);
   free(tasks);
-  if (kept) cu->cuStreamSynchronize(s->stream); /* resident copies out of the block */
+  if (kept) ib_cuda_keep_fence(cu, s->stream, s->jobs, s->n); /* before the block is reused */
   sub_release(s);
   return rs;
 }

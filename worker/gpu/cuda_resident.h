@@ -22,6 +22,11 @@
 void ib_cuda_keep(const ib_cu *cu, CUcontext ctx, CUstream stream, CUdeviceptr src,
                   const ib_shape *shape, ib_backend_job *j);
 
+/* Waits for the copies ib_cuda_keep enqueued on `stream`; when that fails,
+ * every kept job of jobs[0..n) fails with IB_DEVICE and its buffer is
+ * freed (its bytes may be incomplete). */
+void ib_cuda_keep_fence(const ib_cu *cu, CUstream stream, ib_backend_job *jobs, size_t n);
+
 /* The backend row's download/release hooks (state unused: a kept buffer
  * carries its driver table and context). */
 ib_status ib_cuda_resident_download(void *state, void *dev, ib_image *into, ib_error *err);
