@@ -583,3 +583,23 @@ Test(resident, a_resident_result_is_written_as_a_handle_ref) {
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
 }
+
+Test(resident, closing_a_backpressured_stream_frees_the_pending_input_and_keeps_handles) {
+  ib_executor *ex = fake_executor_gpu(8, 2, HELD_GPU);
+  n_src src = {.limit = 5, .resident = true};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result r, r2;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert_eq(ib_results_next(rs, &r2), IB_RESULT_BACKPRESSURE);
+  cr_assert_eq(src.pulled, 2);
+  ib_results_close(rs); /* cancels: the pending input is freed, the handle stays */
+  cr_assert_eq(src.pulled, 2, "close pulls nothing");
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.jobs.in_use, 0);
+  cr_assert_eq(c.gpu_bytes.in_use, HELD_GPU);
+  assert_download_matches(r.handle, 1);
+  ib_result_free(&r);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
