@@ -74,6 +74,114 @@ static int compare(const ib_image *a, const ib_image *b, int *maxdiff) {
   return eq;
 }
 
+/* 6. Resident outputs (output gpu) through the executor: every handle's
+ * download equals the CPU result; the handles keep their bytes charged
+ * until released, then every credit is back; a handle outlives
+ * ib_executor_destroy and still downloads. */
+static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key) {
+  enum { NR = 16 };
+  tally t = {0};
+  ib_error err = {0};
+  ib_executor_options eo;
+  ib_executor_options_default(&eo);
+  eo.backend = IB_BACKEND_CUDA;
+  ib_executor *ex = NULL;
+  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+    fprintf(logf_, "FAIL resident: executor create: %s\n", err.message);
+    t.failed++;
+    return t;
+  }
+  Imgbatch__V1__GpuOutput gout;
+  imgbatch__v1__gpu_output__init(&gout);
+  Imgbatch__V1__OutputSpec spec;
+  imgbatch__v1__output_spec__init(&spec);
+  spec.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU;
+  spec.gpu = &gout;
+  ib_image ref[NR] = {{0}};
+  ib_handle *h[NR] = {0};
+  uint64_t ids[NR] = {0};
+  for (int k = 0; k < NR; k++) {
+    ib_mode m = (ib_mode)(1 + jg_below(r, 6));
+    uint32_t w = 1 + jg_below(r, 300), h2 = 1 + jg_below(r, 200);
+    jg_begin(j, arena, r, m, w, h2, (*key)++);
+    int op;
+    do op = (int)jg_below(r, JG_COUNT); while (!admitted(op, m) || op == JG_TONE);
+    jg_op(j, r, op, 0, m, w, h2, -1);
+    j->job.output = &spec;
+    ib_graph *g1 = jg_finish(j, &err), *g2 = jg_finish(j, &err);
+    ib_error e = {0};
+    if (!g1 || !g2 || ib_cpu_execute(g2, &ref[k], &e) != IB_OK ||
+        ib_executor_submit(ex, g1, NULL, &ids[k], &err) != IB_OK) {
+      fprintf(logf_, "FAIL resident job %d (%s): %s %s\n", k, jg_names[op], err.message, e.message);
+      ib_graph_free(g1);
+      t.cases++, t.failed++;
+    }
+    ib_graph_free(g2);
+  }
+  ib_results *rs = NULL;
+  ib_result res;
+  if (ib_executor_join(ex, &rs) == IB_OK) {
+    while (ib_results_next(rs, &res) == IB_OK) {
+      int k = 0;
+      while (k < NR && ids[k] != res.job_id) k++;
+      t.cases++;
+      if (k == NR || res.kind != IB_RESULT_RESIDENT) {
+        t.failed++;
+        fprintf(logf_, "FAIL resident job %llu: %s\n", (unsigned long long)res.job_id,
+                res.ok ? "not a resident result" : res.error.message);
+      } else {
+        h[k] = res.handle;
+        res.handle = NULL;
+      }
+      ib_result_free(&res);
+    }
+    ib_results_close(rs);
+  }
+  ib_executor_counters c;
+  ib_executor_counters_get(ex, &c);
+  uint64_t live = 0;
+  for (int k = 0; k < NR; k++) live += h[k] != NULL;
+  if (c.resident_live != live || c.gpu_bytes.in_use != c.resident_gpu_bytes) {
+    t.failed++;
+    fprintf(logf_, "FAIL resident: %llu live, %llu gpu bytes charged (%llu resident)\n",
+            (unsigned long long)c.resident_live, (unsigned long long)c.gpu_bytes.in_use,
+            (unsigned long long)c.resident_gpu_bytes);
+  }
+  /* Download every other one, release it; the rest after destroy. */
+  uint64_t released = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = pass; k < NR; k += 2) {
+      if (!h[k]) continue;
+      ib_image im = {0};
+      int md = 0;
+      if (ib_handle_download(h[k], &im, &err) != IB_OK) {
+        t.failed++;
+        fprintf(logf_, "FAIL resident download %d: %s\n", k, err.message);
+      } else if (compare(&ref[k], &im, &md)) {
+        t.equal++;
+      } else {
+        t.failed++;
+        t.maxdiff = md > t.maxdiff ? md : t.maxdiff;
+        fprintf(logf_, "DIFF resident job %d: max |diff| %d\n", k, md);
+      }
+      ib_image_release(&im);
+      ib_handle_release(&h[k]);
+      released++;
+    }
+    if (pass == 0) {
+      ib_executor_counters_get(ex, &c);
+      if (c.resident_live != live - released || c.gpu_bytes.in_use != c.resident_gpu_bytes) {
+        t.failed++;
+        fprintf(logf_, "FAIL resident: %llu live after releasing half\n",
+                (unsigned long long)c.resident_live);
+      }
+      ib_executor_destroy(ex); /* the other half must outlive it */
+    }
+  }
+  for (int k = 0; k < NR; k++) ib_image_release(&ref[k]);
+  return t;
+}
+
 int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
@@ -418,6 +526,10 @@ int main(int argc, char **argv) {
     printf("%-12s %6d %6d %6d %6d %8d\n", "executor", exec_t.cases, exec_t.equal, exec_t.failed,
            exec_t.skipped, exec_t.maxdiff);
     fails += exec_t.failed;
+    tally res_t = resident_check(&r, &j, &arena, &key);
+    printf("%-12s %6d %6d %6d %6d %8d\n", "resident", res_t.cases, res_t.equal, res_t.failed,
+           res_t.skipped, res_t.maxdiff);
+    fails += res_t.failed;
   }
   char cdesc[600] = "";
   if (cu) ib_cuda_cache_desc(cu, cdesc, sizeof cdesc);

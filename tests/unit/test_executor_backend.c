@@ -1,10 +1,16 @@
 /*
  * The executor core against a fake asynchronous backend: submissions stay
  * outstanding until polled a few times, and failures can be injected. Pins
- * what the core promises any backend (worker/exec/backend.h).
+ * what the core promises any backend (worker/exec/backend.h). The fake also
+ * keeps resident outputs (output gpu): a kept "device buffer" is a host
+ * copy, so every rule of resident handles is tested here without a GPU.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
+#include "core/result_msg.h"
 #include "cpu/cpu_backend.h"
 #include "exec/executor.h"
 #include "exec_jobs.h"
@@ -14,6 +20,9 @@ typedef struct fake {
   ib_status fail_submit, fail_wait; /* IB_OK: no failure */
   bool reject_admit;
   uint64_t job_gpu_bytes;
+  bool closed;                   /* the backend state was closed */
+  atomic_int live_bufs;          /* kept resident buffers */
+  atomic_int downloads, in_download, overlapped_downloads;
 } fake;
 
 static fake F;
@@ -33,6 +42,39 @@ static ib_status fake_open(const ib_executor_options *o, void **state, ib_error 
 
 static void fake_close(void *state) {
   (void)state;
+  cr_assert_eq(atomic_load(&F.live_bufs), 0, "the backend closes after its last kept buffer");
+  F.closed = true;
+}
+
+/* A kept buffer: the terminal image, moved off the job. */
+static void fake_keep(ib_backend_job *j) {
+  ib_image *buf = malloc(sizeof *buf);
+  *buf = j->out;
+  j->out.data = NULL;
+  j->dev = buf;
+  atomic_fetch_add(&F.live_bufs, 1);
+}
+
+static ib_status fake_download(void *state, void *dev, ib_image *into, ib_error *err) {
+  (void)state;
+  (void)err;
+  const ib_image *buf = dev;
+  if (atomic_fetch_add(&F.in_download, 1) != 0) atomic_fetch_add(&F.overlapped_downloads, 1);
+  usleep(2000); /* long enough for an unserialized second download to overlap */
+  cr_assert(into->data && into->mode == buf->mode && into->width == buf->width &&
+            into->height == buf->height);
+  memcpy(into->data, buf->data, ib_image_bytes(buf));
+  atomic_fetch_add(&F.downloads, 1);
+  atomic_fetch_sub(&F.in_download, 1);
+  return IB_OK;
+}
+
+static void fake_release(void *state, void *dev) {
+  (void)state;
+  ib_image *buf = dev;
+  ib_image_release(buf);
+  free(buf);
+  atomic_fetch_sub(&F.live_bufs, 1);
 }
 
 static ib_status fake_admit(void *state, const ib_graph *g, ib_error *err) {
@@ -77,8 +119,11 @@ static bool fake_ready(void *state, ib_backend_submission *sub) {
 
 static ib_status fake_wait(void *state, ib_backend_submission *sub, ib_error *err) {
   (void)state;
-  for (size_t i = 0; i < sub->n; i++)
-    sub->jobs[i].status = ib_cpu_execute(sub->jobs[i].graph, &sub->jobs[i].out, &sub->jobs[i].err);
+  for (size_t i = 0; i < sub->n; i++) {
+    ib_backend_job *j = &sub->jobs[i];
+    j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
+    if (j->status == IB_OK && j->resident) fake_keep(j);
+  }
   free(sub);
   F.outstanding--;
   F.waits++;
@@ -99,29 +144,39 @@ static const ib_backend fake_backend = {
     .submit = fake_submit,
     .wait = fake_wait,
     .ready = fake_ready,
+    .download = fake_download,
+    .release = fake_release,
 };
 
-static ib_executor *fake_executor(uint32_t max_jobs, uint32_t max_in_flight) {
+static ib_executor *fake_executor_gpu(uint32_t max_jobs, uint32_t max_in_flight,
+                                      uint64_t gpu_bytes) {
   F = (fake){0};
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.max_jobs = max_jobs;
   o.max_in_flight = max_in_flight;
+  if (gpu_bytes) o.gpu_bytes = gpu_bytes;
   ib_executor *ex = NULL;
   ib_error err = {0};
   cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, &err), IB_OK, "%s", err.message);
   return ex;
 }
 
+static ib_executor *fake_executor(uint32_t max_jobs, uint32_t max_in_flight) {
+  return fake_executor_gpu(max_jobs, max_in_flight, 0);
+}
+
 typedef struct n_src {
   uint64_t pulled, limit;
+  bool resident; /* output gpu */
 } n_src;
 
 static ib_status n_next(void *user, ib_input *in, ib_error *err) {
   (void)err;
   n_src *s = user;
   if (s->pulled == s->limit) return IB_END;
-  in->graph = test_graph_u64(++s->pulled);
+  test_job t = {.key_is_u64 = true, .key_u64 = ++s->pulled, .resident = s->resident};
+  in->graph = test_graph(&t);
   return IB_OK;
 }
 
@@ -228,5 +283,323 @@ Test(backend, close_fences_in_flight_submissions_before_releasing_credits) {
   cr_assert(r.ok && r.image.width == 8, "the delivered result stays valid");
   ib_result_free(&r);
   ib_results_close(rs);
+  ib_executor_destroy(ex);
+}
+
+/* ------------------------------------------------------------ resident outputs */
+
+/* The test jobs' 8x8 L output (64 bytes): a resident one holds its buffer
+ * and a download workspace of the same size on gpu_bytes (2 x 64), and on
+ * host_bytes the download staging, one CPU copy (2 x 64) and the echo (the
+ * packed OutputSpec `gpu {}`, 2 bytes). */
+#define OUT_BYTES 64u
+#define HELD_GPU (2u * OUT_BYTES)
+#define HELD_HOST (2u * OUT_BYTES + 2u)
+
+static ib_graph *resident_graph(uint64_t key) {
+  test_job t = {.key_is_u64 = true, .key_u64 = key, .resident = true};
+  return test_graph(&t);
+}
+
+/* What the CPU reference makes of the same graph. */
+static void assert_download_matches(ib_handle *h, uint64_t key) {
+  ib_image want = {0}, got = {0};
+  ib_graph *g = resident_graph(key);
+  ib_error err = {0};
+  cr_assert_eq(ib_cpu_execute(g, &want, &err), IB_OK, "%s", err.message);
+  ib_graph_free(g);
+  cr_assert_eq(ib_handle_download(h, &got, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(got.mode, want.mode);
+  cr_assert_eq(got.width, want.width);
+  cr_assert_eq(got.height, want.height);
+  cr_assert_eq(memcmp(got.data, want.data, ib_image_bytes(&want)), 0);
+  ib_image_release(&want);
+  ib_image_release(&got);
+}
+
+/* Submits `n` resident jobs and joins them into results[]. */
+static void join_resident(ib_executor *ex, ib_result *results, int n) {
+  for (int i = 0; i < n; i++) {
+    ib_error err = {0};
+    cr_assert_eq(ib_executor_submit(ex, resident_graph((uint64_t)i + 1), NULL, NULL, &err), IB_OK,
+                 "%s", err.message);
+  }
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(ib_results_next(rs, &results[i]), IB_OK);
+    cr_assert(results[i].ok, "%s", results[i].error.message);
+    cr_assert_eq(results[i].kind, IB_RESULT_RESIDENT);
+    cr_assert_not_null(results[i].handle);
+    cr_assert_null(results[i].image.data, "a resident result carries no pixels");
+  }
+  ib_result end;
+  cr_assert_eq(ib_results_next(rs, &end), IB_END);
+  ib_results_close(rs);
+}
+
+Test(resident, held_handles_keep_their_bytes_charged) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r[2];
+  join_resident(ex, r, 2);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.jobs.in_use, 0, "a delivered result holds no job slot");
+  cr_assert_eq(c.resident_live, 2);
+  cr_assert_eq(c.gpu_bytes.in_use, 2 * HELD_GPU);
+  cr_assert_eq(c.host_bytes.in_use, 2 * HELD_HOST);
+  cr_assert_eq(c.resident_gpu_bytes, c.gpu_bytes.in_use);
+  cr_assert_eq(c.resident_host_bytes, c.host_bytes.in_use);
+  cr_assert_eq(ib_handle_mode(r[0].handle), IB_MODE_L);
+  cr_assert_eq(ib_handle_width(r[0].handle), 8);
+  cr_assert_eq(ib_handle_height(r[0].handle), 8);
+  cr_assert_eq(ib_handle_job_id(r[0].handle), r[0].job_id);
+  assert_download_matches(r[0].handle, 1);
+  assert_download_matches(r[1].handle, 2);
+  c = test_counters(ex);
+  cr_assert_eq(c.gpu_bytes.in_use, 2 * HELD_GPU, "a download leaves the bytes charged");
+  cr_assert_eq(c.host_bytes.in_use, 2 * HELD_HOST);
+  ib_result_free(&r[0]);
+  c = test_counters(ex);
+  cr_assert_eq(c.resident_live, 1, "ib_result_free released its handle");
+  cr_assert_eq(c.gpu_bytes.in_use, HELD_GPU);
+  ib_result_free(&r[1]);
+  assert_credits_zero(ex);
+  cr_assert_eq(atomic_load(&F.live_bufs), 0);
+  ib_executor_destroy(ex);
+  cr_assert(F.closed);
+}
+
+Test(resident, download_workspace_is_reserved_at_admission) {
+  /* Room for exactly one resident output and its workspace. */
+  ib_executor *ex = fake_executor_gpu(8, 2, HELD_GPU);
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_submit(ex, resident_graph(1), NULL, NULL, &err), IB_OK, "%s",
+               err.message);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.gpu_bytes.in_use, HELD_GPU, "buffer + workspace reserved before it runs");
+  cr_assert_eq(c.host_bytes.in_use, 2 * OUT_BYTES + HELD_HOST, "sources + staging + copy + echo");
+  ib_result r;
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert_eq(r.kind, IB_RESULT_RESIDENT);
+  ib_result end;
+  cr_assert_eq(ib_results_next(rs, &end), IB_END);
+  ib_results_close(rs);
+  /* Later admission cannot take the workspace: the download still runs. */
+  ib_graph *g = resident_graph(2);
+  uint64_t id = 0;
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, &id, &err), IB_QUEUE_FULL,
+               "submit reports QueueFull while held handles fill the budget");
+  cr_assert(strstr(err.message, "resident handle"), "%s", err.message);
+  cr_assert_eq(id, 2, "the rejection consumed an id");
+  assert_download_matches(r.handle, 1);
+  ib_result_free(&r);
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, &id, &err), IB_OK, "%s", err.message);
+  ib_executor_destroy(ex);
+}
+
+Test(resident, backpressure_is_retryable_and_pulls_nothing_past_the_one_pending_input) {
+  /* Three resident outputs fit the gpu budget. */
+  ib_executor *ex = fake_executor_gpu(8, 2, 3 * HELD_GPU);
+  n_src src = {.limit = 10, .resident = true};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result held[10];
+  int n = 0;
+  ib_status st;
+  while ((st = ib_results_next(rs, &held[n])) == IB_OK) {
+    cr_assert_eq(held[n].kind, IB_RESULT_RESIDENT, "%s", held[n].error.message);
+    n++;
+  }
+  cr_assert_eq(st, IB_RESULT_BACKPRESSURE, "%s", ib_status_name(st));
+  cr_assert_eq(n, 3);
+  cr_assert_eq(src.pulled, 4, "the one pending input, nothing beyond it");
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_RESULT_BACKPRESSURE, "retrying without releasing");
+  cr_assert_eq(src.pulled, 4);
+  cr_assert_eq(test_counters(ex).jobs.in_use, 0, "the pending input is not admitted");
+  /* Release one handle: the stream goes on from the pending input. */
+  ib_result_free(&held[0]);
+  cr_assert_eq(ib_results_next(rs, &held[0]), IB_OK);
+  cr_assert_eq(held[0].key.u64, 4, "the retained input comes next");
+  cr_assert_eq(ib_results_next(rs, &r), IB_RESULT_BACKPRESSURE);
+  cr_assert_eq(src.pulled, 5);
+  /* Release everything as it comes: the stream runs to its end. */
+  for (int i = 0; i < 3; i++) ib_result_free(&held[i]);
+  int more = 0;
+  while ((st = ib_results_next(rs, &r)) == IB_OK) {
+    cr_assert_eq(r.kind, IB_RESULT_RESIDENT);
+    ib_result_free(&r);
+    more++;
+  }
+  cr_assert_eq(st, IB_END);
+  cr_assert_eq(more, 6);
+  cr_assert_eq(src.pulled, 10);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(resident, handles_outlive_executor_close) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r[2];
+  join_resident(ex, r, 2);
+  cr_assert_eq(ib_executor_close(ex), IB_OK);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.gpu_bytes.in_use, 2 * HELD_GPU, "close leaves held handles charged");
+  cr_assert_eq(c.jobs.in_use, 0);
+  assert_download_matches(r[0].handle, 1);
+  ib_result_free(&r[0]);
+  ib_executor_destroy(ex);
+  cr_assert_not(F.closed, "a held handle keeps the backend open");
+  assert_download_matches(r[1].handle, 2);
+  ib_result_free(&r[1]);
+  cr_assert(F.closed, "the last release closed the backend");
+  cr_assert_eq(atomic_load(&F.live_bufs), 0);
+}
+
+Test(resident, release_of_last_clone_returns_credits) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r;
+  join_resident(ex, &r, 1);
+  ib_handle *a = NULL, *b = NULL;
+  cr_assert_eq(ib_handle_clone(r.handle, &a), IB_OK);
+  cr_assert_eq(ib_handle_clone(a, &b), IB_OK);
+  ib_result_free(&r);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.resident_live, 1, "clones share one output");
+  cr_assert_eq(c.gpu_bytes.in_use, HELD_GPU, "charged once, not per clone");
+  assert_download_matches(b, 1);
+  ib_handle_release(&a);
+  cr_assert_null(a);
+  cr_assert_eq(test_counters(ex).gpu_bytes.in_use, HELD_GPU);
+  cr_assert_eq(atomic_load(&F.live_bufs), 1);
+  ib_handle_release(&b);
+  assert_credits_zero(ex);
+  cr_assert_eq(test_counters(ex).resident_live, 0);
+  cr_assert_eq(atomic_load(&F.live_bufs), 0);
+  ib_executor_destroy(ex);
+}
+
+Test(resident, download_after_release_is_an_error) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r;
+  join_resident(ex, &r, 1);
+  ib_handle *h = r.handle;
+  r.handle = NULL; /* taken: the result no longer owns it */
+  ib_result_free(&r);
+  ib_handle_release(&h);
+  cr_assert_null(h);
+  ib_image im = {.width = 1};
+  ib_error err = {0};
+  cr_assert_eq(ib_handle_download(h, &im, &err), IB_INVALID);
+  cr_assert_eq(err.stage, IB_STAGE_DOWNLOAD);
+  cr_assert(strstr(err.message, "released"), "%s", err.message);
+  cr_assert_null(im.data);
+  cr_assert_eq(atomic_load(&F.downloads), 0);
+  ib_handle_release(&h); /* a second release is a no-op */
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+static void *download_thread(void *arg) {
+  ib_image im = {0};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(ib_handle_download(arg, &im, NULL), IB_OK);
+    ib_image_release(&im);
+  }
+  return NULL;
+}
+
+Test(resident, downloads_from_clones_serialize_through_the_workspace) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r;
+  join_resident(ex, &r, 1);
+  ib_handle *clone = NULL;
+  cr_assert_eq(ib_handle_clone(r.handle, &clone), IB_OK);
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, download_thread, r.handle);
+  pthread_create(&t2, NULL, download_thread, clone);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  cr_assert_eq(atomic_load(&F.downloads), 8);
+  cr_assert_eq(atomic_load(&F.overlapped_downloads), 0, "never two at once in one workspace");
+  ib_handle_release(&clone);
+  ib_result_free(&r);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(resident, a_failed_resident_job_keeps_nothing) {
+  ib_executor *ex = fake_executor(8, 2);
+  F.fail_wait = IB_DEVICE;
+  cr_assert_eq(ib_executor_submit(ex, resident_graph(1), NULL, NULL, NULL), IB_OK);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(!r.ok && r.kind == IB_RESULT_ERROR && !r.handle);
+  ib_result_free(&r);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  cr_assert_eq(atomic_load(&F.live_bufs), 0, "the kept buffer went back to the backend");
+  ib_executor_destroy(ex);
+}
+
+Test(resident, a_resident_result_is_written_as_a_handle_ref) {
+  ib_executor *ex = fake_executor(8, 2);
+  ib_result r;
+  join_resident(ex, &r, 1);
+  ib_result_msg rm;
+  ib_result_msg_init(&rm);
+  ib_error err = {0};
+  cr_assert_eq(ib_result_msg_from_result(&rm, &r, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(rm.msg.outcome_case, IMGBATCH__V1__RESULT__OUTCOME_RESIDENT);
+  cr_assert_eq(rm.msg.job_id, r.job_id);
+  cr_assert_eq(rm.msg.key_u64, 1);
+  cr_assert_eq(rm.handle.handle_id, r.job_id);
+  cr_assert_str_eq(rm.handle.mode, "L");
+  cr_assert_eq(rm.handle.width, 8);
+  cr_assert_eq(rm.handle.height, 8);
+  size_t len = 0;
+  uint8_t *buf = ib_result_msg_pack(&rm, &len);
+  Imgbatch__V1__Result *back = imgbatch__v1__result__unpack(NULL, len, buf);
+  cr_assert_not_null(back);
+  cr_assert_eq(back->outcome_case, IMGBATCH__V1__RESULT__OUTCOME_RESIDENT);
+  imgbatch__v1__result__free_unpacked(back, NULL);
+  free(buf);
+  ib_result_msg_clear(&rm);
+  /* Downloaded into the result's image instead: a raw image Result. */
+  cr_assert_eq(ib_handle_download(r.handle, &r.image, &err), IB_OK);
+  r.kind = IB_RESULT_IMAGE;
+  ib_handle_release(&r.handle);
+  cr_assert_eq(ib_result_msg_from_result(&rm, &r, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(rm.msg.outcome_case, IMGBATCH__V1__RESULT__OUTCOME_IMAGE);
+  cr_assert_eq(rm.image.format, IMGBATCH__V1__FORMAT__RAW);
+  cr_assert_eq(rm.image.data.len, OUT_BYTES);
+  ib_result_msg_clear(&rm);
+  ib_result_free(&r);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(resident, closing_a_backpressured_stream_frees_the_pending_input_and_keeps_handles) {
+  ib_executor *ex = fake_executor_gpu(8, 2, HELD_GPU);
+  n_src src = {.limit = 5, .resident = true};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result r, r2;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert_eq(ib_results_next(rs, &r2), IB_RESULT_BACKPRESSURE);
+  cr_assert_eq(src.pulled, 2);
+  ib_results_close(rs); /* cancels: the pending input is freed, the handle stays */
+  cr_assert_eq(src.pulled, 2, "close pulls nothing");
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.jobs.in_use, 0);
+  cr_assert_eq(c.gpu_bytes.in_use, HELD_GPU);
+  assert_download_matches(r.handle, 1);
+  ib_result_free(&r);
+  assert_credits_zero(ex);
   ib_executor_destroy(ex);
 }

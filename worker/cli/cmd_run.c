@@ -4,6 +4,13 @@
  * time on the way in, at most the credit window plus one job admitted);
  * each Result is written as soon as the stream yields it. Results come in
  * completion order: match them by job_id or input_key.
+ *
+ * Resident outputs (OutputSpec gpu; cuda backend only - the cpu backend
+ * rejects them at admission): `run` is offline and cannot keep handles past
+ * its exit, so a resident result is written as a Result whose outcome is a
+ * HandleRef (worker_id "run", handle_id = the job id, generation 1) and the
+ * handle is released at once. With --download-resident it is downloaded
+ * instead and written as a raw image Result (native bytes), then released.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +25,7 @@
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
+  bool download_resident;
   ib_executor_options exec;
 } run_opts;
 
@@ -34,7 +42,7 @@ static void run_usage(FILE *f) {
   fprintf(f,
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
-          "                    [--gpu-bytes N] [--host-bytes N]\n\n"
+          "                    [--gpu-bytes N] [--host-bytes N] [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -43,6 +51,10 @@ static void run_usage(FILE *f) {
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
           "--device N picks the CUDA device (cuda backend).\n"
+          "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
+          "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
+          "nothing after it exits. --download-resident downloads each one instead and writes it\n"
+          "as a raw image Result.\n"
           "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
           "start-up failure (e.g. cuda backend not built), 2 usage\n");
 }
@@ -108,6 +120,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   *o = (run_opts){0};
   ib_executor_options_default(&o->exec);
   for (int i = 1; i < argc; i += 2) {
+    if (strcmp(argv[i], "--download-resident") == 0) {
+      o->download_resident = true;
+      i--; /* a flag: no value */
+      continue;
+    }
     if (i + 1 >= argc || !parse_opt(o, argv[i], argv[i + 1])) {
       fprintf(stderr, "imgbatch run: bad argument '%s'\n", argv[i]);
       run_usage(stderr);
@@ -147,11 +164,32 @@ static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   return st;
 }
 
-static bool write_result(const ib_result *res, FILE *out) {
+/* --download-resident: the resident output becomes the result's image (or
+ * its download error); the handle is released either way. */
+static void download_resident(ib_result *res) {
+  ib_error err = {0};
+  ib_image im = {0};
+  if (ib_handle_download(res->handle, &im, &err) == IB_OK) {
+    res->image = im;
+    res->kind = IB_RESULT_IMAGE;
+  } else {
+    res->ok = false;
+    res->kind = IB_RESULT_ERROR;
+    res->error = err;
+  }
+  ib_handle_release(&res->handle);
+}
+
+static bool write_result(ib_result *res, bool download, FILE *out) {
+  if (res->kind == IB_RESULT_RESIDENT && download) download_resident(res);
   ib_result_msg rm;
   ib_result_msg_init(&rm);
   ib_error err = {0};
   ib_result_msg_from_result(&rm, res, &err);
+  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
+    rm.handle.worker_id = (char *)"run";
+    rm.handle.generation = 1;
+  }
   rm.timings.queue_us = res->queue_us;
   rm.timings.gpu_us = res->exec_us;
   bool ok = ib_result_msg_write(&rm, out) && fflush(out) == 0;
@@ -160,15 +198,15 @@ static bool write_result(const ib_result *res, FILE *out) {
 }
 
 /* Drives the stream to its end; false when writing failed. */
-static bool drive(ib_executor *ex, run_input *ri, FILE *out) {
+static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
   ib_results *rs = NULL;
   if (ib_executor_run(ex, next_input, ri, &rs) != IB_OK) return false;
   bool ok = true;
   ib_result res;
   ib_status st = IB_END;
   while (ok && (st = ib_results_next(rs, &res)) == IB_OK) {
-    ok = write_result(&res, out);
-    ib_result_free(&res);
+    ok = write_result(&res, download, out);
+    ib_result_free(&res); /* releases a resident handle: run keeps none */
   }
   if (ok && st != IB_END) {
     fprintf(stderr, "imgbatch run: executor stopped: %s\n", ib_status_name(st));
@@ -202,7 +240,7 @@ int ib_cmd_run(int argc, char **argv) {
     return IB_EXIT_FAILURE;
   }
   run_input ri = {.in = in, .limits = {.source_root = o.source_root}};
-  if (!drive(ex, &ri, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
+  if (!drive(ex, &ri, o.download_resident, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
   ib_executor_destroy(ex);
   free(ri.buf);
   if (o.in) fclose(in);

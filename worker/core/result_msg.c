@@ -13,6 +13,7 @@ void ib_result_msg_init(ib_result_msg *r) {
   imgbatch__v1__image_data__init(&r->image);
   imgbatch__v1__job_error__init(&r->error);
   imgbatch__v1__timings__init(&r->timings);
+  imgbatch__v1__handle_ref__init(&r->handle);
   r->msg.timings = &r->timings;
 }
 
@@ -118,9 +119,8 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error 
       !(r->echo_spec = imgbatch__v1__output_spec__unpack(NULL, res->output_spec_len,
                                                          res->output_spec)))
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: output spec snapshot unreadable");
-  if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
-                        "output gpu: this front end writes cpu outputs only");
+  /* An output gpu job reaches here only as a downloaded resident output:
+   * its native bytes are written raw. */
   if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)
     cpu = r->echo_spec->cpu;
   size_t len = 0;
@@ -140,8 +140,25 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error 
   return IB_OK;
 }
 
+static void resident_result(ib_result_msg *r, const ib_result *res) {
+  r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
+  r->msg.job_id = res->job_id;
+  set_key(r, &res->key);
+  r->handle.handle_id = res->job_id;
+  r->handle.mode = (char *)ib_mode_name(ib_handle_mode(res->handle));
+  r->handle.width = ib_handle_width(res->handle);
+  r->handle.height = ib_handle_height(res->handle);
+  r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_RESIDENT;
+  r->msg.resident = &r->handle;
+}
+
 ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
   ib_status st = IB_OK;
+  if (res->ok && res->kind == IB_RESULT_RESIDENT && res->handle) {
+    resident_result(r, res);
+    echo_snapshot(r, res);
+    return IB_OK;
+  }
   if (res->ok && (st = encode_result(r, res, err)) == IB_OK) {
     echo_snapshot(r, res);
     return IB_OK;

@@ -15,6 +15,7 @@ typedef struct ib_result_msg {
   Imgbatch__V1__ImageData image;
   Imgbatch__V1__JobError error;
   Imgbatch__V1__Timings timings;
+  Imgbatch__V1__HandleRef handle; /* outcome resident */
   uint8_t *encoded; /* owned (ib_codec_free) */
   char *key_str;    /* owned */
   char *error_key_str;
@@ -30,7 +31,11 @@ void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const i
 ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
                               const ib_image *im, ib_error *err);
 /* A Result for an executor result: the image encoded per the job's output
- * spec snapshot (raw when absent), or its error; metadata and correlation id
+ * spec snapshot (raw when absent; raw too for an output gpu job whose
+ * resident output the front end downloaded into res->image), a resident
+ * HandleRef (kind IB_RESULT_RESIDENT: mode/size from the handle, handle_id =
+ * the job id, worker_id "" and generation 0 - the front end sets those in
+ * r->handle before writing), or its error; metadata and correlation id
  * echoed. Borrows from `res` until written/cleared. A failed encode turns
  * the message into an encode error result (returned status). */
 ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err);

@@ -13,15 +13,21 @@
 #include "imgbatch.h"
 #include "plan/graph.h"
 
-/* One job as the backend sees it. The core fills graph; the backend fills
- * status/err and, on success, out (the terminal image in host memory, owned
- * by the job until the core hands it to a result). */
+/* One job as the backend sees it. The core fills graph, job_id and
+ * resident; the backend fills status/err and, on success, out (the terminal
+ * image in host memory, owned by the job until the core hands it to a
+ * result). A resident job (output gpu) instead keeps its terminal image on
+ * the device: on success the backend sets out's mode/width/height with
+ * out.data NULL and `dev` to its kept device buffer (opaque), which the
+ * core owns from then on and gives back through release. */
 typedef struct ib_backend_job {
   const ib_graph *graph;
   uint64_t job_id;
+  bool resident;
   ib_status status;
   ib_error err;
   ib_image out;
+  void *dev;
 } ib_backend_job;
 
 typedef struct ib_backend_submission ib_backend_submission;
@@ -55,6 +61,15 @@ typedef struct ib_backend {
   ib_status (*wait)(void *state, ib_backend_submission *sub, ib_error *err);
   /* Non-blocking completion test (true when wait would not block). */
   bool (*ready)(void *state, ib_backend_submission *sub);
+  /* Resident outputs (all three NULL: the backend keeps none, and must
+   * reject output gpu in admit). download copies a kept buffer's native
+   * bytes into `into` (shape set, data allocated by the core); release
+   * frees the buffer. Both may run on any thread, concurrently with
+   * submit/wait on the driving thread and after the executor was closed
+   * (close of the backend state waits for the last release); the core
+   * never runs two downloads of one buffer at once. */
+  ib_status (*download)(void *state, void *dev, ib_image *into, ib_error *err);
+  void (*release)(void *state, void *dev);
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;

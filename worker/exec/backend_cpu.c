@@ -31,7 +31,7 @@ static ib_status cpu_admit(void *state, const ib_graph *g, ib_error *err) {
   const Imgbatch__V1__OutputSpec *o = g->job->output;
   if (o && o->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU)
     return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
-                        "output gpu: resident outputs need the cuda backend (backend cpu)");
+                        "output gpu: the cpu backend keeps no device memory");
   return IB_OK;
 }
 

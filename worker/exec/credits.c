@@ -2,6 +2,7 @@
 #include "exec/credits.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -129,6 +130,13 @@ ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err)
                       "admit: job needs %llu host bytes, %llu of %llu are reserved by live work",
                       (unsigned long long)host, (unsigned long long)c->host_bytes.in_use,
                       (unsigned long long)c->host_bytes.cap);
+  if (st == IB_QUEUE_FULL && err && c->resident_live) {
+    size_t n = strlen(err->message);
+    snprintf(err->message + n, sizeof err->message - n,
+             " (%llu held resident handle(s) keep %llu gpu / %llu host bytes: release them)",
+             (unsigned long long)c->resident_live, (unsigned long long)c->resident_gpu_bytes,
+             (unsigned long long)c->resident_host_bytes);
+  }
   if (st == IB_OK) {
     use(&c->jobs, 1);
     use(&c->gpu_bytes, gpu);
@@ -153,6 +161,37 @@ void ib_credits_return_all(ib_credits *cr, ib_charge *ch) {
   unuse(&cr->c.jobs, 1);
   pthread_mutex_unlock(&cr->lock);
   *ch = (ib_charge){0};
+}
+
+void ib_credits_keep_resident(ib_credits *cr, ib_charge *ch, uint64_t *gpu, uint64_t *host) {
+  pthread_mutex_lock(&cr->lock);
+  /* The working part is already back (the submission completed). */
+  unuse(&cr->c.gpu_bytes, ch->gpu_work);
+  unuse(&cr->c.host_bytes, ch->host_work);
+  cr->c.resident_live++;
+  cr->c.resident_gpu_bytes += ch->gpu_held;
+  cr->c.resident_host_bytes += ch->host_held;
+  pthread_mutex_unlock(&cr->lock);
+  *gpu = ch->gpu_held;
+  *host = ch->host_held;
+  *ch = (ib_charge){0};
+}
+
+void ib_credits_release_resident(ib_credits *cr, uint64_t gpu, uint64_t host) {
+  pthread_mutex_lock(&cr->lock);
+  unuse(&cr->c.gpu_bytes, gpu);
+  unuse(&cr->c.host_bytes, host);
+  cr->c.resident_live--;
+  cr->c.resident_gpu_bytes -= gpu;
+  cr->c.resident_host_bytes -= host;
+  pthread_mutex_unlock(&cr->lock);
+}
+
+bool ib_credits_resident_held(ib_credits *cr) {
+  pthread_mutex_lock(&cr->lock);
+  bool held = cr->c.resident_live > 0;
+  pthread_mutex_unlock(&cr->lock);
+  return held;
 }
 
 bool ib_credits_submission_room(ib_credits *cr) {

@@ -43,6 +43,15 @@ void ib_credits_return_work(ib_credits *cr, ib_charge *ch);
 /* Returns whatever *ch still holds and the job slot. */
 void ib_credits_return_all(ib_credits *cr, ib_charge *ch);
 
+/* A delivered resident output keeps its held part (device buffer and
+ * download workspace) beyond delivery: moves those bytes from the job to the
+ * resident account and zeroes *ch (the job slot still returns through
+ * ib_credits_return_all). release_resident returns the bytes. */
+void ib_credits_keep_resident(ib_credits *cr, ib_charge *ch, uint64_t *gpu, uint64_t *host);
+void ib_credits_release_resident(ib_credits *cr, uint64_t gpu, uint64_t host);
+/* True while resident handles hold bytes (admission may wait on them). */
+bool ib_credits_resident_held(ib_credits *cr);
+
 bool ib_credits_submission_room(ib_credits *cr);
 void ib_credits_submission_begin(ib_credits *cr);
 void ib_credits_submission_end(ib_credits *cr);

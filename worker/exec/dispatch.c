@@ -13,22 +13,32 @@
 #include "exec/executor.h"
 
 static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_t exec_us) {
+  if (bj->status == IB_OK && j->resident && !bj->dev) {
+    bj->status = IB_INTERNAL;
+    ib_error_set(&bj->err, IB_INTERNAL, IB_STAGE_EXECUTE,
+                 "job %llu: backend %s kept no device buffer for output gpu",
+                 (unsigned long long)j->id, ex->backend->name);
+  }
   j->status = bj->status;
   j->exec_us = exec_us;
   if (bj->status == IB_OK) {
     j->out = bj->out;
-    ib_credits_count(&ex->credits, IB_COUNT_COMPLETED);
+    j->dev = bj->dev;
+    bj->dev = NULL;
+    ib_credits_count(ex->credits, IB_COUNT_COMPLETED);
   } else {
     ib_image_release(&bj->out);
+    if (bj->dev) ex->backend->release(ex->backend_state, bj->dev);
+    bj->dev = NULL;
     j->err = bj->err;
     j->err.status = bj->status;
     if (j->err.stage == IB_STAGE_NONE) j->err.stage = IB_STAGE_EXECUTE;
-    ib_credits_count(&ex->credits, IB_COUNT_FAILED);
+    ib_credits_count(ex->credits, IB_COUNT_FAILED);
   }
   bj->out = (ib_image){0};
   ib_graph_free(j->graph);
   j->graph = NULL;
-  ib_credits_return_work(&ex->credits, &j->charge);
+  ib_credits_return_work(ex->credits, &j->charge);
   ib_job_fifo_push(&ex->completed, j);
 }
 
@@ -49,7 +59,7 @@ static void finish_sub(ib_executor *ex, ib_sub *s, bool wait) {
   }
   uint64_t exec_us = ib_now_us() - s->started_us;
   for (size_t i = 0; i < s->n; i++) complete_job(ex, s->jobs[i], &s->bjobs[i], exec_us);
-  ib_credits_submission_end(&ex->credits);
+  ib_credits_submission_end(ex->credits);
   free(s->bjobs);
   free(s->jobs);
   free(s);
@@ -122,9 +132,10 @@ static ib_status issue_one(ib_executor *ex) {
   s->started_us = ib_now_us();
   for (size_t i = 0; i < s->n; i++) {
     jobs[i]->queue_us = s->started_us - jobs[i]->admitted_us;
-    bjobs[i] = (ib_backend_job){.graph = jobs[i]->graph, .job_id = jobs[i]->id};
+    bjobs[i] = (ib_backend_job){
+        .graph = jobs[i]->graph, .job_id = jobs[i]->id, .resident = jobs[i]->resident};
   }
-  ib_credits_submission_begin(&ex->credits);
+  ib_credits_submission_begin(ex->credits);
   ib_error err = {0};
   ib_status st = ex->backend->submit(ex->backend_state, bjobs, s->n, &s->backend_sub, &err);
   if (st != IB_OK) {
@@ -140,7 +151,7 @@ static ib_status issue_one(ib_executor *ex) {
 }
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
-  while (ex->pending.head && ib_credits_submission_room(&ex->credits) &&
+  while (ex->pending.head && ib_credits_submission_room(ex->credits) &&
          (partial || ex->pending.n >= batch_target(ex))) {
     ib_status st = issue_one(ex);
     if (st != IB_OK) return st;
@@ -193,13 +204,13 @@ bool ib_exec_has_live(const ib_executor *ex) {
 void ib_exec_cancel_all(ib_executor *ex) {
   ib_job *j;
   while ((j = ib_job_fifo_pop(&ex->pending))) {
-    ib_credits_count(&ex->credits, IB_COUNT_CANCELLED);
+    ib_credits_count(ex->credits, IB_COUNT_CANCELLED);
     ib_job_discard(ex, j);
   }
   /* Fence: in-flight work may still write its buffers. */
   while (ex->in_flight_head) ib_exec_wait_oldest(ex);
   while ((j = ib_job_fifo_pop(&ex->completed))) {
-    ib_credits_count(&ex->credits, IB_COUNT_CANCELLED);
+    ib_credits_count(ex->credits, IB_COUNT_CANCELLED);
     ib_job_discard(ex, j);
   }
 }

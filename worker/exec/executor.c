@@ -72,14 +72,36 @@ ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend 
   ex->backend = be;
   ex->next_id = 1;
   atomic_flag_clear(&ex->driving);
+  if (!(ex->dev = calloc(1, sizeof *ex->dev))) {
+    free(ex->cache_dir);
+    free(ex);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: out of memory");
+  }
   if ((st = be->open(&ex->opts, &ex->backend_state, err)) != IB_OK) {
+    free(ex->dev);
     free(ex->cache_dir);
     free(ex);
     return st;
   }
-  ib_credits_init(&ex->credits, &o);
+  atomic_init(&ex->dev->refs, 1);
+  ex->dev->backend = be;
+  ex->dev->state = ex->backend_state;
+  ex->credits = &ex->dev->credits;
+  ib_credits_init(ex->credits, &o);
   *out = ex;
   return IB_OK;
+}
+
+ib_devref *ib_devref_get(ib_devref *d) {
+  atomic_fetch_add(&d->refs, 1);
+  return d;
+}
+
+void ib_devref_put(ib_devref *d) {
+  if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
+  d->backend->close(d->state);
+  ib_credits_destroy(&d->credits);
+  free(d);
 }
 
 /* Stops the open stream: it pulls nothing more and frees its lookahead. */
@@ -119,16 +141,16 @@ void ib_executor_destroy(ib_executor *ex) {
   ib_results *rs = ex->stream;
   close_locked(ex);
   if (rs) rs->ex = NULL;
-  ex->backend->close(ex->backend_state);
-  ib_credits_destroy(&ex->credits);
+  /* The backend closes with the last resident handle, if any outlive us. */
+  ib_devref_put(ex->dev);
   free(ex->cache_dir);
   free(ex);
 }
 
 void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out) {
-  pthread_mutex_lock(&ex->credits.lock);
-  *out = ex->credits.c;
-  pthread_mutex_unlock(&ex->credits.lock);
+  pthread_mutex_lock(&ex->credits->lock);
+  *out = ex->credits->c;
+  pthread_mutex_unlock(&ex->credits->lock);
 }
 
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {

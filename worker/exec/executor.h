@@ -27,6 +27,19 @@ typedef struct ib_snapshot {
   char *correlation_id;
 } ib_snapshot;
 
+/* The backend state and the credits, shared by an executor and the
+ * resident handles it delivered: the last of them to let go closes the
+ * backend (so handles outlive the executor while the device is healthy). */
+typedef struct ib_devref {
+  atomic_uint refs;
+  const ib_backend *backend;
+  void *state;
+  ib_credits credits;
+} ib_devref;
+
+ib_devref *ib_devref_get(ib_devref *d);
+void ib_devref_put(ib_devref *d);
+
 typedef struct ib_job {
   uint64_t id;
   ib_key key;
@@ -36,6 +49,8 @@ typedef struct ib_job {
   ib_status status; /* outcome once completed */
   ib_error err;
   ib_image out;
+  void *dev;     /* resident output kept by the backend (until a handle owns it) */
+  bool resident; /* output gpu */
   uint64_t admitted_us, queue_us, exec_us;
   struct ib_job *next;
 } ib_job;
@@ -57,13 +72,14 @@ typedef struct ib_sub {
 struct ib_executor {
   ib_executor_options opts;
   char *cache_dir;
-  const ib_backend *backend;
-  void *backend_state;
+  const ib_backend *backend; /* = dev->backend */
+  void *backend_state;       /* = dev->state */
+  ib_devref *dev;            /* one reference */
   atomic_flag driving; /* set while one call drives the executor */
   bool closed;
   uint64_t next_id;
   bool ids_exhausted;
-  ib_credits credits; /* caps, usage, counters (own lock) */
+  ib_credits *credits; /* = &dev->credits: caps, usage, counters (own lock) */
   ib_job_fifo pending, completed;
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
@@ -121,6 +137,12 @@ void ib_job_discard(ib_executor *ex, ib_job *j);
 void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out);
 /* Cancels everything live (close). */
 void ib_exec_cancel_all(ib_executor *ex);
+
+/* Resident handles (handle.c): a new handle owning j->dev and j's held
+ * charge (the job slot returns); NULL when out of memory. */
+ib_handle *ib_handle_adopt(ib_executor *ex, ib_job *j);
+/* Gives a kept device buffer back to the backend (failed/discarded jobs). */
+void ib_exec_release_dev(ib_executor *ex, ib_job *j);
 
 /* Metadata / echo snapshot (snapshot.c). */
 ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err);

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/error.h"
+
 #include "exec/executor.h"
 
 uint64_t ib_now_us(void) {
@@ -31,7 +33,8 @@ ib_job *ib_job_fifo_pop(ib_job_fifo *f) {
 }
 
 void ib_job_discard(ib_executor *ex, ib_job *j) {
-  ib_credits_return_all(&ex->credits, &j->charge);
+  ib_exec_release_dev(ex, j);
+  ib_credits_return_all(ex->credits, &j->charge);
   ib_graph_free(j->graph);
   ib_image_release(&j->out);
   ib_snapshot_clear(&j->snap);
@@ -53,14 +56,26 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
       .queue_us = j->queue_us,
       .exec_us = j->exec_us,
   };
-  if (out->ok)
+  out->kind = out->ok ? IB_RESULT_IMAGE : IB_RESULT_ERROR;
+  if (out->ok && j->resident) {
+    /* The handle takes the device buffer and the held charge. */
+    if ((out->handle = ib_handle_adopt(ex, j))) {
+      out->kind = IB_RESULT_RESIDENT;
+    } else {
+      out->ok = false;
+      out->kind = IB_RESULT_ERROR;
+      ib_error_set(&out->error, IB_INTERNAL, IB_STAGE_PUBLISH,
+                   "job %llu: out of memory for its resident handle", (unsigned long long)j->id);
+    }
+  } else if (out->ok) {
     out->image = j->out;
-  else
+  } else {
     out->error = j->err;
+  }
   j->key = (ib_key){0};
   j->snap = (ib_snapshot){0};
   j->out = (ib_image){0};
-  ib_credits_count(&ex->credits, IB_COUNT_DELIVERED);
+  ib_credits_count(ex->credits, IB_COUNT_DELIVERED);
   ib_job_discard(ex, j);
 }
 
@@ -68,6 +83,7 @@ void ib_result_free(ib_result *r) {
   if (!r) return;
   ib_key_clear(&r->key);
   ib_image_release(&r->image);
+  ib_handle_release(&r->handle);
   free(r->metadata);
   free(r->output_spec);
   free(r->correlation_id);

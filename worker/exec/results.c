@@ -4,6 +4,9 @@
  * waiting for credits. Each ib_results_next tops the window up, issues full
  * batches, and returns the oldest completed result; only when nothing is
  * ready does it issue a partial batch and wait for the oldest submission.
+ * When held resident handles leave no room for the pending input and
+ * nothing else is live, next answers IB_RESULT_BACKPRESSURE and the stream
+ * stays open.
  */
 #include <stdlib.h>
 
@@ -131,6 +134,11 @@ static ib_status step(ib_results *rs, ib_result *out) {
     }
     if (ex->pending.head) continue; /* room for a submission again */
     if (!rs->is_run || rs->input_end) return IB_END;
+    /* Nothing live and the pending input does not fit: held resident
+     * handles fill the budget. Retryable - the input stays pending and
+     * nothing beyond it is pulled until the caller releases handles. */
+    if (rs->has_lookahead && ib_credits_resident_held(ex->credits))
+      return IB_RESULT_BACKPRESSURE;
     if (rs->has_lookahead) {
       /* Nothing live and it still does not fit: only a cap shrunk under
        * it could do that; fail it rather than spin. */
@@ -151,7 +159,7 @@ ib_status ib_results_next(ib_results *rs, ib_result *out) {
   if (!ex) return IB_CLOSED;
   if (!ib_exec_enter(ex)) return IB_BUSY;
   ib_status st = step(rs, out);
-  if (st != IB_OK) finish(rs, st == IB_END ? IB_END : st);
+  if (st != IB_OK && st != IB_RESULT_BACKPRESSURE) finish(rs, st == IB_END ? IB_END : st);
   ib_exec_leave(ex);
   return st;
 }

@@ -88,18 +88,22 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
     err->stage = IB_STAGE_ADMIT;
     return st;
   }
+  job->resident = resident_output(g);
+  if (job->resident && (!ex->backend->download || !ex->backend->release))
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
+                        "output gpu: the %s backend keeps no device memory", ex->backend->name);
   if ((st = ib_snapshot_take(g, &job->snap, err)) != IB_OK) return st;
   job->charge =
-      ib_charge_for(g, ib_snapshot_bytes(&job->snap), ex->backend->host_memory, resident_output(g));
+      ib_charge_for(g, ib_snapshot_bytes(&job->snap), ex->backend->host_memory, job->resident);
   if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
-  if ((st = ib_credits_check_caps(&ex->credits, &job->charge, err)) != IB_OK) return st;
-  return ib_credits_reserve(&ex->credits, &job->charge, err);
+  if ((st = ib_credits_check_caps(ex->credits, &job->charge, err)) != IB_OK) return st;
+  return ib_credits_reserve(ex->credits, &job->charge, err);
 }
 
 bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id) {
   ib_error err;
   if (take_id(ex, job_id, &err) != IB_OK) return false;
-  ib_credits_count_rejection(&ex->credits, st);
+  ib_credits_count_rejection(ex->credits, st);
   return true;
 }
 
@@ -117,18 +121,18 @@ ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_
   if (!job || ib_key_copy(&job->key, key ? key : ib_graph_key(g)) != IB_OK) {
     free(job);
     st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "admit: out of memory");
-    ib_credits_count_rejection(&ex->credits, st);
+    ib_credits_count_rejection(ex->credits, st);
     return st;
   }
   job->id = id;
   if ((st = admit_checks(ex, g, job, err)) != IB_OK) {
-    ib_credits_count_rejection(&ex->credits, st);
+    ib_credits_count_rejection(ex->credits, st);
     ib_snapshot_clear(&job->snap);
     ib_key_clear(&job->key);
     free(job);
     return st;
   }
-  ib_credits_count(&ex->credits, IB_COUNT_ADMITTED);
+  ib_credits_count(ex->credits, IB_COUNT_ADMITTED);
   job->graph = g;
   job->admitted_us = ib_now_us();
   if (ex->opts.queue)

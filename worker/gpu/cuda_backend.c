@@ -7,6 +7,7 @@
 
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
+#include "gpu/cuda_resident.h"
 #include "gpu/gplan.h"
 #include "gpu/hostpar.h"
 #include "gpu/nvrtc_cache.h"
@@ -735,6 +736,7 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
     if (s->jobs[i].status == IB_OK && rs == IB_OK)
       cap_tasks += ib_gplan_out_bytes(&s->js[i].plan) / RCHUNK + 2;
   htask *tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
+  int kept = 0;
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     jstate *js = &s->js[i];
@@ -742,6 +744,12 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
     if (rs != IB_OK) {
       j->status = IB_DEVICE;
       j->err = s->device_err;
+      continue;
+    }
+    if (j->resident) { /* output gpu: cuda_resident.c keeps a device copy */
+      ib_cuda_keep(cu, c->ctx, s->stream, (CUdeviceptr)s->dblk.addr + js->buf_off[js->plan.out_buf],
+                   &js->plan.out_shape, j);
+      kept = 1;
       continue;
     }
     /* Every byte is written below: no zeroing (ib_image_alloc's calloc). */
@@ -782,6 +790,7 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
   s->tasks = tasks;
   ib_hostpar_for(c->hp, n_tasks, host_task, s);
   free(tasks);
+  if (kept) ib_cuda_keep_fence(cu, s->stream, s->jobs, s->n); /* before the block is reused */
   sub_release(s);
   return rs;
 }
@@ -849,4 +858,6 @@ const ib_backend ib_backend_cuda = {
     .submit = cuda_submit,
     .wait = cuda_wait,
     .ready = cuda_ready,
+    .download = ib_cuda_resident_download, /* cuda_resident.c */
+    .release = ib_cuda_resident_release,
 };

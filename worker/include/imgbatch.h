@@ -180,7 +180,9 @@ void ib_executor_options_default(ib_executor_options *o);
  * it. The working part (everything but the output staging/pixels, a
  * resident output and the snapshot) returns when the job's submission
  * completes; the rest when ib_results_next hands the result out (or close
- * discards it). Exact formulas: ib_charge_for in worker/exec/credits.c.
+ * discards it) - except a resident output's held part (its buffer, the
+ * download workspace and the snapshot), which stays charged until the last
+ * clone of its handle is released (see "Resident (GPU) outputs"). Exact formulas: ib_charge_for in worker/exec/credits.c.
  * These are admission reservations, not measurements of RSS or free VRAM.
  * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
  * device allocation); one that would fit an empty executor but not beside
@@ -203,10 +205,65 @@ typedef struct ib_executor_counters {
   uint64_t cancelled;             /* dropped by close before delivery */
   uint64_t delivered;             /* results handed out by ib_results_next */
   uint64_t submissions;           /* backend submissions issued */
+  uint64_t resident_live;         /* resident outputs whose handle (or a clone) is held */
+  uint64_t resident_gpu_bytes;    /* of gpu_bytes.in_use: held by those handles */
+  uint64_t resident_host_bytes;   /* of host_bytes.in_use: their download workspaces */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
 typedef struct ib_executor ib_executor;
+
+/*
+ * Resident (GPU) outputs. A job whose OutputSpec is `gpu` keeps its terminal
+ * image in device memory; its result carries an opaque, immutable handle
+ * instead of pixels. The cpu backend keeps no device memory and rejects such
+ * jobs at admission (IB_UNSUPPORTED).
+ *
+ * Credits: while any clone of a handle is held, the output's device bytes
+ * stay charged on gpu_bytes, together with a reserved download workspace
+ * (the device charge of the output once more; on host_bytes the download
+ * staging, one CPU pixel copy and the metadata snapshot), so a download can
+ * never be starved by later admission. The job slot is returned at delivery.
+ * Everything returns when the last clone is released. When held handles
+ * fill the budget so that nothing can be admitted, a run stream's
+ * ib_results_next answers IB_RESULT_BACKPRESSURE (retryable: the stream
+ * stays open, at most the one pending input is retained and nothing beyond
+ * it is pulled; release handles and call it again); ib_executor_submit
+ * answers IB_QUEUE_FULL as for any other lack of room.
+ *
+ * Lifetime: a handle stays valid after its executor is closed or destroyed
+ * while the device is healthy (the backend stays open until the last handle
+ * is released). Threads: a handle may move between threads; clones may be
+ * used from different threads at once. Downloads from clones of one output
+ * serialize through its one reserved workspace. download blocks for the
+ * device copy; release does not wait for anything but an ongoing download
+ * of the same output.
+ */
+typedef struct ib_handle ib_handle;
+
+ib_mode ib_handle_mode(const ib_handle *h);
+uint32_t ib_handle_width(const ib_handle *h);
+uint32_t ib_handle_height(const ib_handle *h);
+/* The id of the job that produced it (clones share it). */
+uint64_t ib_handle_job_id(const ib_handle *h);
+/* Copies the native bytes (the layout of ib_image) into `out`, newly
+ * allocated and owned by the caller (release with ib_image_release).
+ * IB_INVALID for a NULL (released) handle; IB_DEVICE when the device
+ * failed. The handle stays valid and charged. */
+ib_status ib_handle_download(ib_handle *h, ib_image *out, ib_error *err);
+/* Another reference to the same output (released on its own). IB_INVALID
+ * for NULL, IB_INTERNAL out of memory. */
+ib_status ib_handle_clone(ib_handle *h, ib_handle **out);
+/* Releases this reference and sets *h to NULL (a later download through it
+ * is IB_INVALID). The last release frees the device buffer and returns its
+ * credits. NULL or *h NULL is a no-op. */
+void ib_handle_release(ib_handle **h);
+
+typedef enum ib_result_kind {
+  IB_RESULT_ERROR = 0,
+  IB_RESULT_IMAGE,    /* pixels in `image` */
+  IB_RESULT_RESIDENT  /* output kept on the device: `handle` */
+} ib_result_kind;
 
 /* One outcome. Every field is owned by the result; release with
  * ib_result_free. A result stays valid after its executor is closed or
@@ -215,8 +272,12 @@ typedef struct ib_result {
   uint64_t job_id;
   bool has_job_id;  /* false only for errors before an id was assigned */
   ib_key key;
-  bool ok;
-  ib_image image;   /* when ok */
+  bool ok;          /* kind != IB_RESULT_ERROR */
+  ib_result_kind kind;
+  ib_image image;   /* kind IMAGE */
+  ib_handle *handle; /* kind RESIDENT: owned by the result (ib_result_free
+                      * releases it); keep it beyond the result by taking it
+                      * (set handle = NULL) or by ib_handle_clone */
   ib_error error;   /* when !ok */
   void *metadata;   /* the packed metadata snapshot (serialized Job.metadata entries) */
   size_t metadata_len;
@@ -237,7 +298,8 @@ void ib_result_free(ib_result *r);
  * Does not block beyond backend start-up. */
 ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err);
 
-/* Closes (as ib_executor_close) and frees. A result stream still open is
+/* Closes (as ib_executor_close) and frees. Resident handles it delivered
+ * stay valid (the backend closes with the last of them). A result stream still open is
  * detached: its ib_results_next answers IB_CLOSED; the caller still frees
  * it with ib_results_close. NULL is a no-op. Blocks while in-flight
  * submissions are fenced. Must not be called from inside a run input
@@ -322,7 +384,10 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
  * credit it held is returned). IB_END: exhausted (again on every later
  * call); another stream may then be opened. IB_CLOSED: the executor was
  * closed or destroyed. IB_BUSY: called recursively (from a run input
- * callback) or concurrently. IB_INTERNAL: out of memory in the core. A
+ * callback) or concurrently. IB_RESULT_BACKPRESSURE (run streams): held
+ * resident handles fill the budget so the pending input cannot be admitted
+ * and nothing else is live; the stream stays open - release handles and call
+ * again. IB_INTERNAL: out of memory in the core. A
  * failed submission (device-wide failure) is not a stream error: each of
  * its jobs is yielded as an error result. Blocks until a result is ready
  * (running CPU work inline, waiting on device events).
@@ -340,7 +405,8 @@ void ib_results_close(ib_results *rs);
 /* Cancels: stops pulling inputs (the iterator is not called again; the
  * input it yielded last, if waiting for credits, is freed), cancels jobs not
  * yet submitted, waits for in-flight submissions (fence) and discards their
- * outputs, discards undelivered results, returns every credit to zero and
+ * outputs, discards undelivered results, returns every credit to zero (but
+ * the bytes of delivered resident handles still held: they stay valid) and
  * marks the executor closed (later submit/join/run: IB_CLOSED). Delivered
  * results stay valid. Idempotent. IB_BUSY from inside a run callback or
  * while another thread drives the executor. Blocks on the fence. */

@@ -128,3 +128,27 @@ def test_a_job_past_its_deadline_is_answered_with_timeout_not_run():
     assert "deadline" in by_key["late"].error.message
     assert by_key["late"].HasField("job_id")
     assert by_key["fresh"].WhichOneof("outcome") == "image"
+
+
+@pytest.mark.parametrize("extra", [[], ["--download-resident"]])
+def test_output_gpu_on_the_cpu_backend_is_unsupported_at_admission(extra):
+    gpu = raw_job("gpu")
+    gpu.output.gpu.SetInParent()
+    p, results = run([gpu, raw_job("cpu")], "--backend", "cpu", *extra)
+    assert p.returncode == 0, p.stderr
+    by_key = {r.key_string: r for r in results}
+    err = by_key["gpu"]
+    assert err.WhichOneof("outcome") == "error"
+    assert err.error.kind == pb.UNSUPPORTED
+    assert err.error.stage == pb.ADMIT
+    assert "output gpu: the cpu backend keeps no device memory" in err.error.message
+    assert err.HasField("job_id")
+    assert by_key["cpu"].WhichOneof("outcome") == "image"
+
+
+def test_download_resident_is_a_flag_without_a_value():
+    p = subprocess.run([BIN, "run", "--download-resident", "--max-jobs", "2"], input=b"",
+                       capture_output=True, timeout=20)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([BIN, "run", "--help"], capture_output=True, timeout=20)
+    assert b"--download-resident" in p.stdout
