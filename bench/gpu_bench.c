@@ -291,6 +291,7 @@ int main(int argc, char **argv) {
   }
   ib_image_release(&bj[0].out);
   sub[0] = NULL;
+  ib_cuda_profile_report(state, "warm-up");
   double t0 = now_s();
   for (int i = 0; i < nbig; i++) {
     int k = i & 1;
@@ -312,6 +313,7 @@ int main(int argc, char **argv) {
       sub[k] = NULL;
     }
   double big_ms = (now_s() - t0) * 1e3 / nbig;
+  ib_cuda_profile_report(state, "4096^2 RGBA raw->raw");
   double floor_ms = (N / h2d_bw + N / d2h_bw) / 1e6;
   double floor_overlap_ms = (N / (h2d_bw < d2h_bw ? h2d_bw : d2h_bw)) / 1e6;
 
@@ -338,6 +340,7 @@ int main(int argc, char **argv) {
   }
   for (int q = 0; q < batch; q++) ib_image_release(&jobs[0][q].out);
   sub[0] = sub[1] = NULL;
+  ib_cuda_profile_report(state, "warm-up");
   t0 = now_s();
   for (int i = 0; i < nb; i++) {
     int k = i & 1;
@@ -357,6 +360,7 @@ int main(int argc, char **argv) {
       for (int q = 0; q < batch; q++) ib_image_release(&jobs[k][q].out);
     }
   double small_s = now_s() - t0;
+  ib_cuda_profile_report(state, "256^2 RGB invert");
   double ips = nb * batch / small_s;
   double small_floor = 256.0 * 256 * 3 / (h2d_bw < d2h_bw ? h2d_bw : d2h_bw) / 1e9;
 

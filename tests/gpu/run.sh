@@ -38,7 +38,7 @@ rc_race=$?
 t_san=$(( $(date +%s) - t ))
 
 t=$(date +%s)
-timeout 150 gpu_bench >"$out/bench.txt" 2>&1
+IB_CUDA_PROFILE=1 timeout 150 gpu_bench >"$out/bench.txt" 2>&1
 rc_bench=$?
 # The through-API numbers with glibc's malloc defaults (result pages fault in).
 { echo "==== IB_MALLOC_DEFAULTS=1"; IB_MALLOC_DEFAULTS=1 timeout 60 gpu_bench --images 10240; } >>"$out/bench.txt" 2>&1
@@ -53,4 +53,5 @@ echo "================ sanitizers (${t_san}s): memcheck rc=$rc_mem racecheck rc=
 grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|^TOTAL" "$out/memcheck.txt" "$out/racecheck.txt"
 echo "================ bench (rc=$rc_bench, ${t_bench}s), glibc malloc defaults:"
 grep -A40 "IB_MALLOC_DEFAULTS" "$out/bench.txt" | grep -E "raw->raw|per image / serial|256\^2 RGB invert, images"
+grep "cuda host profile" "$out/bench.txt" | grep -v warm-up
 echo "---- tuned (default)"; awk '/^==== IB_MALLOC/{exit} /^measure/{p=1} p' "$out/bench.txt"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
@@ -39,7 +40,20 @@ struct ib_cuda {
   unsigned n_streams, next_stream;
   kfunc *funcs;
   ib_hostpar *hp;
+  /* IB_CUDA_PROFILE=1: host seconds per phase, printed to stderr at close
+   * (plan, staging, launch = submit; device = blocked in wait; results =
+   * result copies). */
+  int prof;
+  double t_plan, t_stage, t_launch, t_device, t_results;
+  uint64_t n_sub, n_jobs;
 };
+
+static double prof_now(const ib_cuda *c) {
+  if (!c->prof) return 0.0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* Host work of a submission, spread over the host pool: byte copies in
  * chunks, source decodes, parameter blocks. */
@@ -184,6 +198,8 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
   c->kc = ib_kcache_new(opts->cache_dir);
   c->hp = ib_hostpar_new(-1);
+  const char *pe = getenv("IB_CUDA_PROFILE");
+  c->prof = pe && *pe == '1';
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the
@@ -207,8 +223,22 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   return IB_OK;
 }
 
+void ib_cuda_profile_report(ib_cuda *c, const char *label) {
+  if (c->prof && c->n_jobs)
+    fprintf(stderr,
+            "cuda host profile (%s): %llu submissions, %llu jobs; us per job: plan %.2f, staging "
+            "%.2f, launch %.2f, blocked on device %.2f, result copies %.2f\n",
+            label, (unsigned long long)c->n_sub, (unsigned long long)c->n_jobs,
+            c->t_plan * 1e6 / (double)c->n_jobs, c->t_stage * 1e6 / (double)c->n_jobs,
+            c->t_launch * 1e6 / (double)c->n_jobs, c->t_device * 1e6 / (double)c->n_jobs,
+            c->t_results * 1e6 / (double)c->n_jobs);
+  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
+  c->n_sub = c->n_jobs = 0;
+}
+
 void ib_cuda_close(ib_cuda *c) {
   if (!c) return;
+  ib_cuda_profile_report(c, "close");
   const ib_cu *cu = c->cu;
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
@@ -447,6 +477,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   ib_cuda *c = state;
   const ib_cu *cu = c->cu;
   cu->cuCtxSetCurrent(c->ctx);
+  const double t0 = prof_now(c);
   ib_backend_submission *s = calloc(1, sizeof *s);
   if (!s || !(s->js = calloc(n ? n : 1, sizeof *s->js))) {
     free(s);
@@ -493,6 +524,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     total_stages += (size_t)js->plan.n_stages;
     if (js->plan.n_stages > max_stages) max_stages = js->plan.n_stages;
   }
+  const double t1 = prof_now(c);
   size_t desc_off = upload;
   upload += up(total_stages * sizeof(ib_gdesc));
   for (size_t i = 0; i < n; i++) {
@@ -578,6 +610,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   s->host_base = host;
   s->tasks = tasks;
   ib_hostpar_for(c->hp, n_tasks, host_task, s);
+  const double t2 = prof_now(c);
   for (size_t t = 0; t < n_tasks; t++)
     if (tasks[t].st != IB_OK && jobs[tasks[t].job].status == IB_OK)
       job_fail(&jobs[tasks[t].job], &tasks[t].err, IB_STAGE_DECODE);
@@ -716,6 +749,14 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     sub_release(s);
     return rs;
   }
+  if (c->prof) {
+    const double t3 = prof_now(c);
+    c->t_plan += t1 - t0;
+    c->t_stage += t2 - t1;
+    c->t_launch += t3 - t2;
+    c->n_sub++;
+    c->n_jobs += n;
+  }
   *out = s;
   return IB_OK;
 }
@@ -724,7 +765,9 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
   ib_cuda *c = state;
   const ib_cu *cu = c->cu;
   cu->cuCtxSetCurrent(c->ctx);
+  const double w0 = prof_now(c);
   CUresult rc = cu->cuEventSynchronize(s->ev);
+  const double w1 = prof_now(c);
   ib_status rs = IB_OK;
   if (rc != CUDA_SUCCESS) {
     device_fail(s, rc, "submission", 0, err);
@@ -790,6 +833,10 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
   s->tasks = tasks;
   ib_hostpar_for(c->hp, n_tasks, host_task, s);
   free(tasks);
+  if (c->prof) {
+    c->t_device += w1 - w0;
+    c->t_results += prof_now(c) - w1;
+  }
   if (kept) ib_cuda_keep_fence(cu, s->stream, s->jobs, s->n); /* before the block is reused */
   sub_release(s);
   return rs;

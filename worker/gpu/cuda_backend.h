@@ -36,6 +36,11 @@ ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_e
 ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
                             ib_error *err);
 
+/* With IB_CUDA_PROFILE=1 in the environment at open: prints the host time
+ * per job of each phase since the last report (plan, staging, launch,
+ * blocked on the device, result copies) to stderr, then resets. */
+void ib_cuda_profile_report(ib_cuda *c, const char *label);
+
 /* Diagnostics for bench/tests: "NVIDIA H200, sm_90, 132 SMs". */
 const char *ib_cuda_device_desc(const ib_cuda *c);
 /* "nvrtc: N compiled, N from disk, N from memory; cache DIR" */
