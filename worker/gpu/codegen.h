@@ -47,8 +47,9 @@ typedef enum ib_gstep_kind {
   /* Window heads (neighbourhood ops reading a window of input 0). */
   IB_GS_RANK,       /* a = size; param: int rank */
   IB_GS_KERNEL,     /* a = size; params: size*size divided weights, then the bias */
-  /* BoxBlur / GaussianBlur: a = passes (1 or 3); params ib_blur_params;
-   * its own two kernels (rows, then columns), a scratch image (in1). */
+  /* BoxBlur / GaussianBlur: a = passes (1 or 3); params ib_blurp; its own
+   * kernels (ib_chain: all row passes in shared memory; ib_post(dir, k):
+   * one pass over rows or columns in global memory), a scratch image (in1). */
   IB_GS_BLUR,
   IB_GS_KIND_COUNT
 } ib_gstep_kind;
