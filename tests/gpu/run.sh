@@ -6,7 +6,11 @@
 #      chains, one 200-job same-signature submission, 4096^2 images);
 #   2. the module cache: a second process start compiles nothing;
 #   3. compute-sanitizer memcheck (and racecheck) on a subset;
-#   4. the benchmark.
+#   4. the benchmark;
+#   5. the live parity suite (tests/py/parity, the Python client and real
+#      Pillow 12.3 of the GPU machine) through `imgbatch run --backend cuda`,
+#      when .whl/ carries its pure-Python wheels (protobuf, pytest) and the
+#      generated client/imgbatch/imgbatch_pb2.py is carried.
 # Full logs go to $OUT (or /tmp/ib_gpu_out); a short table is printed last.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +48,18 @@ rc_bench=$?
 { echo "==== IB_MALLOC_DEFAULTS=1"; IB_MALLOC_DEFAULTS=1 timeout 60 gpu_bench --images 10240; } >>"$out/bench.txt" 2>&1
 t_bench=$(( $(date +%s) - t ))
 
+rc_py=skipped
+if ls .whl/*.whl >/dev/null 2>&1 && [ -f client/imgbatch/imgbatch_pb2.py ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/ib_site .whl/*.whl >"$out/pip.txt" 2>&1
+  t=$(date +%s)
+  PYTHONPATH="$root/client:/tmp/ib_site" PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
+    IB_BIN="$root/.devpack/bin/imgbatch" IB_BACKEND=cuda IB_PARITY_TABLE="$out/pytable.txt" \
+    timeout 300 python3 -m pytest -q -p no:cacheprovider tests/py/parity >"$out/pytest.txt" 2>&1
+  rc_py=$?
+  t_py=$(( $(date +%s) - t ))
+fi
+
 echo "imgbatch run --backend cuda (no jobs):"; timeout 30 imgbatch run --backend cuda </dev/null; echo "rc=$?"
 echo "================ device"; cat "$out/device.txt"
 echo "================ parity (rc=$rc_parity, ${t_parity}s)"; tail -n 32 "$out/parity.txt"
@@ -55,3 +71,5 @@ echo "================ bench (rc=$rc_bench, ${t_bench}s), glibc malloc defaults:
 grep -A40 "IB_MALLOC_DEFAULTS" "$out/bench.txt" | grep -E "raw->raw|per image / serial|256\^2 RGB invert, images"
 grep "cuda host profile" "$out/bench.txt" | grep -v warm-up
 echo "---- tuned (default)"; awk '/^==== IB_MALLOC/{exit} /^measure/{p=1} p' "$out/bench.txt"
+echo "================ live parity vs Pillow 12.3 through imgbatch run --backend cuda (rc=$rc_py, ${t_py:-0}s)"
+grep -E "IB_PARITY_SEED|passed|failed|^total" "$out/pytest.txt" | tail -n 6
