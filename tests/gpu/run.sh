@@ -52,8 +52,13 @@ rc_py=skipped
 if ls .whl/*.whl >/dev/null 2>&1 && [ -f client/imgbatch/imgbatch_pb2.py ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/ib_site .whl/*.whl >"$out/pip.txt" 2>&1
+  # The machine's own site-packages has a newer protobuf's compiled upb
+  # module, which the pure-Python 4.21 runtime would try (and crash) to load.
+  mkdir -p /tmp/ib_site/google/_upb
+  echo 'raise ImportError("pure-Python protobuf 4.21 only")' >/tmp/ib_site/google/_upb/__init__.py
   t=$(date +%s)
   PYTHONPATH="$root/client:/tmp/ib_site" PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
+    PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 IB_PARITY_SCALE="${IB_PARITY_SCALE:-0.3}" \
     IB_BIN="$root/.devpack/bin/imgbatch" IB_BACKEND=cuda IB_PARITY_TABLE="$out/pytable.txt" \
     timeout 300 python3 -m pytest -q -p no:cacheprovider tests/py/parity >"$out/pytest.txt" 2>&1
   rc_py=$?
