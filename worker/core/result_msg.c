@@ -64,41 +64,6 @@ void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const i
   r->msg.error = &r->error;
 }
 
-ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
-                              const ib_image *im, ib_error *err) {
-  const Imgbatch__V1__OutputSpec *spec = g->job->output;
-  const Imgbatch__V1__CpuOutput *cpu = NULL;
-  if (spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU) {
-    err->status = IB_UNSUPPORTED;
-    err->stage = IB_STAGE_ADMIT;
-    snprintf(err->message, sizeof err->message,
-             "output gpu: resident outputs need a CUDA executor that keeps them");
-    return IB_UNSUPPORTED;
-  }
-  if (spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU) cpu = spec->cpu;
-  size_t len = 0;
-  ib_status st = ib_codec_encode(im, cpu, &r->encoded, &len, err);
-  if (st != IB_OK) return st;
-  r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
-  r->msg.job_id = job_id;
-  set_key(r, ib_graph_key(g));
-  r->image.mode = (char *)ib_mode_name(im->mode);
-  r->image.width = im->width;
-  r->image.height = im->height;
-  r->image.format = cpu ? cpu->format : IMGBATCH__V1__FORMAT__RAW;
-  r->image.data.data = r->encoded;
-  r->image.data.len = len;
-  r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_IMAGE;
-  r->msg.image = &r->image;
-  r->msg.n_metadata = g->job->n_metadata;
-  r->msg.metadata = (Imgbatch__V1__Result__MetadataEntry **)g->job->metadata;
-  if (g->job->correlation_present_case == IMGBATCH__V1__JOB__CORRELATION_PRESENT_CORRELATION_ID) {
-    r->msg.correlation_present_case = IMGBATCH__V1__RESULT__CORRELATION_PRESENT_CORRELATION_ID;
-    r->msg.correlation_id = g->job->correlation_id;
-  }
-  return IB_OK;
-}
-
 static void echo_snapshot(ib_result_msg *r, const ib_result *res) {
   if (res->metadata_len)
     r->echo_metadata = imgbatch__v1__job__unpack(NULL, res->metadata_len, res->metadata);

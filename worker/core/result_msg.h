@@ -1,6 +1,7 @@
 /* result_msg.h - building imgbatch.v1.Result messages (shared by the run
- * command and the Kafka worker). The message borrows from the graph given
- * to ib_result_msg_image until it is written; it owns its encoded bytes. */
+ * command and the Kafka worker). The message borrows from the ib_result
+ * given to ib_result_msg_from_result until it is written; it owns its
+ * encoded bytes. */
 #ifndef IB_RESULT_MSG_H
 #define IB_RESULT_MSG_H
 
@@ -27,9 +28,6 @@ void ib_result_msg_init(ib_result_msg *r);
 /* An error result; with has_id false the job never got an id (unparseable). */
 void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const ib_key *key,
                          const ib_error *err);
-/* An image result encoded per the job's output spec (raw when absent). */
-ib_status ib_result_msg_image(ib_result_msg *r, uint64_t job_id, const ib_graph *g,
-                              const ib_image *im, ib_error *err);
 /* A Result for an executor result: the image encoded per the job's output
  * spec snapshot (raw when absent; raw too for an output gpu job whose
  * resident output the front end downloaded into res->image), a resident
