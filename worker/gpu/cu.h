@@ -22,7 +22,7 @@
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)               \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)      \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                    \
-  X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuDeviceTotalMem)
 
 #define IB_CU_MEMBER(f) __typeof__(&f) f;
 
