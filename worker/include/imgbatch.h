@@ -45,7 +45,7 @@ typedef enum ib_status {
   IB_TIMEOUT,             /* deadline passed */
   IB_INTERNAL,            /* a bug or resource failure (allocation) */
   IB_BUSY,                /* another driver owns the executor */
-  IB_RESULT_BACKPRESSURE, /* held resident outputs fill the budget: release, retry */
+  IB_RESULT_BACKPRESSURE, /* held outputs (resident handles, lent images) fill the budget: release, retry */
   IB_CLOSED,              /* executor closed */
   IB_END                  /* a result stream is exhausted */
 } ib_status;
@@ -97,15 +97,28 @@ const char *ib_mode_name(ib_mode m);
 /* Returns IB_MODE_NONE for any string that is not an admitted mode. */
 ib_mode ib_mode_parse(const char *name);
 
+/* How an image's pixels are given back: free_fn(free_ctx, data). */
+typedef void (*ib_image_free_fn)(void *ctx, uint8_t *data);
+
+/* Pixels, interleaved, rows packed (no padding). `data` is owned by the
+ * image: with free_fn NULL it is malloc'd; otherwise it is memory the
+ * executor lent (a range of a device backend's pinned download arena, so a
+ * result reaches the caller without a host copy) and ib_image_release gives
+ * it back through free_fn. Either way release it with ib_image_release,
+ * never free(); a copy of the struct is not a second owner. */
 typedef struct ib_image {
   ib_mode mode;
   uint32_t width, height;
-  uint8_t *data; /* width * height * bands bytes, owned by the image */
+  uint8_t *data; /* width * height * bands bytes */
+  ib_image_free_fn free_fn;
+  void *free_ctx;
 } ib_image;
 
 size_t ib_image_bytes(const ib_image *im);
-/* Allocates data for the given shape (zeroed). */
+/* Allocates data for the given shape (zeroed, malloc'd). */
 ib_status ib_image_alloc(ib_image *im, ib_mode mode, uint32_t width, uint32_t height);
+/* Gives the pixels back (free or free_fn) and sets data NULL. Safe on any
+ * thread, also after the executor that lent them was destroyed. */
 void ib_image_release(ib_image *im);
 
 /* ------------------------------------------------------------ jobs */
@@ -182,7 +195,18 @@ void ib_executor_options_default(ib_executor_options *o);
  * completes; the rest when ib_results_next hands the result out (or close
  * discards it) - except a resident output's held part (its buffer, the
  * download workspace and the snapshot), which stays charged until the last
- * clone of its handle is released (see "Resident (GPU) outputs"). Exact formulas: ib_charge_for in worker/exec/credits.c.
+ * clone of its handle is released (see "Resident (GPU) outputs"), and
+ * except lent output pixels (below). Exact formulas: ib_charge_for in
+ * worker/exec/credits.c.
+ *
+ * Lent outputs: a device backend downloads a submission's terminal images
+ * into one pinned arena and hands each result a range of it (ib_image
+ * free_fn set) instead of copying it out. The arena stays charged - the
+ * download staging of every job in it - until its last range is released
+ * with ib_image_release, so a consumer that holds results stops admission
+ * when host_bytes fills (run streams then answer IB_RESULT_BACKPRESSURE,
+ * as for held resident handles). The CPU backend's results are malloc'd
+ * and return their charge when handed out.
  * These are admission reservations, not measurements of RSS or free VRAM.
  * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
  * device allocation); one that would fit an empty executor but not beside
@@ -208,6 +232,8 @@ typedef struct ib_executor_counters {
   uint64_t resident_live;         /* resident outputs whose handle (or a clone) is held */
   uint64_t resident_gpu_bytes;    /* of gpu_bytes.in_use: held by those handles */
   uint64_t resident_host_bytes;   /* of host_bytes.in_use: their download workspaces */
+  uint64_t lent_arenas;           /* download arenas with a delivered image still held */
+  uint64_t lent_host_bytes;       /* of host_bytes.in_use: those arenas' charges */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
@@ -307,6 +333,21 @@ ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out,
 void ib_executor_destroy(ib_executor *ex);
 
 /*
+ * ib_graph_parse for this executor's backend: large byte fields (raw source
+ * pixels, encoded sources) are unpacked straight into memory the backend
+ * uploads from without another host copy - pinned host memory on the CUDA
+ * backend (bounded by host_bytes; past that they land on the heap and are
+ * staged as usual), the heap on the CPU backend. That unpack is the one
+ * CPU pass over raw pixels. The graph may be submitted to any executor and
+ * may outlive this one (it keeps the backend's memory alive). Safe to call
+ * from any number of threads at once, also while another thread drives the
+ * executor; not concurrently with ib_executor_destroy.
+ */
+ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
+                            const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,
+                            ib_error *err);
+
+/*
  * Admits one job. `g` is a graph from ib_graph_parse; `key` overrides its
  * input key (NULL = the key the Job carried). A key is a string (empty
  * allowed; NULL str means the empty string; must be UTF-8 as the wire's
@@ -381,11 +422,13 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
 
 /*
  * The next result. IB_OK: `*out` holds a result (owned by the caller; every
- * credit it held is returned). IB_END: exhausted (again on every later
+ * credit it held is returned, but a lent image's arena charge, which
+ * returns with the arena's last ib_image_release). IB_END: exhausted (again on every later
  * call); another stream may then be opened. IB_CLOSED: the executor was
  * closed or destroyed. IB_BUSY: called recursively (from a run input
  * callback) or concurrently. IB_RESULT_BACKPRESSURE (run streams): held
- * resident handles fill the budget so the pending input cannot be admitted
+ * resident handles or lent result images fill the budget so the pending
+ * input cannot be admitted
  * and nothing else is live; the stream stays open - release handles and call
  * again. IB_INTERNAL: out of memory in the core. A
  * failed submission (device-wide failure) is not a stream error: each of
