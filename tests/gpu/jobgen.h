@@ -2,7 +2,8 @@
  * jobgen.h - builds imgbatch.v1.Job messages in C for the GPU parity check
  * and the benchmark (the device machine has no Python protobuf): random raw
  * sources and random graphs over the ops that exist, packed and parsed with
- * ib_graph_parse exactly as a worker would. Header-only, tools only.
+ * ib_graph_parse exactly as a worker would (or handed out packed by jg_pack).
+ * Header-only, tools only.
  */
 #ifndef IB_TESTS_JOBGEN_H
 #define IB_TESTS_JOBGEN_H
@@ -122,11 +123,24 @@ static inline int jg_extra(jg_job *j, jg_rng *r, ib_mode m, uint32_t w, uint32_t
   return idx;
 }
 
+/* The serialized Job (malloc'd, owned by the caller; NULL when out of
+ * memory), as a producer would send it: for parsing elsewhere. */
+static inline uint8_t *jg_pack(jg_job *j, size_t *len) {
+  *len = imgbatch__v1__job__get_packed_size(&j->job);
+  uint8_t *buf = malloc(*len ? *len : 1);
+  if (buf) imgbatch__v1__job__pack(&j->job, buf);
+  return buf;
+}
+
 /* Packs and parses: NULL with err filled when validation refuses it. */
 static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
-  size_t len = imgbatch__v1__job__get_packed_size(&j->job);
-  uint8_t *buf = malloc(len ? len : 1);
-  imgbatch__v1__job__pack(&j->job, buf);
+  size_t len = 0;
+  uint8_t *buf = jg_pack(j, &len);
+  if (!buf) {
+    *err = (ib_error){.status = IB_INTERNAL, .stage = IB_STAGE_PARSE};
+    snprintf(err->message, sizeof err->message, "jobgen: out of memory packing a job");
+    return NULL;
+  }
   ib_graph *g = NULL;
   ib_graph_limits lim = {0};
   ib_key key = {0};

@@ -1,0 +1,493 @@
+/*
+ * api_bench.h - the through-the-API half of gpu_bench (SPEC §7: "fresh graph
+ * construction, upload, execution, materialization of the terminal bytes"),
+ * driven through the public executor only (imgbatch.h):
+ *
+ *   serialized Job (raw source bytes, packed before timing)
+ *     -> ib_executor_parse (the one CPU pass over raw pixels, into the CUDA
+ *        backend's pinned memory)
+ *     -> run stream of a CUDA executor (queue mode, max_in_flight submissions)
+ *     -> ib_results_next (a lent image in the pinned download arena)
+ *     -> ib_result_free right away.
+ *
+ * Two feeds per case: the run input callback parses the next Job itself (one
+ * thread, as a worker with one consumer thread), or producer threads parse
+ * ahead into a bounded queue the callback pops from (a worker with several
+ * consumer threads feeding one executor). Every case's first result is
+ * checked byte for byte against the CPU backend on the same Job bytes.
+ * Tool code: a failure prints what failed and exits.
+ */
+#ifndef IB_BENCH_API_BENCH_H
+#define IB_BENCH_API_BENCH_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../tests/gpu/jobgen.h"
+#include "imgbatch.h"
+
+static double ab_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void ab_die(const char *what, const char *detail) {
+  fflush(stdout);
+  printf("bench: %s: %s\n", what, detail ? detail : "");
+  exit(1);
+}
+
+static void ab_check(ib_status st, const char *what, const ib_error *err) {
+  if (st == IB_OK) return;
+  char msg[400];
+  snprintf(msg, sizeof msg, "%s%s%s", ib_status_name(st), err && err->message[0] ? ": " : "",
+           err ? err->message : "");
+  ab_die(what, msg);
+}
+
+/* ------------------------------------------------------------ cases */
+
+/* One representative single-op job per op family. */
+enum {
+  AB_POINT, AB_CONVERT, AB_TONE, AB_RANK, AB_KERNEL, AB_GAUSS2, AB_GAUSS8, AB_BOX,
+  AB_RESIZE, AB_TRANSPOSE, AB_CHOPS, AB_BLEND, AB_FAMILIES, AB_INVERT = AB_FAMILIES
+};
+static const char *const ab_names[] = {
+    "point (LUT)",  "convert ->L",   "tone",         "median 3",    "kernel 3x3",
+    "gaussian r2",  "gaussian r8",   "box blur r5",  "resize 0.5x", "transpose",
+    "chops add",    "blend 0.5",     "invert"};
+
+/* N packed Jobs of one case, handed out round robin; Job i carries key i. */
+typedef struct ab_set {
+  const char *name;
+  uint8_t **buf;
+  size_t *len;
+  int n;
+  ib_mode in_mode, out_mode;
+  uint32_t side, out_w, out_h;
+  uint64_t in_bytes, out_bytes; /* per image: raw source bytes, terminal bytes */
+} ab_set;
+
+/* A second raw input of the same shape, read by a new two-input node. */
+static Imgbatch__V1__Node *ab_two_input(jg_job *j, jg_rng *r, Imgbatch__V1__Node__OpCase op,
+                                        ib_mode m, uint32_t side) {
+  int src2 = jg_extra(j, r, m, side, side);
+  return jg_node(j, op, 0, src2);
+}
+
+/* Builds the Job of family `fam`; the parameters are fixed so every run
+ * measures the same work (jg_op's random ones are overridden). */
+static void ab_build(jg_job *j, jg_arena *a, jg_rng *r, int fam, ib_mode m, uint32_t side,
+                     uint64_t key) {
+  jg_begin(j, a, r, m, side, side, key);
+  Imgbatch__V1__Node *n = NULL;
+  switch (fam) {
+    case AB_POINT: jg_op(j, r, JG_POINT, 0, m, side, side, -1); break;
+    case AB_INVERT: jg_op(j, r, JG_INVERT, 0, m, side, side, -1); break;
+    case AB_CONVERT: jg_op(j, r, JG_CONVERT, 0, m, side, side, 0); break; /* sub 0: "L" */
+    case AB_TONE: jg_op(j, r, JG_TONE, 0, m, side, side, -1); break;
+    case AB_RANK:
+      n = j->nodes[jg_op(j, r, JG_RANK, 0, m, side, side, 0)]; /* sub 0: size 3 */
+      n->rank_filter->rank = 4;
+      break;
+    case AB_KERNEL: jg_op(j, r, JG_KERNEL, 0, m, side, side, 0); break; /* sub 0: 3x3 */
+    case AB_GAUSS2:
+    case AB_GAUSS8:
+      n = j->nodes[jg_op(j, r, JG_GAUSS, 0, m, side, side, -1)];
+      n->gaussian_blur->radius_x = n->gaussian_blur->radius_y = fam == AB_GAUSS2 ? 2.0 : 8.0;
+      break;
+    case AB_BOX:
+      n = j->nodes[jg_op(j, r, JG_BOXBLUR, 0, m, side, side, -1)];
+      n->box_blur->radius_x = n->box_blur->radius_y = 5.0;
+      break;
+    case AB_RESIZE: /* NEAREST: the one filter the backends admit */
+      n = j->nodes[jg_op(j, r, JG_RESIZE, 0, m, side, side, -1)];
+      n->resize->width = n->resize->height = side / 2;
+      n->resize->resample = IMGBATCH__V1__RESAMPLE__NEAREST;
+      n->resize->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+      break;
+    case AB_TRANSPOSE:
+      jg_op(j, r, JG_TRANSPOSE, 0, m, side, side, IMGBATCH__V1__TRANSPOSE_METHOD__TRANSPOSE);
+      break;
+    case AB_CHOPS:
+      n = ab_two_input(j, r, IMGBATCH__V1__NODE__OP_CHOPS, m, side);
+      n->chops = jg_alloc(j->a, sizeof *n->chops);
+      imgbatch__v1__chops_op__init(n->chops);
+      n->chops->function = IMGBATCH__V1__CHOPS_FUNCTION__ADD;
+      n->chops->scale = 1.0;
+      break;
+    case AB_BLEND:
+      n = ab_two_input(j, r, IMGBATCH__V1__NODE__OP_BLEND, m, side);
+      n->blend = jg_alloc(j->a, sizeof *n->blend);
+      imgbatch__v1__blend_op__init(n->blend);
+      n->blend->alpha = 0.5;
+      break;
+    default: ab_die("unknown family", NULL);
+  }
+}
+
+static ab_set ab_set_make(int fam, ib_mode m, uint32_t side, int n) {
+  ab_set s = {.name = ab_names[fam], .n = n, .in_mode = m, .out_mode = m, .side = side,
+              .out_w = side, .out_h = side};
+  if (fam == AB_CONVERT) s.out_mode = IB_MODE_L;
+  if (fam == AB_RESIZE) s.out_w = s.out_h = side / 2;
+  uint64_t one = (uint64_t)side * side * ib_mode_bands(m);
+  s.in_bytes = fam == AB_CHOPS || fam == AB_BLEND ? 2 * one : one;
+  s.out_bytes = (uint64_t)s.out_w * s.out_h * ib_mode_bands(s.out_mode);
+  s.buf = calloc((size_t)n, sizeof *s.buf);
+  s.len = calloc((size_t)n, sizeof *s.len);
+  size_t cap = (size_t)(s.in_bytes + (1u << 20));
+  jg_arena a = {malloc(cap), 0, cap};
+  if (!s.buf || !s.len || !a.p) ab_die("out of memory", "building jobs");
+  jg_rng r = {0x9e3779b97f4a7c15ull ^ ((uint64_t)fam << 32) ^ side};
+  jg_job j;
+  for (int i = 0; i < n; i++) {
+    ab_build(&j, &a, &r, fam, m, side, (uint64_t)i);
+    if (!(s.buf[i] = jg_pack(&j, &s.len[i]))) ab_die("out of memory", "packing a job");
+  }
+  free(a.p);
+  return s;
+}
+
+static void ab_set_free(ab_set *s) {
+  for (int i = 0; i < s->n; i++) free(s->buf[i]);
+  free(s->buf);
+  free(s->len);
+  *s = (ab_set){0};
+}
+
+/* ------------------------------------------------------------ CPU reference */
+
+/* The CPU backend's bytes for Job 0 of a set, computed on a thread while the
+ * device warms up (ib_graph_parse: heap memory, no device involved). */
+typedef struct ab_ref {
+  const ab_set *set;
+  pthread_t thread;
+  ib_image img;
+} ab_ref;
+
+static void *ab_ref_main(void *p) {
+  ab_ref *ref = p;
+  ib_error err = {0};
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.backend = IB_BACKEND_CPU;
+  o.gpu_bytes = o.host_bytes = 8ull << 30;
+  o.queue = false;
+  ib_executor *ex = NULL;
+  ab_check(ib_executor_create(&o, &ex, &err), "cpu executor create", &err);
+  ib_graph *g = NULL;
+  ib_key key = {0};
+  ab_check(ib_graph_parse(ref->set->buf[0], ref->set->len[0], &(ib_graph_limits){0}, &g, &key, &err),
+           "cpu reference ib_graph_parse", &err);
+  uint64_t id = 0;
+  ab_check(ib_executor_submit(ex, g, NULL, &id, &err), "cpu reference submit", &err);
+  ib_results *rs = NULL;
+  ab_check(ib_executor_join(ex, &rs), "cpu reference join", NULL);
+  ib_result res;
+  ab_check(ib_results_next(rs, &res), "cpu reference ib_results_next", NULL);
+  if (!res.ok) ab_check(res.error.status, "cpu reference result", &res.error);
+  ref->img = res.image;
+  res.image = (ib_image){0}; /* moved out: ref->img owns the pixels */
+  ib_result_free(&res);
+  ib_results_close(rs);
+  ib_executor_destroy(ex);
+  return NULL;
+}
+
+static void ab_ref_start(ab_ref *ref, const ab_set *set) {
+  *ref = (ab_ref){.set = set};
+  if (pthread_create(&ref->thread, NULL, ab_ref_main, ref) != 0) ab_die("pthread_create", "cpu reference");
+}
+
+/* Joins the reference and compares; MISMATCH exits 1 so a wrong-but-fast
+ * path never reports numbers. */
+static void ab_ref_verify(ab_ref *ref, const ib_image *dev, const char *label) {
+  if (pthread_join(ref->thread, NULL) != 0) ab_die("pthread_join", "cpu reference");
+  const ib_image *c = &ref->img;
+  if (!dev->data) ab_die(label, "no result with key 0 was seen in the warm-up");
+  if (c->mode != dev->mode || c->width != dev->width || c->height != dev->height) {
+    printf("MISMATCH %s: cuda %s %ux%u, cpu %s %ux%u\n", label, ib_mode_name(dev->mode), dev->width,
+           dev->height, ib_mode_name(c->mode), c->width, c->height);
+    exit(1);
+  }
+  size_t n = ib_image_bytes(c);
+  if (memcmp(c->data, dev->data, n) != 0) {
+    size_t i = 0;
+    while (c->data[i] == dev->data[i]) i++;
+    printf("MISMATCH %s: first differing byte %zu of %zu (cuda %u, cpu %u)\n", label, i, n,
+           dev->data[i], c->data[i]);
+    exit(1);
+  }
+  ib_image_release(&ref->img);
+}
+
+/* ------------------------------------------------------------ feeds */
+
+typedef struct ab_item {
+  ib_graph *g;
+  ib_status st;
+  ib_error err;
+  double parse_s;
+} ab_item;
+
+/* Producer threads parse ahead into a bounded ring the run callback pops. */
+typedef struct ab_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty, not_full;
+  ab_item *ring;
+  int cap, head, count;
+  int claimed; /* inputs a producer has taken */
+  bool stop;
+} ab_queue;
+
+/* What the run input callback hands out. */
+typedef struct ab_feed {
+  ib_executor *ex;
+  const ab_set *set;
+  int n, handed;
+  double parse_s; /* inside ib_executor_parse, summed over inputs */
+  ab_queue *q;    /* NULL: the callback parses itself */
+} ab_feed;
+
+static void ab_parse(ib_executor *ex, const ab_set *set, int i, ab_item *it) {
+  int k = i % set->n;
+  ib_key key = {0};
+  double t0 = ab_now();
+  it->st = ib_executor_parse(ex, set->buf[k], set->len[k], &(ib_graph_limits){0}, &it->g, &key, &it->err);
+  it->parse_s = ab_now() - t0;
+  ib_key_clear(&key);
+}
+
+typedef struct ab_producer {
+  ab_feed *f;
+  pthread_t thread;
+} ab_producer;
+
+static void *ab_producer_main(void *p) {
+  ab_feed *f = ((ab_producer *)p)->f;
+  ab_queue *q = f->q;
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    if (q->stop || q->claimed >= f->n) {
+      pthread_mutex_unlock(&q->mu);
+      return NULL;
+    }
+    int i = q->claimed++;
+    pthread_mutex_unlock(&q->mu);
+    ab_item it = {0};
+    ab_parse(f->ex, f->set, i, &it);
+    pthread_mutex_lock(&q->mu);
+    while (q->count == q->cap && !q->stop) pthread_cond_wait(&q->not_full, &q->mu);
+    if (q->stop) {
+      pthread_mutex_unlock(&q->mu);
+      ib_graph_free(it.g);
+      return NULL;
+    }
+    q->ring[(q->head + q->count++) % q->cap] = it;
+    pthread_cond_signal(&q->not_empty);
+    pthread_mutex_unlock(&q->mu);
+  }
+}
+
+static ib_status ab_next(void *user, ib_input *in, ib_error *err) {
+  ab_feed *f = user;
+  if (f->handed == f->n) return IB_END;
+  f->handed++;
+  ab_item it = {0};
+  if (!f->q) {
+    ab_parse(f->ex, f->set, f->handed - 1, &it);
+  } else {
+    ab_queue *q = f->q;
+    pthread_mutex_lock(&q->mu);
+    while (q->count == 0) pthread_cond_wait(&q->not_empty, &q->mu);
+    it = q->ring[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    pthread_cond_signal(&q->not_full);
+    pthread_mutex_unlock(&q->mu);
+  }
+  f->parse_s += it.parse_s;
+  if (it.st != IB_OK) {
+    *err = it.err;
+    return it.st;
+  }
+  in->graph = it.g;
+  return IB_OK;
+}
+
+/* ------------------------------------------------------------ one stream */
+
+typedef struct ab_run {
+  double ms;       /* per image, wall clock from the first parse to the last result */
+  double parse_ms; /* per image, inside ib_executor_parse (summed over threads) */
+} ab_run;
+
+static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *label) {
+  const ib_image *im = &res->image;
+  if (res->kind != IB_RESULT_IMAGE || im->mode != s->out_mode || im->width != s->out_w ||
+      im->height != s->out_h || !im->data)
+    ab_die(label, "result is not the expected image");
+}
+
+/* Runs `n` inputs of `s` through one run stream of `ex`: `producers` 0 = the
+ * callback parses, else that many threads parse ahead into a queue of
+ * `qcap`. With `first` not NULL, the result of Job 0 is copied there. */
+static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, int producers, int qcap,
+                        ib_image *first, const char *label) {
+  ab_queue q = {.cap = qcap > 0 ? qcap : 1};
+  ab_feed f = {.ex = ex, .set = s, .n = n, .q = producers > 0 ? &q : NULL};
+  ab_producer pr[64];
+  if (producers > 64) producers = 64;
+  double t0 = ab_now();
+  if (f.q) {
+    q.ring = calloc((size_t)q.cap, sizeof *q.ring);
+    if (!q.ring || pthread_mutex_init(&q.mu, NULL) || pthread_cond_init(&q.not_empty, NULL) ||
+        pthread_cond_init(&q.not_full, NULL))
+      ab_die(label, "queue set-up failed");
+    for (int i = 0; i < producers; i++) {
+      pr[i].f = &f;
+      if (pthread_create(&pr[i].thread, NULL, ab_producer_main, &pr[i]) != 0)
+        ab_die(label, "pthread_create failed");
+    }
+  }
+  ib_results *rs = NULL;
+  ab_check(ib_executor_run(ex, ab_next, &f, &rs), "ib_executor_run", NULL);
+  int got = 0;
+  for (;;) {
+    ib_result res;
+    ib_status st = ib_results_next(rs, &res);
+    if (st == IB_END) break;
+    ab_check(st, "ib_results_next", NULL);
+    if (!res.ok) {
+      char what[160];
+      snprintf(what, sizeof what, "%s: result %d (job %llu)", label, got, (unsigned long long)res.job_id);
+      ab_check(res.error.status, what, &res.error);
+    }
+    ab_expect_shape(&res, s, label);
+    if (first && !first->data && res.key.is_u64 && res.key.u64 == 0) {
+      ab_check(ib_image_alloc(first, res.image.mode, res.image.width, res.image.height),
+               "ib_image_alloc", NULL);
+      memcpy(first->data, res.image.data, ib_image_bytes(&res.image));
+    }
+    ib_result_free(&res); /* gives the lent range back */
+    got++;
+  }
+  double t1 = ab_now();
+  ib_results_close(rs);
+  if (f.q) {
+    pthread_mutex_lock(&q.mu);
+    q.stop = true;
+    pthread_cond_broadcast(&q.not_full);
+    pthread_mutex_unlock(&q.mu);
+    for (int i = 0; i < producers; i++) pthread_join(pr[i].thread, NULL);
+    for (int i = 0; i < q.count; i++) ib_graph_free(q.ring[(q.head + i) % q.cap].g);
+    free(q.ring);
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.not_empty);
+    pthread_cond_destroy(&q.not_full);
+  }
+  if (got != n) {
+    char msg[80];
+    snprintf(msg, sizeof msg, "%d results for %d inputs", got, n);
+    ab_die(label, msg);
+  }
+  return (ab_run){(t1 - t0) * 1e3 / n, f.parse_s * 1e3 / n};
+}
+
+static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_t max_jobs,
+                                uint32_t in_flight) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.backend = IB_BACKEND_CUDA;
+  o.gpu_bytes = gpu_bytes;
+  o.host_bytes = host_bytes;
+  o.max_jobs = max_jobs;
+  o.max_in_flight = in_flight;
+  o.queue = true;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  ab_check(ib_executor_create(&o, &ex, &err), "ib_executor_create (cuda)", &err);
+  return ex;
+}
+
+/* ------------------------------------------------------------ cases of one size */
+
+typedef struct ab_case {
+  int fam;
+  ib_mode mode;
+  uint32_t side;
+  ab_set set;
+  ab_ref ref;
+  ib_image first; /* the warm-up's result of Job 0 */
+  char label[96];
+  uint64_t in_bytes, out_bytes;
+  ab_run one, threaded, threaded2;
+} ab_case;
+
+typedef struct ab_params {
+  int images;     /* timed inputs per stream */
+  int warmup;     /* untimed inputs first (threaded feed), Job 0 among them */
+  int distinct;   /* packed Jobs, reused round robin */
+  int producers;  /* threads of the threaded feed */
+  int qcap;       /* its queue */
+  int producers2; /* a second threaded feed; 0 = none */
+} ab_params;
+
+typedef struct ab_builder {
+  ab_case *c;
+  int distinct;
+  pthread_t thread;
+} ab_builder;
+
+static void *ab_build_main(void *p) {
+  ab_builder *b = p;
+  b->c->set = ab_set_make(b->c->fam, b->c->mode, b->c->side, b->distinct);
+  return NULL;
+}
+
+/* Runs `n` cases: builds every case's Jobs (threads), starts every CPU
+ * reference (threads) and warms each case up on the device meanwhile
+ * (kernel compiles, pool growth), checks each warm-up's Job-0 result against
+ * its reference, and only then - with no other work running - times the
+ * feeds case by case. */
+static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p) {
+  ab_builder *b = calloc((size_t)n, sizeof *b);
+  if (!b) ab_die("out of memory", "builders");
+  for (int i = 0; i < n; i++) {
+    ab_case *c = &cs[i];
+    snprintf(c->label, sizeof c->label, "%s %s %u^2", ab_names[c->fam], ib_mode_name(c->mode), c->side);
+    b[i] = (ab_builder){.c = c, .distinct = p->distinct};
+    if (pthread_create(&b[i].thread, NULL, ab_build_main, &b[i]) != 0) ab_die("pthread_create", "builder");
+  }
+  for (int i = 0; i < n; i++)
+    if (pthread_join(b[i].thread, NULL) != 0) ab_die("pthread_join", "builder");
+  free(b);
+  for (int i = 0; i < n; i++) {
+    cs[i].in_bytes = cs[i].set.in_bytes;
+    cs[i].out_bytes = cs[i].set.out_bytes;
+    ab_ref_start(&cs[i].ref, &cs[i].set);
+  }
+  for (int i = 0; i < n; i++) ab_stream(ex, &cs[i].set, p->warmup, p->producers, p->qcap, &cs[i].first, cs[i].label);
+  for (int i = 0; i < n; i++) {
+    ab_ref_verify(&cs[i].ref, &cs[i].first, cs[i].label);
+    ib_image_release(&cs[i].first);
+  }
+  for (int i = 0; i < n; i++) {
+    ab_case *c = &cs[i];
+    c->one = ab_stream(ex, &c->set, p->images, 0, 0, NULL, c->label);
+    c->threaded = ab_stream(ex, &c->set, p->images, p->producers, p->qcap, NULL, c->label);
+    if (p->producers2 > 0) c->threaded2 = ab_stream(ex, &c->set, p->images, p->producers2, p->qcap, NULL, c->label);
+    ab_set_free(&c->set);
+    printf("  %-28s cuda == cpu; %.3f ms/img (parse %.3f); %d parse threads %.3f ms/img (parse %.3f)\n",
+           c->label, c->one.ms, c->one.parse_ms, p->producers, c->threaded.ms, c->threaded.parse_ms);
+    fflush(stdout);
+  }
+}
+
+#endif
