@@ -35,11 +35,18 @@ ib_status ib_image_alloc(ib_image *im, ib_mode mode, uint32_t width, uint32_t he
   size_t n = ib_image_bytes(im);
   /* calloc(0) may return NULL; keep a valid pointer for empty images. */
   im->data = calloc(n ? n : 1, 1);
+  im->free_fn = NULL;
+  im->free_ctx = NULL;
   return im->data ? IB_OK : IB_INTERNAL;
 }
 
 void ib_image_release(ib_image *im) {
   if (!im) return;
-  free(im->data);
+  if (im->free_fn)
+    im->free_fn(im->free_ctx, im->data);
+  else
+    free(im->data);
   im->data = NULL;
+  im->free_fn = NULL;
+  im->free_ctx = NULL;
 }

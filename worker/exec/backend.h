@@ -19,7 +19,15 @@
  * result). A resident job (output gpu) instead keeps its terminal image on
  * the device: on success the backend sets out's mode/width/height with
  * out.data NULL and `dev` to its kept device buffer (opaque), which the
- * core owns from then on and gives back through release. */
+ * core owns from then on and gives back through release.
+ *
+ * Lent outputs: a backend may point out.data into memory of its own (a
+ * submission's pinned download arena) instead of allocating: it then sets
+ * `lent` to that memory's token (jobs of one submission share it), leaves
+ * out.free_fn NULL, and gives the memory back when the core calls
+ * lent_release(token) - once per token, after every image in it was
+ * released. Only successful jobs carry a token; a submission whose jobs all
+ * failed keeps no arena. */
 typedef struct ib_backend_job {
   const ib_graph *graph;
   uint64_t job_id;
@@ -28,6 +36,7 @@ typedef struct ib_backend_job {
   ib_error err;
   ib_image out;
   void *dev;
+  void *lent;
 } ib_backend_job;
 
 typedef struct ib_backend_submission ib_backend_submission;
@@ -70,6 +79,13 @@ typedef struct ib_backend {
    * never runs two downloads of one buffer at once. */
   ib_status (*download)(void *state, void *dev, ib_image *into, ib_error *err);
   void (*release)(void *state, void *dev);
+  /* Gives back a lent download arena (see ib_backend_job). Any thread, also
+   * after the executor was closed. NULL when the backend lends nothing. */
+  void (*lent_release)(void *state, void *token);
+  /* Optional: the allocator ib_executor_parse unpacks Jobs with, so large
+   * byte fields (raw pixels) land where the backend uploads from without a
+   * host copy. Thread-safe; lives as long as the state. NULL: the heap. */
+  ProtobufCAllocator *(*parse_allocator)(void *state);
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;

@@ -187,9 +187,24 @@ void ib_credits_release_resident(ib_credits *cr, uint64_t gpu, uint64_t host) {
   pthread_mutex_unlock(&cr->lock);
 }
 
-bool ib_credits_resident_held(ib_credits *cr) {
+void ib_credits_lend(ib_credits *cr, uint64_t host) {
   pthread_mutex_lock(&cr->lock);
-  bool held = cr->c.resident_live > 0;
+  cr->c.lent_arenas++;
+  cr->c.lent_host_bytes += host;
+  pthread_mutex_unlock(&cr->lock);
+}
+
+void ib_credits_release_lent(ib_credits *cr, uint64_t host) {
+  pthread_mutex_lock(&cr->lock);
+  unuse(&cr->c.host_bytes, host);
+  cr->c.lent_arenas--;
+  cr->c.lent_host_bytes -= host;
+  pthread_mutex_unlock(&cr->lock);
+}
+
+bool ib_credits_outputs_held(ib_credits *cr) {
+  pthread_mutex_lock(&cr->lock);
+  bool held = cr->c.resident_live > 0 || cr->c.lent_arenas > 0;
   pthread_mutex_unlock(&cr->lock);
   return held;
 }

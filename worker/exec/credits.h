@@ -49,8 +49,13 @@ void ib_credits_return_all(ib_credits *cr, ib_charge *ch);
  * ib_credits_return_all). release_resident returns the bytes. */
 void ib_credits_keep_resident(ib_credits *cr, ib_charge *ch, uint64_t *gpu, uint64_t *host);
 void ib_credits_release_resident(ib_credits *cr, uint64_t gpu, uint64_t host);
-/* True while resident handles hold bytes (admission may wait on them). */
-bool ib_credits_resident_held(ib_credits *cr);
+/* A lent download arena keeps `host` bytes (its jobs' held parts, already
+ * in use) until release_lent. */
+void ib_credits_lend(ib_credits *cr, uint64_t host);
+void ib_credits_release_lent(ib_credits *cr, uint64_t host);
+/* True while delivered outputs hold bytes - resident handles or lent
+ * arenas (admission may wait on them). */
+bool ib_credits_outputs_held(ib_credits *cr);
 
 bool ib_credits_submission_room(ib_credits *cr);
 void ib_credits_submission_begin(ib_credits *cr);

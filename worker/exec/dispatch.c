@@ -58,6 +58,7 @@ static void finish_sub(ib_executor *ex, ib_sub *s, bool wait) {
     if (st != IB_OK) fail_all(s, st, &err);
   }
   uint64_t exec_us = ib_now_us() - s->started_us;
+  ib_exec_adopt_lent(ex, s);
   for (size_t i = 0; i < s->n; i++) complete_job(ex, s->jobs[i], &s->bjobs[i], exec_us);
   ib_credits_submission_end(ex->credits);
   free(s->bjobs);

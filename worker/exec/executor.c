@@ -157,3 +157,24 @@ void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {
   ex->next_id = next_id ? next_id : 1;
   ex->ids_exhausted = false;
 }
+
+static void parse_unref(void *owner) { ib_devref_put(owner); }
+
+ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
+                            const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,
+                            ib_error *err) {
+  ib_error scratch;
+  if (!err) err = &scratch;
+  if (!ex || !out) {
+    if (out) *out = NULL;
+    return ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "parse: no executor or no output");
+  }
+  /* The graph holds the backend state alive while its memory is in use. */
+  ib_graph_memory mem = {NULL, NULL, NULL};
+  if (ex->backend->parse_allocator) {
+    mem.alloc = ex->backend->parse_allocator(ex->backend_state);
+    mem.unref = parse_unref;
+    mem.owner = ib_devref_get(ex->dev);
+  }
+  return ib_graph_parse_in(job_bytes, len, limits, &mem, out, key_on_error, err);
+}

@@ -144,6 +144,11 @@ ib_handle *ib_handle_adopt(ib_executor *ex, ib_job *j);
 /* Gives a kept device buffer back to the backend (failed/discarded jobs). */
 void ib_exec_release_dev(ib_executor *ex, ib_job *j);
 
+/* Lent outputs (lent.c): after a submission's wait, the images of each
+ * arena token the backend set get a free hook that keeps the arena and
+ * its jobs' held charge until the last one is released. */
+void ib_exec_adopt_lent(ib_executor *ex, ib_sub *s);
+
 /* Metadata / echo snapshot (snapshot.c). */
 ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err);
 void ib_snapshot_clear(ib_snapshot *s);

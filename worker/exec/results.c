@@ -134,10 +134,11 @@ static ib_status step(ib_results *rs, ib_result *out) {
     }
     if (ex->pending.head) continue; /* room for a submission again */
     if (!rs->is_run || rs->input_end) return IB_END;
-    /* Nothing live and the pending input does not fit: held resident
-     * handles fill the budget. Retryable - the input stays pending and
-     * nothing beyond it is pulled until the caller releases handles. */
-    if (rs->has_lookahead && ib_credits_resident_held(ex->credits))
+    /* Nothing live and the pending input does not fit: held outputs
+     * (resident handles, lent images) fill the budget. Retryable - the
+     * input stays pending and nothing beyond it is pulled until the
+     * caller releases them. */
+    if (rs->has_lookahead && ib_credits_outputs_held(ex->credits))
       return IB_RESULT_BACKPRESSURE;
     if (rs->has_lookahead) {
       /* Nothing live and it still does not fit: only a cap shrunk under

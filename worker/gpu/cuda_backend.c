@@ -1,9 +1,7 @@
 /* The CUDA backend: submissions of several jobs (see cuda_backend.h). */
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "gpu/cu.h"
@@ -12,6 +10,7 @@
 #include "gpu/gplan.h"
 #include "gpu/hostpar.h"
 #include "gpu/nvrtc_cache.h"
+#include "gpu/pinned.h"
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
@@ -35,7 +34,8 @@ struct ib_cuda {
   char arch[16];
   char desc[200];
   ib_kcache *kc;
-  ib_pool dpool, hpool;
+  ib_pool dpool;
+  ib_pinned *pin; /* upload staging, download arenas, parsed Jobs */
   CUstream streams[IB_MAX_STREAMS];
   unsigned n_streams, next_stream;
   kfunc *funcs;
@@ -58,7 +58,6 @@ static double prof_now(const ib_cuda *c) {
 /* Host work of a submission, spread over the host pool: byte copies in
  * chunks, source decodes, parameter blocks. */
 #define CHUNK (1u << 20)
-#define RCHUNK ((size_t)2 << 20) /* result copies: one huge page */
 typedef enum { HT_COPY, HT_SOURCE, HT_PARAMS, HT_PLAN } htask_kind;
 typedef struct htask {
   htask_kind kind;
@@ -76,18 +75,26 @@ typedef struct jstate {
   int planned;
   size_t *buf_off; /* per plan buffer: offset in the device block */
   size_t *par_off; /* per stage: offset of its parameter block (host = device) */
-  size_t dl_off;   /* terminal image: offset in the host block's download area */
+  size_t dl_off;   /* terminal image: offset in the download arena */
+  uint8_t *direct; /* per plan buffer: 1 = a raw source uploaded from its
+                    * own pinned memory (ib_executor_parse), not staged */
 } jstate;
+
+/* A submission's download arena, lent to its results (backend.h). */
+typedef struct lent_arena {
+  ib_cuda *c;
+  ib_pool_block blk;
+} lent_arena;
 
 struct ib_backend_submission {
   ib_cuda *c;
   CUstream stream;
   CUevent ev;
   ib_pool_block hblk, dblk;
+  lent_arena *arena; /* NULL when nothing comes back to the host */
   ib_backend_job *jobs;
   size_t n;
   jstate *js;
-  size_t dl_host; /* start of the download area in the host block */
   ib_status device_status;
   ib_error device_err;
   uint8_t *host_base;
@@ -108,49 +115,24 @@ static void dev_free(void *ctx, uint64_t a, size_t n) {
   ib_cuda *c = ctx;
   c->cu->cuMemFree((CUdeviceptr)a);
 }
+/* Pinned memory is asked for and given back on whichever thread parses a
+ * Job or releases a result: make the context current there first. */
 static uint64_t host_alloc(void *ctx, size_t n) {
   ib_cuda *c = ctx;
   void *p = NULL;
+  if (c->cu->cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS) return 0;
   return c->cu->cuMemHostAlloc(&p, n, 0) == CUDA_SUCCESS ? (uint64_t)(uintptr_t)p : 0;
 }
 static void host_free(void *ctx, uint64_t a, size_t n) {
   (void)n;
   ib_cuda *c = ctx;
+  c->cu->cuCtxSetCurrent(c->ctx);
   c->cu->cuMemFreeHost((void *)(uintptr_t)a);
 }
 
 /* ------------------------------------------------------------ open / close */
 
-/* Results are malloc'd images the caller frees (ib_image_release). glibc's
- * defaults serve every request over 128 KiB (a 256x256 RGB result is 192
- * KiB) with a fresh mmap and return it with munmap on free, and trim the
- * heap's top when freeing leaves over 2x that: every result then faults its
- * pages in again (48 page faults per 256x256 RGB image, measured here) and
- * every release shoots down TLBs on all host threads. On the lent H200 VM
- * through-API 256x256 RGB invert went 38k -> 107k images/s (and 23k -> 82k
- * on another machine of the same kind) with results kept on the heap. So,
- * once, when the first CUDA backend opens, process-wide: chunks up to 32
- * MiB (glibc's largest threshold) come from the heap, and the heap is not
- * trimmed below 1 GiB, so freed results serve the next ones with no
- * faults; the heap keeps its peak (bounded by the executor's credits).
- * Larger results are still mapped fresh (see the huge-page advice in
- * cuda_wait); M_MMAP_MAX = 0 would keep them on the heap too, but measured
- * no faster (17.9 ms either way per 4096x4096 RGBA image on one machine:
- * the host copies are bound by memory bandwidth there) and is more
- * intrusive. IB_MALLOC_DEFAULTS=1 leaves glibc's settings alone. */
-static void tune_malloc(void) {
-#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
-  static int done;
-  const char *env = getenv("IB_MALLOC_DEFAULTS");
-  if (done || (env && *env == '1')) return;
-  done = 1;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
-
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
-  tune_malloc();
   /* Zero fields take the documented defaults below (no dependency on the
    * executor core's ib_executor_options_default). */
   ib_executor_options def = {.backend = IB_BACKEND_CUDA};
@@ -205,7 +187,10 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   /* Classes round up to powers of two: twice the credit cap covers the
    * rounding of anything the credits admitted. */
   ib_pool_init(&c->dpool, dev_alloc, dev_free, c, 2 * gpu);
-  ib_pool_init(&c->hpool, host_alloc, host_free, c, 2 * host);
+  /* Pinned: twice the host cap for staging and arenas (the credits bound
+   * what they hold; classes round up) and as much again for Jobs parsed
+   * ahead of admission (past that they stay on the heap). */
+  c->pin = ib_pinned_new(host_alloc, host_free, c, 4 * host, 2 * host);
   unsigned inflight = opts->max_in_flight ? opts->max_in_flight : 2;
   c->n_streams = inflight < IB_MAX_STREAMS ? inflight : IB_MAX_STREAMS;
   for (unsigned i = 0; i < c->n_streams; i++)
@@ -215,7 +200,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
       ib_cuda_close(c);
       return IB_DEVICE;
     }
-  if (!c->kc) {
+  if (!c->kc || !c->pin) {
     ib_cuda_close(c);
     return IB_INTERNAL;
   }
@@ -249,7 +234,7 @@ void ib_cuda_close(ib_cuda *c) {
     free(f);
   }
   ib_pool_destroy(&c->dpool);
-  ib_pool_destroy(&c->hpool);
+  ib_pinned_free(c->pin);
   ib_kcache_free(c->kc);
   ib_hostpar_free(c->hp);
   cu->cuDevicePrimaryCtxRelease(c->dev);
@@ -341,12 +326,17 @@ static void sub_release(ib_backend_submission *s) {
   if (!s) return;
   ib_cuda *c = s->c;
   if (s->ev) c->cu->cuEventDestroy(s->ev);
-  ib_pool_put(&c->hpool, &s->hblk);
+  ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
+  if (s->arena) { /* not lent to any result */
+    ib_pinned_put(c->pin, &s->arena->blk);
+    free(s->arena);
+  }
   for (size_t i = 0; s->js && i < s->n; i++) {
     ib_gplan_free(&s->js[i].plan);
     free(s->js[i].buf_off);
     free(s->js[i].par_off);
+    free(s->js[i].direct);
   }
   free(s->js);
   free(s);
@@ -387,7 +377,8 @@ static void plan_job(ib_backend_job *j, jstate *js) {
   js->planned = 1;
   js->buf_off = calloc((size_t)js->plan.n_bufs, sizeof *js->buf_off);
   js->par_off = calloc((size_t)js->plan.n_stages + 1, sizeof *js->par_off);
-  if (!js->buf_off || !js->par_off) {
+  js->direct = calloc((size_t)js->plan.n_bufs, 1);
+  if (!js->buf_off || !js->par_off || !js->direct) {
     e = (ib_error){.status = IB_INTERNAL};
     snprintf(e.message, sizeof e.message, "backend cuda: out of memory");
     job_fail(j, &e, IB_STAGE_ADMIT);
@@ -404,7 +395,7 @@ static void host_task(void *ctx, size_t t) {
       const ib_backend_job *j = &s->jobs[k->job];
       const jstate *js = &s->js[k->job];
       const ib_node *nd = &j->graph->nodes[js->plan.bufs[k->buf].source_node];
-      ib_image im = {nd->shape.mode, nd->shape.width, nd->shape.height,
+      ib_image im = {.mode = nd->shape.mode, .width = nd->shape.width, .height = nd->shape.height, .data =
                      s->host_base + js->buf_off[k->buf]};
       k->st = nd->op->cpu(nd, NULL, &im, &k->err);
       break;
@@ -472,6 +463,16 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
   return IB_OK;
 }
 
+/* A raw source whose bytes lie in this backend's pinned memory (the Job was
+ * unpacked by ib_executor_parse): uploaded from there, no staging copy. */
+static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *js, int b) {
+  const ib_node *nd = &j->graph->nodes[js->plan.bufs[b].source_node];
+  const ib_source *src = &j->graph->sources[nd->pb->source->index];
+  size_t bytes = js->plan.bufs[b].bytes;
+  return src->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && src->len >= bytes && bytes &&
+         ib_pinned_holds(c->pin, src->bytes, bytes);
+}
+
 static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
                              ib_backend_submission **out, ib_error *err) {
   ib_cuda *c = state;
@@ -490,10 +491,15 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   s->n = n;
   s->stream = c->streams[c->next_stream++ % c->n_streams];
 
-  /* Pass 1: plans and sizes. Upload area (host = device layout): sources,
-   * parameter blocks, descriptor tables. Device only: stage outputs, the
-   * terminal ones packed last so one copy brings them all back. */
-  size_t upload = 0, inter = 0, download = 0, total_stages = 0;
+  /* Pass 1: plans and sizes. Device block: [upload | direct | inter |
+   * download]. Upload (host = device layout, one copy from the pinned
+   * staging block): staged sources, parameter blocks, descriptor tables.
+   * Direct: raw sources whose bytes already lie in pinned memory (Jobs
+   * unpacked by ib_executor_parse), each copied from there. Inter: stage
+   * outputs that stay on the device, resident outputs included. Download:
+   * the other terminal images, packed so one copy brings them all back
+   * into the arena lent to the results. */
+  size_t upload = 0, direct = 0, inter = 0, download = 0, total_stages = 0;
   int max_stages = 0;
   {
     htask *pt = calloc(n ? n : 1, sizeof *pt);
@@ -514,8 +520,13 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     if (!js->planned) continue;
     for (int b = 0; b < js->plan.n_bufs; b++)
       if (js->plan.bufs[b].source_node >= 0) {
-        js->buf_off[b] = upload;
-        upload += up(js->plan.bufs[b].bytes);
+        if ((js->direct[b] = pinned_source(c, &jobs[i], js, b))) {
+          js->buf_off[b] = direct; /* relative; rebased below */
+          direct += up(js->plan.bufs[b].bytes);
+        } else {
+          js->buf_off[b] = upload;
+          upload += up(js->plan.bufs[b].bytes);
+        }
       }
     for (int k = 0; k < js->plan.n_stages; k++) {
       js->par_off[k] = upload;
@@ -531,36 +542,48 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     jstate *js = &s->js[i];
     if (!js->planned) continue;
     for (int b = 0; b < js->plan.n_bufs; b++)
-      if (js->plan.bufs[b].source_node < 0 && !js->plan.bufs[b].is_output) {
+      if (js->plan.bufs[b].source_node < 0 && (!js->plan.bufs[b].is_output || jobs[i].resident)) {
         js->buf_off[b] = inter; /* relative; rebased below */
         inter += up(js->plan.bufs[b].bytes);
       }
   }
   for (size_t i = 0; i < n; i++) {
     jstate *js = &s->js[i];
-    if (!js->planned) continue;
+    if (!js->planned || jobs[i].resident) continue;
     js->buf_off[js->plan.out_buf] = download;
     js->dl_off = download;
     download += up(js->plan.bufs[js->plan.out_buf].bytes);
   }
-  size_t inter_base = upload, out_base = upload + inter;
+  const size_t direct_base = upload, inter_base = upload + direct, out_base = inter_base + inter;
   for (size_t i = 0; i < n; i++) {
     jstate *js = &s->js[i];
     if (!js->planned) continue;
     for (int b = 0; b < js->plan.n_bufs; b++) {
-      if (js->plan.bufs[b].source_node >= 0) continue;
-      js->buf_off[b] += js->plan.bufs[b].is_output ? out_base : inter_base;
+      if (js->plan.bufs[b].source_node >= 0) {
+        if (js->direct[b]) js->buf_off[b] += direct_base;
+        continue;
+      }
+      js->buf_off[b] += js->plan.bufs[b].is_output && !jobs[i].resident ? out_base : inter_base;
     }
   }
-  s->dl_host = upload;
-  if (!ib_pool_get(&c->hpool, upload + download, &s->hblk) ||
-      !ib_pool_get(&c->dpool, out_base + download, &s->dblk)) {
+  bool got = ib_pinned_get(c->pin, upload, &s->hblk) &&
+             ib_pool_get(&c->dpool, out_base + download, &s->dblk);
+  if (got && download) {
+    got = (s->arena = calloc(1, sizeof *s->arena)) != NULL;
+    if (got) s->arena->c = c;
+    if (got && !ib_pinned_get(c->pin, download, &s->arena->blk)) {
+      free(s->arena);
+      s->arena = NULL;
+      got = false;
+    }
+  }
+  if (!got) {
     err->status = IB_DEVICE;
     err->stage = IB_STAGE_UPLOAD;
     snprintf(err->message, sizeof err->message,
-             "backend cuda: cannot get %zu pinned / %zu device bytes for a submission of %zu "
-             "job(s) (job %llu)",
-             upload + download, out_base + download, n,
+             "backend cuda: cannot get %zu + %zu pinned / %zu device bytes for a submission of "
+             "%zu job(s) (job %llu)",
+             upload, download, out_base + download, n,
              n ? (unsigned long long)jobs[0].job_id : 0ull);
     sub_release(s);
     return IB_DEVICE;
@@ -578,7 +601,8 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     if (!js->planned || jobs[i].status != IB_OK) continue;
     cap_tasks += 1;
     for (int b = 0; b < js->plan.n_bufs; b++)
-      if (js->plan.bufs[b].source_node >= 0) cap_tasks += js->plan.bufs[b].bytes / CHUNK + 1;
+      if (js->plan.bufs[b].source_node >= 0 && !js->direct[b])
+        cap_tasks += js->plan.bufs[b].bytes / CHUNK + 1;
   }
   tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
   if (!tasks) {
@@ -593,7 +617,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     if (!js->planned || j->status != IB_OK) continue;
     for (int b = 0; b < js->plan.n_bufs; b++) {
       int sn = js->plan.bufs[b].source_node;
-      if (sn < 0) continue;
+      if (sn < 0 || js->direct[b]) continue;
       const ib_node *nd = &j->graph->nodes[sn];
       const ib_source *src = &j->graph->sources[nd->pb->source->index];
       size_t bytes = js->plan.bufs[b].bytes;
@@ -689,6 +713,18 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   CUresult rc = CUDA_SUCCESS;
   if (rs == IB_OK && upload && (rc = cu->cuMemcpyHtoDAsync(dev, host, upload, s->stream)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "upload", 0, err);
+  for (size_t i = 0; rs == IB_OK && i < n; i++) {
+    const jstate *js = &s->js[i];
+    if (!js->planned || jobs[i].status != IB_OK) continue;
+    for (int b = 0; b < js->plan.n_bufs && rs == IB_OK; b++) {
+      if (!js->direct[b]) continue;
+      const ib_node *nd = &jobs[i].graph->nodes[js->plan.bufs[b].source_node];
+      const ib_source *src = &jobs[i].graph->sources[nd->pb->source->index];
+      if ((rc = cu->cuMemcpyHtoDAsync(dev + js->buf_off[b], src->bytes, js->plan.bufs[b].bytes,
+                                      s->stream)) != CUDA_SUCCESS)
+        rs = device_fail(s, rc, "upload of a pinned source", i, err);
+    }
+  }
   for (int lv = 0; rs == IB_OK && lv < max_stages; lv++) {
     size_t e = 0;
     while (e < n_ent) {
@@ -733,8 +769,17 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
       e = e_end;
     }
   }
+  /* Resident outputs: copied into their own allocations inside the
+   * submission, so its one event covers them too. */
+  for (size_t i = 0; rs == IB_OK && i < n; i++) {
+    const jstate *js = &s->js[i];
+    if (!js->planned || jobs[i].status != IB_OK || !jobs[i].resident) continue;
+    ib_cuda_keep(cu, c->ctx, s->stream, dev + js->buf_off[js->plan.out_buf], &js->plan.out_shape,
+                 &jobs[i]);
+  }
   if (rs == IB_OK && download &&
-      (rc = cu->cuMemcpyDtoHAsync(host + upload, dev + out_base, download, s->stream)) != CUDA_SUCCESS)
+      (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)s->arena->blk.addr, dev + out_base, download,
+                                  s->stream)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "download", 0, err);
   if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "cuEventCreate", 0, err);
@@ -746,6 +791,10 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   if (rs != IB_OK) {
     /* Something may have been enqueued: fence before the blocks go back. */
     cu->cuStreamSynchronize(s->stream);
+    for (size_t i = 0; i < n; i++) {
+      ib_cuda_resident_release(NULL, jobs[i].dev);
+      jobs[i].dev = NULL;
+    }
     sub_release(s);
     return rs;
   }
@@ -773,13 +822,10 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
     device_fail(s, rc, "submission", 0, err);
     rs = IB_DEVICE;
   }
-  const uint8_t *dl = (const uint8_t *)(uintptr_t)s->hblk.addr + s->dl_host;
-  size_t n_tasks = 0, cap_tasks = 0;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->jobs[i].status == IB_OK && rs == IB_OK)
-      cap_tasks += ib_gplan_out_bytes(&s->js[i].plan) / RCHUNK + 2;
-  htask *tasks = calloc(cap_tasks ? cap_tasks : 1, sizeof *tasks);
-  int kept = 0;
+  /* Results are ranges of the arena (no copy); it is lent once at least
+   * one of them succeeded, otherwise sub_release takes it back. */
+  const uint8_t *dl = s->arena ? (const uint8_t *)(uintptr_t)s->arena->blk.addr : NULL;
+  bool lent = false;
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     jstate *js = &s->js[i];
@@ -789,55 +835,18 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
       j->err = s->device_err;
       continue;
     }
-    if (j->resident) { /* output gpu: cuda_resident.c keeps a device copy */
-      ib_cuda_keep(cu, c->ctx, s->stream, (CUdeviceptr)s->dblk.addr + js->buf_off[js->plan.out_buf],
-                   &js->plan.out_shape, j);
-      kept = 1;
-      continue;
-    }
-    /* Every byte is written below: no zeroing (ib_image_alloc's calloc). */
+    if (j->resident) continue; /* j->dev kept at submit */
     const ib_shape *sh = &js->plan.out_shape;
-    size_t bytes = (size_t)sh->width * sh->height * ib_mode_bands(sh->mode);
-    j->out = (ib_image){sh->mode, sh->width, sh->height, malloc(bytes ? bytes : 1)};
-    if (!j->out.data || !tasks) {
-      free(j->out.data);
-      j->out.data = NULL;
-      j->status = IB_INTERNAL;
-      j->err = (ib_error){.status = IB_INTERNAL, .stage = IB_STAGE_DOWNLOAD};
-      snprintf(j->err.message, sizeof j->err.message, "job %llu: out of host memory",
-               (unsigned long long)j->job_id);
-      continue;
-    }
-    /* Fresh pages fault in as the copy first touches them (always for
-     * results over 32 MiB, see tune_malloc): large results ask for
-     * transparent huge pages (one fault per 2 MiB instead of 512)
-     * and are cut at 2 MiB boundaries of the destination, so each huge page
-     * faults in on one thread while the others fill theirs. */
-    uint8_t *dst = j->out.data;
-    if (bytes >= 2 * RCHUNK) {
-      uintptr_t a0 = ((uintptr_t)dst + RCHUNK - 1) & ~(uintptr_t)(RCHUNK - 1);
-      uintptr_t a1 = ((uintptr_t)dst + bytes) & ~(uintptr_t)(RCHUNK - 1);
-#ifdef MADV_HUGEPAGE
-      if (a1 > a0) madvise((void *)a0, a1 - a0, MADV_HUGEPAGE);
-#endif
-    }
-    for (size_t o = 0; o < bytes;) {
-      uintptr_t next = (((uintptr_t)dst + o) & ~(uintptr_t)(RCHUNK - 1)) + RCHUNK;
-      size_t len = next - ((uintptr_t)dst + o);
-      if (len > bytes - o) len = bytes - o;
-      tasks[n_tasks++] =
-          (htask){.kind = HT_COPY, .job = i, .dst = dst + o, .src = dl + js->dl_off + o, .n = len};
-      o += len;
-    }
+    j->out = (ib_image){.mode = sh->mode, .width = sh->width, .height = sh->height,
+                        .data = (uint8_t *)dl + js->dl_off};
+    j->lent = s->arena;
+    lent = true;
   }
-  s->tasks = tasks;
-  ib_hostpar_for(c->hp, n_tasks, host_task, s);
-  free(tasks);
+  if (lent) s->arena = NULL; /* the core gives it back through lent_release */
   if (c->prof) {
     c->t_device += w1 - w0;
     c->t_results += prof_now(c) - w1;
   }
-  if (kept) ib_cuda_keep_fence(cu, s->stream, s->jobs, s->n); /* before the block is reused */
   sub_release(s);
   return rs;
 }
@@ -848,6 +857,13 @@ static bool cuda_ready(void *state, ib_backend_submission *s) {
   return c->cu->cuEventQuery(s->ev) != CUDA_ERROR_NOT_READY;
 }
 
+static void cuda_lent_release(void *state, void *token) {
+  (void)state;
+  lent_arena *a = token;
+  ib_pinned_put(a->c->pin, &a->blk);
+  free(a);
+}
+
 ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_error *err) {
   ib_backend_submission *s = NULL;
   ib_status st = cuda_submit(c, jobs, n, &s, err);
@@ -856,8 +872,30 @@ ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_e
       if (jobs[i].status == IB_OK) job_fail(&jobs[i], err, IB_STAGE_EXECUTE);
     return st;
   }
-  return cuda_wait(c, s, err);
+  st = cuda_wait(c, s, err);
+  /* The caller owns plain images: copy out of the arena, then give it back. */
+  void *arena = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!jobs[i].lent) continue;
+    arena = jobs[i].lent;
+    jobs[i].lent = NULL;
+    ib_image lent = jobs[i].out;
+    if (ib_image_alloc(&jobs[i].out, lent.mode, lent.width, lent.height) != IB_OK) {
+      jobs[i].out = (ib_image){0};
+      jobs[i].status = IB_INTERNAL;
+      jobs[i].err = (ib_error){.status = IB_INTERNAL, .stage = IB_STAGE_DOWNLOAD};
+      snprintf(jobs[i].err.message, sizeof jobs[i].err.message, "job %llu: out of host memory",
+               (unsigned long long)jobs[i].job_id);
+      continue;
+    }
+    memcpy(jobs[i].out.data, lent.data, ib_image_bytes(&lent));
+  }
+  if (arena) cuda_lent_release(c, arena);
+  return st;
 }
+
+ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c) { return ib_pinned_allocator(c->pin); }
+static ProtobufCAllocator *be_parse_allocator(void *state) { return ib_cuda_parse_allocator(state); }
 
 ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
                             ib_error *err) {
@@ -907,4 +945,6 @@ const ib_backend ib_backend_cuda = {
     .ready = cuda_ready,
     .download = ib_cuda_resident_download, /* cuda_resident.c */
     .release = ib_cuda_resident_release,
+    .lent_release = cuda_lent_release,
+    .parse_allocator = be_parse_allocator,
 };

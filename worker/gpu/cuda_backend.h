@@ -3,12 +3,16 @@
  *
  * A submission is several admitted jobs: their sources are decoded or copied
  * straight into one pinned staging block together with every stage's
- * parameter block and the launch descriptor tables; ONE host-to-device copy
- * moves all of it; then, level by level (stage k of every job), one launch
- * per chain signature runs that stage for every job of the signature through
- * a descriptor table (small images batch into one launch); ONE
- * device-to-host copy brings every job's terminal image into the same pinned
- * block; ONE event completes the submission. Launch arguments point into the
+ * parameter block and the launch descriptor tables, and ONE host-to-device
+ * copy moves all of it - except raw sources that already lie in pinned
+ * memory (Jobs unpacked by ib_executor_parse), each copied from where it
+ * lies; then, level by level (stage k of every job), one launch per chain
+ * signature runs that stage for every job of the signature through a
+ * descriptor table (small images batch into one launch); resident outputs
+ * are copied into their own allocations; ONE device-to-host copy brings
+ * every other terminal image into the submission's download arena, whose
+ * ranges are lent to the results (no host copy); ONE event completes the
+ * submission. Launch arguments point into the
  * submission's own device block, which nothing else reuses before wait, so a
  * later enqueue can never overwrite an earlier launch's parameters.
  * Device and pinned blocks come from size-class pools (no cuMemAlloc or
@@ -27,9 +31,14 @@ typedef struct ib_cuda ib_cuda;
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err);
 void ib_cuda_close(ib_cuda *c);
 /* submit + wait: every job's status/out final on return (the out images are
- * the caller's, released with ib_image_release). The return is IB_OK unless
- * the device failed as a whole (then every job carries IB_DEVICE). */
+ * the caller's: copied out of the lent arena, released with
+ * ib_image_release). The return is IB_OK unless the device failed as a
+ * whole (then every job carries IB_DEVICE). */
 ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_error *err);
+
+/* The allocator ib_executor_parse unpacks Jobs with (pinned.h): tools that
+ * drive the backend directly parse with it to get pinned sources. */
+ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c);
 
 /* Conservative bytes one job needs (device working set and pinned staging),
  * for credit charging; IB_UNSUPPORTED when the graph has no device plan. */

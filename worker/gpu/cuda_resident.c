@@ -52,20 +52,8 @@ void ib_cuda_keep(const ib_cu *cu, CUcontext ctx, CUstream stream, CUdeviceptr s
     keep_fail(j, cu, rc, "copy into the resident buffer");
     return;
   }
-  j->out = (ib_image){shape->mode, shape->width, shape->height, NULL};
+  j->out = (ib_image){.mode = shape->mode, .width = shape->width, .height = shape->height};
   j->dev = k;
-}
-
-void ib_cuda_keep_fence(const ib_cu *cu, CUstream stream, ib_backend_job *jobs, size_t n) {
-  CUresult rc = cu->cuStreamSynchronize(stream);
-  if (rc == CUDA_SUCCESS) return;
-  for (size_t i = 0; i < n; i++) {
-    if (!jobs[i].dev) continue;
-    ib_cuda_resident_release(NULL, jobs[i].dev);
-    jobs[i].dev = NULL;
-    jobs[i].out = (ib_image){0};
-    keep_fail(&jobs[i], cu, rc, "copy into the resident buffer");
-  }
 }
 
 static ib_status make_workspace(ib_cuda_kept *k, ib_error *err) {

@@ -14,18 +14,14 @@
 #include "gpu/cu.h"
 #include "plan/graph.h"
 
-/* Called by cuda_wait for a resident job whose terminal image lies at `src`
- * in the submission's device block: enqueues a device-to-device copy into a
- * new allocation on `stream` (the caller synchronizes the stream before the
- * block is reused) and sets j->dev and j->out's shape (data NULL). On
- * failure j->status/err say why (IB_DEVICE, stage download). */
+/* Called by cuda_submit for a resident job whose terminal image lies at
+ * `src` in the submission's device block: enqueues a device-to-device copy
+ * into a new allocation on `stream`, before the submission's event (so the
+ * event covers it and the block can be reused after it), and sets j->dev
+ * and j->out's shape (data NULL). On failure j->status/err say why
+ * (IB_DEVICE, stage download). */
 void ib_cuda_keep(const ib_cu *cu, CUcontext ctx, CUstream stream, CUdeviceptr src,
                   const ib_shape *shape, ib_backend_job *j);
-
-/* Waits for the copies ib_cuda_keep enqueued on `stream`; when that fails,
- * every kept job of jobs[0..n) fails with IB_DEVICE and its buffer is
- * freed (its bytes may be incomplete). */
-void ib_cuda_keep_fence(const ib_cu *cu, CUstream stream, ib_backend_job *jobs, size_t n);
 
 /* The backend row's download/release hooks (state unused: a kept buffer
  * carries its driver table and context). */

@@ -37,7 +37,24 @@ struct ib_graph {
   size_t n_nodes;
   uint64_t param_bytes;    /* sum over nodes */
   uint64_t peak_bytes;     /* conservative working set: all node outputs alive */
+  ProtobufCAllocator *alloc; /* the Job's memory (NULL: the heap) */
+  void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
+  void *owner;
 };
+
+/* Where a graph's unpacked Job lives: protobuf-c's allocator (NULL = the
+ * heap) and a reference on the allocator's owner, which the graph drops
+ * (unref(owner)) after freeing the Job, also when parsing fails. */
+typedef struct ib_graph_memory {
+  ProtobufCAllocator *alloc;
+  void (*unref)(void *owner);
+  void *owner;
+} ib_graph_memory;
+
+/* ib_graph_parse with the Job unpacked through `mem` (NULL = the heap). */
+ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
+                            const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
+                            ib_error *err);
 
 /* Builds graph nodes from job->nodes and validates them in order (shapes,
  * params, modes, cycles). Sources must already be filled in. */

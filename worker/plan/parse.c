@@ -203,6 +203,12 @@ static ib_status set_key(ib_graph *g, ib_error *err) {
 
 ib_status ib_graph_parse(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
                          ib_graph **out, ib_key *key_on_error, ib_error *err) {
+  return ib_graph_parse_in(bytes, len, limits, NULL, out, key_on_error, err);
+}
+
+ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
+                            const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
+                            ib_error *err) {
   *out = NULL;
   if (key_on_error) *key_on_error = (ib_key){0};
   ib_graph_limits lim = limits ? *limits : (ib_graph_limits){0};
@@ -210,8 +216,16 @@ ib_status ib_graph_parse(const uint8_t *bytes, size_t len, const ib_graph_limits
   if (!lim.max_metadata_bytes) lim.max_metadata_bytes = DEFAULT_MAX_METADATA_BYTES;
 
   ib_graph *g = calloc(1, sizeof *g);
-  if (!g) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
-  g->job = imgbatch__v1__job__unpack(NULL, len, bytes);
+  if (!g) {
+    if (mem && mem->unref) mem->unref(mem->owner);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  }
+  if (mem) {
+    g->alloc = mem->alloc;
+    g->unref = mem->unref;
+    g->owner = mem->owner;
+  }
+  g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
   ib_status st;
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
@@ -252,7 +266,8 @@ void ib_graph_free(ib_graph *g) {
   free(g->sources);
   free(g->nodes);
   free(g->key.str);
-  if (g->job) imgbatch__v1__job__free_unpacked(g->job, NULL);
+  if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->alloc);
+  if (g->unref) g->unref(g->owner);
   free(g);
 }
 

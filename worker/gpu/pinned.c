@@ -1,0 +1,184 @@
+/* Pinned host memory shared across threads (see pinned.h). */
+#include "gpu/pinned.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* A live block: address, size, and whether the parse allocator owns it. */
+typedef struct live_ent {
+  uint64_t addr;
+  size_t size;
+  int cls;
+  bool parse;
+} live_ent;
+
+struct ib_pinned {
+  pthread_mutex_t lock;
+  ib_pool pool;
+  uint64_t parse_cap, parse_live;
+  /* Open addressing over the block address (linear probing, removal by
+   * backward shift); addr 0 marks a free slot. */
+  live_ent *tab;
+  size_t tab_cap, n_live;
+  ProtobufCAllocator pa;
+};
+
+static size_t slot_of(const ib_pinned *p, uint64_t addr) {
+  uint64_t h = (addr >> 16) * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 20) & (p->tab_cap - 1);
+}
+
+static bool tab_grow(ib_pinned *p) {
+  size_t ncap = p->tab_cap ? p->tab_cap * 2 : 64;
+  live_ent *old = p->tab;
+  size_t ocap = p->tab_cap;
+  live_ent *nt = calloc(ncap, sizeof *nt);
+  if (!nt) return false;
+  p->tab = nt;
+  p->tab_cap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].addr) {
+      size_t s = slot_of(p, old[i].addr);
+      while (nt[s].addr) s = (s + 1) & (ncap - 1);
+      nt[s] = old[i];
+    }
+  free(old);
+  return true;
+}
+
+static bool tab_add(ib_pinned *p, live_ent e) {
+  if ((p->n_live + 1) * 2 > p->tab_cap && !tab_grow(p)) return false;
+  size_t s = slot_of(p, e.addr);
+  while (p->tab[s].addr) s = (s + 1) & (p->tab_cap - 1);
+  p->tab[s] = e;
+  p->n_live++;
+  return true;
+}
+
+/* Removes the entry of addr into *out; false when absent. */
+static bool tab_take(ib_pinned *p, uint64_t addr, live_ent *out) {
+  if (!p->tab_cap) return false;
+  size_t m = p->tab_cap - 1, s = slot_of(p, addr);
+  while (p->tab[s].addr && p->tab[s].addr != addr) s = (s + 1) & m;
+  if (!p->tab[s].addr) return false;
+  *out = p->tab[s];
+  p->tab[s].addr = 0;
+  p->n_live--;
+  /* Backward shift: re-seat every following entry of the run. */
+  for (size_t i = (s + 1) & m; p->tab[i].addr; i = (i + 1) & m) {
+    live_ent e = p->tab[i];
+    p->tab[i].addr = 0;
+    size_t t = slot_of(p, e.addr);
+    while (p->tab[t].addr) t = (t + 1) & m;
+    p->tab[t] = e;
+  }
+  return true;
+}
+
+static bool get_locked(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out) {
+  if (!ib_pool_get(&p->pool, bytes, out)) return false;
+  if (!tab_add(p, (live_ent){out->addr, out->size, out->cls, parse})) {
+    ib_pool_put(&p->pool, out);
+    return false;
+  }
+  return true;
+}
+
+bool ib_pinned_get(ib_pinned *p, size_t bytes, ib_pool_block *out) {
+  pthread_mutex_lock(&p->lock);
+  bool ok = get_locked(p, bytes, false, out);
+  pthread_mutex_unlock(&p->lock);
+  return ok;
+}
+
+void ib_pinned_put(ib_pinned *p, const ib_pool_block *b) {
+  if (!b->addr) return;
+  pthread_mutex_lock(&p->lock);
+  live_ent e;
+  if (tab_take(p, b->addr, &e)) ib_pool_put(&p->pool, b);
+  pthread_mutex_unlock(&p->lock);
+}
+
+bool ib_pinned_holds(ib_pinned *p, const void *ptr, size_t n) {
+  uint64_t a = (uint64_t)(uintptr_t)ptr;
+  bool in = false;
+  pthread_mutex_lock(&p->lock);
+  /* The usual case is a whole block (a raw source unpacked into it): one
+   * probe. Otherwise scan; the table holds one entry per live Job source,
+   * staging block or arena. */
+  if (p->tab_cap) {
+    size_t m = p->tab_cap - 1, s = slot_of(p, a);
+    while (p->tab[s].addr && p->tab[s].addr != a) s = (s + 1) & m;
+    in = p->tab[s].addr == a && n <= p->tab[s].size;
+  }
+  for (size_t i = 0; i < p->tab_cap && !in; i++) {
+    const live_ent *e = &p->tab[i];
+    in = e->addr && a >= e->addr && a - e->addr <= e->size && n <= e->size - (a - e->addr);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return in;
+}
+
+static void *pa_alloc(void *data, size_t size) {
+  ib_pinned *p = data;
+  if (size >= IB_PINNED_PARSE_MIN) {
+    ib_pool_block b;
+    pthread_mutex_lock(&p->lock);
+    bool ok = p->parse_live + size <= p->parse_cap && get_locked(p, size, true, &b);
+    if (ok) p->parse_live += b.size;
+    pthread_mutex_unlock(&p->lock);
+    if (ok) return (void *)(uintptr_t)b.addr;
+  }
+  return malloc(size ? size : 1);
+}
+
+static void pa_free(void *data, void *ptr) {
+  ib_pinned *p = data;
+  if (!ptr) return;
+  live_ent e;
+  pthread_mutex_lock(&p->lock);
+  bool pinned = tab_take(p, (uint64_t)(uintptr_t)ptr, &e);
+  if (pinned) {
+    ib_pool_block b = {e.addr, e.size, e.cls};
+    p->parse_live -= e.size;
+    ib_pool_put(&p->pool, &b);
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (!pinned) free(ptr);
+}
+
+ib_pinned *ib_pinned_new(ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, uint64_t cap,
+                         uint64_t parse_cap) {
+  ib_pinned *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->lock, NULL);
+  ib_pool_init(&p->pool, a, f, ctx, cap);
+  p->parse_cap = parse_cap;
+  p->pa = (ProtobufCAllocator){.alloc = pa_alloc, .free = pa_free, .allocator_data = p};
+  return p;
+}
+
+void ib_pinned_free(ib_pinned *p) {
+  if (!p) return;
+  ib_pool_destroy(&p->pool);
+  free(p->tab);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}
+
+ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p) { return &p->pa; }
+
+size_t ib_pinned_live_blocks(ib_pinned *p) {
+  pthread_mutex_lock(&p->lock);
+  size_t n = p->n_live;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
+uint64_t ib_pinned_parse_bytes(ib_pinned *p) {
+  pthread_mutex_lock(&p->lock);
+  uint64_t n = p->parse_live;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}

@@ -1,0 +1,48 @@
+/*
+ * pinned.h - the CUDA backend's pinned host memory, shared by every thread
+ * that touches it: Jobs unpacked by ib_executor_parse (on any thread), the
+ * submissions' upload staging (the driving thread) and the download arenas
+ * lent to results (released on any thread). One size-class pool (pool.h)
+ * under a lock, plus a table of the blocks handed out, so a pointer can be
+ * asked whether it lies in pinned memory (a source the upload can DMA
+ * from) and the protobuf-c allocator can tell its pinned blocks from heap
+ * ones on free.
+ */
+#ifndef IB_GPU_PINNED_H
+#define IB_GPU_PINNED_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpu/pool.h"
+
+/* Requests of the parse allocator at least this large go to pinned memory
+ * (raw pixels, encoded files); smaller ones (message structs, strings) to
+ * the heap. */
+#define IB_PINNED_PARSE_MIN ((size_t)64 << 10)
+
+typedef struct ib_pinned ib_pinned;
+
+/* `cap`: bytes the pool may hold from the allocator; `parse_cap`: of those,
+ * what unpacked Jobs may hold at once (past it they land on the heap, and
+ * their sources are staged as for any pageable memory). */
+ib_pinned *ib_pinned_new(ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, uint64_t cap,
+                         uint64_t parse_cap);
+/* Every block must have been put back. */
+void ib_pinned_free(ib_pinned *p);
+
+bool ib_pinned_get(ib_pinned *p, size_t bytes, ib_pool_block *out);
+void ib_pinned_put(ib_pinned *p, const ib_pool_block *b);
+
+/* True when [ptr, ptr + n) lies inside one block handed out. */
+bool ib_pinned_holds(ib_pinned *p, const void *ptr, size_t n);
+
+/* The protobuf-c allocator of ib_executor_parse (lives as long as p). */
+ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);
+
+/* For tests: blocks handed out and allocator calls so far. */
+size_t ib_pinned_live_blocks(ib_pinned *p);
+uint64_t ib_pinned_parse_bytes(ib_pinned *p);
+
+#endif
