@@ -54,13 +54,25 @@ static void ab_check(ib_status st, const char *what, const ib_error *err) {
 
 /* One representative single-op job per op family. */
 enum {
-  AB_POINT, AB_CONVERT, AB_TONE, AB_RANK, AB_KERNEL, AB_GAUSS2, AB_GAUSS8, AB_BOX,
-  AB_RESIZE, AB_TRANSPOSE, AB_CHOPS, AB_BLEND, AB_FAMILIES, AB_INVERT = AB_FAMILIES
+  AB_POINT,
+  AB_CONVERT,
+  AB_TONE,
+  AB_RANK,
+  AB_KERNEL,
+  AB_GAUSS2,
+  AB_GAUSS8,
+  AB_BOX,
+  AB_RESIZE,
+  AB_TRANSPOSE,
+  AB_CHOPS,
+  AB_BLEND,
+  AB_FAMILIES,
+  AB_INVERT = AB_FAMILIES
 };
-static const char *const ab_names[] = {
-    "point (LUT)",  "convert ->L",   "tone",         "median 3",    "kernel 3x3",
-    "gaussian r2",  "gaussian r8",   "box blur r5",  "resize 0.5x", "transpose",
-    "chops add",    "blend 0.5",     "invert"};
+static const char *const ab_names[] = {"point (LUT)", "convert ->L", "tone",        "median 3",
+                                       "kernel 3x3",  "gaussian r2", "gaussian r8", "box blur r5",
+                                       "resize 0.5x", "transpose",   "chops add",   "blend 0.5",
+                                       "invert"};
 
 /* N packed Jobs of one case, handed out round robin; Job i carries key i. */
 typedef struct ab_set {
@@ -132,8 +144,13 @@ static void ab_build(jg_job *j, jg_arena *a, jg_rng *r, int fam, ib_mode m, uint
 }
 
 static ab_set ab_set_make(int fam, ib_mode m, uint32_t side, int n) {
-  ab_set s = {.name = ab_names[fam], .n = n, .in_mode = m, .out_mode = m, .side = side,
-              .out_w = side, .out_h = side};
+  ab_set s = {.name = ab_names[fam],
+              .n = n,
+              .in_mode = m,
+              .out_mode = m,
+              .side = side,
+              .out_w = side,
+              .out_h = side};
   if (fam == AB_CONVERT) s.out_mode = IB_MODE_L;
   if (fam == AB_RESIZE) s.out_w = s.out_h = side / 2;
   uint64_t one = (uint64_t)side * side * ib_mode_bands(m);
@@ -183,8 +200,9 @@ static void *ab_ref_main(void *p) {
   ab_check(ib_executor_create(&o, &ex, &err), "cpu executor create", &err);
   ib_graph *g = NULL;
   ib_key key = {0};
-  ab_check(ib_graph_parse(ref->set->buf[0], ref->set->len[0], &(ib_graph_limits){0}, &g, &key, &err),
-           "cpu reference ib_graph_parse", &err);
+  ab_check(
+      ib_graph_parse(ref->set->buf[0], ref->set->len[0], &(ib_graph_limits){0}, &g, &key, &err),
+      "cpu reference ib_graph_parse", &err);
   uint64_t id = 0;
   ab_check(ib_executor_submit(ex, g, NULL, &id, &err), "cpu reference submit", &err);
   ib_results *rs = NULL;
@@ -202,7 +220,8 @@ static void *ab_ref_main(void *p) {
 
 static void ab_ref_start(ab_ref *ref, const ab_set *set) {
   *ref = (ab_ref){.set = set};
-  if (pthread_create(&ref->thread, NULL, ab_ref_main, ref) != 0) ab_die("pthread_create", "cpu reference");
+  if (pthread_create(&ref->thread, NULL, ab_ref_main, ref) != 0)
+    ab_die("pthread_create", "cpu reference");
 }
 
 /* Joins the reference and compares; MISMATCH exits 1 so a wrong-but-fast
@@ -259,7 +278,8 @@ static void ab_parse(ib_executor *ex, const ab_set *set, int i, ab_item *it) {
   int k = i % set->n;
   ib_key key = {0};
   double t0 = ab_now();
-  it->st = ib_executor_parse(ex, set->buf[k], set->len[k], &(ib_graph_limits){0}, &it->g, &key, &it->err);
+  it->st = ib_executor_parse(ex, set->buf[k], set->len[k], &(ib_graph_limits){0}, &it->g, &key,
+                             &it->err);
   it->parse_s = ab_now() - t0;
   ib_key_clear(&key);
 }
@@ -366,7 +386,8 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, int producers, 
     ab_check(st, "ib_results_next", NULL);
     if (!res.ok) {
       char what[160];
-      snprintf(what, sizeof what, "%s: result %d (job %llu)", label, got, (unsigned long long)res.job_id);
+      snprintf(what, sizeof what, "%s: result %d (job %llu)", label, got,
+               (unsigned long long)res.job_id);
       ab_check(res.error.status, what, &res.error);
     }
     ab_expect_shape(&res, s, label);
@@ -461,9 +482,11 @@ static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p
   if (!b) ab_die("out of memory", "builders");
   for (int i = 0; i < n; i++) {
     ab_case *c = &cs[i];
-    snprintf(c->label, sizeof c->label, "%s %s %u^2", ab_names[c->fam], ib_mode_name(c->mode), c->side);
+    snprintf(c->label, sizeof c->label, "%s %s %u^2", ab_names[c->fam], ib_mode_name(c->mode),
+             c->side);
     b[i] = (ab_builder){.c = c, .distinct = p->distinct};
-    if (pthread_create(&b[i].thread, NULL, ab_build_main, &b[i]) != 0) ab_die("pthread_create", "builder");
+    if (pthread_create(&b[i].thread, NULL, ab_build_main, &b[i]) != 0)
+      ab_die("pthread_create", "builder");
   }
   for (int i = 0; i < n; i++)
     if (pthread_join(b[i].thread, NULL) != 0) ab_die("pthread_join", "builder");
@@ -473,7 +496,8 @@ static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p
     cs[i].out_bytes = cs[i].set.out_bytes;
     ab_ref_start(&cs[i].ref, &cs[i].set);
   }
-  for (int i = 0; i < n; i++) ab_stream(ex, &cs[i].set, p->warmup, p->producers, p->qcap, &cs[i].first, cs[i].label);
+  for (int i = 0; i < n; i++)
+    ab_stream(ex, &cs[i].set, p->warmup, p->producers, p->qcap, &cs[i].first, cs[i].label);
   for (int i = 0; i < n; i++) {
     ab_ref_verify(&cs[i].ref, &cs[i].first, cs[i].label);
     ib_image_release(&cs[i].first);
@@ -482,10 +506,13 @@ static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p
     ab_case *c = &cs[i];
     c->one = ab_stream(ex, &c->set, p->images, 0, 0, NULL, c->label);
     c->threaded = ab_stream(ex, &c->set, p->images, p->producers, p->qcap, NULL, c->label);
-    if (p->producers2 > 0) c->threaded2 = ab_stream(ex, &c->set, p->images, p->producers2, p->qcap, NULL, c->label);
+    if (p->producers2 > 0)
+      c->threaded2 = ab_stream(ex, &c->set, p->images, p->producers2, p->qcap, NULL, c->label);
     ab_set_free(&c->set);
-    printf("  %-28s cuda == cpu; %.3f ms/img (parse %.3f); %d parse threads %.3f ms/img (parse %.3f)\n",
-           c->label, c->one.ms, c->one.parse_ms, p->producers, c->threaded.ms, c->threaded.parse_ms);
+    printf(
+        "  %-28s cuda == cpu; %.3f ms/img (parse %.3f); %d parse threads %.3f ms/img (parse "
+        "%.3f)\n",
+        c->label, c->one.ms, c->one.parse_ms, p->producers, c->threaded.ms, c->threaded.parse_ms);
     fflush(stdout);
   }
 }

@@ -36,15 +36,15 @@
 #include "kernels/boxblur.h"
 #include "kernels/tone.h"
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    CUresult rc_ = (x);                                                    \
-    if (rc_ != CUDA_SUCCESS) {                                             \
-      const char *nm = NULL;                                               \
-      cu->cuGetErrorName(rc_, &nm);                                        \
+#define CK(x)                                                                  \
+  do {                                                                         \
+    CUresult rc_ = (x);                                                        \
+    if (rc_ != CUDA_SUCCESS) {                                                 \
+      const char *nm = NULL;                                                   \
+      cu->cuGetErrorName(rc_, &nm);                                            \
       printf("bench: %s failed: %s (line %d)\n", #x, nm ? nm : "?", __LINE__); \
-      exit(1);                                                             \
-    }                                                                      \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 static double now_s(void) {
@@ -116,7 +116,8 @@ typedef struct blur_ctx {
 static void do_blur(void *p, CUstream s) {
   blur_ctx *b = p;
   void *a1[] = {&b->table};
-  CK(cu->cuLaunchKernel(b->rows, 4096 < b->cap ? 4096 : b->cap, 1, 1, 256, 1, 1, b->smem, s, a1, NULL));
+  CK(cu->cuLaunchKernel(b->rows, 4096 < b->cap ? 4096 : b->cap, 1, 1, 256, 1, 1, b->smem, s, a1,
+                        NULL));
   uint64_t items = 4096ull * 4 * ((4096 + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
   uint64_t blocks = (items + 255) / 256;
   unsigned gx = (unsigned)(blocks < b->cap ? blocks : b->cap);
@@ -156,14 +157,19 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight) {
     for (int fam = 0; fam < AB_FAMILIES; fam++)
       cs[n++] = (ab_case){.fam = fam, .mode = IB_MODE_RGBA, .side = sides[si]};
     int images = sides[si] == 4096 ? big : 2 * big;
-    ab_params p = {.images = images, .distinct = sides[si] == 4096 ? 4 : 8, .producers = producers,
-                   .qcap = 4, .warmup = 4 + producers + inflight + 1};
-    printf("section 3: %d op families at %u^2, %d images per feed\n", AB_FAMILIES, sides[si], images);
+    ab_params p = {.images = images,
+                   .distinct = sides[si] == 4096 ? 4 : 8,
+                   .producers = producers,
+                   .qcap = 4,
+                   .warmup = 4 + producers + inflight + 1};
+    printf("section 3: %d op families at %u^2, %d images per feed\n", AB_FAMILIES, sides[si],
+           images);
     fflush(stdout);
     ab_cases_run(ex, cs + first, n - first, &p);
   }
   fflush(stdout);
-  fprintf(stderr, "bench: the next cuda host profile covers section 3 (all cases, warm-ups included)\n");
+  fprintf(stderr,
+          "bench: the next cuda host profile covers section 3 (all cases, warm-ups included)\n");
   ib_executor_destroy(ex);
   return n;
 }
@@ -172,8 +178,12 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight) {
 static ab_case run_api_small(int images, int batch, int producers) {
   ib_executor *ex = ab_executor(2ull << 30, 2ull << 30, (uint32_t)batch, 2);
   ab_case c = {.fam = AB_INVERT, .mode = IB_MODE_RGB, .side = 256};
-  ab_params p = {.images = images, .distinct = 64, .producers = producers, .qcap = batch,
-                 .warmup = 2 * batch, .producers2 = 2 * producers};
+  ab_params p = {.images = images,
+                 .distinct = 64,
+                 .producers = producers,
+                 .qcap = batch,
+                 .warmup = 2 * batch,
+                 .producers2 = 2 * producers};
   printf("section 4: 256^2 RGB invert, %d images per feed, max_jobs %d\n", images, batch);
   fflush(stdout);
   ab_cases_run(ex, &c, 1, &p);
@@ -190,19 +200,21 @@ static ab_case run_api_small(int images, int batch, int producers) {
  * that total against the overlapped floor max(in, out) / min(H2D, D2H) and
  * the serial floor in / H2D + out / D2H. */
 static void print_api_table(const ab_case *cs, int n, const floors *f, int producers) {
-  printf("\nthrough the executor API: serialized Job -> ib_executor_parse -> run stream -> lent result\n");
+  printf(
+      "\nthrough the executor API: serialized Job -> ib_executor_parse -> run stream -> lent "
+      "result\n");
   printf("(per image; floors from pinned H2D/D2H above; target <= 1.25x overlapped floor)\n");
-  printf("%-14s %5s %7s %7s | %-35s | %d parse threads\n", "", "", "", "", "1 parse thread (in the run callback)",
-         producers);
-  printf("%-14s %5s %7s %7s | %8s %8s %8s %8s | %8s %8s\n", "family", "side", "in MiB", "out MiB", "ms/img",
-         "parse ms", "x overl", "x serial", "ms/img", "x overl");
+  printf("%-14s %5s %7s %7s | %-35s | %d parse threads\n", "", "", "", "",
+         "1 parse thread (in the run callback)", producers);
+  printf("%-14s %5s %7s %7s | %8s %8s %8s %8s | %8s %8s\n", "family", "side", "in MiB", "out MiB",
+         "ms/img", "parse ms", "x overl", "x serial", "ms/img", "x overl");
   for (int i = 0; i < n; i++) {
     const ab_case *c = &cs[i];
     double ov = floor_overlap_ms(f, c->in_bytes, c->out_bytes);
     double se = floor_serial_ms(f, c->in_bytes, c->out_bytes);
-    printf("%-14s %5u %7.1f %7.1f | %8.3f %8.3f %7.2fx %7.2fx | %8.3f %7.2fx\n", ab_names[c->fam], c->side,
-           (double)c->in_bytes / (1 << 20), (double)c->out_bytes / (1 << 20), c->one.ms, c->one.parse_ms,
-           c->one.ms / ov, c->one.ms / se, c->threaded.ms, c->threaded.ms / ov);
+    printf("%-14s %5u %7.1f %7.1f | %8.3f %8.3f %7.2fx %7.2fx | %8.3f %7.2fx\n", ab_names[c->fam],
+           c->side, (double)c->in_bytes / (1 << 20), (double)c->out_bytes / (1 << 20), c->one.ms,
+           c->one.parse_ms, c->one.ms / ov, c->one.ms / se, c->threaded.ms, c->threaded.ms / ov);
   }
 }
 
@@ -216,18 +228,22 @@ int main(int argc, char **argv) {
                : !strcmp(argv[i], "--inflight")  ? &inflight
                                                  : NULL;
     if (!opt || i + 1 >= argc) {
-      printf("usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n");
+      printf(
+          "usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n");
       return 2;
     }
     *opt = atoi(argv[i + 1]);
   }
   if (images < 1 || batch < 2 || big < 0 || producers < 1 || producers > 32 || inflight < 1) {
-    printf("gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1\n");
+    printf(
+        "gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1\n");
     return 2;
   }
   ib_error err = {0};
-  ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 1024ull << 20,
-                              .host_bytes = 1024ull << 20, .max_in_flight = 2};
+  ib_executor_options opts = {.backend = IB_BACKEND_CUDA,
+                              .gpu_bytes = 1024ull << 20,
+                              .host_bytes = 1024ull << 20,
+                              .max_in_flight = 2};
   void *state = NULL;
   if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
     printf("bench: %s\n", err.message);
@@ -261,12 +277,32 @@ int main(int argc, char **argv) {
 
   ib_kcache *kc = ib_kcache_new(NULL);
   uint64_t per = (4096ull * 4096 / 4 + 255) / 256, capb = (uint64_t)sms * 8;
-  ib_gstep P = {.kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
-  ib_gstep Bri = {.kind = IB_GS_ENHANCE, .a = 0, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 16};
-  ib_gstep Col = {.kind = IB_GS_ENHANCE, .a = 1, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 16};
-  ib_gstep Tone = {.kind = IB_GS_TONE, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = sizeof(ib_tone_f32)};
-  ib_gstep Med = {.kind = IB_GS_RANK, .a = 3, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 4};
-  ib_gstep Ker = {.kind = IB_GS_KERNEL, .a = 3, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 40};
+  ib_gstep P = {
+      .kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
+  ib_gstep Bri = {.kind = IB_GS_ENHANCE,
+                  .a = 0,
+                  .mode_in = IB_MODE_RGBA,
+                  .mode_out = IB_MODE_RGBA,
+                  .param_len = 16};
+  ib_gstep Col = {.kind = IB_GS_ENHANCE,
+                  .a = 1,
+                  .mode_in = IB_MODE_RGBA,
+                  .mode_out = IB_MODE_RGBA,
+                  .param_len = 16};
+  ib_gstep Tone = {.kind = IB_GS_TONE,
+                   .mode_in = IB_MODE_RGBA,
+                   .mode_out = IB_MODE_RGBA,
+                   .param_len = sizeof(ib_tone_f32)};
+  ib_gstep Med = {.kind = IB_GS_RANK,
+                  .a = 3,
+                  .mode_in = IB_MODE_RGBA,
+                  .mode_out = IB_MODE_RGBA,
+                  .param_len = 4};
+  ib_gstep Ker = {.kind = IB_GS_KERNEL,
+                  .a = 3,
+                  .mode_in = IB_MODE_RGBA,
+                  .mode_out = IB_MODE_RGBA,
+                  .param_len = 40};
   struct {
     const char *name;
     ib_gstep steps[4];
@@ -311,7 +347,8 @@ int main(int argc, char **argv) {
         memcpy(q, &rk, 4);
       }
       if (ch.steps[k].kind == IB_GS_KERNEL) {
-        float kw[10] = {0.0625f, 0.125f, 0.0625f, 0.125f, 0.25f, 0.125f, 0.0625f, 0.125f, 0.0625f, 0.5f};
+        float kw[10] = {0.0625f, 0.125f,  0.0625f, 0.125f,  0.25f,
+                        0.125f,  0.0625f, 0.125f,  0.0625f, 0.5f};
         memcpy(q, kw, sizeof kw);
       }
       if (ch.steps[k].kind == IB_GS_TONE) {
@@ -333,7 +370,11 @@ int main(int argc, char **argv) {
   float blur_ms = 0;
   {
     ib_gchain ch = {0};
-    ib_gstep G = {.kind = IB_GS_BLUR, .a = 3, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 32};
+    ib_gstep G = {.kind = IB_GS_BLUR,
+                  .a = 3,
+                  .mode_in = IB_MODE_RGBA,
+                  .mode_out = IB_MODE_RGBA,
+                  .param_len = 32};
     ib_gchain_push(&ch, &G);
     char *src = ib_gchain_source(&ch);
     const void *img;
@@ -385,7 +426,8 @@ int main(int argc, char **argv) {
   double pipe_small_ips = 0, pipe_big_ms = 0;
   {
     ib_gchain ch = {0};
-    ib_gstep P3 = {.kind = IB_GS_POINT, .mode_in = IB_MODE_RGB, .mode_out = IB_MODE_RGB, .param_len = 768};
+    ib_gstep P3 = {
+        .kind = IB_GS_POINT, .mode_in = IB_MODE_RGB, .mode_out = IB_MODE_RGB, .param_len = 768};
     ib_gchain_push(&ch, &P3);
     char *src = ib_gchain_source(&ch);
     const void *img;
@@ -432,7 +474,9 @@ int main(int argc, char **argv) {
     ib_gdesc *ht;
     CK(cu->cuMemHostAlloc((void **)&ht, 2 * B * sizeof(ib_gdesc), 0));
     for (int k = 0; k < 2 * B; k++)
-      ht[k] = (ib_gdesc){din + k * im, din + k * im, dout + k * im, dpar, 256, 256, 256, 256, 1, (uint32_t)k, 256, 256};
+      ht[k] = (ib_gdesc){din + k * im, din + k * im, dout + k * im, dpar, 256,
+                         256,          256,          256,           1,    (uint32_t)k,
+                         256,          256};
     CK(cu->cuMemcpyHtoDAsync(dtab, ht, 2 * B * sizeof(ib_gdesc), s));
     CK(cu->cuStreamSynchronize(s));
     unsigned gx = (unsigned)((256u * 256u / 4 + 255) / 256);
@@ -470,7 +514,9 @@ int main(int argc, char **argv) {
     CK(cu->cuMemAlloc(&btab, 2 * sizeof(ib_gdesc)));
     ib_gdesc bt[2];
     for (int k = 0; k < 2; k++)
-      bt[k] = (ib_gdesc){bdin + k * N, bdin + k * N, bdout + k * N, dpar, 4096, 4096, 4096, 4096, 1, 0, 4096, 4096};
+      bt[k] =
+          (ib_gdesc){bdin + k * N, bdin + k * N, bdout + k * N, dpar, 4096, 4096, 4096, 4096, 1, 0,
+                     4096,         4096};
     CK(cu->cuMemcpyHtoDAsync(btab, bt, sizeof bt, s));
     CK(cu->cuStreamSynchronize(s));
     unsigned bgx = (unsigned)(per < capb ? per : capb);
@@ -519,8 +565,8 @@ int main(int argc, char **argv) {
   printf("%-44s %9.3f ms %12s\n", "D2D copy 64 MiB", copy_ms, "");
   printf("%-44s %7.0f GB/s %12s\n", "  copy bandwidth (read+write)", copy_bw, "");
   for (size_t ci = 0; ci < sizeof chains / sizeof chains[0]; ci++) {
-    printf("chain 4096^2 RGBA %-46s %7.3f ms %6.1f %% of copy bw %s\n", chains[ci].name, chains[ci].ms,
-           100.0 * copy_ms / chains[ci].ms, ci == 0 ? "(target >= 85 %)" : "");
+    printf("chain 4096^2 RGBA %-46s %7.3f ms %6.1f %% of copy bw %s\n", chains[ci].name,
+           chains[ci].ms, 100.0 * copy_ms / chains[ci].ms, ci == 0 ? "(target >= 85 %)" : "");
   }
   printf("%-44s %9.3f ms %12s\n", "GaussianBlur(8) 4096^2 RGBA (rows + columns)", blur_ms, "");
   printf("%-44s %7.1f GB/s %12s\n", "pinned H2D", h2d_bw, "");
@@ -528,8 +574,8 @@ int main(int argc, char **argv) {
   double floor_ms = floor_serial_ms(&fl, N, N), floor_ov_ms = floor_overlap_ms(&fl, N, N);
   printf("%-44s %9.3f ms %12s\n", "PCIe floor 4096^2 RGBA (H2D + D2H serial)", floor_ms, "");
   printf("%-44s %9.3f ms %12s\n", "  (both directions overlapped)", floor_ov_ms, "");
-  printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert API, images/s, 1 parse thread", 1e3 / small.one.ms,
-         ">= 150000");
+  printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert API, images/s, 1 parse thread",
+         1e3 / small.one.ms, ">= 150000");
   char lab[64];
   snprintf(lab, sizeof lab, "  ... %d parse threads", producers);
   printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.threaded.ms, ">= 150000");
@@ -540,8 +586,10 @@ int main(int argc, char **argv) {
          1e3 / floor_overlap_ms(&fl, small.in_bytes, small.out_bytes), "");
   printf("%-44s %9.3f ms %12s\n", "pipeline only (pinned->pinned) 4096^2 RGBA", pipe_big_ms, "");
   printf("%-44s %11.2fx %12s\n", "  pipeline per image / serial floor", pipe_big_ms / floor_ms, "");
-  printf("%-44s %11.2fx %12s\n", "  pipeline per image / overlapped floor", pipe_big_ms / floor_ov_ms, "<= 1.25x");
-  printf("%-44s %10.0f/s %12s\n", "pipeline only 256^2 RGB invert, images/s", pipe_small_ips, ">= 150000");
+  printf("%-44s %11.2fx %12s\n", "  pipeline per image / overlapped floor",
+         pipe_big_ms / floor_ov_ms, "<= 1.25x");
+  printf("%-44s %10.0f/s %12s\n", "pipeline only 256^2 RGB invert, images/s", pipe_small_ips,
+         ">= 150000");
   print_api_table(cs, ncs, &fl, producers);
   free(cs);
   ib_backend_cuda.close(state);
