@@ -438,7 +438,11 @@ int main(int argc, char **argv) {
   printf("TOTAL cases %d byte-equal %d failures %d (device errors %d, refused by validation %d, single-op cases %d) gpu wall %.2fs\n",
          total, equal, fails, device_errors, refused, n_single, gpu_s);
   /* 5. through the executor (ib_executor_* with backend CUDA): admission,
-   * credits and submissions of the core driving ib_backend_cuda. */
+   * credits and submissions of the core driving ib_backend_cuda. Every
+   * other job is parsed by ib_executor_parse and is larger (its raw
+   * sources land in pinned memory and upload from there); the rest by
+   * ib_graph_parse (heap sources, staged). Every image result must be a
+   * lent range of its submission's arena. */
   tally exec_t = {0};
   if (!cpu_only) {
     ib_executor_options eo;
@@ -455,7 +459,8 @@ int main(int argc, char **argv) {
       uint64_t ids[NE] = {0};
       for (int k = 0; k < NE; k++) {
         ib_mode m = (ib_mode)(1 + jg_below(&r, 6));
-        uint32_t w = 1 + jg_below(&r, 200), h = 1 + jg_below(&r, 100);
+        const int pinned = k % 2 == 0;
+        uint32_t w = 1 + jg_below(&r, pinned ? 600 : 200), h = 1 + jg_below(&r, pinned ? 400 : 100);
         jg_begin(&j, &arena, &r, m, w, h, key++);
         int prev = 0;
         for (int q = 0; q < 3; q++) {
@@ -475,8 +480,24 @@ int main(int argc, char **argv) {
           m = next_mode(nd, op, m, m2);
           jg_size_after(nd, op, &w, &h);
         }
-        ib_graph *g1 = jg_finish(&j, &err), *g2 = jg_finish(&j, &err);
-        if (!g1 || !g2) continue;
+        ib_graph *g1 = NULL, *g2 = jg_finish(&j, &err);
+        if (!g2) continue;
+        if (pinned) {
+          size_t len = imgbatch__v1__job__get_packed_size(&j.job);
+          uint8_t *buf = malloc(len ? len : 1);
+          imgbatch__v1__job__pack(&j.job, buf);
+          if (ib_executor_parse(ex, buf, len, NULL, &g1, NULL, &err) != IB_OK)
+            fprintf(logf_, "FAIL executor parse %d: %s\n", k, err.message);
+          free(buf);
+        } else {
+          g1 = jg_finish(&j, &err);
+        }
+        if (!g1) {
+          ib_graph_free(g2);
+          exec_t.failed++;
+          exec_t.cases++;
+          continue;
+        }
         refg[k] = g2;
         if (ib_executor_submit(ex, g1, NULL, &ids[k], &err) != IB_OK) {
           fprintf(logf_, "FAIL executor submit %d: %s\n", k, err.message);
@@ -506,6 +527,10 @@ int main(int argc, char **argv) {
               exec_t.failed++;
               fprintf(logf_, "FAIL executor job %llu: %s / cpu %s\n", (unsigned long long)res.job_id,
                       res.ok ? "ok" : res.error.message, cst == IB_OK ? "ok" : e.message);
+            } else if (!res.image.free_fn) {
+              exec_t.failed++;
+              fprintf(logf_, "FAIL executor job %llu: result not lent from its arena\n",
+                      (unsigned long long)res.job_id);
             } else if (compare(&ref, &res.image, &md)) {
               exec_t.equal++;
             } else {

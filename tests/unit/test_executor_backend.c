@@ -23,6 +23,9 @@ typedef struct fake {
   bool closed;                   /* the backend state was closed */
   atomic_int live_bufs;          /* kept resident buffers */
   atomic_int downloads, in_download, overlapped_downloads;
+  bool lend;                     /* results lent from a per-submission arena */
+  atomic_int live_arenas, arenas_released;
+  atomic_int parse_allocs, parse_frees;
 } fake;
 
 static fake F;
@@ -117,6 +120,50 @@ static bool fake_ready(void *state, ib_backend_submission *sub) {
   return ++sub->polls > 2;
 }
 
+/* Lending, as the CUDA backend does it: every successful non-resident
+ * output moves into one arena per submission and the results point into it. */
+static void fake_lend(ib_backend_submission *sub) {
+  size_t total = 0;
+  for (size_t i = 0; i < sub->n; i++)
+    if (sub->jobs[i].status == IB_OK && !sub->jobs[i].resident) total += ib_image_bytes(&sub->jobs[i].out);
+  if (!total) return;
+  uint8_t *arena = malloc(total), *at = arena;
+  for (size_t i = 0; i < sub->n; i++) {
+    ib_backend_job *j = &sub->jobs[i];
+    if (j->status != IB_OK || j->resident) continue;
+    size_t b = ib_image_bytes(&j->out);
+    memcpy(at, j->out.data, b);
+    ib_image_release(&j->out);
+    j->out.data = at;
+    j->lent = arena;
+    at += b;
+  }
+  atomic_fetch_add(&F.live_arenas, 1);
+}
+
+static void fake_lent_release(void *state, void *token) {
+  (void)state;
+  free(token);
+  atomic_fetch_sub(&F.live_arenas, 1);
+  atomic_fetch_add(&F.arenas_released, 1);
+}
+
+static void *fake_pa_alloc(void *data, size_t n) {
+  (void)data;
+  atomic_fetch_add(&F.parse_allocs, 1);
+  return malloc(n ? n : 1);
+}
+static void fake_pa_free(void *data, void *p) {
+  (void)data;
+  if (p) atomic_fetch_add(&F.parse_frees, 1);
+  free(p);
+}
+static ProtobufCAllocator fake_pa = {.alloc = fake_pa_alloc, .free = fake_pa_free};
+static ProtobufCAllocator *fake_parse_allocator(void *state) {
+  (void)state;
+  return &fake_pa;
+}
+
 static ib_status fake_wait(void *state, ib_backend_submission *sub, ib_error *err) {
   (void)state;
   for (size_t i = 0; i < sub->n; i++) {
@@ -124,6 +171,7 @@ static ib_status fake_wait(void *state, ib_backend_submission *sub, ib_error *er
     j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
     if (j->status == IB_OK && j->resident) fake_keep(j);
   }
+  if (F.lend) fake_lend(sub);
   free(sub);
   F.outstanding--;
   F.waits++;
@@ -146,6 +194,8 @@ static const ib_backend fake_backend = {
     .ready = fake_ready,
     .download = fake_download,
     .release = fake_release,
+    .lent_release = fake_lent_release,
+    .parse_allocator = fake_parse_allocator,
 };
 
 static ib_executor *fake_executor_gpu(uint32_t max_jobs, uint32_t max_in_flight,
@@ -602,4 +652,190 @@ Test(resident, closing_a_backpressured_stream_frees_the_pending_input_and_keeps_
   ib_result_free(&r);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
+}
+
+/* ------------------------------------------------------------ lent outputs */
+
+static ib_executor *lending_executor(uint32_t max_jobs, uint64_t host_bytes) {
+  ib_executor *ex = fake_executor(max_jobs, 1);
+  F.lend = true;
+  if (host_bytes) {
+    ib_executor_destroy(ex);
+    F = (fake){.lend = true};
+    ib_executor_options o;
+    ib_executor_options_default(&o);
+    o.max_jobs = max_jobs;
+    o.max_in_flight = 1;
+    o.host_bytes = host_bytes;
+    ib_error err = {0};
+    cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, &err), IB_OK, "%s", err.message);
+  }
+  return ex;
+}
+
+static void assert_image_matches(const ib_image *got, uint64_t key) {
+  ib_image want = {0};
+  ib_graph *g = test_graph_u64(key);
+  ib_error err = {0};
+  cr_assert_eq(ib_cpu_execute(g, &want, &err), IB_OK, "%s", err.message);
+  ib_graph_free(g);
+  cr_assert_eq(got->mode, want.mode);
+  cr_assert_eq(got->width, want.width);
+  cr_assert_eq(got->height, want.height);
+  cr_assert_eq(memcmp(got->data, want.data, ib_image_bytes(&want)), 0);
+  ib_image_release(&want);
+}
+
+static void join_n(ib_executor *ex, ib_result *r, int n) {
+  for (int i = 0; i < n; i++) {
+    ib_error err = {0};
+    cr_assert_eq(ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, &err), IB_OK,
+                 "%s", err.message);
+  }
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(ib_results_next(rs, &r[i]), IB_OK);
+    cr_assert(r[i].ok, "%s", r[i].error.message);
+    cr_assert_eq(r[i].kind, IB_RESULT_IMAGE);
+    cr_assert_not_null(r[i].image.free_fn, "the image is a lent range");
+  }
+  ib_result end;
+  cr_assert_eq(ib_results_next(rs, &end), IB_END);
+  ib_results_close(rs);
+}
+
+Test(lent, the_arena_stays_charged_until_its_last_image_is_released) {
+  ib_executor *ex = lending_executor(4, 0);
+  ib_result r[4];
+  join_n(ex, r, 4); /* max_in_flight 1: one submission, one arena */
+  cr_assert_eq(F.submits, 1);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.jobs.in_use, 0, "delivered results hold no job slot");
+  cr_assert_eq(c.lent_arenas, 1);
+  cr_assert_gt(c.host_bytes.in_use, 0);
+  cr_assert_eq(c.lent_host_bytes, c.host_bytes.in_use, "all that is held is the arena");
+  const uint64_t held = c.host_bytes.in_use;
+  for (int i = 0; i < 4; i++) assert_image_matches(&r[i].image, (uint64_t)i + 1);
+  for (int i = 0; i < 3; i++) {
+    ib_result_free(&r[i]);
+    c = test_counters(ex);
+    cr_assert_eq(c.host_bytes.in_use, held, "released range %d: the arena is still charged", i);
+    cr_assert_eq(atomic_load(&F.live_arenas), 1);
+  }
+  ib_result_free(&r[3]);
+  c = test_counters(ex);
+  cr_assert_eq(c.lent_arenas, 0);
+  cr_assert_eq(c.lent_host_bytes, 0);
+  assert_credits_zero(ex);
+  cr_assert_eq(atomic_load(&F.live_arenas), 0, "the last release gave the arena back");
+  ib_executor_destroy(ex);
+  cr_assert(F.closed);
+}
+
+Test(lent, images_outlive_the_executor_and_keep_the_backend_open) {
+  ib_executor *ex = lending_executor(2, 0);
+  ib_result r[2];
+  join_n(ex, r, 2);
+  ib_executor_destroy(ex);
+  cr_assert_not(F.closed, "a held range keeps the backend open");
+  assert_image_matches(&r[0].image, 1);
+  ib_image moved = r[1].image; /* ownership moves with the struct */
+  r[1].image = (ib_image){0};
+  ib_result_free(&r[0]);
+  ib_result_free(&r[1]);
+  cr_assert_not(F.closed);
+  assert_image_matches(&moved, 2);
+  ib_image_release(&moved);
+  cr_assert_null(moved.data);
+  cr_assert(F.closed, "the last release closed the backend");
+  cr_assert_eq(atomic_load(&F.live_arenas), 0);
+}
+
+Test(lent, held_images_backpressure_a_run_stream_until_released) {
+  /* Room for about one submission's worth of held output. */
+  ib_executor *ex = lending_executor(2, 600);
+  n_src src = {.limit = 12};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result held[12];
+  int n = 0;
+  ib_status st;
+  while (n < 12 && (st = ib_results_next(rs, &held[n])) == IB_OK) {
+    cr_assert(held[n].ok, "%s", held[n].error.message);
+    n++;
+  }
+  cr_assert_eq(st, IB_RESULT_BACKPRESSURE, "%s after %d results", ib_status_name(st), n);
+  cr_assert_lt(n, 12);
+  uint64_t pulled = src.pulled;
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_RESULT_BACKPRESSURE, "retry without releasing");
+  cr_assert_eq(src.pulled, pulled, "nothing more is pulled");
+  for (int i = 0; i < n; i++) ib_result_free(&held[i]);
+  int more = 0;
+  while ((st = ib_results_next(rs, &r)) == IB_OK) {
+    assert_image_matches(&r.image, r.key.u64);
+    ib_result_free(&r);
+    more++;
+  }
+  cr_assert_eq(st, IB_END, "%s", ib_status_name(st));
+  cr_assert_eq(n + more, 12);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  cr_assert_eq(atomic_load(&F.live_arenas), 0);
+  ib_executor_destroy(ex);
+}
+
+Test(lent, a_failed_wait_gives_its_arena_back) {
+  ib_executor *ex = lending_executor(3, 0);
+  F.fail_wait = IB_DEVICE;
+  for (int i = 0; i < 3; i++) ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, NULL);
+  drain_errors(ex, IB_DEVICE, 3);
+  cr_assert_eq(atomic_load(&F.live_arenas), 0);
+  cr_assert_eq(atomic_load(&F.arenas_released), 1);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(lent, close_discards_undelivered_lent_results) {
+  ib_executor *ex = lending_executor(4, 0);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, NULL), IB_OK);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  ib_results_close(rs); /* three results undelivered */
+  cr_assert_eq(atomic_load(&F.live_arenas), 1, "the delivered one still holds the arena");
+  assert_image_matches(&r.image, r.key.u64);
+  ib_result_free(&r);
+  cr_assert_eq(atomic_load(&F.live_arenas), 0);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(parse, executor_parse_unpacks_with_the_backend_allocator_and_keeps_it_alive) {
+  ib_executor *ex = fake_executor(4, 1);
+  test_job t = {.key_is_u64 = true, .key_u64 = 9};
+  size_t len;
+  uint8_t *bytes = test_job_pack(&t, &len);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_parse(ex, bytes, len, NULL, &g, NULL, &err), IB_OK, "%s", err.message);
+  cr_assert_gt(atomic_load(&F.parse_allocs), 0);
+  ib_executor_destroy(ex);
+  cr_assert_not(F.closed, "a parsed graph keeps the backend's memory alive");
+  ib_graph_free(g);
+  cr_assert_eq(atomic_load(&F.parse_frees), atomic_load(&F.parse_allocs));
+  cr_assert(F.closed);
+  /* Garbage: the error names the parse, the allocator balances, no leak of the reference. */
+  ex = fake_executor(4, 1);
+  cr_assert_eq(ib_executor_parse(ex, (const uint8_t *)"\xff\xff", 2, NULL, &g, NULL, &err),
+               IB_INVALID);
+  cr_assert_null(g);
+  cr_assert_eq(err.stage, IB_STAGE_PARSE);
+  cr_assert_eq(atomic_load(&F.parse_frees), atomic_load(&F.parse_allocs));
+  ib_executor_destroy(ex);
+  cr_assert(F.closed);
+  free(bytes);
 }

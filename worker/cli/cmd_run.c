@@ -31,6 +31,7 @@ typedef struct run_opts {
 
 /* The input side of the stream: reads frames, parses them into graphs. */
 typedef struct run_input {
+  ib_executor *ex; /* parses with its backend's allocator */
   FILE *in;
   ib_graph_limits limits;
   uint8_t *buf;
@@ -154,7 +155,8 @@ static ib_status next_input(void *user, ib_input *in, ib_error *err) {
     return IB_INVALID;
   }
   ib_key key = {0};
-  ib_status st = ib_graph_parse(ri->buf, len, &ri->limits, &in->graph, &key, err);
+  /* Raw pixels land where the backend uploads from (pinned on CUDA). */
+  ib_status st = ib_executor_parse(ri->ex, ri->buf, len, &ri->limits, &in->graph, &key, err);
   if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
     in->key = key;
     in->has_key = true;
@@ -239,7 +241,7 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  run_input ri = {.in = in, .limits = {.source_root = o.source_root}};
+  run_input ri = {.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
   if (!drive(ex, &ri, o.download_resident, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
   ib_executor_destroy(ex);
   free(ri.buf);

@@ -341,7 +341,8 @@ void ib_executor_destroy(ib_executor *ex);
  * CPU pass over raw pixels. The graph may be submitted to any executor and
  * may outlive this one (it keeps the backend's memory alive). Safe to call
  * from any number of threads at once, also while another thread drives the
- * executor; not concurrently with ib_executor_destroy.
+ * executor and from inside a run input callback; not concurrently with
+ * ib_executor_destroy.
  */
 ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
                             const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,

@@ -1,0 +1,119 @@
+/*
+ * The CUDA backend's pinned memory (worker/gpu/pinned.c) over a heap
+ * allocator standing in for cuMemHostAlloc: which parse allocations land
+ * in pinned blocks, the parse cap, ib_pinned_holds, and many threads at
+ * once (Jobs are parsed on any thread, arenas released on any thread).
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "exec_jobs.h"
+#include "gpu/pinned.h"
+
+static atomic_int host_allocs, host_frees;
+
+static uint64_t heap_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  atomic_fetch_add(&host_allocs, 1);
+  return (uint64_t)(uintptr_t)malloc(n);
+}
+static void heap_free(void *ctx, uint64_t a, size_t n) {
+  (void)ctx;
+  (void)n;
+  atomic_fetch_add(&host_frees, 1);
+  free((void *)(uintptr_t)a);
+}
+
+Test(pinned, large_parse_allocations_are_pinned_small_ones_are_not) {
+  ib_pinned *p = ib_pinned_new(heap_alloc, heap_free, NULL, 64u << 20, 32u << 20);
+  ProtobufCAllocator *a = ib_pinned_allocator(p);
+  uint8_t *big = a->alloc(a->allocator_data, IB_PINNED_PARSE_MIN);
+  uint8_t *small = a->alloc(a->allocator_data, IB_PINNED_PARSE_MIN - 1);
+  cr_assert(ib_pinned_holds(p, big, IB_PINNED_PARSE_MIN));
+  cr_assert(ib_pinned_holds(p, big + 100, IB_PINNED_PARSE_MIN - 100), "an interior range");
+  cr_assert_not(ib_pinned_holds(p, big + 100, IB_PINNED_PARSE_MIN), "runs past the block");
+  cr_assert_not(ib_pinned_holds(p, small, 1), "small requests stay on the heap");
+  cr_assert_eq(ib_pinned_parse_bytes(p), IB_PINNED_PARSE_MIN);
+  a->free(a->allocator_data, big);
+  a->free(a->allocator_data, small);
+  cr_assert_eq(ib_pinned_live_blocks(p), 0);
+  cr_assert_eq(ib_pinned_parse_bytes(p), 0);
+  cr_assert_not(ib_pinned_holds(p, big, 1), "a freed block is no longer pinned memory");
+  ib_pinned_free(p);
+  cr_assert_eq(atomic_load(&host_allocs), atomic_load(&host_frees));
+}
+
+Test(pinned, past_the_parse_cap_jobs_land_on_the_heap) {
+  ib_pinned *p = ib_pinned_new(heap_alloc, heap_free, NULL, 64u << 20, 1u << 20);
+  ProtobufCAllocator *a = ib_pinned_allocator(p);
+  void *x = a->alloc(a->allocator_data, 1u << 20);
+  void *y = a->alloc(a->allocator_data, 1u << 20);
+  cr_assert(ib_pinned_holds(p, x, 1u << 20));
+  cr_assert_not(ib_pinned_holds(p, y, 1), "over the parse cap: heap");
+  /* Staging and arenas are not limited by the parse cap. */
+  ib_pool_block b;
+  cr_assert(ib_pinned_get(p, 8u << 20, &b));
+  cr_assert(ib_pinned_holds(p, (void *)(uintptr_t)(b.addr + 5), 1000));
+  ib_pinned_put(p, &b);
+  a->free(a->allocator_data, y);
+  a->free(a->allocator_data, x);
+  x = a->alloc(a->allocator_data, 1u << 20);
+  cr_assert(ib_pinned_holds(p, x, 1u << 20), "freeing made room again");
+  a->free(a->allocator_data, x);
+  ib_pinned_free(p);
+}
+
+Test(pinned, a_job_unpacked_with_it_has_its_raw_pixels_in_pinned_memory) {
+  ib_pinned *p = ib_pinned_new(heap_alloc, heap_free, NULL, 64u << 20, 32u << 20);
+  test_job t = {.mode = "RGB", .w = 200, .h = 150};
+  size_t len;
+  uint8_t *bytes = test_job_pack(&t, &len);
+  ib_graph_memory mem = {ib_pinned_allocator(p), NULL, NULL};
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_graph_parse_in(bytes, len, NULL, &mem, &g, NULL, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(g->sources[0].len, 200u * 150u * 3u);
+  cr_assert(ib_pinned_holds(p, g->sources[0].bytes, g->sources[0].len));
+  ib_graph_free(g);
+  cr_assert_eq(ib_pinned_live_blocks(p), 0);
+  free(bytes);
+  ib_pinned_free(p);
+}
+
+#define THREADS 8
+#define ROUNDS 2000
+static ib_pinned *shared;
+
+static void *hammer(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  ProtobufCAllocator *a = ib_pinned_allocator(shared);
+  void *held[4] = {0};
+  size_t sizes[4] = {0};
+  for (int r = 0; r < ROUNDS; r++) {
+    int k = rand_r(&seed) % 4;
+    if (held[k]) {
+      cr_assert(ib_pinned_holds(shared, held[k], sizes[k]) == (sizes[k] >= IB_PINNED_PARSE_MIN));
+      ((uint8_t *)held[k])[sizes[k] - 1] = 1; /* ASan: the whole request is ours */
+      a->free(a->allocator_data, held[k]);
+      held[k] = NULL;
+    } else {
+      sizes[k] = 1 + (size_t)(rand_r(&seed) % (3 * IB_PINNED_PARSE_MIN));
+      held[k] = a->alloc(a->allocator_data, sizes[k]);
+      cr_assert_not_null(held[k]);
+    }
+  }
+  for (int k = 0; k < 4; k++) a->free(a->allocator_data, held[k]);
+  return NULL;
+}
+
+Test(pinned, threads_allocate_and_free_at_once) {
+  shared = ib_pinned_new(heap_alloc, heap_free, NULL, 256u << 20, 128u << 20);
+  pthread_t th[THREADS];
+  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, hammer, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  cr_assert_eq(ib_pinned_live_blocks(shared), 0);
+  cr_assert_eq(ib_pinned_parse_bytes(shared), 0);
+  ib_pinned_free(shared);
+}
