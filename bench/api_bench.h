@@ -76,7 +76,6 @@ static const char *const ab_names[] = {"point (LUT)", "convert ->L", "tone",    
 
 /* N packed Jobs of one case, handed out round robin; Job i carries key i. */
 typedef struct ab_set {
-  const char *name;
   uint8_t **buf;
   size_t *len;
   int n;
@@ -144,13 +143,7 @@ static void ab_build(jg_job *j, jg_arena *a, jg_rng *r, int fam, ib_mode m, uint
 }
 
 static ab_set ab_set_make(int fam, ib_mode m, uint32_t side, int n) {
-  ab_set s = {.name = ab_names[fam],
-              .n = n,
-              .in_mode = m,
-              .out_mode = m,
-              .side = side,
-              .out_w = side,
-              .out_h = side};
+  ab_set s = {.n = n, .in_mode = m, .out_mode = m, .side = side, .out_w = side, .out_h = side};
   if (fam == AB_CONVERT) s.out_mode = IB_MODE_L;
   if (fam == AB_RESIZE) s.out_w = s.out_h = side / 2;
   uint64_t one = (uint64_t)side * side * ib_mode_bands(m);
