@@ -349,6 +349,25 @@ ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t le
                             ib_error *err);
 
 /*
+ * Zero-copy ingest. ib_executor_buffer returns a buffer of `len` bytes in
+ * the memory ib_executor_parse unpacks into (pinned on the CUDA backend
+ * while the parse budget allows, else the heap); NULL when out of memory.
+ * Read or write one serialized Job into it and hand it to
+ * ib_executor_parse_buffer, which takes the buffer in every case (freed
+ * with the graph, or at once on failure) and parses it without copying its
+ * raw source pixels: the graph reads them where they lie and the upload
+ * DMAs them from there, so they cross host memory only when the caller put
+ * them in the buffer. A buffer not handed over is given back with
+ * ib_executor_buffer_free (before the executor is destroyed). Same threads
+ * rules as ib_executor_parse.
+ */
+uint8_t *ib_executor_buffer(ib_executor *ex, size_t len);
+void ib_executor_buffer_free(ib_executor *ex, uint8_t *buf);
+ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
+                                   const ib_graph_limits *limits, ib_graph **out,
+                                   ib_key *key_on_error, ib_error *err);
+
+/*
  * Admits one job. `g` is a graph from ib_graph_parse; `key` overrides its
  * input key (NULL = the key the Job carried). A key is a string (empty
  * allowed; NULL str means the empty string; must be UTF-8 as the wire's
