@@ -51,3 +51,68 @@ Test(frame, oversized_length_is_rejected_before_allocation) {
   cr_assert_null(buf);
   fclose(f);
 }
+
+Test(frame, prefix_then_body_reads_into_the_callers_memory) {
+  uint8_t msg[300];
+  for (size_t i = 0; i < sizeof msg; i++) msg[i] = (uint8_t)(i * 5);
+  FILE *f = roundtrip(msg, sizeof msg);
+  size_t len = 0;
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_OK);
+  cr_assert_eq(len, sizeof msg);
+  uint8_t dst[300];
+  cr_assert_eq(ib_frame_read_body(f, dst, len), IB_FRAME_OK);
+  cr_assert(memcmp(dst, msg, len) == 0);
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_EOF);
+  fclose(f);
+}
+
+Test(frame, stream_ending_inside_the_prefix_is_truncated) {
+  FILE *f = tmpfile();
+  fwrite("\x80", 1, 1, f);
+  rewind(f);
+  size_t len = 0;
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_TRUNCATED);
+  fclose(f);
+}
+
+Test(frame, stream_ending_inside_the_body_is_truncated) {
+  FILE *f = tmpfile();
+  const uint8_t frame[] = {5, 'a', 'b'};
+  fwrite(frame, 1, sizeof frame, f);
+  rewind(f);
+  size_t len = 0;
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_OK);
+  cr_assert_eq(len, 5);
+  uint8_t dst[5];
+  cr_assert_eq(ib_frame_read_body(f, dst, len), IB_FRAME_TRUNCATED);
+  fclose(f);
+}
+
+Test(frame, length_over_the_bound_is_rejected_by_the_prefix_read) {
+  FILE *f = tmpfile();
+  fwrite("\x81\x80\x40", 1, 3, f); /* 1 + (1 << 20) */
+  rewind(f);
+  size_t len = 7;
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_TOO_LARGE);
+  cr_assert_eq(len, 7);
+  fclose(f);
+}
+
+Test(frame, skipped_body_leaves_the_stream_at_the_next_frame) {
+  FILE *f = tmpfile();
+  uint8_t big[10000];
+  memset(big, 0xab, sizeof big);
+  cr_assert(ib_frame_write(f, big, sizeof big));
+  cr_assert(ib_frame_write(f, (const uint8_t *)"xyz", 3));
+  rewind(f);
+  size_t len = 0;
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_OK);
+  cr_assert_eq(ib_frame_skip_body(f, len), IB_FRAME_OK);
+  cr_assert_eq(ib_frame_read_len(f, 1 << 20, &len), IB_FRAME_OK);
+  cr_assert_eq(len, 3);
+  uint8_t dst[3];
+  cr_assert_eq(ib_frame_read_body(f, dst, len), IB_FRAME_OK);
+  cr_assert(memcmp(dst, "xyz", 3) == 0);
+  cr_assert_eq(ib_frame_skip_body(f, 1), IB_FRAME_TRUNCATED);
+  fclose(f);
+}

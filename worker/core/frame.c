@@ -1,9 +1,9 @@
 /* Varint-length-delimited framing for the run command's streams. */
-#include <stdlib.h>
-
 #include "core/frame.h"
 
-ib_frame_status ib_frame_read(FILE *f, size_t max_len, uint8_t **buf, size_t *cap, size_t *len) {
+#include <stdlib.h>
+
+ib_frame_status ib_frame_read_len(FILE *f, size_t max_len, size_t *len) {
   uint64_t n = 0;
   int shift = 0, c;
   for (;;) {
@@ -15,15 +15,37 @@ ib_frame_status ib_frame_read(FILE *f, size_t max_len, uint8_t **buf, size_t *ca
     if (!(c & 0x80)) break;
   }
   if (n > max_len) return IB_FRAME_TOO_LARGE;
+  *len = (size_t)n;
+  return IB_FRAME_OK;
+}
+
+ib_frame_status ib_frame_read_body(FILE *f, uint8_t *dst, size_t len) {
+  return len == 0 || fread(dst, 1, len, f) == len ? IB_FRAME_OK : IB_FRAME_TRUNCATED;
+}
+
+ib_frame_status ib_frame_skip_body(FILE *f, size_t len) {
+  uint8_t chunk[4096];
+  while (len > 0) {
+    size_t k = len < sizeof chunk ? len : sizeof chunk;
+    if (fread(chunk, 1, k, f) != k) return IB_FRAME_TRUNCATED;
+    len -= k;
+  }
+  return IB_FRAME_OK;
+}
+
+ib_frame_status ib_frame_read(FILE *f, size_t max_len, uint8_t **buf, size_t *cap, size_t *len) {
+  size_t n = 0;
+  ib_frame_status fs = ib_frame_read_len(f, max_len, &n);
+  if (fs != IB_FRAME_OK) return fs;
   if (n > *cap || !*buf) {
     uint8_t *p = realloc(*buf, n ? n : 1);
     if (!p) return IB_FRAME_TOO_LARGE;
     *buf = p;
     *cap = n;
   }
-  if (n && fread(*buf, 1, n, f) != n) return IB_FRAME_TRUNCATED;
-  *len = n;
-  return IB_FRAME_OK;
+  fs = ib_frame_read_body(f, *buf, n);
+  if (fs == IB_FRAME_OK) *len = n;
+  return fs;
 }
 
 bool ib_frame_write(FILE *f, const uint8_t *msg, size_t len) {
