@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/error.h"
 #include "core/result_msg.h"
 
 #define MAX_FRAME (512u << 20)
@@ -31,11 +32,9 @@ typedef struct run_opts {
 
 /* The input side of the stream: reads frames, parses them into graphs. */
 typedef struct run_input {
-  ib_executor *ex; /* parses with its backend's allocator */
+  ib_executor *ex; /* frames are read into its buffers (pinned on CUDA) */
   FILE *in;
   ib_graph_limits limits;
-  uint8_t *buf;
-  size_t cap;
   bool stream_failed; /* a framing error ended the input */
 } run_input;
 
@@ -135,28 +134,48 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   return IB_EXIT_OK;
 }
 
-/* ib_input_next_fn over the frame stream. A frame that does not parse is an
- * error without an id (stage parse) or, when the Job unpacked but failed
- * validation, an admission rejection (the executor gives it an id). A
- * framing error ends the input after its error result. */
+/* A framing error ends the input after its error result. */
+static ib_status frame_failed(run_input *ri, ib_frame_status fs, ib_error *err) {
+  ri->stream_failed = true;
+  *err = (ib_error){.status = IB_INVALID, .stage = IB_STAGE_PARSE};
+  snprintf(err->message, sizeof err->message, "parse: %s",
+           fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
+                                    : "frame length prefix is malformed or exceeds 512 MiB");
+  fprintf(stderr, "imgbatch run: %s\n", err->message);
+  return IB_INVALID;
+}
+
+/* No executor buffer for the frame: its body is read past (so the next
+ * frame lines up) and it is answered with an internal error, stage parse. */
+static ib_status frame_unbuffered(run_input *ri, size_t len, ib_error *err) {
+  ib_frame_status fs = ib_frame_skip_body(ri->in, len);
+  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, err);
+  return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "parse: out of memory for a %zu-byte frame",
+                      len);
+}
+
+/* ib_input_next_fn over the frame stream. Each frame is read straight into
+ * an executor buffer and parsed in place (ib_executor_parse_buffer), so raw
+ * source pixels cross host memory once: stdin -> the memory the backend
+ * uploads from. A frame that does not parse is an error without an id
+ * (stage parse) or, when the Job unpacked but failed validation, an
+ * admission rejection (the executor gives it an id). */
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
   if (ri->stream_failed) return IB_END;
   size_t len = 0;
-  ib_frame_status fs = ib_frame_read(ri->in, MAX_FRAME, &ri->buf, &ri->cap, &len);
+  ib_frame_status fs = ib_frame_read_len(ri->in, MAX_FRAME, &len);
   if (fs == IB_FRAME_EOF) return IB_END;
+  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, err);
+  uint8_t *buf = ib_executor_buffer(ri->ex, len);
+  if (!buf) return frame_unbuffered(ri, len, err);
+  fs = ib_frame_read_body(ri->in, buf, len);
   if (fs != IB_FRAME_OK) {
-    ri->stream_failed = true;
-    *err = (ib_error){.status = IB_INVALID, .stage = IB_STAGE_PARSE};
-    snprintf(err->message, sizeof err->message, "parse: %s",
-             fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
-                                      : "frame length prefix is malformed or exceeds 512 MiB");
-    fprintf(stderr, "imgbatch run: %s\n", err->message);
-    return IB_INVALID;
+    ib_executor_buffer_free(ri->ex, buf);
+    return frame_failed(ri, fs, err);
   }
   ib_key key = {0};
-  /* Raw pixels land where the backend uploads from (pinned on CUDA). */
-  ib_status st = ib_executor_parse(ri->ex, ri->buf, len, &ri->limits, &in->graph, &key, err);
+  ib_status st = ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &in->graph, &key, err);
   if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
     in->key = key;
     in->has_key = true;
@@ -244,7 +263,6 @@ int ib_cmd_run(int argc, char **argv) {
   run_input ri = {.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
   if (!drive(ex, &ri, o.download_resident, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
   ib_executor_destroy(ex);
-  free(ri.buf);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
