@@ -4,17 +4,24 @@
  * driven through the public executor only (imgbatch.h):
  *
  *   serialized Job (raw source bytes, packed before timing)
- *     -> ib_executor_parse (the one CPU pass over raw pixels, into the CUDA
- *        backend's pinned memory)
+ *     -> zero copy: the producer writes it into an ib_executor_buffer (the
+ *        fetch or read it does anyway; pinned memory on CUDA) and
+ *        ib_executor_parse_buffer parses it in place - the upload DMAs the
+ *        raw pixels from that buffer;
+ *        copy-parse: ib_executor_parse unpacks the producer's bytes (one
+ *        more CPU pass over the raw pixels, inside imgbatch)
  *     -> run stream of a CUDA executor (queue mode, max_in_flight submissions)
  *     -> ib_results_next (a lent image in the pinned download arena)
  *     -> ib_result_free right away.
  *
- * Two feeds per case: the run input callback parses the next Job itself (one
- * thread, as a worker with one consumer thread), or producer threads parse
- * ahead into a bounded queue the callback pops from (a worker with several
- * consumer threads feeding one executor). Every case's first result is
- * checked byte for byte against the CPU backend on the same Job bytes.
+ * Feeds: zero copy with the buffers written before the stream and the run
+ * callback parsing (imgbatch's own cost: the main number); zero copy with
+ * producer threads writing and parsing ahead into a bounded queue the
+ * callback pops (a worker whose consumer threads fetch into the buffers:
+ * their memcpy overlaps the stream and is reported as "ingest copy");
+ * copy-parse in the callback and on producer threads (the previous path).
+ * Every case's Job-0 result through both ingest paths is checked byte for
+ * byte against the CPU backend on the same Job bytes.
  * Tool code: a failure prints what failed and exits.
  */
 #ifndef IB_BENCH_API_BENCH_H
@@ -217,10 +224,13 @@ static void ab_ref_start(ab_ref *ref, const ab_set *set) {
     ab_die("pthread_create", "cpu reference");
 }
 
-/* Joins the reference and compares; MISMATCH exits 1 so a wrong-but-fast
- * path never reports numbers. */
-static void ab_ref_verify(ab_ref *ref, const ib_image *dev, const char *label) {
+static void ab_ref_join(ab_ref *ref) {
   if (pthread_join(ref->thread, NULL) != 0) ab_die("pthread_join", "cpu reference");
+}
+
+/* Compares a device result with the joined reference; MISMATCH exits 1 so
+ * a wrong-but-fast path never reports numbers. */
+static void ab_ref_compare(const ab_ref *ref, const ib_image *dev, const char *label) {
   const ib_image *c = &ref->img;
   if (!dev->data) ab_die(label, "no result with key 0 was seen in the warm-up");
   if (c->mode != dev->mode || c->width != dev->width || c->height != dev->height) {
@@ -236,16 +246,24 @@ static void ab_ref_verify(ab_ref *ref, const ib_image *dev, const char *label) {
            dev->data[i], c->data[i]);
     exit(1);
   }
-  ib_image_release(&ref->img);
 }
 
 /* ------------------------------------------------------------ feeds */
+
+/* How a Job reaches the executor. AB_ZERO_COPY: the producer writes the
+ * packed Job into an ib_executor_buffer (its fetch or read, which it does
+ * anyway: the "ingest copy") and hands it to ib_executor_parse_buffer, which
+ * parses in place. AB_COPY_PARSE: ib_executor_parse over the producer's own
+ * bytes (one more CPU pass over the raw pixels, inside imgbatch). */
+typedef enum ab_feed_kind { AB_ZERO_COPY, AB_COPY_PARSE } ab_feed_kind;
 
 typedef struct ab_item {
   ib_graph *g;
   ib_status st;
   ib_error err;
-  double parse_s;
+  double parse_s;  /* ib_executor_parse or ib_executor_parse_buffer */
+  double buffer_s; /* ib_executor_buffer */
+  double copy_s;   /* the producer's memcpy into the buffer */
 } ab_item;
 
 /* Producer threads parse ahead into a bounded ring the run callback pops. */
@@ -262,18 +280,40 @@ typedef struct ab_queue {
 typedef struct ab_feed {
   ib_executor *ex;
   const ab_set *set;
+  ab_feed_kind kind;
+  uint8_t **filled; /* zero copy: input i's buffer, written before the stream */
+  int first_job;    /* input i is Job (first_job + i) mod set->n */
   int n, handed;
-  double parse_s; /* inside ib_executor_parse, summed over inputs */
-  ab_queue *q;    /* NULL: the callback parses itself */
+  double parse_s, buffer_s, copy_s; /* summed over inputs (and threads) */
+  ab_queue *q;                      /* NULL: the callback parses itself */
 } ab_feed;
 
-static void ab_parse(ib_executor *ex, const ab_set *set, int i, ab_item *it) {
-  int k = i % set->n;
-  ib_key key = {0};
+/* An executor buffer holding Job k of the set: the producer's write. */
+static uint8_t *ab_fill(ib_executor *ex, const ab_set *set, int k, ab_item *it) {
   double t0 = ab_now();
-  it->st = ib_executor_parse(ex, set->buf[k], set->len[k], &(ib_graph_limits){0}, &it->g, &key,
-                             &it->err);
-  it->parse_s = ab_now() - t0;
+  uint8_t *buf = ib_executor_buffer(ex, set->len[k]);
+  double t1 = ab_now();
+  if (!buf) ab_die("ib_executor_buffer", "out of memory");
+  memcpy(buf, set->buf[k], set->len[k]);
+  it->buffer_s += t1 - t0;
+  it->copy_s += ab_now() - t1;
+  return buf;
+}
+
+static void ab_parse(const ab_feed *f, int i, ab_item *it) {
+  int k = (f->first_job + i) % f->set->n;
+  ib_key key = {0};
+  const ib_graph_limits lim = {0};
+  if (f->kind == AB_COPY_PARSE) {
+    double t0 = ab_now();
+    it->st = ib_executor_parse(f->ex, f->set->buf[k], f->set->len[k], &lim, &it->g, &key, &it->err);
+    it->parse_s += ab_now() - t0;
+  } else {
+    uint8_t *buf = f->filled ? f->filled[i] : ab_fill(f->ex, f->set, k, it);
+    double t0 = ab_now();
+    it->st = ib_executor_parse_buffer(f->ex, buf, f->set->len[k], &lim, &it->g, &key, &it->err);
+    it->parse_s += ab_now() - t0;
+  }
   ib_key_clear(&key);
 }
 
@@ -294,7 +334,7 @@ static void *ab_producer_main(void *p) {
     int i = q->claimed++;
     pthread_mutex_unlock(&q->mu);
     ab_item it = {0};
-    ab_parse(f->ex, f->set, i, &it);
+    ab_parse(f, i, &it);
     pthread_mutex_lock(&q->mu);
     while (q->count == q->cap && !q->stop) pthread_cond_wait(&q->not_full, &q->mu);
     if (q->stop) {
@@ -314,7 +354,7 @@ static ib_status ab_next(void *user, ib_input *in, ib_error *err) {
   f->handed++;
   ab_item it = {0};
   if (!f->q) {
-    ab_parse(f->ex, f->set, f->handed - 1, &it);
+    ab_parse(f, f->handed - 1, &it);
   } else {
     ab_queue *q = f->q;
     pthread_mutex_lock(&q->mu);
@@ -326,6 +366,8 @@ static ib_status ab_next(void *user, ib_input *in, ib_error *err) {
     pthread_mutex_unlock(&q->mu);
   }
   f->parse_s += it.parse_s;
+  f->buffer_s += it.buffer_s;
+  f->copy_s += it.copy_s;
   if (it.st != IB_OK) {
     *err = it.err;
     return it.st;
@@ -337,8 +379,10 @@ static ib_status ab_next(void *user, ib_input *in, ib_error *err) {
 /* ------------------------------------------------------------ one stream */
 
 typedef struct ab_run {
-  double ms;       /* per image, wall clock from the first parse to the last result */
-  double parse_ms; /* per image, inside ib_executor_parse (summed over threads) */
+  double ms;        /* per image, wall clock of the run stream */
+  double parse_ms;  /* per image, inside ib_executor_parse(_buffer) (summed over threads) */
+  double buffer_ms; /* per image, inside ib_executor_buffer */
+  double copy_ms;   /* per image, the producer's memcpy into executor buffers */
 } ab_run;
 
 static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *label) {
@@ -348,29 +392,46 @@ static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *l
     ab_die(label, "result is not the expected image");
 }
 
-/* Runs `n` inputs of `s` through one run stream of `ex`: `producers` 0 = the
- * callback parses, else that many threads parse ahead into a queue of
- * `qcap`. With `first` not NULL, the result of Job 0 is copied there. */
-static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, int producers, int qcap,
-                        ib_image *first, const char *label) {
-  ab_queue q = {.cap = qcap > 0 ? qcap : 1};
-  ab_feed f = {.ex = ex, .set = s, .n = n, .q = producers > 0 ? &q : NULL};
-  ab_producer pr[64];
-  if (producers > 64) producers = 64;
-  double t0 = ab_now();
-  if (f.q) {
-    q.ring = calloc((size_t)q.cap, sizeof *q.ring);
-    if (!q.ring || pthread_mutex_init(&q.mu, NULL) || pthread_cond_init(&q.not_empty, NULL) ||
-        pthread_cond_init(&q.not_full, NULL))
-      ab_die(label, "queue set-up failed");
-    for (int i = 0; i < producers; i++) {
-      pr[i].f = &f;
-      if (pthread_create(&pr[i].thread, NULL, ab_producer_main, &pr[i]) != 0)
-        ab_die(label, "pthread_create failed");
-    }
+/* How one stream is fed. */
+typedef struct ab_feed_spec {
+  ab_feed_kind kind;
+  int producers;    /* 0: the run callback parses, else threads parse ahead */
+  int qcap;         /* their queue */
+  uint8_t **filled; /* zero copy with the callback parsing: written beforehand */
+  int first_job;    /* input i is Job (first_job + i) mod the set's size */
+} ab_feed_spec;
+
+static void ab_producers_start(ab_feed *f, ab_queue *q, ab_producer *pr, int producers, int qcap,
+                               const char *label) {
+  *q = (ab_queue){.cap = qcap > 0 ? qcap : 1};
+  f->q = q;
+  q->ring = calloc((size_t)q->cap, sizeof *q->ring);
+  if (!q->ring || pthread_mutex_init(&q->mu, NULL) || pthread_cond_init(&q->not_empty, NULL) ||
+      pthread_cond_init(&q->not_full, NULL))
+    ab_die(label, "queue set-up failed");
+  for (int i = 0; i < producers; i++) {
+    pr[i].f = f;
+    if (pthread_create(&pr[i].thread, NULL, ab_producer_main, &pr[i]) != 0)
+      ab_die(label, "pthread_create failed");
   }
-  ib_results *rs = NULL;
-  ab_check(ib_executor_run(ex, ab_next, &f, &rs), "ib_executor_run", NULL);
+}
+
+static void ab_producers_stop(ab_queue *q, ab_producer *pr, int producers) {
+  pthread_mutex_lock(&q->mu);
+  q->stop = true;
+  pthread_cond_broadcast(&q->not_full);
+  pthread_mutex_unlock(&q->mu);
+  for (int i = 0; i < producers; i++) pthread_join(pr[i].thread, NULL);
+  for (int i = 0; i < q->count; i++) ib_graph_free(q->ring[(q->head + i) % q->cap].g);
+  free(q->ring);
+  pthread_mutex_destroy(&q->mu);
+  pthread_cond_destroy(&q->not_empty);
+  pthread_cond_destroy(&q->not_full);
+}
+
+/* Drains a run stream, releasing each result at once; with `first` not
+ * NULL, the result of Job 0 is copied there. Returns the results seen. */
+static int ab_drain(ib_results *rs, const ab_set *s, ib_image *first, const char *label) {
   int got = 0;
   for (;;) {
     ib_result res;
@@ -392,26 +453,68 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, int producers, 
     ib_result_free(&res); /* gives the lent range back */
     got++;
   }
+  return got;
+}
+
+/* Runs `n` inputs of `s` through one run stream of `ex`, fed as `spec`
+ * says; the wall clock runs from ib_executor_run (producers started just
+ * before) to the last result. */
+static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, const ab_feed_spec *spec,
+                        ib_image *first, const char *label) {
+  ab_queue q;
+  ab_feed f = {.ex = ex,
+               .set = s,
+               .kind = spec->kind,
+               .filled = spec->filled,
+               .first_job = spec->first_job,
+               .n = n};
+  ab_producer pr[64];
+  int producers = spec->producers > 64 ? 64 : spec->producers;
+  double t0 = ab_now();
+  if (producers > 0) ab_producers_start(&f, &q, pr, producers, spec->qcap, label);
+  ib_results *rs = NULL;
+  ab_check(ib_executor_run(ex, ab_next, &f, &rs), "ib_executor_run", NULL);
+  int got = ab_drain(rs, s, first, label);
   double t1 = ab_now();
   ib_results_close(rs);
-  if (f.q) {
-    pthread_mutex_lock(&q.mu);
-    q.stop = true;
-    pthread_cond_broadcast(&q.not_full);
-    pthread_mutex_unlock(&q.mu);
-    for (int i = 0; i < producers; i++) pthread_join(pr[i].thread, NULL);
-    for (int i = 0; i < q.count; i++) ib_graph_free(q.ring[(q.head + i) % q.cap].g);
-    free(q.ring);
-    pthread_mutex_destroy(&q.mu);
-    pthread_cond_destroy(&q.not_empty);
-    pthread_cond_destroy(&q.not_full);
-  }
+  if (producers > 0) ab_producers_stop(&q, pr, producers);
   if (got != n) {
     char msg[80];
     snprintf(msg, sizeof msg, "%d results for %d inputs", got, n);
     ab_die(label, msg);
   }
-  return (ab_run){(t1 - t0) * 1e3 / n, f.parse_s * 1e3 / n};
+  return (ab_run){(t1 - t0) * 1e3 / n, f.parse_s * 1e3 / n, f.buffer_s * 1e3 / n,
+                  f.copy_s * 1e3 / n};
+}
+
+/* The zero-copy feed with its writes off the clock: the producer fills the
+ * executor buffers of a round (at most `budget` Job bytes) before the
+ * stream starts, and the run callback only calls ib_executor_parse_buffer.
+ * The rounds' stream times add up; the fill (ib_executor_buffer, which may
+ * grow the pinned pool here, and the memcpy) is reported beside them. */
+static ab_run ab_stream_prefilled(ib_executor *ex, const ab_set *s, int n, uint64_t budget,
+                                  const char *label) {
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) total += s->len[i % s->n];
+  uint64_t r64 = budget ? (total + budget - 1) / budget : 1;
+  int rounds = r64 < 1 ? 1 : r64 > (uint64_t)n ? n : (int)r64;
+  uint8_t **filled = calloc((size_t)(n + rounds - 1) / rounds, sizeof *filled);
+  if (!filled) ab_die(label, "out of memory");
+  ab_run sum = {0};
+  for (int r = 0, done = 0; r < rounds; r++) {
+    int m = (n - done) / (rounds - r);
+    ab_item fill = {0};
+    for (int i = 0; i < m; i++) filled[i] = ab_fill(ex, s, (done + i) % s->n, &fill);
+    ab_feed_spec spec = {.kind = AB_ZERO_COPY, .filled = filled, .first_job = done};
+    ab_run one = ab_stream(ex, s, m, &spec, NULL, label);
+    sum.ms += one.ms * m;
+    sum.parse_ms += one.parse_ms * m;
+    sum.buffer_ms += fill.buffer_s * 1e3;
+    sum.copy_ms += fill.copy_s * 1e3;
+    done += m;
+  }
+  free(filled);
+  return (ab_run){sum.ms / n, sum.parse_ms / n, sum.buffer_ms / n, sum.copy_ms / n};
 }
 
 static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_t max_jobs,
@@ -438,19 +541,24 @@ typedef struct ab_case {
   uint32_t side;
   ab_set set;
   ab_ref ref;
-  ib_image first; /* the warm-up's result of Job 0 */
+  ib_image first_zc, first_copy; /* Job 0's result through each ingest path */
   char label[96];
   uint64_t in_bytes, out_bytes;
-  ab_run one, threaded, threaded2;
+  ab_run zc;             /* zero copy, buffers written before the stream */
+  ab_run zc_threaded;    /* zero copy, producer threads write + parse */
+  ab_run copy_one;       /* ib_executor_parse in the run callback */
+  ab_run copy_threaded;  /* ib_executor_parse on producer threads */
+  ab_run copy_threaded2; /* the same with producers2 threads */
 } ab_case;
 
 typedef struct ab_params {
-  int images;     /* timed inputs per stream */
-  int warmup;     /* untimed inputs first (threaded feed), Job 0 among them */
-  int distinct;   /* packed Jobs, reused round robin */
-  int producers;  /* threads of the threaded feed */
-  int qcap;       /* its queue */
-  int producers2; /* a second threaded feed; 0 = none */
+  int images;             /* timed inputs per stream */
+  int warmup;             /* untimed inputs first (zero-copy producers), Job 0 among them */
+  int distinct;           /* packed Jobs, reused round robin (at most 64) */
+  int producers;          /* threads of the threaded feeds */
+  int qcap;               /* their queue */
+  int producers2;         /* a second threaded copy-parse feed; 0 = none */
+  uint64_t prefill_bytes; /* Job bytes written ahead per round of the zero-copy feed */
 } ab_params;
 
 typedef struct ab_builder {
@@ -465,12 +573,7 @@ static void *ab_build_main(void *p) {
   return NULL;
 }
 
-/* Runs `n` cases: builds every case's Jobs (threads), starts every CPU
- * reference (threads) and warms each case up on the device meanwhile
- * (kernel compiles, pool growth), checks each warm-up's Job-0 result against
- * its reference, and only then - with no other work running - times the
- * feeds case by case. */
-static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p) {
+static void ab_cases_build(ab_case *cs, int n, const ab_params *p) {
   ab_builder *b = calloc((size_t)n, sizeof *b);
   if (!b) ab_die("out of memory", "builders");
   for (int i = 0; i < n; i++) {
@@ -484,29 +587,61 @@ static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p
   for (int i = 0; i < n; i++)
     if (pthread_join(b[i].thread, NULL) != 0) ab_die("pthread_join", "builder");
   free(b);
+}
+
+static void ab_case_time(ib_executor *ex, ab_case *c, const ab_params *p) {
+  ab_feed_spec zc = {.kind = AB_ZERO_COPY, .producers = p->producers, .qcap = p->qcap};
+  ab_feed_spec one = {.kind = AB_COPY_PARSE, .producers = 0, .qcap = 0};
+  ab_feed_spec thr = {.kind = AB_COPY_PARSE, .producers = p->producers, .qcap = p->qcap};
+  ab_feed_spec thr2 = {.kind = AB_COPY_PARSE, .producers = p->producers2, .qcap = p->qcap};
+  c->zc = ab_stream_prefilled(ex, &c->set, p->images, p->prefill_bytes, c->label);
+  c->zc_threaded = ab_stream(ex, &c->set, p->images, &zc, NULL, c->label);
+  c->copy_one = ab_stream(ex, &c->set, p->images, &one, NULL, c->label);
+  c->copy_threaded = ab_stream(ex, &c->set, p->images, &thr, NULL, c->label);
+  if (p->producers2 > 0)
+    c->copy_threaded2 = ab_stream(ex, &c->set, p->images, &thr2, NULL, c->label);
+  printf(
+      "  %-26s zero copy %.3f ms/img (parse_buffer %.4f; ahead: buffer %.4f, ingest copy %.3f); "
+      "%d producers %.3f (ingest copy %.3f); copy-parse %.3f (parse %.3f), %d threads %.3f\n",
+      c->label, c->zc.ms, c->zc.parse_ms, c->zc.buffer_ms, c->zc.copy_ms, p->producers,
+      c->zc_threaded.ms, c->zc_threaded.copy_ms, c->copy_one.ms, c->copy_one.parse_ms, p->producers,
+      c->copy_threaded.ms);
+  fflush(stdout);
+}
+
+/* Runs `n` cases: builds every case's Jobs (threads), starts every CPU
+ * reference (threads) and warms each case up on the device meanwhile
+ * (kernel compiles, pool growth) through the zero-copy producers, then a
+ * few copy-parse inputs; checks Job 0's result of both paths against its
+ * reference, and only then - with no other work running - times the feeds
+ * case by case. */
+static void ab_cases_run(ib_executor *ex, ab_case *cs, int n, const ab_params *p) {
+  ab_cases_build(cs, n, p);
   for (int i = 0; i < n; i++) {
     cs[i].in_bytes = cs[i].set.in_bytes;
     cs[i].out_bytes = cs[i].set.out_bytes;
     ab_ref_start(&cs[i].ref, &cs[i].set);
   }
-  for (int i = 0; i < n; i++)
-    ab_stream(ex, &cs[i].set, p->warmup, p->producers, p->qcap, &cs[i].first, cs[i].label);
+  ab_feed_spec zc = {.kind = AB_ZERO_COPY, .producers = p->producers, .qcap = p->qcap};
+  ab_feed_spec copy = {.kind = AB_COPY_PARSE, .producers = p->producers, .qcap = p->qcap};
   for (int i = 0; i < n; i++) {
-    ab_ref_verify(&cs[i].ref, &cs[i].first, cs[i].label);
-    ib_image_release(&cs[i].first);
+    ab_stream(ex, &cs[i].set, p->warmup, &zc, &cs[i].first_zc, cs[i].label);
+    ab_stream(ex, &cs[i].set, p->producers + 1, &copy, &cs[i].first_copy, cs[i].label);
   }
   for (int i = 0; i < n; i++) {
-    ab_case *c = &cs[i];
-    c->one = ab_stream(ex, &c->set, p->images, 0, 0, NULL, c->label);
-    c->threaded = ab_stream(ex, &c->set, p->images, p->producers, p->qcap, NULL, c->label);
-    if (p->producers2 > 0)
-      c->threaded2 = ab_stream(ex, &c->set, p->images, p->producers2, p->qcap, NULL, c->label);
-    ab_set_free(&c->set);
-    printf(
-        "  %-28s cuda == cpu; %.3f ms/img (parse %.3f); %d parse threads %.3f ms/img (parse "
-        "%.3f)\n",
-        c->label, c->one.ms, c->one.parse_ms, p->producers, c->threaded.ms, c->threaded.parse_ms);
-    fflush(stdout);
+    char lab[128];
+    ab_ref_join(&cs[i].ref);
+    snprintf(lab, sizeof lab, "%s (zero copy)", cs[i].label);
+    ab_ref_compare(&cs[i].ref, &cs[i].first_zc, lab);
+    snprintf(lab, sizeof lab, "%s (copy-parse)", cs[i].label);
+    ab_ref_compare(&cs[i].ref, &cs[i].first_copy, lab);
+    ib_image_release(&cs[i].ref.img);
+    ib_image_release(&cs[i].first_zc);
+    ib_image_release(&cs[i].first_copy);
+  }
+  for (int i = 0; i < n; i++) {
+    ab_case_time(ex, &cs[i], p);
+    ab_set_free(&cs[i].set);
   }
 }
 
