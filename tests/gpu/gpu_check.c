@@ -439,9 +439,10 @@ int main(int argc, char **argv) {
          total, equal, fails, device_errors, refused, n_single, gpu_s);
   /* 5. through the executor (ib_executor_* with backend CUDA): admission,
    * credits and submissions of the core driving ib_backend_cuda. Every
-   * other job is parsed by ib_executor_parse and is larger (its raw
-   * sources land in pinned memory and upload from there); the rest by
-   * ib_graph_parse (heap sources, staged). Every image result must be a
+   * other job is larger and parsed into pinned memory - by
+   * ib_executor_parse (a copy) or ib_executor_parse_buffer (in place) - so
+   * its raw sources upload from where they lie (batched copies); the rest
+   * by ib_graph_parse (heap sources, staged). Every image result must be a
    * lent range of its submission's arena. */
   tally exec_t = {0};
   if (!cpu_only) {
@@ -486,9 +487,17 @@ int main(int argc, char **argv) {
           size_t len = imgbatch__v1__job__get_packed_size(&j.job);
           uint8_t *buf = malloc(len ? len : 1);
           imgbatch__v1__job__pack(&j.job, buf);
-          if (ib_executor_parse(ex, buf, len, NULL, &g1, NULL, &err) != IB_OK)
-            fprintf(logf_, "FAIL executor parse %d: %s\n", k, err.message);
-          free(buf);
+          ib_status pst;
+          if (k % 4 == 0) { /* copied into pinned memory */
+            pst = ib_executor_parse(ex, buf, len, NULL, &g1, NULL, &err);
+            free(buf);
+          } else { /* in place: pixels stay in the executor's buffer */
+            uint8_t *eb = ib_executor_buffer(ex, len);
+            if (eb) memcpy(eb, buf, len);
+            free(buf);
+            pst = eb ? ib_executor_parse_buffer(ex, eb, len, NULL, &g1, NULL, &err) : IB_INTERNAL;
+          }
+          if (pst != IB_OK) fprintf(logf_, "FAIL executor parse %d: %s\n", k, err.message);
         } else {
           g1 = jg_finish(&j, &err);
         }

@@ -63,6 +63,7 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ -f client/imgbatch/imgbatch_pb2.py ]; then
   t_py=$(( $(date +%s) - t ))
 fi
 
+echo "imgbatch version:"; timeout 30 imgbatch version; echo "rc=$?"
 echo "imgbatch run --backend cuda (no jobs):"; timeout 30 imgbatch run --backend cuda </dev/null; echo "rc=$?"
 echo "================ device"; cat "$out/device.txt"
 echo "================ parity (rc=$rc_parity, ${t_parity}s)"; tail -n 32 "$out/parity.txt"

@@ -839,3 +839,44 @@ Test(parse, executor_parse_unpacks_with_the_backend_allocator_and_keeps_it_alive
   cr_assert(F.closed);
   free(bytes);
 }
+
+Test(parse, parse_buffer_takes_the_buffer_and_keeps_large_pixels_in_place) {
+  ib_executor *ex = fake_executor(4, 1);
+  test_job t = {.mode = "RGB", .w = 64, .h = 40, .key_is_u64 = true, .key_u64 = 3};
+  size_t len;
+  uint8_t *bytes = test_job_pack(&t, &len);
+  uint8_t *buf = ib_executor_buffer(ex, len);
+  cr_assert_not_null(buf);
+  memcpy(buf, bytes, len);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_parse_buffer(ex, buf, len, NULL, &g, NULL, &err), IB_OK, "%s",
+               err.message);
+  cr_assert(g->sources[0].bytes >= buf && g->sources[0].bytes < buf + len,
+            "the raw pixels stay in the buffer");
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, NULL, &err), IB_OK, "%s", err.message);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok, "%s", r.error.message);
+  ib_graph *ref = test_graph(&t);
+  ib_image want = {0};
+  cr_assert_eq(ib_cpu_execute(ref, &want, &err), IB_OK);
+  cr_assert_eq(memcmp(r.image.data, want.data, ib_image_bytes(&want)), 0);
+  ib_image_release(&want);
+  ib_graph_free(ref);
+  ib_result_free(&r);
+  ib_results_close(rs);
+  /* Garbage: the buffer is taken (and freed) on failure too. */
+  buf = ib_executor_buffer(ex, 3);
+  memcpy(buf, "\xff\xff\xff", 3);
+  cr_assert_eq(ib_executor_parse_buffer(ex, buf, 3, NULL, &g, NULL, &err), IB_INVALID);
+  /* A buffer never handed over is given back explicitly. */
+  buf = ib_executor_buffer(ex, 100);
+  ib_executor_buffer_free(ex, buf);
+  ib_executor_destroy(ex);
+  cr_assert(F.closed);
+  cr_assert_eq(atomic_load(&F.parse_frees), atomic_load(&F.parse_allocs));
+  free(bytes);
+}

@@ -178,3 +178,39 @@ ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t le
   }
   return ib_graph_parse_in(job_bytes, len, limits, &mem, out, key_on_error, err);
 }
+
+uint8_t *ib_executor_buffer(ib_executor *ex, size_t len) {
+  if (!ex) return NULL;
+  if (!ex->backend->parse_allocator) return malloc(len ? len : 1);
+  ProtobufCAllocator *a = ex->backend->parse_allocator(ex->backend_state);
+  return a->alloc(a->allocator_data, len ? len : 1);
+}
+
+void ib_executor_buffer_free(ib_executor *ex, uint8_t *buf) {
+  if (!ex || !buf) return;
+  if (!ex->backend->parse_allocator) {
+    free(buf);
+    return;
+  }
+  ProtobufCAllocator *a = ex->backend->parse_allocator(ex->backend_state);
+  a->free(a->allocator_data, buf);
+}
+
+ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
+                                   const ib_graph_limits *limits, ib_graph **out,
+                                   ib_key *key_on_error, ib_error *err) {
+  ib_error scratch;
+  if (!err) err = &scratch;
+  if (!ex || !out || !buf) {
+    if (out) *out = NULL;
+    if (ex && buf) ib_executor_buffer_free(ex, buf);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "parse: no executor, buffer or output");
+  }
+  ib_graph_memory mem = {NULL, NULL, NULL};
+  if (ex->backend->parse_allocator) {
+    mem.alloc = ex->backend->parse_allocator(ex->backend_state);
+    mem.unref = parse_unref;
+    mem.owner = ib_devref_get(ex->dev);
+  }
+  return ib_graph_parse_buffer(buf, len, limits, &mem, out, key_on_error, err);
+}

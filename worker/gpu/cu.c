@@ -30,6 +30,9 @@ static void load(void) {
   if (!table.f && !missing) missing = IB_STR(f);
   IB_CU_FUNCS(IB_CU_LOAD)
 #undef IB_CU_LOAD
+#define IB_CU_LOAD_OPTIONAL(f) *(void **)(&table.f) = dlsym(lib, IB_STR(f));
+  IB_CU_OPTIONAL(IB_CU_LOAD_OPTIONAL)
+#undef IB_CU_LOAD_OPTIONAL
   if (missing) {
     snprintf(load_err.message, sizeof load_err.message,
              "no CUDA driver: libcuda.so.1 lacks %s (driver too old?)", missing);

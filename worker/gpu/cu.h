@@ -24,12 +24,17 @@
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuMemGetInfo)                    \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuDeviceTotalMem)
 
+/* Entry points a driver may lack (NULL then; callers fall back):
+ * cuMemcpyBatchAsync (CUDA 12.8+) enqueues many copies in one call. */
+#define IB_CU_OPTIONAL(X) X(cuMemcpyBatchAsync)
+
 #define IB_CU_MEMBER(f) __typeof__(&f) f;
 
 /* The resolved driver table. One per process (ib_cu_get), read-only after load. */
 typedef struct ib_cu {
   void *lib;
   IB_CU_FUNCS(IB_CU_MEMBER)
+  IB_CU_OPTIONAL(IB_CU_MEMBER)
 } ib_cu;
 
 /* Loads libcuda.so.1 and resolves every entry point, then cuInit(0). Safe

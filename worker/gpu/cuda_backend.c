@@ -43,6 +43,7 @@ struct ib_cuda {
   /* IB_CUDA_PROFILE=1: host seconds per phase, printed to stderr at close
    * (plan, staging, launch = submit; device = blocked in wait; results =
    * result copies). */
+  int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
   int prof;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
@@ -473,6 +474,58 @@ static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *
          ib_pinned_holds(c->pin, src->bytes, bytes);
 }
 
+/* The pinned raw sources of a submission, each copied from where it lies:
+ * in batches of one driver call where the driver has cuMemcpyBatchAsync
+ * (small images: one enqueue instead of one per job), else one by one. */
+#define DIRECT_BATCH 256
+static ib_status upload_direct(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  const ib_cu *cu = c->cu;
+  size_t cap = 0;
+  for (size_t i = 0; i < s->n; i++)
+    for (int b = 0; s->js[i].planned && b < s->js[i].plan.n_bufs; b++) cap += s->js[i].direct[b];
+  CUdeviceptr *dst = malloc(cap * sizeof *dst), *src = malloc(cap * sizeof *src);
+  size_t *len = malloc(cap * sizeof *len), *job = malloc(cap * sizeof *job), n = 0;
+  if (!dst || !src || !len || !job) {
+    free(dst), free(src), free(len), free(job);
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+    return IB_INTERNAL;
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    const jstate *js = &s->js[i];
+    if (!js->planned || s->jobs[i].status != IB_OK) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      if (!js->direct[b]) continue;
+      const ib_node *nd = &s->jobs[i].graph->nodes[js->plan.bufs[b].source_node];
+      const ib_source *sc = &s->jobs[i].graph->sources[nd->pb->source->index];
+      dst[n] = (CUdeviceptr)s->dblk.addr + js->buf_off[b];
+      src[n] = (CUdeviceptr)(uintptr_t)sc->bytes;
+      len[n] = js->plan.bufs[b].bytes;
+      job[n++] = i;
+    }
+  }
+  ib_status rs = IB_OK;
+  CUresult rc;
+  for (size_t k0 = 0; k0 < n && rs == IB_OK; k0 += DIRECT_BATCH) {
+    size_t m = n - k0 < DIRECT_BATCH ? n - k0 : DIRECT_BATCH;
+    if (m > 1 && cu->cuMemcpyBatchAsync && !c->no_batch_copy) {
+      CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+      size_t at_idx = 0;
+      if (cu->cuMemcpyBatchAsync(dst + k0, src + k0, len + k0, m, &at, &at_idx, 1, s->stream) ==
+          CUDA_SUCCESS)
+        continue;
+      c->no_batch_copy = 1; /* refused on this driver: one by one from now on */
+    }
+    for (size_t k = k0; k < k0 + m && rs == IB_OK; k++)
+      if ((rc = cu->cuMemcpyHtoDAsync(dst[k], (const void *)(uintptr_t)src[k], len[k], s->stream)) !=
+          CUDA_SUCCESS)
+        rs = device_fail(s, rc, "upload of a pinned source", job[k], err);
+  }
+  free(dst), free(src), free(len), free(job);
+  return rs;
+}
+
 static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
                              ib_backend_submission **out, ib_error *err) {
   ib_cuda *c = state;
@@ -713,18 +766,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   CUresult rc = CUDA_SUCCESS;
   if (rs == IB_OK && upload && (rc = cu->cuMemcpyHtoDAsync(dev, host, upload, s->stream)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "upload", 0, err);
-  for (size_t i = 0; rs == IB_OK && i < n; i++) {
-    const jstate *js = &s->js[i];
-    if (!js->planned || jobs[i].status != IB_OK) continue;
-    for (int b = 0; b < js->plan.n_bufs && rs == IB_OK; b++) {
-      if (!js->direct[b]) continue;
-      const ib_node *nd = &jobs[i].graph->nodes[js->plan.bufs[b].source_node];
-      const ib_source *src = &jobs[i].graph->sources[nd->pb->source->index];
-      if ((rc = cu->cuMemcpyHtoDAsync(dev + js->buf_off[b], src->bytes, js->plan.bufs[b].bytes,
-                                      s->stream)) != CUDA_SUCCESS)
-        rs = device_fail(s, rc, "upload of a pinned source", i, err);
-    }
-  }
+  if (rs == IB_OK && direct) rs = upload_direct(s, err);
   for (int lv = 0; rs == IB_OK && lv < max_stages; lv++) {
     size_t e = 0;
     while (e < n_ent) {

@@ -8,6 +8,7 @@
 
 #include "imgbatch.h"
 #include "ops/op.h"
+#include "plan/hollow.h"
 #include "proto/imgbatch.pb-c.h"
 
 typedef struct ib_source {
@@ -40,6 +41,9 @@ struct ib_graph {
   ProtobufCAllocator *alloc; /* the Job's memory (NULL: the heap) */
   void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
   void *owner;
+  uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */
+  Imgbatch__V1__RawImage *borrowed[IB_HOLLOW_MAX_SPANS]; /* data points into buffer */
+  size_t n_borrowed;
 };
 
 /* Where a graph's unpacked Job lives: protobuf-c's allocator (NULL = the
@@ -50,6 +54,14 @@ typedef struct ib_graph_memory {
   void (*unref)(void *owner);
   void *owner;
 } ib_graph_memory;
+
+/* ib_graph_parse_in that takes `buf` (allocated through mem's allocator, or
+ * malloc'd when mem has none) and keeps raw source pixels where they lie in
+ * it (hollow.h) instead of copying them; buf is freed with the graph, or
+ * before returning on failure. */
+ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits *limits,
+                                const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
+                                ib_error *err);
 
 /* ib_graph_parse with the Job unpacked through `mem` (NULL = the heap). */
 ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,

@@ -206,9 +206,59 @@ ib_status ib_graph_parse(const uint8_t *bytes, size_t len, const ib_graph_limits
   return ib_graph_parse_in(bytes, len, limits, NULL, out, key_on_error, err);
 }
 
+/* Unpacks `bytes` (the hollow message when spans are given), points the
+ * hollowed RawImage.data fields back into `buffer`, then parses. The graph
+ * takes `buffer` (NULL: none). */
+static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
+                       const ib_graph_memory *mem, const ib_hollow *hollow, uint8_t *buffer,
+                       ib_graph **out, ib_key *key_on_error, ib_error *err);
+
 ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
                             const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
                             ib_error *err) {
+  return parse(bytes, len, limits, mem, NULL, NULL, out, key_on_error, err);
+}
+
+static void buffer_free(ProtobufCAllocator *a, uint8_t *buf) {
+  if (a)
+    a->free(a->allocator_data, buf);
+  else
+    free(buf);
+}
+
+ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits *limits,
+                                const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
+                                ib_error *err) {
+  ib_hollow h;
+  /* Only pixel runs worth a DMA of their own stay in place. */
+  int r = ib_hollow_job(buf, len, 4096, &h);
+  if (r < 0) {
+    *out = NULL;
+    if (key_on_error) *key_on_error = (ib_key){0};
+    buffer_free(mem ? mem->alloc : NULL, buf);
+    if (mem && mem->unref) mem->unref(mem->owner);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  }
+  if (r == 0) { /* nothing to keep in place: the normal copying unpack */
+    /* buf goes back before the owner reference (it may be the last). */
+    ib_graph_memory m = mem ? *mem : (ib_graph_memory){0};
+    m.unref = NULL;
+    ib_status st = parse(buf, len, limits, &m, NULL, NULL, out, key_on_error, err);
+    buffer_free(m.alloc, buf);
+    if (*out)
+      (*out)->unref = mem ? mem->unref : NULL;
+    else if (mem && mem->unref)
+      mem->unref(mem->owner);
+    return st;
+  }
+  ib_status st = parse(h.msg, h.len, limits, mem, &h, buf, out, key_on_error, err);
+  free(h.msg);
+  return st;
+}
+
+static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
+                       const ib_graph_memory *mem, const ib_hollow *hollow, uint8_t *buffer,
+                       ib_graph **out, ib_key *key_on_error, ib_error *err) {
   *out = NULL;
   if (key_on_error) *key_on_error = (ib_key){0};
   ib_graph_limits lim = limits ? *limits : (ib_graph_limits){0};
@@ -217,6 +267,7 @@ ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_lim
 
   ib_graph *g = calloc(1, sizeof *g);
   if (!g) {
+    buffer_free(mem ? mem->alloc : NULL, buffer);
     if (mem && mem->unref) mem->unref(mem->owner);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
   }
@@ -225,12 +276,29 @@ ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_lim
     g->unref = mem->unref;
     g->owner = mem->owner;
   }
+  g->buffer = buffer;
   g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
   ib_status st;
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
               "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
     goto out;
+  }
+  for (size_t i = 0; hollow && i < hollow->n_spans; i++) {
+    const ib_hollow_span *sp = &hollow->spans[i];
+    Imgbatch__V1__Source *src = sp->source == 0 ? g->job->source
+                                : sp->source <= g->job->n_extra_sources
+                                    ? g->job->extra_sources[sp->source - 1]
+                                    : NULL;
+    if (!src || src->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->raw->data.len) {
+      st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE,
+                        "parse: source %zu: in-place pixels do not match the unpacked Job",
+                        sp->source);
+      goto out;
+    }
+    src->raw->data.data = (uint8_t *)sp->data;
+    src->raw->data.len = sp->len;
+    g->borrowed[g->n_borrowed++] = src->raw;
   }
   if ((st = set_key(g, err)) != IB_OK) goto out;
   if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
@@ -266,7 +334,10 @@ void ib_graph_free(ib_graph *g) {
   free(g->sources);
   free(g->nodes);
   free(g->key.str);
+  /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
+  for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
   if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->alloc);
+  buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);
 }

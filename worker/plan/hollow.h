@@ -1,0 +1,40 @@
+/*
+ * hollow.h - zero-copy ingest at the wire level. A serialized Job's raw
+ * source pixels (Job.source / Job.extra_sources -> Source.raw ->
+ * RawImage.data) are found in place and a "hollow" copy of the message is
+ * written without them, so protobuf-c (which copies every bytes field it
+ * unpacks) unpacks only the small rest; the parser then points each
+ * RawImage.data back at its span in the original buffer.
+ *
+ * Only the canonical shape is hollowed: Job.source at most once, each
+ * Source with one kind field, each RawImage with one data field. Anything
+ * else (merged duplicates, groups, malformed bytes) is left to the normal
+ * copying unpack, which applies protobuf's merge rules and reports errors.
+ */
+#ifndef IB_PLAN_HOLLOW_H
+#define IB_PLAN_HOLLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IB_HOLLOW_MAX_SPANS 64
+
+typedef struct ib_hollow_span {
+  size_t source;      /* 0 = Job.source, 1 + k = extra_sources[k] */
+  const uint8_t *data; /* inside the original buffer */
+  size_t len;
+} ib_hollow_span;
+
+typedef struct ib_hollow {
+  uint8_t *msg; /* the hollow message (malloc'd) */
+  size_t len;
+  ib_hollow_span spans[IB_HOLLOW_MAX_SPANS];
+  size_t n_spans;
+} ib_hollow;
+
+/* Hollows raw data fields of at least `min` bytes. Returns 1 with *h filled
+ * (free h->msg), 0 when there is nothing to hollow or the message is not
+ * canonical (unpack `buf` itself), -1 when out of memory. */
+int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h);
+
+#endif
