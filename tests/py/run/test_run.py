@@ -53,6 +53,22 @@ def test_results_match_inputs_by_key_through_a_small_window():
         assert r.image.data == jobs[r.key_u64].source.raw.data
 
 
+def test_frames_parsed_in_place_keep_their_pixels_across_sizes():
+    # 80x60 RGB and 128x64 RGBA are past the in-place threshold (their raw
+    # data is borrowed from the frame's buffer), 4x3 is unpacked; an empty
+    # frame is an error result and the stream goes on.
+    sizes = [(80, 60, "RGB"), (4, 3, "RGB"), (128, 64, "RGBA"), (80, 60, "RGB")] * 3
+    jobs = [raw_job(k, w=w, h=h, mode=m, seed=k) for k, (w, h, m) in enumerate(sizes)]
+    data = [j.SerializeToString() for j in jobs]
+    p, results = run([], "--max-jobs", "3", raw_frames=data[:5] + [b""] + data[5:])
+    assert p.returncode == 0, p.stderr
+    images = [r for r in results if r.WhichOneof("outcome") == "image"]
+    errors = [r for r in results if r.WhichOneof("outcome") == "error"]
+    assert len(images) == len(jobs) and len(errors) == 1
+    for r in images:
+        assert r.image.data == jobs[r.key_u64].source.raw.data
+
+
 def test_parse_error_has_no_id_and_validation_error_consumes_one():
     bad = raw_job(7)
     bad.nodes[1].inputs[0] = 1  # self reference
