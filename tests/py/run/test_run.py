@@ -69,6 +69,36 @@ def test_frames_parsed_in_place_keep_their_pixels_across_sizes():
         assert r.image.data == jobs[r.key_u64].source.raw.data
 
 
+def test_a_frame_without_memory_is_an_internal_parse_error_and_the_next_frame_runs(tmp_path):
+    # 450 MiB of zeros (a sparse file) under a 300 MB address-space limit:
+    # no executor buffer for it, so it is read past and answered; the frame
+    # after it lines up and runs.
+    big = 450 << 20
+    job = raw_job(9).SerializeToString()
+    path = tmp_path / "frames.bin"
+    with open(path, "wb") as f:
+        f.write(_VarintBytes(big))
+        f.seek(big, 1)
+        f.write(_VarintBytes(len(job)) + job)
+    p = subprocess.run(["bash", "-c", f'ulimit -v 300000; exec "{BIN}" run --in "{path}"'],
+                       capture_output=True, timeout=60)
+    if b"Sanitizer" in p.stderr:
+        pytest.skip("sanitizer builds cannot run under an address-space limit")
+    out, pos, results = p.stdout, 0, []
+    while pos < len(out):
+        n, pos = _DecodeVarint32(out, pos)
+        results.append(pb.Result.FromString(out[pos:pos + n]))
+        pos += n
+    assert p.returncode == 0, p.stderr
+    assert len(results) == 2
+    (oom,) = [r for r in results if r.WhichOneof("outcome") == "error"]
+    (ok,) = [r for r in results if r.WhichOneof("outcome") == "image"]
+    assert oom.error.kind == pb.INTERNAL and oom.error.stage == pb.PARSE
+    assert "out of memory" in oom.error.message
+    assert oom.WhichOneof("job_id_present") is None
+    assert ok.key_u64 == 9 and ok.image.data == raw_job(9).source.raw.data
+
+
 def test_parse_error_has_no_id_and_validation_error_consumes_one():
     bad = raw_job(7)
     bad.nodes[1].inputs[0] = 1  # self reference
