@@ -1,7 +1,8 @@
 /*
  * imgbatch run: the offline front end over the executor API. Jobs are
- * pulled lazily by the executor's run stream (one frame in memory at a
- * time on the way in, at most the credit window plus one job admitted);
+ * pulled lazily by the executor's run stream (each frame read straight into
+ * an executor buffer that its job keeps until done; at most the credit
+ * window plus one job admitted);
  * each Result is written as soon as the stream yields it. Results come in
  * completion order: match them by job_id or input_key.
  *
