@@ -852,6 +852,7 @@ Test(parse, parse_buffer_takes_the_buffer_and_keeps_large_pixels_in_place) {
   ib_error err = {0};
   cr_assert_eq(ib_executor_parse_buffer(ex, buf, len, NULL, &g, NULL, &err), IB_OK, "%s",
                err.message);
+  cr_assert_eq(g->buffer_len, len);
   cr_assert(g->sources[0].bytes >= buf && g->sources[0].bytes < buf + len,
             "the raw pixels stay in the buffer");
   cr_assert_eq(ib_executor_submit(ex, g, NULL, NULL, &err), IB_OK, "%s", err.message);

@@ -31,16 +31,16 @@ Test(pinned, large_parse_allocations_are_pinned_small_ones_are_not) {
   ProtobufCAllocator *a = ib_pinned_allocator(p);
   uint8_t *big = a->alloc(a->allocator_data, IB_PINNED_PARSE_MIN);
   uint8_t *small = a->alloc(a->allocator_data, IB_PINNED_PARSE_MIN - 1);
-  cr_assert(ib_pinned_holds(p, big, IB_PINNED_PARSE_MIN));
-  cr_assert(ib_pinned_holds(p, big + 100, IB_PINNED_PARSE_MIN - 100), "an interior range");
-  cr_assert_not(ib_pinned_holds(p, big + 100, IB_PINNED_PARSE_MIN), "runs past the block");
-  cr_assert_not(ib_pinned_holds(p, small, 1), "small requests stay on the heap");
+  cr_assert(ib_pinned_holds(p, big, big, IB_PINNED_PARSE_MIN));
+  cr_assert(ib_pinned_holds(p, big, big + 100, IB_PINNED_PARSE_MIN - 100), "an interior range");
+  cr_assert_not(ib_pinned_holds(p, big, big + 100, IB_PINNED_PARSE_MIN), "runs past the block");
+  cr_assert_not(ib_pinned_holds(p, small, small, 1), "small requests stay on the heap");
   cr_assert_eq(ib_pinned_parse_bytes(p), IB_PINNED_PARSE_MIN);
   a->free(a->allocator_data, big);
   a->free(a->allocator_data, small);
   cr_assert_eq(ib_pinned_live_blocks(p), 0);
   cr_assert_eq(ib_pinned_parse_bytes(p), 0);
-  cr_assert_not(ib_pinned_holds(p, big, 1), "a freed block is no longer pinned memory");
+  cr_assert_not(ib_pinned_holds(p, big, big, 1), "a freed block is no longer pinned memory");
   ib_pinned_free(p);
   cr_assert_eq(atomic_load(&host_allocs), atomic_load(&host_frees));
 }
@@ -50,17 +50,19 @@ Test(pinned, past_the_parse_cap_jobs_land_on_the_heap) {
   ProtobufCAllocator *a = ib_pinned_allocator(p);
   void *x = a->alloc(a->allocator_data, 1u << 20);
   void *y = a->alloc(a->allocator_data, 1u << 20);
-  cr_assert(ib_pinned_holds(p, x, 1u << 20));
-  cr_assert_not(ib_pinned_holds(p, y, 1), "over the parse cap: heap");
+  cr_assert(ib_pinned_holds(p, x, x, 1u << 20));
+  cr_assert_not(ib_pinned_holds(p, y, y, 1), "over the parse cap: heap");
   /* Staging and arenas are not limited by the parse cap. */
   ib_pool_block b;
   cr_assert(ib_pinned_get(p, 8u << 20, &b));
-  cr_assert(ib_pinned_holds(p, (void *)(uintptr_t)(b.addr + 5), 1000));
+  cr_assert(ib_pinned_holds(p, (void *)(uintptr_t)b.addr, (void *)(uintptr_t)(b.addr + 5), 1000));
+  cr_assert_not(ib_pinned_holds(p, (void *)(uintptr_t)(b.addr + 5), (void *)(uintptr_t)(b.addr + 5), 1),
+                "an interior address is not a block");
   ib_pinned_put(p, &b);
   a->free(a->allocator_data, y);
   a->free(a->allocator_data, x);
   x = a->alloc(a->allocator_data, 1u << 20);
-  cr_assert(ib_pinned_holds(p, x, 1u << 20), "freeing made room again");
+  cr_assert(ib_pinned_holds(p, x, x, 1u << 20), "freeing made room again");
   a->free(a->allocator_data, x);
   ib_pinned_free(p);
 }
@@ -75,7 +77,7 @@ Test(pinned, a_job_unpacked_with_it_has_its_raw_pixels_in_pinned_memory) {
   ib_error err = {0};
   cr_assert_eq(ib_graph_parse_in(bytes, len, NULL, &mem, &g, NULL, &err), IB_OK, "%s", err.message);
   cr_assert_eq(g->sources[0].len, 200u * 150u * 3u);
-  cr_assert(ib_pinned_holds(p, g->sources[0].bytes, g->sources[0].len));
+  cr_assert(ib_pinned_holds(p, g->sources[0].bytes, g->sources[0].bytes, g->sources[0].len));
   ib_graph_free(g);
   cr_assert_eq(ib_pinned_live_blocks(p), 0);
   free(bytes);
@@ -94,7 +96,7 @@ static void *hammer(void *arg) {
   for (int r = 0; r < ROUNDS; r++) {
     int k = rand_r(&seed) % 4;
     if (held[k]) {
-      cr_assert(ib_pinned_holds(shared, held[k], sizes[k]) == (sizes[k] >= IB_PINNED_PARSE_MIN));
+      cr_assert(ib_pinned_holds(shared, held[k], held[k], sizes[k]) == (sizes[k] >= IB_PINNED_PARSE_MIN));
       ((uint8_t *)held[k])[sizes[k] - 1] = 1; /* ASan: the whole request is ours */
       a->free(a->allocator_data, held[k]);
       held[k] = NULL;

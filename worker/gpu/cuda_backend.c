@@ -470,8 +470,13 @@ static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *
   const ib_node *nd = &j->graph->nodes[js->plan.bufs[b].source_node];
   const ib_source *src = &j->graph->sources[nd->pb->source->index];
   size_t bytes = js->plan.bufs[b].bytes;
-  return src->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && src->len >= bytes && bytes &&
-         ib_pinned_holds(c->pin, src->bytes, bytes);
+  if (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->len < bytes || !bytes) return 0;
+  /* Unpacked by ib_executor_parse: the pixels are an allocation of their
+   * own; parsed in place: they lie in the graph's Job buffer. */
+  const uint8_t *buf = j->graph->buffer;
+  const uint8_t *base =
+      buf && src->bytes >= buf && src->bytes < buf + j->graph->buffer_len ? buf : src->bytes;
+  return ib_pinned_holds(c->pin, base, src->bytes, bytes);
 }
 
 /* The pinned raw sources of a submission, each copied from where it lies:

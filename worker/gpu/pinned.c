@@ -100,21 +100,15 @@ void ib_pinned_put(ib_pinned *p, const ib_pool_block *b) {
   pthread_mutex_unlock(&p->lock);
 }
 
-bool ib_pinned_holds(ib_pinned *p, const void *ptr, size_t n) {
-  uint64_t a = (uint64_t)(uintptr_t)ptr;
+bool ib_pinned_holds(ib_pinned *p, const void *base, const void *ptr, size_t n) {
+  uint64_t b = (uint64_t)(uintptr_t)base, a = (uint64_t)(uintptr_t)ptr;
   bool in = false;
   pthread_mutex_lock(&p->lock);
-  /* The usual case is a whole block (a raw source unpacked into it): one
-   * probe. Otherwise scan; the table holds one entry per live Job source,
-   * staging block or arena. */
-  if (p->tab_cap) {
-    size_t m = p->tab_cap - 1, s = slot_of(p, a);
-    while (p->tab[s].addr && p->tab[s].addr != a) s = (s + 1) & m;
-    in = p->tab[s].addr == a && n <= p->tab[s].size;
-  }
-  for (size_t i = 0; i < p->tab_cap && !in; i++) {
-    const live_ent *e = &p->tab[i];
-    in = e->addr && a >= e->addr && a - e->addr <= e->size && n <= e->size - (a - e->addr);
+  if (p->tab_cap && b) {
+    size_t m = p->tab_cap - 1, s = slot_of(p, b);
+    while (p->tab[s].addr && p->tab[s].addr != b) s = (s + 1) & m;
+    const live_ent *e = &p->tab[s];
+    in = e->addr == b && a >= b && a - b <= e->size && n <= e->size - (a - b);
   }
   pthread_mutex_unlock(&p->lock);
   return in;

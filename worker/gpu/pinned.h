@@ -35,8 +35,11 @@ void ib_pinned_free(ib_pinned *p);
 bool ib_pinned_get(ib_pinned *p, size_t bytes, ib_pool_block *out);
 void ib_pinned_put(ib_pinned *p, const ib_pool_block *b);
 
-/* True when [ptr, ptr + n) lies inside one block handed out. */
-bool ib_pinned_holds(ib_pinned *p, const void *ptr, size_t n);
+/* True when `base` is the start of a block handed out and [ptr, ptr + n)
+ * lies inside it. The caller names the block (an allocation's own start,
+ * or the Job buffer a source was parsed in place from), so the answer is
+ * one table probe however many blocks are live. */
+bool ib_pinned_holds(ib_pinned *p, const void *base, const void *ptr, size_t n);
 
 /* The protobuf-c allocator of ib_executor_parse (lives as long as p). */
 ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);

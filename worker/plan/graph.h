@@ -42,6 +42,7 @@ struct ib_graph {
   void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
   void *owner;
   uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */
+  size_t buffer_len;
   Imgbatch__V1__RawImage *borrowed[IB_HOLLOW_MAX_SPANS]; /* data points into buffer */
   size_t n_borrowed;
 };

@@ -252,6 +252,7 @@ ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits 
     return st;
   }
   ib_status st = parse(h.msg, h.len, limits, mem, &h, buf, out, key_on_error, err);
+  if (*out) (*out)->buffer_len = len;
   free(h.msg);
   return st;
 }
