@@ -18,15 +18,21 @@
 IB_FN int ib_ceil_div(int e, int d) { return e >= 0 ? (e + d - 1) / d : -((-e) / d); }
 
 /* x^(1/3) for finite x >= 0: scale into [1/8, 1) by exact powers of 8, then
- * Newton from a linear guess (6 steps take the error from 0.5 to below 1 ulp). */
+ * Newton from a cubic guess fitted on [1/8, 0.35) and [0.35, 1) (Chebyshev
+ * nodes; relative error below 5.3e-4). Newton squares the error: 2.4e-7,
+ * 6e-14, then 1 ulp after the third step - half the divisions of the former
+ * linear guess with 6 steps, which dominated the tone kernel. */
 IB_FN double ib_cbrt_d(double x) {
   if (!(x > 0.0)) return 0.0;
   int e;
   double m = frexp(x, &e);
   const int q = ib_ceil_div(e, 3);
   x = ldexp(m, e - 3 * q);
-  double y = 0.5 + 0.5 * x;
-  for (int i = 0; i < 6; i++) y = y - (y * y * y - x) / (3.0 * y * y);
+  double y = x < 0.35 ? ((3.3139677865482184 * x - 3.6966616976532256) * x + 2.0627590108463676) * x +
+                            0.29368613568394597
+                      : ((0.20559434170626478 * x - 0.6512894123530185) * x + 1.0305828987269838) * x +
+                            0.41536624850355686;
+  for (int i = 0; i < 3; i++) y = y - (y * y * y - x) / (3.0 * y * y);
   return ldexp(y, q);
 }
 
