@@ -213,14 +213,29 @@ Test(pool, steady_state_reuses_blocks_and_respects_cap) {
     ib_pool_put(&p, &b);
   }
   cr_assert_eq(p.allocs, 2, "steady state allocates nothing new");
-  /* 4 MiB cap: a 2 MiB + 1 request (4 MiB class) must evict the cached 1 MiB
-   * and 128 KiB blocks first. */
-  cr_assert(ib_pool_get(&p, (2u << 20) + 1, &a));
+  /* 4 MiB cap: a 3.5 MiB + 1 request (4 MiB class) must evict the cached
+   * 1 MiB and 80 KiB blocks first. */
+  cr_assert(ib_pool_get(&p, (7u << 19) + 1, &a));
   cr_assert_eq(p.held, 4u << 20);
   cr_assert_not(ib_pool_get(&p, 1, &b), "over the cap");
   ib_pool_put(&p, &a);
   ib_pool_destroy(&p);
   cr_assert_eq(outstanding, 0);
+}
+
+Test(pool, classes_waste_under_a_quarter) {
+  cr_assert_eq(ib_pool_class_size(0), 64u << 10);
+  cr_assert_eq(ib_pool_class_size(4), 128u << 10);
+  /* A 4096^2 RGBA Job: its pixels and a header. */
+  cr_assert_eq(ib_pool_class_size(ib_pool_class((64u << 20) + 40)), 80u << 20);
+  for (size_t b = 65536; b < ((size_t)1 << 34); b = b * 9 / 8 + 12345) {
+    int k = ib_pool_class(b);
+    cr_assert_geq(k, 0);
+    cr_assert_geq(ib_pool_class_size(k), b);
+    cr_assert_lt((double)ib_pool_class_size(k), 1.25 * (double)b, "%zu -> %zu", b,
+                 ib_pool_class_size(k));
+    cr_assert(k == 0 || ib_pool_class_size(k - 1) < b, "the smallest class that fits");
+  }
 }
 
 /* IB_DUMP_CHAIN=path writes one generated source for inspection. */

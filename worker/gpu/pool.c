@@ -12,14 +12,18 @@ void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, 
   p->cap = cap;
 }
 
+size_t ib_pool_class_size(int k) {
+  return (size_t)(4 + k % 4) << (IB_POOL_MIN_SHIFT - 2 + k / 4);
+}
+
 int ib_pool_class(size_t bytes) {
   for (int k = 0; k < IB_POOL_CLASSES; k++)
-    if (bytes <= ((size_t)1 << (IB_POOL_MIN_SHIFT + k))) return k;
+    if (bytes <= ib_pool_class_size(k)) return k;
   return -1;
 }
 
 static void trim_class(ib_pool *p, int k) {
-  size_t sz = (size_t)1 << (IB_POOL_MIN_SHIFT + k);
+  size_t sz = ib_pool_class_size(k);
   while (p->free_list[k].n) {
     p->free(p->ctx, p->free_list[k].addr[--p->free_list[k].n], sz);
     p->held -= sz;
@@ -39,7 +43,7 @@ void ib_pool_destroy(ib_pool *p) {
 bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out) {
   int k = ib_pool_class(bytes ? bytes : 1);
   if (k < 0) return false;
-  size_t sz = (size_t)1 << (IB_POOL_MIN_SHIFT + k);
+  size_t sz = ib_pool_class_size(k);
   if (p->free_list[k].n) {
     *out = (ib_pool_block){p->free_list[k].addr[--p->free_list[k].n], sz, k};
     p->live += sz;

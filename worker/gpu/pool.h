@@ -2,8 +2,8 @@
  * pool.h - a size-class pool over an allocator, used twice by the CUDA
  * backend: device buffers (cuMemAlloc) and pinned host staging
  * (cuMemHostAlloc). In steady state every request is served from a free
- * list, so no job allocates from the driver. Classes are powers of two from
- * 64 KiB (a block of class k holds 64 KiB << k bytes); a released block goes
+ * list, so no job allocates from the driver. Classes run from
+ * 64 KiB in four steps per power of two (ib_pool_class_size); a released block goes
  * back to its class's free list. `cap` bounds the bytes the pool holds from
  * the allocator (live + free): past it, free blocks are returned to the
  * allocator first, and a request that still does not fit fails (the
@@ -18,7 +18,10 @@
 #include <stdint.h>
 
 #define IB_POOL_MIN_SHIFT 16
-#define IB_POOL_CLASSES 24 /* 64 KiB .. 512 GiB */
+/* Four classes per power of two (x1, x1.25, x1.5, x1.75), so a request
+ * wastes under 25 %: a 4096^2 RGBA Job (64 MiB and its header) takes
+ * 80 MiB, not 128. 64 KiB .. 448 GiB. */
+#define IB_POOL_CLASSES 96
 
 /* Allocator callbacks: alloc returns 0 on failure; addresses are opaque u64
  * (a CUdeviceptr or a host pointer). */
@@ -54,6 +57,8 @@ bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out);
 void ib_pool_put(ib_pool *p, const ib_pool_block *b);
 /* Class of a request (for tests); -1 when larger than the largest class. */
 int ib_pool_class(size_t bytes);
+/* Bytes of a block of class k. */
+size_t ib_pool_class_size(int k);
 /* Returns all free blocks to the allocator. */
 void ib_pool_trim(ib_pool *p);
 
