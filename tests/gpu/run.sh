@@ -42,7 +42,7 @@ rc_race=$?
 t_san=$(( $(date +%s) - t ))
 
 t=$(date +%s)
-IB_CUDA_PROFILE=1 timeout 200 gpu_bench --big 24 >"$out/bench.txt" 2>IB_CUDA_PROFILE=1 timeout 200 gpu_bench >"$out/bench.txt" 2>&11
+IB_CUDA_PROFILE=1 timeout 200 gpu_bench --big 24 >"$out/bench.txt" 2>&1
 rc_bench=$?
 t_bench=$(( $(date +%s) - t ))
 
