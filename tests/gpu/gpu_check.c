@@ -282,14 +282,21 @@ int main(int argc, char **argv) {
   }
   int n_chain_end = (int)nc;
 
-  /* 3. small images of one signature, many per submission (descriptor table) */
+  /* 3. small images, many per submission (descriptor table): runs of 25
+   * jobs whose graphs are equal but for their pixels (the backend copies
+   * the parameter blocks of an equal predecessor: each copy is checked
+   * here), in 8 runs of 4 ops and 8 sizes. */
+  static const int batch_ops[4] = {JG_INVERT, JG_POINT, JG_GAUSS, JG_RESIZE};
   for (int k = 0; k < 200 && nc < cap; k++) {
-    jg_begin(&j, &arena, &r, IB_MODE_RGB, 96 + (uint32_t)(k % 7), 64, key++);
-    jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 96, 64, 0);
+    const int run = k / 25, op = batch_ops[run % 4];
+    const uint32_t w = 96 + (uint32_t)run;
+    jg_begin(&j, &arena, &r, IB_MODE_RGB, w, 64, key++);
+    jg_rng same = {1000u + (uint64_t)run}; /* equal parameters within a run */
+    jg_op(&j, &same, op, 0, IB_MODE_RGB, w, 64, -1);
     ccase *c = &cs[nc];
     if (!(c->g = jg_finish(&j, &err))) continue;
     c->op = -2;
-    snprintf(c->label, sizeof c->label, "batch invert RGB #%d", k);
+    snprintf(c->label, sizeof c->label, "batch %s RGB #%d", jg_names[op], k);
     nc++;
   }
   int n_batch_end = (int)nc;
