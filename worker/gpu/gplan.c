@@ -15,19 +15,6 @@ static int new_buf(ib_gplan *p, size_t bytes, int source_node) {
   return p->n_bufs++;
 }
 
-ib_status ib_gplan_copy(ib_gplan *dst, const ib_gplan *src) {
-  *dst = *src;
-  dst->stages = malloc((size_t)(src->n_stages ? src->n_stages : 1) * sizeof *dst->stages);
-  dst->bufs = malloc((size_t)(src->n_bufs ? src->n_bufs : 1) * sizeof *dst->bufs);
-  if (!dst->stages || !dst->bufs) {
-    ib_gplan_free(dst);
-    return IB_INTERNAL;
-  }
-  memcpy(dst->stages, src->stages, (size_t)src->n_stages * sizeof *dst->stages);
-  memcpy(dst->bufs, src->bufs, (size_t)src->n_bufs * sizeof *dst->bufs);
-  return IB_OK;
-}
-
 void ib_gplan_free(ib_gplan *p) {
   free(p->stages);
   free(p->bufs);

@@ -52,9 +52,6 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err);
 /* Writes a stage's per-job parameter block (zeroed by the caller). */
 void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block);
 size_t ib_gplan_out_bytes(const ib_gplan *p);
-/* A deep copy (IB_INTERNAL when out of memory; dst then empty). A plan
- * names nodes by index, so it serves any graph equal but for pixels. */
-ib_status ib_gplan_copy(ib_gplan *dst, const ib_gplan *src);
 void ib_gplan_free(ib_gplan *p);
 
 #endif
