@@ -98,6 +98,9 @@ static void same_both_ways(const uint8_t *bytes, size_t len, bool must_parse) {
     cr_assert_eq(ea.stage, eb.stage);
     return;
   }
+  cr_assert_not_null(a->nodes_wire);
+  cr_assert_eq(a->nodes_wire_len, b->nodes_wire_len, "both ways keep the same node bytes");
+  cr_assert_eq(memcmp(a->nodes_wire, b->nodes_wire, a->nodes_wire_len), 0);
   cr_assert_eq(a->n_sources, b->n_sources);
   for (size_t i = 0; i < a->n_sources; i++) {
     cr_assert_eq(a->sources[i].len, b->sources[i].len);
@@ -187,4 +190,36 @@ Test(hollow, corrupted_messages_get_the_same_verdict_both_ways) {
     same_both_ways(bytes, len, false);
     free(bytes);
   }
+}
+
+Test(hollow, node_bytes_tell_equal_graphs_apart_from_different_ones) {
+  rng r = {99}, r2 = {99};
+  size_t la, lb;
+  uint8_t *a = build(&r, 2, &la), *b = build(&r2, 2, &lb);
+  cr_assert_eq(la, lb);
+  /* Other pixels, same graph: flip bytes inside every raw data span. */
+  ib_hollow h;
+  cr_assert_eq(ib_hollow_job(b, lb, 1, &h), 1);
+  for (size_t i = 0; i < h.n_spans; i++) ((uint8_t *)h.spans[i].data)[h.spans[i].len / 2] ^= 0x5a;
+  free(h.msg);
+  cr_assert_neq(memcmp(a, b, la), 0);
+  ib_graph *ga = NULL, *gb = NULL, *gc = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_graph_parse(a, la, NULL, &ga, NULL, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_graph_parse(b, lb, NULL, &gb, NULL, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ga->nodes_wire_len, gb->nodes_wire_len);
+  cr_assert_eq(memcmp(ga->nodes_wire, gb->nodes_wire, ga->nodes_wire_len), 0);
+  /* A different graph (another seed: other modes, sizes, copy input). */
+  rng r3 = {100};
+  size_t lc;
+  uint8_t *c = build(&r3, 3, &lc);
+  cr_assert_eq(ib_graph_parse(c, lc, NULL, &gc, NULL, &err), IB_OK, "%s", err.message);
+  cr_assert(gc->nodes_wire_len != ga->nodes_wire_len ||
+            memcmp(gc->nodes_wire, ga->nodes_wire, ga->nodes_wire_len) != 0);
+  ib_graph_free(ga);
+  ib_graph_free(gb);
+  ib_graph_free(gc);
+  free(a);
+  free(b);
+  free(c);
 }

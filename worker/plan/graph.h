@@ -43,6 +43,11 @@ struct ib_graph {
   void *owner;
   uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */
   size_t buffer_len;
+  /* The Job's node fields as they were on the wire (NULL when unavailable):
+   * two graphs with equal bytes here and equal node shapes run the same
+   * device plan with the same parameters (the CUDA backend reuses them). */
+  uint8_t *nodes_wire;
+  size_t nodes_wire_len;
   Imgbatch__V1__RawImage *borrowed[IB_HOLLOW_MAX_SPANS]; /* data points into buffer */
   size_t n_borrowed;
 };

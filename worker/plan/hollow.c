@@ -178,3 +178,17 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
   h->n_spans = n_hits;
   return 1;
 }
+
+size_t ib_wire_collect(const uint8_t *buf, size_t len, uint32_t fn, uint8_t *out, size_t cap) {
+  size_t total = 0;
+  const uint8_t *p = buf, *end = buf + len;
+  wfield f;
+  int r;
+  while ((r = next_field(&p, end, &f)) == 1) {
+    if (f.fn != fn) continue;
+    size_t n = (size_t)(f.end - f.start);
+    if (out && total + n <= cap) memcpy(out + total, f.start, n);
+    total += n;
+  }
+  return r < 0 ? SIZE_MAX : total;
+}

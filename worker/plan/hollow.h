@@ -37,4 +37,10 @@ typedef struct ib_hollow {
  * canonical (unpack `buf` itself), -1 when out of memory. */
 int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h);
 
+/* The encodings (key, length, payload) of every top-level field `fn` of a
+ * message, concatenated into out[0..cap) in wire order. Returns the total
+ * length (also when out is NULL or too small, which writes nothing), or
+ * SIZE_MAX for malformed bytes. Two equal results mean equal field values. */
+size_t ib_wire_collect(const uint8_t *buf, size_t len, uint32_t fn, uint8_t *out, size_t cap);
+
 #endif

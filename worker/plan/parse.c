@@ -301,6 +301,12 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     src->raw->data.len = sp->len;
     g->borrowed[g->n_borrowed++] = src->raw;
   }
+  /* Job.nodes = 5 (proto/imgbatch.proto). */
+  size_t nw = ib_wire_collect(bytes, len, 5, NULL, 0);
+  if (nw != SIZE_MAX && (g->nodes_wire = malloc(nw ? nw : 1))) {
+    ib_wire_collect(bytes, len, 5, g->nodes_wire, nw);
+    g->nodes_wire_len = nw;
+  }
   if ((st = set_key(g, err)) != IB_OK) goto out;
   if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
 
@@ -331,6 +337,7 @@ out:
 
 void ib_graph_free(ib_graph *g) {
   if (!g) return;
+  free(g->nodes_wire);
   for (size_t i = 0; i < g->n_sources; i++) free(g->sources[i].file_bytes);
   free(g->sources);
   free(g->nodes);
