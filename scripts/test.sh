@@ -10,5 +10,5 @@ scripts/setup.sh
 IB_BUILD_DIR=build-asan IB_CMAKE_ARGS="-DIB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" scripts/setup.sh
 # Unit tests and the pytest suites (which drive the sanitized binary), at a
 # reduced parity scale: the sanitizers check the CPU paths, not coverage.
-(cd build-asan && ASAN_OPTIONS=detect_leaks=0 IB_PARITY_SCALE=0.3 ctest --output-on-failure -j2)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 IB_PARITY_SCALE=0.3 ctest --output-on-failure -j2)
 echo "test.sh: all suites passed"

@@ -7,12 +7,21 @@
 
 static uint8_t raw_px[4097];
 
+/* A hand-built Job and its source in one block (the Source's oneof shares
+ * storage, so the RawImage must not be reached through it to be freed). */
+typedef struct job_mem {
+  Imgbatch__V1__Job job; /* first: the block's address */
+  Imgbatch__V1__Source src;
+  Imgbatch__V1__RawImage raw;
+} job_mem;
+
 static Imgbatch__V1__Job *job_new(const char *mode, uint32_t w, uint32_t h, size_t nbytes) {
-  Imgbatch__V1__Job *j = calloc(1, sizeof *j);
+  job_mem *m = calloc(1, sizeof *m);
+  Imgbatch__V1__Job *j = &m->job;
   imgbatch__v1__job__init(j);
-  Imgbatch__V1__Source *s = calloc(1, sizeof *s);
+  Imgbatch__V1__Source *s = &m->src;
   imgbatch__v1__source__init(s);
-  Imgbatch__V1__RawImage *r = calloc(1, sizeof *r);
+  Imgbatch__V1__RawImage *r = &m->raw;
   imgbatch__v1__raw_image__init(r);
   r->mode = (char *)mode;
   r->width = w;
@@ -46,10 +55,24 @@ static void link_input(Imgbatch__V1__Node *n, uint32_t from) {
   n->inputs[n->n_inputs++] = from;
 }
 
+static void job_free(Imgbatch__V1__Job *j) {
+  for (size_t i = 0; i < j->n_nodes; i++) {
+    Imgbatch__V1__Node *n = j->nodes[i];
+    if (n->op_case == IMGBATCH__V1__NODE__OP_SOURCE) free(n->source);
+    if (n->op_case == IMGBATCH__V1__NODE__OP_COPY) free(n->copy);
+    free(n->inputs);
+    free(n);
+  }
+  free(j->nodes);
+  free(j); /* the job_mem block */
+}
+
+/* Packs, frees the hand-built job, parses. */
 static ib_status parse(Imgbatch__V1__Job *j, ib_graph **g, ib_error *err) {
   size_t len = imgbatch__v1__job__get_packed_size(j);
   uint8_t *buf = malloc(len + 1);
   imgbatch__v1__job__pack(j, buf);
+  job_free(j);
   ib_status st = ib_graph_parse(buf, len, NULL, g, NULL, err);
   free(buf);
   return st;
@@ -129,6 +152,7 @@ Test(graph, path_sources_cannot_escape_the_root) {
   size_t len = imgbatch__v1__job__get_packed_size(j);
   uint8_t *buf = malloc(len);
   imgbatch__v1__job__pack(j, buf);
+  job_free(j);
   ib_graph_limits lim = {.source_root = "/tmp"};
   ib_graph *g = NULL;
   ib_error err = {0};
