@@ -85,7 +85,9 @@ def filter_params(f):
         # Kernel and the predefined BLUR, SHARPEN, ...: (size, scale, offset,
         # kernel), scale already defaulted to the kernel sum by Kernel(). A
         # zero scale stays zero: Pillow divides by it (_imaging.c _filter).
-        (xs, _ys), scale, offset, kernel = f.filterargs
+        (xs, ys), scale, offset, kernel = f.filterargs
+        if xs != ys:  # the wire has one side; Pillow refuses these too (Filter.c)
+            raise ValueError("bad kernel size")
         return "kernel", {
             "size": int(xs),
             "kernel": [float(k) for k in kernel],

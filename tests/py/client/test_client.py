@@ -149,6 +149,11 @@ def test_filters_map_to_their_params():
     assert job_of(a.filter(ImageFilter.GaussianBlur(0))).nodes[-1].WhichOneof("op") == "copy"
     with pytest.raises(NotImplementedError):
         a.filter(ImageFilter.UnsharpMask())
+    # A non-square Kernel: Pillow refuses it when filtering, and so does the recorder.
+    with pytest.raises(ValueError, match="bad kernel size"):
+        PILImage.new("L", (6, 6)).filter(ImageFilter.Kernel((3, 5), [1] * 15))
+    with pytest.raises(ValueError, match="bad kernel size"):
+        a.filter(ImageFilter.Kernel((3, 5), [1] * 15))
 
 
 def test_colours_and_params_are_resolved_by_pillow():
