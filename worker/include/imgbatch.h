@@ -92,6 +92,12 @@ typedef enum ib_mode {
 #define IB_MODE_BIT(m) (1u << (m))
 #define IB_MAX_SIDE 4096u /* per-graph bound: 4096 x 4096 peak pixels */
 
+/* The wire contract version this library reads and writes
+ * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
+ * 2 added Job.contract_version, Result.file (ImageFile) and
+ * Result.contract_version. A Job newer than this is Unsupported. */
+#define IB_CONTRACT_VERSION 2u
+
 unsigned ib_mode_bands(ib_mode m);
 const char *ib_mode_name(ib_mode m);
 /* Returns IB_MODE_NONE for any string that is not an admitted mode. */
