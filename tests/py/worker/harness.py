@@ -5,6 +5,7 @@ confluent_kafka.Producer and results come out with confluent_kafka.Consumer.
 Every wait has a deadline, every process is killed in Env.close(), and every
 failure message carries the processes' stderr (Env.why)."""
 import collections
+import ctypes
 import json
 import os
 import resource
@@ -45,6 +46,16 @@ def t(seconds):
     return seconds * SCALE
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """preexec_fn: the child gets SIGKILL when the test process dies, so that
+    no broker or worker outlives a killed pytest."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _tail(lines, n=40):
     lines = list(lines)[-n:]
     return "\n".join(lines) if lines else "(nothing)"
@@ -73,7 +84,8 @@ class Broker:
             argv += ["--topic", topic]
         self._err = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, bufsize=0)
+                                     stderr=self._err, bufsize=0,
+                                     preexec_fn=_die_with_parent)
         self._buf = b""
         self.frozen = False
         line = self._readline(t(20))
@@ -158,9 +170,9 @@ class Worker:
         self.lines = []
         self.events = []
         self._cond = threading.Condition()
-        preexec = None
-        if rlimit_fsize is not None:
-            def preexec():
+        def preexec():
+            _die_with_parent()
+            if rlimit_fsize is not None:
                 # An ignored SIGXFSZ makes an over-limit write fail with EFBIG
                 # (a sink fault) instead of killing the worker.
                 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -288,8 +300,9 @@ class Reader:
     """Reads a whole topic from the beginning (all partitions assigned, no
     group coordination) and keeps every message; Result values are parsed."""
 
-    def __init__(self, bootstrap, topic, parse=True):
+    def __init__(self, bootstrap, topic, parse=True, hopeless=lambda: None):
         self.topic = topic
+        self.hopeless = hopeless
         self.parse = parse
         self.messages = []
         self._c = Consumer({"bootstrap.servers": bootstrap,
@@ -334,29 +347,45 @@ class Reader:
             out[m.key].append(m)
         return out
 
+    def _give_up(self, deadline, last_chance):
+        """Whether to stop waiting: past the deadline, or nothing can come
+        (no worker left) and one last poll has been made."""
+        if time.monotonic() <= deadline and not self.hopeless():
+            return False
+        if last_chance[0]:
+            return True
+        last_chance[0] = True
+        self.poll(1.0)
+        return False
+
     def wait_keys(self, keys, timeout, why=lambda: ""):
         """Polls until every key in keys has at least one message; returns
-        by_key(). On the deadline, raises naming the missing keys."""
+        by_key(). On the deadline, or once no worker is left, raises naming
+        the missing keys."""
         keys = set(keys)
         deadline = time.monotonic() + t(timeout)
+        last_chance = [False]
         while True:
             have = self.by_key()
             missing = keys - have.keys()
             if not missing:
                 return have
-            if time.monotonic() > deadline:
+            if self._give_up(deadline, last_chance):
                 raise AssertionError(f"{len(missing)} of {len(keys)} keys without a message on "
-                                     f"{self.topic} after {t(timeout):.0f}s, e.g. "
-                                     f"{sorted(missing)[:5]}\n{why()}")
+                                     f"{self.topic} ({self.hopeless() or 'deadline'}, "
+                                     f"{t(timeout):.0f}s), e.g. {sorted(missing)[:5]}\n{why()}")
             self.poll(0.3)
 
     def wait_count(self, n, timeout, pred=lambda m: True, why=lambda: ""):
+        """Polls until n messages satisfy pred; returns them."""
         deadline = time.monotonic() + t(timeout)
+        last_chance = [False]
         while sum(1 for m in self.messages if pred(m)) < n:
-            if time.monotonic() > deadline:
+            if self._give_up(deadline, last_chance):
                 got = sum(1 for m in self.messages if pred(m))
-                raise AssertionError(f"{got} of {n} messages on {self.topic} after "
-                                     f"{t(timeout):.0f}s\n{why()}")
+                raise AssertionError(f"{got} of {n} messages on {self.topic} "
+                                     f"({self.hopeless() or 'deadline'}, {t(timeout):.0f}s)\n"
+                                     f"{why()}")
             self.poll(0.3)
         return [m for m in self.messages if pred(m)]
 
@@ -386,7 +415,11 @@ class Env:
     # ---- processes
 
     def worker(self, *args, worker_id=None, x=(), **kw):
+        """Starts a worker on this broker (--grace-seconds 10 unless given)."""
         self._ids += 1
+        args = tuple(str(a) for a in args)
+        if "--grace-seconds" not in args:
+            args += ("--grace-seconds", "10")
         w = Worker(self.workdir, self.bootstrap, worker_id or f"w{self._ids}", args, x, **kw)
         self.workers.append(w)
         return w
@@ -403,10 +436,10 @@ class Env:
             w.close()
         for r in self.readers:
             r.close()
-        try:
-            self.producer.flush(0)
-        except (KafkaException, RuntimeError):
-            pass
+        # Dropping the last reference destroys the client now, before the
+        # broker goes (a live client would keep reconnecting, and logging).
+        self.producer = None
+        self.readers = []
         return self.broker.stop()
 
     # ---- kafka
@@ -437,8 +470,10 @@ class Env:
             return cb
 
         for i, m in enumerate(messages):
-            value, headers, key = (m, None, None) if isinstance(m, (bytes, bytearray)) else (
-                tuple(m) + (None, None))[:3]
+            if m is None or isinstance(m, (bytes, bytearray)):
+                value, headers, key = m, None, None
+            else:
+                value, headers, key = (tuple(m) + (None, None))[:3]
             while True:
                 try:
                     self.producer.produce(topic, value=value, key=key, headers=headers,
@@ -451,8 +486,15 @@ class Env:
         assert left == 0 and not errors, self.why(f"produce: {left} undelivered, {errors[:3]}")
         return coords
 
+    def hopeless(self):
+        """A reason why waiting for more is pointless (every worker started
+        has exited), or None."""
+        if self.workers and not any(w.alive() for w in self.workers):
+            return "every worker has exited"
+        return None
+
     def reader(self, topic=RESULTS, parse=True):
-        r = Reader(self.bootstrap, topic, parse)
+        r = Reader(self.bootstrap, topic, parse, self.hopeless)
         self.readers.append(r)
         return r
 
@@ -485,7 +527,7 @@ class Env:
             got = self.committed(topic)
             if all(got.get(p) == o for p, o in expected.items()):
                 return got
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or self.hopeless():
                 raise AssertionError(self.why(f"committed {got}, want {expected}"))
             time.sleep(0.3)
 
@@ -547,3 +589,34 @@ def rss_bytes(pid):
     except OSError:
         pass
     return 0
+
+
+def wait_until(pred, timeout, why=lambda: "", step=0.2, hopeless=lambda: None):
+    """Polls pred() until it is truthy (returns its value); raises
+    AssertionError with why() once the scaled deadline passes or hopeless()
+    gives a reason."""
+    deadline = time.monotonic() + t(timeout)
+    while True:
+        value = pred()
+        if value:
+            return value
+        reason = hopeless()
+        if reason or time.monotonic() > deadline:
+            raise AssertionError(f"{reason or f'not within {t(timeout):.0f}s'}\n{why()}")
+        time.sleep(step)
+
+
+def check_commits_only_for_owned(worker, topic=JOBS):
+    """Every `committed` event of worker names a partition it owned at that
+    moment (per its assigned/revoked events before it)."""
+    owned = set()
+    for e in list(worker.events):
+        name = e.get("event")
+        if name == "assigned":
+            owned |= {(tp, p) for tp, p in e.get("partitions", [])}
+        elif name == "revoked":
+            owned -= {(tp, p) for tp, p in e.get("partitions", [])}
+        elif name == "committed" and e.get("topic") == topic:
+            assert (topic, e.get("partition")) in owned, (
+                f"worker {worker.worker_id} committed {e} for a partition it does not own "
+                f"(owned {sorted(owned)})\n{worker.stderr()}")

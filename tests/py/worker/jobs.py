@@ -2,6 +2,7 @@
 through the Pillow-shaped client (so that replay() gives the reference), and
 the poison messages of the Kafka worker issue (scenario 4)."""
 import io
+import random
 import struct
 import zlib
 
@@ -12,14 +13,8 @@ from imgbatch import imgbatch_pb2 as pb
 
 
 def pixels(w, h, bands=3, seed=0):
-    """w*h*bands deterministic bytes with some structure (gradients and noise),
-    so that filters and geometry produce distinguishable outputs."""
-    out = bytearray(w * h * bands)
-    x = (seed * 2654435761 + 12345) & 0xFFFFFFFF
-    for i in range(len(out)):
-        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
-        out[i] = ((i * 7 + seed * 13) + (x >> 16)) & 0xFF
-    return bytes(out)
+    """w*h*bands deterministic pseudo-random bytes for seed."""
+    return random.Random(seed).randbytes(w * h * bands)
 
 
 # Graphs chosen to be cheap on the CPU backend and different from each other.
@@ -30,7 +25,11 @@ GRAPHS = (
     ("median", lambda im: im.filter(ImageFilter.MedianFilter(3))),
     ("rotate", lambda im: im.transpose(Image.Transpose.ROTATE_90)),
     ("gray", lambda im: ImageOps.grayscale(im)),
+    # CPU work with a small output: for tests that need jobs to take a while.
+    ("median-small", lambda im: im.filter(ImageFilter.MedianFilter(5)).resize(
+        (im.width // 4, im.height // 4), Image.Resampling.NEAREST)),
 )
+SLOW = len(GRAPHS) - 1
 
 
 def lazy_image(seed, w=32, h=32, mode="RGB", graph=None):
@@ -113,6 +112,7 @@ def poison_cases(source_root_escape_link):
                   {pb.INVALID}, ()))
     # An empty value parses as an empty Job: it is no job (no graph) either way.
     cases.append(("empty", b"", None, {pb.INVALID}, ()))
+    cases.append(("null", None, None, {pb.INVALID}, ()))  # a tombstone: no value at all
     cases.append(("truncated", good[: len(good) // 2], pb.PARSE, {pb.INVALID}, ()))
 
     cycle = raw_copy_job("cycle")
@@ -126,15 +126,19 @@ def poison_cases(source_root_escape_link):
     unknown = head.SerializeToString() + b"\x2a" + bytes([len(node)]) + node
     cases.append(("unknown-op", unknown, pb.VALIDATE, {pb.UNSUPPORTED}, ()))
 
-    rank = raw_copy_job("out-of-range")
-    rank.nodes[1].ClearField("copy")
-    rank.nodes[1].rank_filter.size = 11
-    rank.nodes[1].rank_filter.rank = 0
-    cases.append(("out-of-range", rank.SerializeToString(), pb.VALIDATE, {pb.INVALID}, ()))
+    posterize = raw_copy_job("out-of-range")
+    posterize.nodes[1].ClearField("copy")
+    posterize.nodes[1].posterize.bits = 9
+    cases.append(("out-of-range", posterize.SerializeToString(), pb.VALIDATE, {pb.INVALID},
+                  ("bits",)))
+
+    newer = raw_copy_job("newer-contract")
+    newer.contract_version = 99
+    cases.append(("newer-contract", newer.SerializeToString(), None, {pb.UNSUPPORTED}, ("99",)))
 
     png16 = png_bytes(PIL.Image.new("I;16", (8, 8), 1000))
-    cases.append(("png16", encoded_job("png16", png16).SerializeToString(), None,
-                  {pb.UNSUPPORTED, pb.DECODE_ERROR}, ()))
+    cases.append(("png16", encoded_job("png16", png16).SerializeToString(), pb.DECODE,
+                  {pb.UNSUPPORTED}, ()))
     whole = png_bytes(PIL.Image.frombytes("RGB", (32, 32), pixels(32, 32)))
     cases.append(("png-truncated", encoded_job("png-truncated", whole[: len(whole) // 2])
                   .SerializeToString(), pb.DECODE, {pb.DECODE_ERROR}, ()))
@@ -146,6 +150,12 @@ def poison_cases(source_root_escape_link):
                   None, {pb.INVALID}, ()))
 
     meta = raw_copy_job("metadata")
-    meta.metadata["big"].bytes_value = b"m" * (2 << 20)
+    meta.metadata["big"].bytes_value = b"m" * 100_000
     cases.append(("metadata", meta.SerializeToString(), None, {pb.LIMIT}, ()))
+    deep = raw_copy_job("metadata-deep")
+    v = deep.metadata["deep"]
+    for _ in range(20):
+        v = v.list_value.items.add()
+    v.int_value = 1
+    cases.append(("metadata-deep", deep.SerializeToString(), None, {pb.LIMIT, pb.INVALID}, ()))
     return cases
