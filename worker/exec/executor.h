@@ -51,6 +51,7 @@ typedef struct ib_job {
   ib_image out;
   void *dev;     /* resident output kept by the backend (until a handle owns it) */
   bool resident; /* output gpu */
+  void *tag;     /* ib_input.tag, handed back on the result */
   uint64_t admitted_us, queue_us, exec_us;
   struct ib_job *next;
 } ib_job;
@@ -93,6 +94,7 @@ struct ib_results {
   ib_input_next_fn next;
   void *user;
   bool input_end;
+  bool input_again; /* the callback answered IB_AGAIN in this step */
   bool has_lookahead; /* one pulled input waiting for credits */
   ib_input lookahead;
   bool has_held; /* an error result to yield before anything else */
@@ -109,8 +111,8 @@ void ib_exec_leave(ib_executor *ex);
 
 /* Admission (submit.c). On IB_OK the job owns `g`; `*job_id` is set when an
  * id was consumed. With queue mode off the job also runs to completion. */
-ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
-                        bool *id_consumed, ib_error *err);
+ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
+                        uint64_t *job_id, bool *id_consumed, ib_error *err);
 
 /* A rejection decided before admission (validation by the producer):
  * consumes an id and counts it; false when ids are exhausted. */

@@ -47,7 +47,8 @@ typedef enum ib_status {
   IB_BUSY,                /* another driver owns the executor */
   IB_RESULT_BACKPRESSURE, /* held outputs (resident handles, lent images) fill the budget: release, retry */
   IB_CLOSED,              /* executor closed */
-  IB_END                  /* a result stream is exhausted */
+  IB_END,                 /* a result stream is exhausted */
+  IB_AGAIN                /* run streams: no input ready now and nothing live (call again) */
 } ib_status;
 
 /* Stages match proto enum imgbatch.v1.Stage numerically. */
@@ -318,6 +319,7 @@ typedef struct ib_result {
   void *output_spec;
   size_t output_spec_len;
   char *correlation_id;
+  void *tag;          /* ib_input.tag of the run input it came from (NULL otherwise) */
   uint64_t queue_us;  /* admission to the start of its submission */
   uint64_t exec_us;   /* its submission's duration (shared by the submission's jobs) */
 } ib_result;
@@ -417,13 +419,17 @@ typedef struct ib_input {
   ib_graph *graph;
   bool has_key;
   ib_key key;
+  void *tag; /* the caller's, handed back untouched on this input's result */
 } ib_input;
 
 /* The input iterator of run: called only from inside ib_results_next, on
  * the caller's thread. Returns IB_OK with an input, IB_END when there are
- * no more inputs (it is not called again), or another status with `err`
+ * no more inputs (it is not called again), IB_AGAIN when no input is ready
+ * now but more may come (a live source such as a pipe or a Kafka
+ * consumer: it is asked again at the next opportunity, and meanwhile the
+ * stream delivers what completes), or another status with `err`
  * filled for an input that failed before it could be admitted: the stream
- * yields that as an error result (carrying `in->key` when has_key) and goes
+ * yields that as an error result (carrying `in->key` when has_key, and `in->tag`) and goes
  * on pulling. With err->stage IB_STAGE_PARSE (the bytes were not a Job) the
  * result has no id; any later stage (a Job that failed validation, e.g.
  * ib_graph_parse's IB_STAGE_VALIDATE) is an admission rejection: it
@@ -456,7 +462,10 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
  * resident handles or lent result images fill the budget so the pending
  * input cannot be admitted
  * and nothing else is live; the stream stays open - release handles and call
- * again. IB_INTERNAL: out of memory in the core. A
+ * again. IB_AGAIN (run streams): the input callback answered IB_AGAIN and
+ * nothing is pending or in flight, so there is nothing to wait for: the
+ * caller waits for its source by its own means and calls again (the stream
+ * stays open). IB_INTERNAL: out of memory in the core. A
  * failed submission (device-wide failure) is not a stream error: each of
  * its jobs is yielded as an error result. Blocks until a result is ready
  * (running CPU work inline, waiting on device events).
