@@ -79,31 +79,6 @@ static void run_usage(FILE *f) {
           "start-up failure (e.g. cuda backend not built), 2 usage\n");
 }
 
-static bool parse_u64(const char *v, bool sized, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (!v[0] || v[0] == '-') return false;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno || end == v) return false;
-  unsigned shift = 0;
-  if (sized && *end) {
-    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
-    if (shift == 64 || end[1]) return false;
-    if (n > (UINT64_MAX >> shift)) return false;
-  } else if (*end) {
-    return false;
-  }
-  *out = (uint64_t)n << shift;
-  return true;
-}
-
-static bool parse_u32(const char *v, uint32_t *out) {
-  uint64_t n;
-  if (!parse_u64(v, false, &n) || n > UINT32_MAX) return false;
-  *out = (uint32_t)n;
-  return true;
-}
-
 static bool parse_opt(run_opts *o, const char *a, const char *v) {
   uint64_t n;
   if (strcmp(a, "--backend") == 0) {
@@ -120,16 +95,16 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
   } else if (strcmp(a, "--device") == 0) {
-    if (!parse_u64(v, false, &n) || n > 1024) return false;
+    if (!ib_cli_parse_u64(v, false, &n) || n > 1024) return false;
     o->exec.device = (int)n;
   } else if (strcmp(a, "--max-jobs") == 0) {
-    return parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
+    return ib_cli_parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
   } else if (strcmp(a, "--max-in-flight") == 0) {
-    return parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
+    return ib_cli_parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
   } else if (strcmp(a, "--gpu-bytes") == 0) {
-    return parse_u64(v, true, &o->exec.gpu_bytes) && o->exec.gpu_bytes > 0;
+    return ib_cli_parse_u64(v, true, &o->exec.gpu_bytes) && o->exec.gpu_bytes > 0;
   } else if (strcmp(a, "--host-bytes") == 0) {
-    return parse_u64(v, true, &o->exec.host_bytes) && o->exec.host_bytes > 0;
+    return ib_cli_parse_u64(v, true, &o->exec.host_bytes) && o->exec.host_bytes > 0;
   } else {
     return false;
   }
@@ -357,15 +332,4 @@ int ib_cmd_run(int argc, char **argv) {
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
-}
-
-int ib_cmd_worker(int argc, char **argv) {
-  if (ib_wants_help(argc, argv)) {
-    printf(
-        "usage: imgbatch worker\n\nNot implemented yet (the Kafka worker issue adds it).\n"
-        "exit codes: 1 (not implemented)\n");
-    return IB_EXIT_OK;
-  }
-  fprintf(stderr, "imgbatch worker: not implemented yet (the Kafka worker issue adds it)\n");
-  return IB_EXIT_FAILURE;
 }

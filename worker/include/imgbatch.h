@@ -497,6 +497,16 @@ void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
  * reach UINT64_MAX without 2^64 submissions. Not for production use. */
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id);
 
+#ifdef IB_FAULTS
+/* Test hook, compiled only with the CMake option IB_FAULTS (the test build):
+ * makes later submissions fail as a sick worker would, in front of the
+ * backend's driver calls. `spec`: "device@N" (the Nth submission fails with
+ * IB_DEVICE, once), "device@N+" (the Nth and every later one), "alloc@N"
+ * (job id N fails with IB_INTERNAL, host allocation), "key=K" (every
+ * submission holding a job keyed K fails with IB_DEVICE). */
+ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *err);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
