@@ -173,10 +173,15 @@ typedef struct ib_executor_options {
   uint32_t max_in_flight;  /* default 2 */
   bool queue;              /* false: submit completes its own submission */
   const char *cache_dir;   /* NVRTC module cache; NULL = $XDG_CACHE_HOME/imgbatch */
+  int host_threads;        /* host threads for decodes and host copies (the driving
+                            * thread included): the cpu backend runs a submission's
+                            * jobs on them, the cuda backend its decodes and staging
+                            * copies; -1 = the online CPUs, 0 or 1 = the driving
+                            * thread alone */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
- * 2 submissions in flight, queue mode on. */
+ * 2 submissions in flight, queue mode on, host_threads -1 (every CPU). */
 void ib_executor_options_default(ib_executor_options *o);
 
 /*
