@@ -138,7 +138,7 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   else if (strcmp(name, "max-result-bytes") == 0)
     w->max_result_bytes = n;
   else if (strcmp(name, "decode-threads") == 0 && n <= 1024)
-    w->decode_threads = (int)n;
+    w->decode_threads = (int)n, w->exec.host_threads = n ? (int)n : -1;
   else if (strcmp(name, "output-ttl") == 0)
     w->output_ttl_s = n;
   else if (strcmp(name, "grace-seconds") == 0)

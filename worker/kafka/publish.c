@@ -113,29 +113,42 @@ static void produce_all(ib_worker *w, ib_wjob *j) {
   }
 }
 
-/* Fills the coordinates and worker fields every Result carries, packs it
- * and sends it. */
-static void send_result(ib_worker *w, ib_wjob *j, ib_result_msg *rm) {
+/* Packs `rm` as job j's Result: its coordinates and the worker's fields. */
+static uint8_t *pack_result(const ib_worker *w, const ib_wjob *j, ib_result_msg *rm, size_t *len) {
   Imgbatch__V1__SourceCoordinates src = IMGBATCH__V1__SOURCE_COORDINATES__INIT;
   src.topic = (char *)rd_kafka_topic_name(j->msg->rkt);
   src.partition = j->partition;
   src.offset = j->offset;
   rm->msg.source = &src;
-  rm->msg.worker_id = w->worker_id;
+  rm->msg.worker_id = (char *)w->worker_id;
   rm->msg.contract_version = IB_CONTRACT_VERSION;
-  free(j->result);
-  j->result = ib_result_msg_pack(rm, &j->result_len);
+  uint8_t *buf = ib_result_msg_pack(rm, len);
   rm->msg.source = NULL;
-  if (!j->result) {
-    ib_wjob_fault(w, j, "alloc", "publish: out of memory packing the Result");
-    return;
-  }
+  return buf;
+}
+
+/* Sends a packed Result (taking it) with the job's trace headers under the
+ * job's coordinates, and its DLQ copy when marked. */
+static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
+  free(j->result);
+  j->result = packed;
+  j->result_len = len;
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   j->result_headers = trace_headers(j->msg);
   snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,
            rd_kafka_topic_name(j->msg->rkt), j->partition, j->offset);
   w->counters[IB_WC_RESULTS]++;
   produce_all(w, j);
+}
+
+static void send_result(ib_worker *w, ib_wjob *j, ib_result_msg *rm) {
+  size_t len = 0;
+  uint8_t *packed = pack_result(w, j, rm, &len);
+  if (!packed) {
+    ib_wjob_fault(w, j, "alloc", "publish: out of memory packing the Result");
+    return;
+  }
+  send_packed(w, j, packed, len);
 }
 
 static void mark_dlq(ib_worker *w, ib_wjob *j, const ib_error *e) {
@@ -157,8 +170,8 @@ static const char *ext_of(Imgbatch__V1__Format f) {
 
 /* Writes `data` atomically (temporary file, fsync, rename, directory
  * fsync) as <topic>-<partition>-<offset>.<ext> under the output directory. */
-static int write_file(ib_worker *w, const ib_wjob *j, const Imgbatch__V1__ImageData *im, char *name,
-                      size_t cap) {
+static int write_file(const ib_worker *w, const ib_wjob *j, const Imgbatch__V1__ImageData *im,
+                      char *name, size_t cap) {
   if (w->sink_fault) return EIO;
   snprintf(name, cap, "%s-%" PRId32 "-%" PRId64 ".%s", rd_kafka_topic_name(j->msg->rkt),
            j->partition, j->offset, ext_of(im->format));
@@ -191,19 +204,26 @@ static int write_file(ib_worker *w, const ib_wjob *j, const Imgbatch__V1__ImageD
   return e;
 }
 
-bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res) {
+/* Off the driving thread (the encode pool): encodes the image per the
+ * job's output spec, writes a result too large for a message to the output
+ * directory, packs the Result. Reads only immutable worker state. */
+void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
+  ib_result *res = &o->res;
   ib_result_msg rm;
   ib_result_msg_init(&rm);
   ib_error err = {0};
-  uint64_t handle_id = 0;
-  if (res->ok && res->kind == IB_RESULT_RESIDENT && !ib_whandle_keep(w, res, &handle_id)) {
-    ib_wjob_fault(w, j, "alloc", "publish: out of memory keeping a resident handle");
-    return false;
-  }
   ib_status st = ib_result_msg_from_result(&rm, res, &err);
+  if (st != IB_OK && err.status == IB_INTERNAL) {
+    /* The encoder failed, not the job's parameters: a worker fault until
+     * it follows this job (issue 11). */
+    o->fault_kind = "encode";
+    snprintf(o->fault_msg, sizeof o->fault_msg, "%s", err.message);
+    ib_result_msg_clear(&rm);
+    return;
+  }
   if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
-    rm.handle.worker_id = w->worker_id;
-    rm.handle.handle_id = handle_id;
+    rm.handle.worker_id = (char *)w->worker_id;
+    rm.handle.handle_id = o->handle_id;
     rm.handle.generation = w->generation;
   }
   rm.timings.queue_us = res->queue_us;
@@ -219,36 +239,63 @@ bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res) {
                    "publish: result of %zu bytes exceeds --max-result-bytes %" PRIu64
                    " and no --output-dir is set",
                    im->data.len, w->max_result_bytes);
-      ib_wpublish_error(w, j, IB_LIMIT, IB_STAGE_PUBLISH, e.message);
       ib_result_msg_clear(&rm);
-      return true;
+      ib_result_msg_error(&rm, res->has_job_id, res->job_id, &res->key, &e);
+      o->dlq = e;
+    } else {
+      int e = write_file(w, o->j, im, name, sizeof name);
+      if (e) {
+        o->fault_kind = "sink";
+        snprintf(o->fault_msg, sizeof o->fault_msg, "write %.100s/%.150s: %.60s",
+                 w->cfg->output_dir, name, strerror(e));
+        ib_result_msg_clear(&rm);
+        return;
+      }
+      file.path = name;
+      file.mode = im->mode;
+      file.width = im->width;
+      file.height = im->height;
+      file.format = im->format;
+      file.size = im->data.len;
+      file.worker_id = (char *)w->worker_id;
+      rm.msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_FILE;
+      rm.msg.file = &file;
     }
-    int e = write_file(w, j, im, name, sizeof name);
-    if (e) {
-      char why[320];
-      snprintf(why, sizeof why, "write %.100s/%.150s: %.60s", w->cfg->output_dir, name,
-               strerror(e));
-      ib_wjob_fault(w, j, "sink", why);
-      ib_result_msg_clear(&rm);
-      return false;
-    }
-    file.path = name;
-    file.mode = im->mode;
-    file.width = im->width;
-    file.height = im->height;
-    file.format = im->format;
-    file.size = im->data.len;
-    file.worker_id = w->worker_id;
-    rm.msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_FILE;
-    rm.msg.file = &file;
+  } else if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR) {
+    o->dlq = st != IB_OK ? err : res->error;
   }
-  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR) {
-    w->counters[IB_WC_ERRORS]++;
-    mark_dlq(w, j, st != IB_OK ? &err : &res->error);
+  o->error = rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR;
+  o->packed = pack_result(w, o->j, &rm, &o->len);
+  if (!o->packed) {
+    o->fault_kind = "alloc";
+    snprintf(o->fault_msg, sizeof o->fault_msg, "publish: out of memory packing the Result");
   }
-  send_result(w, j, &rm);
   ib_result_msg_clear(&rm);
+}
+
+bool ib_wout_send(ib_worker *w, ib_wout *o) {
+  ib_wjob *j = o->j;
+  if (o->fault_kind) {
+    ib_wjob_fault(w, j, o->fault_kind, o->fault_msg);
+    return false;
+  }
+  if (o->error) {
+    w->counters[IB_WC_ERRORS]++;
+    mark_dlq(w, j, &o->dlq);
+  }
+  send_packed(w, j, o->packed, o->len);
+  o->packed = NULL;
   return true;
+}
+
+bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res) {
+  ib_wout o = {.j = j, .res = *res};
+  if (res->ok && res->kind == IB_RESULT_RESIDENT && !ib_whandle_keep(w, res, &o.handle_id)) {
+    ib_wjob_fault(w, j, "alloc", "publish: out of memory keeping a resident handle");
+    return false;
+  }
+  ib_wout_prepare(w, &o);
+  return ib_wout_send(w, &o);
 }
 
 void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, const char *msg) {

@@ -153,16 +153,43 @@ static void on_result(ib_worker *w, ib_result *res) {
     ib_wjob_fault(w, j, res->error.status == IB_DEVICE ? "device" : "internal", res->error.message);
     return;
   }
+  if (res->ok && res->kind == IB_RESULT_IMAGE && w->pool) {
+    ib_wout *o = calloc(1, sizeof *o);
+    if (o) {
+      *o = (ib_wout){.j = j, .res = *res};
+      *res = (ib_result){0}; /* the pool owns it now */
+      ib_wpool_push(w->pool, o);
+      return;
+    }
+  }
   if (ib_wpublish_result(w, j, res)) {
     w->successes++;
     w->consecutive_faults = 0;
   }
 }
 
+/* Results the encode pool prepared go out from here. */
+static void send_prepared(ib_worker *w) {
+  ib_wout *o = w->pool ? ib_wpool_take(w->pool) : NULL;
+  while (o) {
+    ib_wout *next = o->next;
+    if (ib_wout_send(w, o)) {
+      w->successes++;
+      w->consecutive_faults = 0;
+    }
+    free(o->packed);
+    free(o);
+    o = next;
+  }
+}
+
 /* Everything but the executor: deliveries, the consumer (rebalances, the
  * next message), control commands, commits, backpressure, housekeeping. */
 static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
+  send_prepared(w);
   ib_wpublish_poll(w, 0);
+  /* Encodes in flight come back soon: do not sleep past them. */
+  if (wait_ms > 2 && w->pool && ib_wpool_outstanding(w->pool)) wait_ms = 2;
   ib_wconsume_poll(w, wait_ms);
   if (w->control) ib_wcontrol_poll(w);
   uint64_t now = ib_wnow_us();
@@ -225,6 +252,12 @@ static int start(ib_worker *w) {
 #endif
     }
   }
+  int threads =
+      w->cfg->decode_threads > 0 ? w->cfg->decode_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (!(w->pool = ib_wpool_new(w, threads))) {
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"encode pool\",\"message\":\"no threads\"");
+    return 1;
+  }
   const char *stage = "producer";
   ib_status st = ib_wpublish_start(w, errbuf, sizeof errbuf);
   if (st == IB_OK) stage = "consumer", st = ib_wconsume_start(w, errbuf, sizeof errbuf);
@@ -249,6 +282,8 @@ static int start(ib_worker *w) {
 static void stop_clients(ib_worker *w) {
   if (w->rs) ib_results_close(w->rs);
   w->rs = NULL;
+  ib_wpool_free(w->pool);
+  w->pool = NULL;
   ib_wcontrol_stop(w);
   if (w->consumer) {
     rd_kafka_consumer_close(w->consumer);
@@ -300,6 +335,9 @@ int ib_worker_run(const ib_worker_config *cfg) {
     } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
       service(&w, 50, &last_status);
     } else if (st == IB_END) {
+      while (ib_wpool_outstanding(w.pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
+        service(&w, 2, &last_status);
+      send_prepared(&w);
       drain_deliveries(&w, deadline);
       break;
     } else {

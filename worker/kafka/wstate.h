@@ -65,6 +65,23 @@ typedef struct ib_wpart {
 
 typedef struct ib_handle_slot ib_handle_slot;
 
+/* A Result on its way out: prepared (encoded, packed) on the encode pool,
+ * sent from the driving thread. */
+typedef struct ib_wout {
+  ib_wjob *j;
+  ib_result res;      /* owned until prepared */
+  uint64_t handle_id; /* a resident output's published id */
+  uint8_t *packed;
+  size_t len;
+  bool error; /* outcome error: DLQ with `dlq` */
+  ib_error dlq;
+  const char *fault_kind; /* a worker fault instead of a Result */
+  char fault_msg[320];
+  struct ib_wout *next;
+} ib_wout;
+
+typedef struct ib_wpool ib_wpool;
+
 typedef struct ib_worker {
   const ib_worker_config *cfg;
   char worker_id[128];
@@ -88,6 +105,7 @@ typedef struct ib_worker {
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
   bool sink_fault;      /* IB_FAULTS "sink" */
   uint64_t last_commit_us, last_sweep_us;
+  ib_wpool *pool; /* encodes Results off the driving thread */
   ib_handle_slot *handles;
   size_t n_handles, cap_handles;
   uint64_t counters[8];
@@ -153,6 +171,19 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap);
 bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res);
 /* Answers a job with an error decided by the worker itself (stall, faults). */
 void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, const char *msg);
+/* The two halves of ib_wpublish_result: prepare on any thread (reads only
+ * immutable worker state), send on the driving thread (false: a fault). */
+void ib_wout_prepare(const ib_worker *w, ib_wout *o);
+bool ib_wout_send(ib_worker *w, ib_wout *o);
+
+/* The encode pool (pool.c): `threads` workers preparing Results. */
+ib_wpool *ib_wpool_new(const ib_worker *w, int threads);
+void ib_wpool_free(ib_wpool *p);
+/* Queues a Result (takes o). */
+void ib_wpool_push(ib_wpool *p, ib_wout *o);
+/* Prepared Results, in any order (NULL-terminated list); caller owns. */
+ib_wout *ib_wpool_take(ib_wpool *p);
+size_t ib_wpool_outstanding(ib_wpool *p);
 /* Serves delivery reports; re-produces Results whose delivery failed. */
 void ib_wpublish_poll(ib_worker *w, int timeout_ms);
 void ib_woutdir_sweep(ib_worker *w);
