@@ -261,11 +261,6 @@ static int parse_args(worker_cli *c, int argc, char **argv) {
     worker_usage(stderr);
     return IB_EXIT_USAGE;
   }
-  if (w->transactional) {
-    fprintf(stderr,
-            "imgbatch worker: --transactional is not available in this build (README: Delivery)\n");
-    return IB_EXIT_USAGE;
-  }
   return IB_EXIT_OK;
 }
 

@@ -121,7 +121,16 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     /* Revoked in an orderly rebalance: what is done is still ours to
      * commit; the rest is dropped uncommitted (a later owner redoes it). A
      * lost assignment is no longer ours at all: nothing is committed. */
-    if (!lost) commit_sync_parts(w, parts);
+    if (w->cfg->transactional) {
+      /* The open transaction carries their offsets: commit it while the
+       * partitions are still ours, or abort it when they are lost. */
+      if (lost)
+        ib_wtxn_lost(w);
+      else
+        ib_wtxn_commit(w);
+    } else if (!lost) {
+      commit_sync_parts(w, parts);
+    }
     for (int i = 0; i < parts->cnt; i++) {
       ib_wpart *p = ib_wpart_get(w, parts->elems[i].partition, false);
       if (p) ib_wpart_drop(w, p);
@@ -162,6 +171,10 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 }
 
 void ib_wcommit(ib_worker *w, bool sync) {
+  if (w->cfg->transactional) {
+    ib_wtxn_commit(w);
+    return;
+  }
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
   for (int32_t i = 0; i < w->n_parts; i++) {
     ib_wpart *p = &w->parts[i];
@@ -194,6 +207,7 @@ ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap) {
       ib_wconf_set(w, c, "enable.auto.commit", "false", errbuf, cap) &&
       ib_wconf_set(w, c, "enable.auto.offset.store", "false", errbuf, cap) &&
       ib_wconf_set(w, c, "auto.offset.reset", "earliest", errbuf, cap) &&
+      ib_wconf_set(w, c, "isolation.level", "read_committed", errbuf, cap) &&
       ib_wconf_set(w, c, "queued.max.messages.kbytes", kb, errbuf, cap) &&
       apply_props(w, c, errbuf, cap);
   if (!ok) {

@@ -46,6 +46,11 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     ib_wq_push(&w->republish, j);
     return;
   }
+  if (w->cfg->transactional) {
+    j->state = IB_WJOB_ACKED; /* done when its transaction commits */
+    ib_wq_push(&w->txn, j);
+    return;
+  }
   ib_wjob_done(w, j);
 }
 
@@ -66,6 +71,10 @@ static rd_kafka_headers_t *trace_headers(const rd_kafka_message_t *m) {
 /* Produces, waiting out a full local queue (polling delivery reports). */
 static bool produce(ib_worker *w, ib_wjob *j, const char *topic, const void *val, size_t len,
                     rd_kafka_headers_t *hdrs) {
+  if (!ib_wtxn_begin(w)) {
+    rd_kafka_headers_destroy(hdrs);
+    return false;
+  }
   for (;;) {
     rd_kafka_resp_err_t e = rd_kafka_producev(
         w->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(j->result_key, strlen(j->result_key)),
@@ -321,7 +330,10 @@ static uint64_t message_max_bytes(ib_worker *w) {
 ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
   rd_kafka_conf_t *c = ib_wconf_new(w, errbuf, cap);
   if (!c) return IB_INVALID;
-  bool ok = ib_wconf_set(w, c, "enable.idempotence", "true", errbuf, cap) &&
+  char txid[300];
+  snprintf(txid, sizeof txid, "imgbatch-%s", w->worker_id);
+  bool ok = (!w->cfg->transactional || ib_wconf_set(w, c, "transactional.id", txid, errbuf, cap)) &&
+            ib_wconf_set(w, c, "enable.idempotence", "true", errbuf, cap) &&
             ib_wconf_set(w, c, "acks", "all", errbuf, cap) &&
             ib_wconf_set(w, c, "compression.type", "none", errbuf, cap);
   for (int i = 0; ok && i < w->cfg->n_props; i++)
@@ -334,6 +346,10 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
   w->producer = rd_kafka_new(RD_KAFKA_PRODUCER, c, errbuf, cap);
   if (!w->producer) {
     rd_kafka_conf_destroy(c);
+    return IB_INVALID;
+  }
+  if (w->cfg->transactional && !ib_wtxn_init(w)) {
+    snprintf(errbuf, cap, "init_transactions failed (see the txn_failed log line)");
     return IB_INVALID;
   }
   uint64_t mmb = message_max_bytes(w);

@@ -119,6 +119,18 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
     }
     *q = keep;
   }
+  /* Acknowledged in an open transaction: it commits or aborts without them. */
+  ib_wjob_queue keep = {0};
+  ib_wjob *t;
+  while ((t = ib_wq_pop(&w->txn))) {
+    if (t->part == p) {
+      t->part = NULL;
+      t->state = IB_WJOB_DONE;
+    } else {
+      ib_wq_push(&keep, t);
+    }
+  }
+  w->txn = keep;
   /* The rest (running, publishing) finish as orphans: never committed. */
   ib_wjob *j = p->head;
   while (j) {

@@ -17,6 +17,7 @@ typedef enum ib_wjob_state {
   IB_WJOB_WAITING,    /* consumed, not yet handed to the executor */
   IB_WJOB_RUNNING,    /* in the executor */
   IB_WJOB_PUBLISHING, /* Result (and DLQ copy) produced, not yet acknowledged */
+  IB_WJOB_ACKED,      /* --transactional: acknowledged, its transaction not yet committed */
   IB_WJOB_DONE        /* acknowledged: its offset may be committed */
 } ib_wjob_state;
 
@@ -94,6 +95,8 @@ typedef struct ib_worker {
   ib_wjob_queue waiting;   /* consumed, not yet in the executor */
   ib_wjob_queue retry;     /* faulted by the worker, to resubmit one by one */
   ib_wjob_queue republish; /* Results whose delivery failed, to produce again */
+  ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
+  bool txn_open;
   size_t running;          /* jobs in the executor */
   bool paused;
   bool stopping; /* drain: no more input */
@@ -194,6 +197,16 @@ void ib_wcontrol_poll(ib_worker *w);
 /* Keeps a resident result's handle (takes it from res); fills the ref. */
 bool ib_whandle_keep(ib_worker *w, ib_result *res, uint64_t *handle_id);
 void ib_wcontrol_stop(ib_worker *w);
+
+/* --transactional (txn.c). */
+bool ib_wtxn_init(ib_worker *w);
+/* Opens a transaction if none is (every produce goes into one). */
+bool ib_wtxn_begin(ib_worker *w);
+/* Sends the watermarks' offsets and commits; aborts (and re-sends its
+ * Results later) when the transaction cannot commit. */
+void ib_wtxn_commit(ib_worker *w);
+/* Partitions lost: the open transaction cannot commit their offsets. */
+void ib_wtxn_lost(ib_worker *w);
 
 /* librdkafka configuration shared by the three clients. */
 rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap);
