@@ -257,7 +257,8 @@ int main(int argc, char **argv) {
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA,
                               .gpu_bytes = 1024ull << 20,
                               .host_bytes = 1024ull << 20,
-                              .max_in_flight = 2};
+                              .max_in_flight = 2,
+                              .host_threads = -1};
   void *state = NULL;
   if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
     printf("bench: %s\n", err.message);

@@ -199,7 +199,8 @@ int main(int argc, char **argv) {
   ib_error err = {0};
   ib_cuda *cu = NULL;
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
-                              .host_bytes = 2048ull << 20, .max_in_flight = 2};
+                              .host_bytes = 2048ull << 20, .max_in_flight = 2,
+                              .host_threads = -1};
   if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;

@@ -548,3 +548,59 @@ Test(stream, counters_tally_every_outcome_without_history) {
   ib_executor_destroy(ex);
   free(png);
 }
+
+/* A live source: the test releases inputs in bursts; between them the
+ * source has nothing now (IB_AGAIN). */
+typedef struct bursty_src {
+  int script[8]; /* >0 yield that key, -1 IB_END, -2 parse error */
+  int pos, released;
+} bursty_src;
+
+static ib_status bursty_next(void *user, ib_input *in, ib_error *err) {
+  bursty_src *b = user;
+  if (b->pos == b->released) return IB_AGAIN;
+  int v = b->script[b->pos++];
+  if (v == -1) return IB_END;
+  in->tag = (void *)(intptr_t)(1000 + b->pos);
+  if (v == -2) {
+    snprintf(err->message, sizeof err->message, "parse: not a Job");
+    err->stage = IB_STAGE_PARSE;
+    return IB_INVALID;
+  }
+  in->graph = test_graph_u64((uint64_t)v);
+  return IB_OK;
+}
+
+Test(stream, an_input_with_nothing_now_delivers_what_completed_then_answers_again) {
+  ib_executor *ex = test_executor(8, true);
+  bursty_src b = {.script = {1, 2, -2, 3, -1}, .released = 2};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, bursty_next, &b, &rs), IB_OK);
+  ib_result r;
+  /* Two jobs released, then nothing now: both are delivered, each with its
+   * input's tag, before the stream answers IB_AGAIN (and stays open). */
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+    cr_assert(r.ok, "%s", r.error.message);
+    cr_assert_eq((intptr_t)r.tag, 1000 + (intptr_t)r.key.u64);
+    ib_result_free(&r);
+  }
+  cr_assert_eq(ib_results_next(rs, &r), IB_AGAIN);
+  cr_assert_eq(ib_results_next(rs, &r), IB_AGAIN, "asked again, still nothing");
+  /* A parse error keeps its tag (no id); then key 3 runs. */
+  b.released = 4;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(!r.ok && !r.has_job_id);
+  cr_assert_eq((intptr_t)r.tag, 1003);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok, "%s", r.error.message);
+  cr_assert(r.key.u64 == 3 && (intptr_t)r.tag == 1004);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_AGAIN);
+  b.released = 5;
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}

@@ -24,4 +24,9 @@ int ib_cmd_demo(int argc, char **argv);
 
 bool ib_wants_help(int argc, char **argv);
 
+/* Unsigned decimal; with `sized`, an optional K, M or G suffix (powers of
+ * 1024). False on anything else or overflow. */
+bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out);
+bool ib_cli_parse_u32(const char *v, uint32_t *out);
+
 #endif

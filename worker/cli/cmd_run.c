@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,29 @@ typedef struct run_opts {
   ib_executor_options exec;
 } run_opts;
 
-/* The input side of the stream: reads frames, parses them into graphs. */
+/* One input read ahead by the reader thread: a graph, or the error that
+ * stands in for it. */
+typedef struct run_item {
+  ib_status st;
+  ib_graph *graph;
+  ib_key key;
+  bool has_key;
+  ib_error err;
+} run_item;
+
+/* The input side of the stream. A reader thread reads and parses frames
+ * so that the driver never blocks on input: while the input has nothing
+ * (a pipe left open), the stream still writes every Result as its job
+ * completes. One parsed input is kept ready (the run stream's own
+ * lookahead bounds the rest). */
 typedef struct run_input {
   ib_executor *ex; /* frames are read into its buffers (pinned on CUDA) */
   FILE *in;
   ib_graph_limits limits;
+  pthread_mutex_t mu;
+  pthread_cond_t changed;
+  bool has_item, eof;
+  run_item item;
   bool stream_failed; /* a framing error ended the input */
 } run_input;
 
@@ -60,31 +79,6 @@ static void run_usage(FILE *f) {
           "start-up failure (e.g. cuda backend not built), 2 usage\n");
 }
 
-static bool parse_u64(const char *v, bool sized, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (!v[0] || v[0] == '-') return false;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno || end == v) return false;
-  unsigned shift = 0;
-  if (sized && *end) {
-    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
-    if (shift == 64 || end[1]) return false;
-    if (n > (UINT64_MAX >> shift)) return false;
-  } else if (*end) {
-    return false;
-  }
-  *out = (uint64_t)n << shift;
-  return true;
-}
-
-static bool parse_u32(const char *v, uint32_t *out) {
-  uint64_t n;
-  if (!parse_u64(v, false, &n) || n > UINT32_MAX) return false;
-  *out = (uint32_t)n;
-  return true;
-}
-
 static bool parse_opt(run_opts *o, const char *a, const char *v) {
   uint64_t n;
   if (strcmp(a, "--backend") == 0) {
@@ -101,16 +95,16 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
   } else if (strcmp(a, "--device") == 0) {
-    if (!parse_u64(v, false, &n) || n > 1024) return false;
+    if (!ib_cli_parse_u64(v, false, &n) || n > 1024) return false;
     o->exec.device = (int)n;
   } else if (strcmp(a, "--max-jobs") == 0) {
-    return parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
+    return ib_cli_parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
   } else if (strcmp(a, "--max-in-flight") == 0) {
-    return parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
+    return ib_cli_parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
   } else if (strcmp(a, "--gpu-bytes") == 0) {
-    return parse_u64(v, true, &o->exec.gpu_bytes) && o->exec.gpu_bytes > 0;
+    return ib_cli_parse_u64(v, true, &o->exec.gpu_bytes) && o->exec.gpu_bytes > 0;
   } else if (strcmp(a, "--host-bytes") == 0) {
-    return parse_u64(v, true, &o->exec.host_bytes) && o->exec.host_bytes > 0;
+    return ib_cli_parse_u64(v, true, &o->exec.host_bytes) && o->exec.host_bytes > 0;
   } else {
     return false;
   }
@@ -155,35 +149,76 @@ static ib_status frame_unbuffered(run_input *ri, size_t len, ib_error *err) {
                       len);
 }
 
-/* ib_input_next_fn over the frame stream. Each frame is read straight into
- * an executor buffer and parsed in place (ib_executor_parse_buffer), so raw
+/* Reads and parses one frame. Each frame is read straight into an
+ * executor buffer and parsed in place (ib_executor_parse_buffer), so raw
  * source pixels cross host memory once: stdin -> the memory the backend
  * uploads from. A frame that does not parse is an error without an id
  * (stage parse) or, when the Job unpacked but failed validation, an
- * admission rejection (the executor gives it an id). */
-static ib_status next_input(void *user, ib_input *in, ib_error *err) {
-  run_input *ri = user;
+ * admission rejection (the executor gives it an id). IB_END at the end. */
+static ib_status read_input(run_input *ri, run_item *it) {
   if (ri->stream_failed) return IB_END;
   size_t len = 0;
   ib_frame_status fs = ib_frame_read_len(ri->in, MAX_FRAME, &len);
   if (fs == IB_FRAME_EOF) return IB_END;
-  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, err);
+  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, &it->err);
   uint8_t *buf = ib_executor_buffer(ri->ex, len);
-  if (!buf) return frame_unbuffered(ri, len, err);
+  if (!buf) return frame_unbuffered(ri, len, &it->err);
   fs = ib_frame_read_body(ri->in, buf, len);
   if (fs != IB_FRAME_OK) {
     ib_executor_buffer_free(ri->ex, buf);
-    return frame_failed(ri, fs, err);
+    return frame_failed(ri, fs, &it->err);
   }
   ib_key key = {0};
-  ib_status st = ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &in->graph, &key, err);
-  if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
-    in->key = key;
-    in->has_key = true;
+  ib_status st =
+      ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &it->graph, &key, &it->err);
+  if (st != IB_OK && it->err.stage != IB_STAGE_PARSE) {
+    it->key = key;
+    it->has_key = true;
   } else {
     ib_key_clear(&key);
   }
   return st;
+}
+
+static void *reader_main(void *arg) {
+  run_input *ri = arg;
+  for (;;) {
+    run_item it = {0};
+    it.st = read_input(ri, &it);
+    pthread_mutex_lock(&ri->mu);
+    while (ri->has_item) pthread_cond_wait(&ri->changed, &ri->mu);
+    if (it.st == IB_END)
+      ri->eof = true;
+    else
+      ri->item = it, ri->has_item = true;
+    pthread_cond_broadcast(&ri->changed);
+    pthread_mutex_unlock(&ri->mu);
+    if (it.st == IB_END) return NULL;
+  }
+}
+
+/* ib_input_next_fn: hands over what the reader has, or says "nothing now". */
+static ib_status next_input(void *user, ib_input *in, ib_error *err) {
+  run_input *ri = user;
+  pthread_mutex_lock(&ri->mu);
+  ib_status st = ri->has_item ? ri->item.st : ri->eof ? IB_END : IB_AGAIN;
+  if (ri->has_item) {
+    in->graph = ri->item.graph;
+    in->key = ri->item.key;
+    in->has_key = ri->item.has_key;
+    *err = ri->item.err;
+    ri->has_item = false;
+    pthread_cond_broadcast(&ri->changed);
+  }
+  pthread_mutex_unlock(&ri->mu);
+  return st;
+}
+
+/* Blocks until the reader has an input or reached the end. */
+static void wait_input(run_input *ri) {
+  pthread_mutex_lock(&ri->mu);
+  while (!ri->has_item && !ri->eof) pthread_cond_wait(&ri->changed, &ri->mu);
+  pthread_mutex_unlock(&ri->mu);
 }
 
 /* --download-resident: the resident output becomes the result's image (or
@@ -226,7 +261,13 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
   bool ok = true;
   ib_result res;
   ib_status st = IB_END;
-  while (ok && (st = ib_results_next(rs, &res)) == IB_OK) {
+  while (ok) {
+    st = ib_results_next(rs, &res);
+    if (st == IB_AGAIN) {
+      wait_input(ri);
+      continue;
+    }
+    if (st != IB_OK) break;
     ok = write_result(&res, download, out);
     ib_result_free(&res); /* releases a resident handle: run keeps none */
   }
@@ -262,20 +303,33 @@ int ib_cmd_run(int argc, char **argv) {
     return IB_EXIT_FAILURE;
   }
   run_input ri = {.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
-  if (!drive(ex, &ri, o.download_resident, out) || ri.stream_failed) rc = IB_EXIT_FAILURE;
+  pthread_mutex_init(&ri.mu, NULL);
+  pthread_cond_init(&ri.changed, NULL);
+  pthread_t reader;
+  if (pthread_create(&reader, NULL, reader_main, &ri) != 0) {
+    fprintf(stderr, "imgbatch run: cannot start the input reader\n");
+    ib_executor_destroy(ex);
+    return IB_EXIT_FAILURE;
+  }
+  bool ok = drive(ex, &ri, o.download_resident, out);
+  pthread_mutex_lock(&ri.mu);
+  bool reader_done = ri.eof;
+  pthread_mutex_unlock(&ri.mu);
+  if (!reader_done) {
+    /* The stream failed while the input stays open: the reader may sit in
+     * a read that never returns, or inside the executor, so neither is
+     * torn down under it; the process is about to exit. */
+    fprintf(stderr, "imgbatch run: stopping with input unread\n");
+    return IB_EXIT_FAILURE;
+  }
+  pthread_join(reader, NULL);
+  if (ri.has_item) {
+    ib_graph_free(ri.item.graph);
+    ib_key_clear(&ri.item.key);
+  }
+  if (!ok || ri.stream_failed) rc = IB_EXIT_FAILURE;
   ib_executor_destroy(ex);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
-}
-
-int ib_cmd_worker(int argc, char **argv) {
-  if (ib_wants_help(argc, argv)) {
-    printf(
-        "usage: imgbatch worker\n\nNot implemented yet (the Kafka worker issue adds it).\n"
-        "exit codes: 1 (not implemented)\n");
-    return IB_EXIT_OK;
-  }
-  fprintf(stderr, "imgbatch worker: not implemented yet (the Kafka worker issue adds it)\n");
-  return IB_EXIT_FAILURE;
 }

@@ -16,6 +16,7 @@ const char *ib_status_name(ib_status s) {
     case IB_RESULT_BACKPRESSURE: return "result_backpressure";
     case IB_CLOSED: return "closed";
     case IB_END: return "end";
+    case IB_AGAIN: return "again";
   }
   return "unknown";
 }

@@ -1,12 +1,15 @@
 /*
  * backend_cpu.c - the CPU reference backend behind the executor interface.
- * A submission runs its jobs one after another inside submit (the host is
- * the device, so working buffers are host memory: host_memory = true);
- * wait and ready only hand the finished submission back.
+ * A submission runs its jobs inside submit (the host is the device, so
+ * working buffers are host memory: host_memory = true), one job per host
+ * thread (executor option host_threads), each job decoding and computing
+ * on its own: codec-bound work uses every core. wait and ready only hand
+ * the finished submission back.
  */
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/hostpar.h"
 #include "cpu/cpu_backend.h"
 #include "exec/backend.h"
 
@@ -14,15 +17,26 @@ struct ib_backend_submission {
   size_t n;
 };
 
+typedef struct cpu_state {
+  ib_hostpar *hp;
+} cpu_state;
+
 static ib_status cpu_open(const ib_executor_options *opts, void **state, ib_error *err) {
-  (void)opts;
-  (void)err;
-  *state = NULL;
+  cpu_state *s = calloc(1, sizeof *s);
+  int workers = opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0;
+  if (!s || !(s->hp = ib_hostpar_new(workers))) {
+    free(s);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "cpu backend: out of memory");
+  }
+  *state = s;
   return IB_OK;
 }
 
 static void cpu_close(void *state) {
-  (void)state;
+  cpu_state *s = state;
+  if (!s) return;
+  ib_hostpar_free(s->hp);
+  free(s);
 }
 
 /* Resident outputs need device memory that outlives the submission. */
@@ -35,18 +49,21 @@ static ib_status cpu_admit(void *state, const ib_graph *g, ib_error *err) {
   return IB_OK;
 }
 
+static void run_job(void *ctx, size_t i) {
+  ib_backend_job *j = (ib_backend_job *)ctx + i;
+  j->err = (ib_error){0};
+  j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
+  if (j->status == IB_INTERNAL && !j->err.message[0])
+    ib_error_set(&j->err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu execute: out of memory");
+}
+
 static ib_status cpu_submit(void *state, ib_backend_job *jobs, size_t n,
                             ib_backend_submission **sub, ib_error *err) {
-  (void)state;
+  cpu_state *s = state;
   *sub = malloc(sizeof **sub);
   if (!*sub) return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu submit: out of memory");
   (*sub)->n = n;
-  for (size_t i = 0; i < n; i++) {
-    jobs[i].err = (ib_error){0};
-    jobs[i].status = ib_cpu_execute(jobs[i].graph, &jobs[i].out, &jobs[i].err);
-    if (jobs[i].status == IB_INTERNAL && !jobs[i].err.message[0])
-      ib_error_set(&jobs[i].err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu execute: out of memory");
-  }
+  ib_hostpar_for(s->hp, n, run_job, jobs);
   return IB_OK;
 }
 

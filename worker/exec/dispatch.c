@@ -13,6 +13,9 @@
 #include "exec/executor.h"
 
 static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_t exec_us) {
+#ifdef IB_FAULTS
+  ib_fault_job(ex, j, bj);
+#endif
   if (bj->status == IB_OK && j->resident && !bj->dev) {
     bj->status = IB_INTERNAL;
     ib_error_set(&bj->err, IB_INTERNAL, IB_STAGE_EXECUTE,
@@ -138,7 +141,16 @@ static ib_status issue_one(ib_executor *ex) {
   }
   ib_credits_submission_begin(ex->credits);
   ib_error err = {0};
-  ib_status st = ex->backend->submit(ex->backend_state, bjobs, s->n, &s->backend_sub, &err);
+  ex->submissions_issued++;
+  ib_status st;
+#ifdef IB_FAULTS
+  if (ib_fault_submission(ex, s, ex->submissions_issued))
+    st = ib_error_set(&err, IB_DEVICE, IB_STAGE_EXECUTE,
+                      "submission %llu: device launch failed (injected fault)",
+                      (unsigned long long)ex->submissions_issued);
+  else
+#endif
+    st = ex->backend->submit(ex->backend_state, bjobs, s->n, &s->backend_sub, &err);
   if (st != IB_OK) {
     s->backend_sub = NULL;
     fail_all(s, st, &err);

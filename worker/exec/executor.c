@@ -16,6 +16,7 @@ void ib_executor_options_default(ib_executor_options *o) {
       .max_in_flight = 2,
       .queue = true,
       .cache_dir = NULL,
+      .host_threads = -1,
   };
 }
 

@@ -51,6 +51,7 @@ typedef struct ib_job {
   ib_image out;
   void *dev;     /* resident output kept by the backend (until a handle owns it) */
   bool resident; /* output gpu */
+  void *tag;     /* ib_input.tag, handed back on the result */
   uint64_t admitted_us, queue_us, exec_us;
   struct ib_job *next;
 } ib_job;
@@ -69,6 +70,15 @@ typedef struct ib_sub {
   struct ib_sub *next;
 } ib_sub;
 
+/* Test-only fault injection (IB_FAULTS builds; fault.c). */
+typedef struct ib_fault_plan {
+  uint64_t device_at;  /* submission number (1-based) that fails as a device error */
+  bool device_sticky;  /* ... and every one after it */
+  uint64_t alloc_at;   /* job id whose host allocation fails, once */
+  bool has_key;
+  char key[128];       /* every submission holding a job with this string key fails */
+} ib_fault_plan;
+
 struct ib_executor {
   ib_executor_options opts;
   char *cache_dir;
@@ -83,6 +93,8 @@ struct ib_executor {
   ib_job_fifo pending, completed;
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
+  uint64_t submissions_issued;
+  ib_fault_plan fault;
 };
 
 struct ib_results {
@@ -93,6 +105,7 @@ struct ib_results {
   ib_input_next_fn next;
   void *user;
   bool input_end;
+  bool input_again; /* the callback answered IB_AGAIN in this step */
   bool has_lookahead; /* one pulled input waiting for credits */
   ib_input lookahead;
   bool has_held; /* an error result to yield before anything else */
@@ -109,8 +122,8 @@ void ib_exec_leave(ib_executor *ex);
 
 /* Admission (submit.c). On IB_OK the job owns `g`; `*job_id` is set when an
  * id was consumed. With queue mode off the job also runs to completion. */
-ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
-                        bool *id_consumed, ib_error *err);
+ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
+                        uint64_t *job_id, bool *id_consumed, ib_error *err);
 
 /* A rejection decided before admission (validation by the producer):
  * consumes an id and counts it; false when ids are exhausted. */
@@ -127,6 +140,11 @@ void ib_exec_collect_ready(ib_executor *ex);
 /* Runs one job alone to completion (queue mode off). */
 void ib_exec_run_alone(ib_executor *ex, ib_job *job);
 bool ib_exec_has_live(const ib_executor *ex);
+
+#ifdef IB_FAULTS
+bool ib_fault_submission(ib_executor *ex, ib_sub *s, uint64_t n);
+void ib_fault_job(ib_executor *ex, const ib_job *j, ib_backend_job *bj);
+#endif
 
 /* Jobs (job.c). */
 void ib_job_fifo_push(ib_job_fifo *f, ib_job *j);

@@ -53,6 +53,7 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
       .output_spec = j->snap.output_spec,
       .output_spec_len = j->snap.output_spec_len,
       .correlation_id = j->snap.correlation_id,
+      .tag = j->tag,
       .queue_us = j->queue_us,
       .exec_us = j->exec_us,
   };

@@ -43,8 +43,9 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
 }
 
 /* An input that failed before admission becomes the held error result. */
-static void hold_error(ib_results *rs, bool has_id, uint64_t id, ib_key *key, const ib_error *err) {
-  rs->held = (ib_result){.job_id = id, .has_job_id = has_id, .error = *err};
+static void hold_error(ib_results *rs, bool has_id, uint64_t id, ib_key *key, void *tag,
+                       const ib_error *err) {
+  rs->held = (ib_result){.job_id = id, .has_job_id = has_id, .error = *err, .tag = tag};
   if (key) {
     rs->held.key = *key;
     *key = (ib_key){0};
@@ -61,6 +62,10 @@ static bool pull(ib_results *rs) {
     rs->input_end = true;
     return false;
   }
+  if (st == IB_AGAIN) {
+    rs->input_again = true;
+    return false;
+  }
   if (st != IB_OK || !in.graph) {
     ib_graph_free(in.graph);
     if (st == IB_OK) ib_error_set(&err, IB_INTERNAL, IB_STAGE_PARSE, "run: input without a graph");
@@ -69,7 +74,7 @@ static bool pull(ib_results *rs) {
      * it consumes an id like any other rejection. */
     uint64_t id = 0;
     bool has_id = err.stage != IB_STAGE_PARSE && ib_exec_reject(rs->ex, err.status, &id);
-    hold_error(rs, has_id, id, in.has_key ? &in.key : NULL, &err);
+    hold_error(rs, has_id, id, in.has_key ? &in.key : NULL, in.tag, &err);
     return false;
   }
   rs->lookahead = in;
@@ -81,14 +86,15 @@ static bool pull(ib_results *rs) {
  * rejected (held for delivery). QueueFull leaves the input waiting. */
 static void fill(ib_results *rs) {
   ib_executor *ex = rs->ex;
-  while (!rs->input_end && !rs->has_held) {
+  rs->input_again = false;
+  while (!rs->input_end && !rs->has_held && !rs->input_again) {
     if (!rs->has_lookahead && !pull(rs)) return;
     ib_input *in = &rs->lookahead;
     ib_error err = {0};
     uint64_t id = 0;
     bool consumed;
     ib_status st =
-        ib_exec_admit(ex, in->graph, in->has_key ? &in->key : NULL, &id, &consumed, &err);
+        ib_exec_admit(ex, in->graph, in->has_key ? &in->key : NULL, in->tag, &id, &consumed, &err);
     if (st == IB_QUEUE_FULL) return;
     rs->has_lookahead = false;
     if (st == IB_OK) {
@@ -98,7 +104,7 @@ static void fill(ib_results *rs) {
       ib_key_copy(&key, in->has_key ? &in->key : ib_graph_key(in->graph));
       ib_graph_free(in->graph);
       ib_key_clear(&in->key);
-      hold_error(rs, consumed, id, &key, &err);
+      hold_error(rs, consumed, id, &key, in->tag, &err);
     }
     *in = (ib_input){0};
   }
@@ -134,6 +140,7 @@ static ib_status step(ib_results *rs, ib_result *out) {
     }
     if (ex->pending.head) continue; /* room for a submission again */
     if (!rs->is_run || rs->input_end) return IB_END;
+    if (rs->input_again && !rs->has_lookahead) return IB_AGAIN;
     /* Nothing live and the pending input does not fit: held outputs
      * (resident handles, lent images) fill the budget. Retryable - the
      * input stays pending and nothing beyond it is pulled until the
@@ -146,7 +153,8 @@ static ib_status step(ib_results *rs, ib_result *out) {
       ib_error err;
       ib_error_set(&err, IB_LIMIT, IB_STAGE_ADMIT, "admit: job does not fit an idle executor");
       ib_graph_free(rs->lookahead.graph);
-      hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL, &err);
+      hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL,
+                 rs->lookahead.tag, &err);
       rs->has_lookahead = false;
     }
   }
@@ -160,7 +168,8 @@ ib_status ib_results_next(ib_results *rs, ib_result *out) {
   if (!ex) return IB_CLOSED;
   if (!ib_exec_enter(ex)) return IB_BUSY;
   ib_status st = step(rs, out);
-  if (st != IB_OK && st != IB_RESULT_BACKPRESSURE) finish(rs, st == IB_END ? IB_END : st);
+  if (st != IB_OK && st != IB_RESULT_BACKPRESSURE && st != IB_AGAIN)
+    finish(rs, st == IB_END ? IB_END : st);
   ib_exec_leave(ex);
   return st;
 }

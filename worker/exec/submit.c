@@ -107,8 +107,8 @@ bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id) {
   return true;
 }
 
-ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
-                        bool *id_consumed, ib_error *err) {
+ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
+                        uint64_t *job_id, bool *id_consumed, ib_error *err) {
   *id_consumed = false;
   if (ex->closed) return ib_error_set(err, IB_CLOSED, IB_STAGE_ADMIT, "admit: executor is closed");
   if (!g) return ib_error_set(err, IB_INVALID, IB_STAGE_ADMIT, "admit: no graph");
@@ -125,6 +125,7 @@ ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_
     return st;
   }
   job->id = id;
+  job->tag = tag;
   if ((st = admit_checks(ex, g, job, err)) != IB_OK) {
     ib_credits_count_rejection(ex->credits, st);
     ib_snapshot_clear(&job->snap);
@@ -158,7 +159,7 @@ ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key, ui
   else {
     uint64_t id = 0;
     bool consumed;
-    st = ib_exec_admit(ex, g, key, &id, &consumed, err);
+    st = ib_exec_admit(ex, g, key, NULL, &id, &consumed, err);
     if (consumed && job_id) *job_id = id;
   }
   ib_exec_leave(ex);

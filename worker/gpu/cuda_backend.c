@@ -8,7 +8,7 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_resident.h"
 #include "gpu/gplan.h"
-#include "gpu/hostpar.h"
+#include "core/hostpar.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pinned.h"
 #include "gpu/pool.h"
@@ -143,7 +143,7 @@ static void host_free(void *ctx, uint64_t a, size_t n) {
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
   /* Zero fields take the documented defaults below (no dependency on the
    * executor core's ib_executor_options_default). */
-  ib_executor_options def = {.backend = IB_BACKEND_CUDA};
+  ib_executor_options def = {.backend = IB_BACKEND_CUDA, .host_threads = -1};
   if (!opts) opts = &def;
   const ib_cu *cu = ib_cu_get(err);
   if (!cu) return IB_DEVICE;
@@ -187,7 +187,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
   c->kc = ib_kcache_new(opts->cache_dir);
-  c->hp = ib_hostpar_new(-1);
+  c->hp = ib_hostpar_new(opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0);
   const char *pe = getenv("IB_CUDA_PROFILE");
   c->prof = pe && *pe == '1';
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;

@@ -47,7 +47,8 @@ typedef enum ib_status {
   IB_BUSY,                /* another driver owns the executor */
   IB_RESULT_BACKPRESSURE, /* held outputs (resident handles, lent images) fill the budget: release, retry */
   IB_CLOSED,              /* executor closed */
-  IB_END                  /* a result stream is exhausted */
+  IB_END,                 /* a result stream is exhausted */
+  IB_AGAIN                /* run streams: no input ready now and nothing live (call again) */
 } ib_status;
 
 /* Stages match proto enum imgbatch.v1.Stage numerically. */
@@ -172,10 +173,15 @@ typedef struct ib_executor_options {
   uint32_t max_in_flight;  /* default 2 */
   bool queue;              /* false: submit completes its own submission */
   const char *cache_dir;   /* NVRTC module cache; NULL = $XDG_CACHE_HOME/imgbatch */
+  int host_threads;        /* host threads for decodes and host copies (the driving
+                            * thread included): the cpu backend runs a submission's
+                            * jobs on them, the cuda backend its decodes and staging
+                            * copies; -1 = the online CPUs, 0 or 1 = the driving
+                            * thread alone */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
- * 2 submissions in flight, queue mode on. */
+ * 2 submissions in flight, queue mode on, host_threads -1 (every CPU). */
 void ib_executor_options_default(ib_executor_options *o);
 
 /*
@@ -318,6 +324,7 @@ typedef struct ib_result {
   void *output_spec;
   size_t output_spec_len;
   char *correlation_id;
+  void *tag;          /* ib_input.tag of the run input it came from (NULL otherwise) */
   uint64_t queue_us;  /* admission to the start of its submission */
   uint64_t exec_us;   /* its submission's duration (shared by the submission's jobs) */
 } ib_result;
@@ -417,13 +424,17 @@ typedef struct ib_input {
   ib_graph *graph;
   bool has_key;
   ib_key key;
+  void *tag; /* the caller's, handed back untouched on this input's result */
 } ib_input;
 
 /* The input iterator of run: called only from inside ib_results_next, on
  * the caller's thread. Returns IB_OK with an input, IB_END when there are
- * no more inputs (it is not called again), or another status with `err`
+ * no more inputs (it is not called again), IB_AGAIN when no input is ready
+ * now but more may come (a live source such as a pipe or a Kafka
+ * consumer: it is asked again at the next opportunity, and meanwhile the
+ * stream delivers what completes), or another status with `err`
  * filled for an input that failed before it could be admitted: the stream
- * yields that as an error result (carrying `in->key` when has_key) and goes
+ * yields that as an error result (carrying `in->key` when has_key, and `in->tag`) and goes
  * on pulling. With err->stage IB_STAGE_PARSE (the bytes were not a Job) the
  * result has no id; any later stage (a Job that failed validation, e.g.
  * ib_graph_parse's IB_STAGE_VALIDATE) is an admission rejection: it
@@ -456,7 +467,10 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
  * resident handles or lent result images fill the budget so the pending
  * input cannot be admitted
  * and nothing else is live; the stream stays open - release handles and call
- * again. IB_INTERNAL: out of memory in the core. A
+ * again. IB_AGAIN (run streams): the input callback answered IB_AGAIN and
+ * nothing is pending or in flight, so there is nothing to wait for: the
+ * caller waits for its source by its own means and calls again (the stream
+ * stays open). IB_INTERNAL: out of memory in the core. A
  * failed submission (device-wide failure) is not a stream error: each of
  * its jobs is yielded as an error result. Blocks until a result is ready
  * (running CPU work inline, waiting on device events).
@@ -487,6 +501,16 @@ void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
 /* Test hook: the next id to assign (ids then continue from it). Lets tests
  * reach UINT64_MAX without 2^64 submissions. Not for production use. */
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id);
+
+#ifdef IB_FAULTS
+/* Test hook, compiled only with the CMake option IB_FAULTS (the test build):
+ * makes later submissions fail as a sick worker would, in front of the
+ * backend's driver calls. `spec`: "device@N" (the Nth submission fails with
+ * IB_DEVICE, once), "device@N+" (the Nth and every later one), "alloc@N"
+ * (job id N fails with IB_INTERNAL, host allocation), "key=K" (every
+ * submission holding a job keyed K fails with IB_DEVICE). */
+ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *err);
+#endif
 
 #ifdef __cplusplus
 }

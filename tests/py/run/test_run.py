@@ -198,3 +198,34 @@ def test_download_resident_is_a_flag_without_a_value():
     assert p.returncode == 0, p.stderr
     p = subprocess.run([BIN, "run", "--help"], capture_output=True, timeout=20)
     assert b"--download-resident" in p.stdout
+
+
+def test_each_result_is_written_while_the_input_stays_open():
+    # A stream processor: the first job's Result comes out while stdin is
+    # still open and silent, not at the next frame or EOF.
+    import select
+    p = subprocess.Popen([BIN, "run"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        for k in (1, 2):
+            p.stdin.write(frames([raw_job(k).SerializeToString()]))
+            p.stdin.flush()
+            ready, _, _ = select.select([p.stdout], [], [], 20)
+            assert ready, f"no Result for job {k} while the input stays open"
+            head = b""
+            while True:
+                head += os.read(p.stdout.fileno(), 1)
+                if head[-1] < 0x80:
+                    break
+            n, _ = _DecodeVarint32(head, 0)
+            body = b""
+            while len(body) < n:
+                body += os.read(p.stdout.fileno(), n - len(body))
+            r = pb.Result()
+            r.ParseFromString(body)
+            assert r.key_u64 == k and r.WhichOneof("outcome") == "image"
+        p.stdin.close()
+        assert p.wait(timeout=20) == 0
+    finally:
+        p.kill()
+        p.wait()

@@ -4,17 +4,20 @@
  * pinned staging, pinned staging -> result image); one thread copies at a
  * few GB/s, far below PCIe (~55 GB/s each way on an H200 host), so those
  * copies (and decodes) are spread over the host's cores.
- * Threads: $IB_HOST_THREADS, else online CPUs - 1, at most 15.
+ * Threads: the executor option host_threads (the caller counts as one).
  */
-#ifndef IB_GPU_HOSTPAR_H
-#define IB_GPU_HOSTPAR_H
+#ifndef IB_CORE_HOSTPAR_H
+#define IB_CORE_HOSTPAR_H
 
 #include <stddef.h>
 
 typedef struct ib_hostpar ib_hostpar;
 typedef void (*ib_pfor_fn)(void *ctx, size_t i);
 
-/* threads < 0: the default above; 0: everything runs on the caller. */
+#define IB_HOSTPAR_MAX 255
+
+/* threads < 0: online CPUs - 1 workers (plus the caller); 0: everything
+ * runs on the caller. */
 ib_hostpar *ib_hostpar_new(int threads);
 void ib_hostpar_free(ib_hostpar *p);
 /* Runs fn(ctx, i) for every i in [0, n) on the workers and the caller;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gpu/hostpar.h"
+#include "core/hostpar.h"
 
 struct ib_hostpar {
   pthread_t *tid;
@@ -46,12 +46,10 @@ static void *worker(void *arg) {
 
 ib_hostpar *ib_hostpar_new(int threads) {
   if (threads < 0) {
-    const char *env = getenv("IB_HOST_THREADS");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = env ? atoi(env) : (int)(cpus > 1 ? cpus - 1 : 0);
-    if (threads > 15) threads = 15;
-    if (threads < 0) threads = 0;
+    threads = (int)(cpus > 1 ? cpus - 1 : 0);
   }
+  if (threads > IB_HOSTPAR_MAX) threads = IB_HOSTPAR_MAX;
   ib_hostpar *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   pthread_mutex_init(&p->mu, NULL);

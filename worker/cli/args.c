@@ -1,0 +1,30 @@
+/* Number parsing shared by the subcommands' flags. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+
+bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (!v || !v[0] || v[0] == '-') return false;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno || end == v) return false;
+  unsigned shift = 0;
+  if (sized && *end) {
+    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
+    if (shift == 64 || end[1]) return false;
+    if (n > (UINT64_MAX >> shift)) return false;
+  } else if (*end) {
+    return false;
+  }
+  *out = (uint64_t)n << shift;
+  return true;
+}
+
+bool ib_cli_parse_u32(const char *v, uint32_t *out) {
+  uint64_t n;
+  if (!ib_cli_parse_u64(v, false, &n) || n > UINT32_MAX) return false;
+  *out = (uint32_t)n;
+  return true;
+}

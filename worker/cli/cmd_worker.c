@@ -1,0 +1,299 @@
+/*
+ * imgbatch worker: the Kafka front end (worker/kafka). This file is the
+ * command line: flags, IMGBATCH_* environment variables and a config file
+ * (precedence in that order), JSON log lines on stderr, and the signals
+ * (the first SIGTERM/SIGINT drains, a second exits at once).
+ */
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "kafka/worker.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (stop_requested) _exit(1); /* second signal: at once, nothing committed */
+  stop_requested = 1;
+}
+
+static void worker_usage(FILE *f) {
+  fprintf(
+      f,
+      "usage: imgbatch worker --brokers LIST [--group imgbatch] [--jobs-topic imgbatch.jobs]\n"
+      "  [--results-topic imgbatch.results] [--control-topic imgbatch.control]\n"
+      "  [--dlq-topic NAME] [--backend cuda|cpu] [--device N] [--source-root DIR]\n"
+      "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
+      "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
+      "  [--transactional] [--grace-seconds S] [--worker-id ID] [--lease-seconds S]\n"
+      "  [-X librdkafka.key=value]... [--config FILE]"
+#ifdef IB_FAULTS
+      " [--fault SPEC]"
+#endif
+      "\n\n"
+      "Consumes imgbatch.v1.Job messages from a consumer group, executes them and publishes\n"
+      "one imgbatch.v1.Result per message (keyed topic/partition/offset of the job), then\n"
+      "commits; at-least-once, nothing lost (README: The Kafka worker).\n"
+      "Every flag also reads IMGBATCH_<FLAG> (e.g. IMGBATCH_BROKERS, IMGBATCH_HOST_BYTES) and a\n"
+      "`flag = value` line of --config FILE (IMGBATCH_CONFIG); flags win over the environment,\n"
+      "the environment over the file. -X passes any librdkafka property (SASL/SSL included) to\n"
+      "every client; in the file: `X = key=value`.\n"
+      "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
+      "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
+#ifdef IB_FAULTS
+      "--fault SPEC (test builds only): device@N, device@N+, alloc@N, key=K, sink.\n"
+#endif
+      "exit codes: 0 drained shutdown, 1 failure (start-up, fatal Kafka error, sticky worker\n"
+      "fault, grace period exceeded, second signal), 2 usage error\n");
+}
+
+typedef struct worker_cli {
+  ib_worker_config cfg;
+  const char *config_file;
+  char *owned[256]; /* strings read from the file or environment */
+  int n_owned;
+} worker_cli;
+
+static const char *keep(worker_cli *c, const char *s) {
+  char *d = strdup(s);
+  if (d && c->n_owned < (int)(sizeof c->owned / sizeof c->owned[0])) c->owned[c->n_owned++] = d;
+  return d;
+}
+
+static bool set_prop(worker_cli *c, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  if (!eq || eq == kv || c->cfg.n_props >= IB_WORKER_MAX_PROPS) return false;
+  char key[256];
+  size_t n = (size_t)(eq - kv);
+  if (n >= sizeof key) return false;
+  memcpy(key, kv, n);
+  key[n] = 0;
+  c->cfg.props[c->cfg.n_props][0] = keep(c, key);
+  c->cfg.props[c->cfg.n_props][1] = keep(c, eq + 1);
+  c->cfg.n_props++;
+  return true;
+}
+
+/* One option by its flag name (without "--"); `v` must outlive the run. */
+static bool set_opt(worker_cli *c, const char *name, const char *v) {
+  ib_worker_config *w = &c->cfg;
+  static const struct {
+    const char *name;
+    size_t off;
+  } strs[] = {
+      {"brokers", offsetof(ib_worker_config, brokers)},
+      {"group", offsetof(ib_worker_config, group)},
+      {"jobs-topic", offsetof(ib_worker_config, jobs_topic)},
+      {"results-topic", offsetof(ib_worker_config, results_topic)},
+      {"control-topic", offsetof(ib_worker_config, control_topic)},
+      {"dlq-topic", offsetof(ib_worker_config, dlq_topic)},
+      {"source-root", offsetof(ib_worker_config, source_root)},
+      {"output-dir", offsetof(ib_worker_config, output_dir)},
+      {"worker-id", offsetof(ib_worker_config, worker_id)},
+#ifdef IB_FAULTS
+      {"fault", offsetof(ib_worker_config, fault)},
+#endif
+  };
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+    if (strcmp(name, strs[i].name) == 0) {
+      if (!v[0]) return false;
+      *(const char **)((char *)w + strs[i].off) = v;
+      return true;
+    }
+  uint64_t n = 0;
+  if (strcmp(name, "backend") == 0) {
+    if (strcmp(v, "cpu") == 0)
+      w->exec.backend = IB_BACKEND_CPU;
+    else if (strcmp(v, "cuda") == 0)
+      w->exec.backend = IB_BACKEND_CUDA;
+    else
+      return false;
+    return true;
+  }
+  if (strcmp(name, "config") == 0) return (c->config_file = v) != NULL;
+  if (strcmp(name, "X") == 0) return set_prop(c, v);
+  if (strcmp(name, "transactional") == 0) {
+    w->transactional = strcmp(v, "false") != 0 && strcmp(v, "0") != 0;
+    return true;
+  }
+  bool sized = strcmp(name, "gpu-bytes") == 0 || strcmp(name, "host-bytes") == 0 ||
+               strcmp(name, "max-result-bytes") == 0;
+  if (!ib_cli_parse_u64(v, sized, &n)) return false;
+  if (strcmp(name, "device") == 0 && n <= 1024)
+    w->exec.device = (int)n;
+  else if (strcmp(name, "gpu-bytes") == 0 && n)
+    w->exec.gpu_bytes = n;
+  else if (strcmp(name, "host-bytes") == 0 && n)
+    w->exec.host_bytes = n;
+  else if (strcmp(name, "max-jobs") == 0 && n && n <= UINT32_MAX)
+    w->exec.max_jobs = (uint32_t)n;
+  else if (strcmp(name, "max-in-flight") == 0 && n && n <= 64)
+    w->exec.max_in_flight = (uint32_t)n;
+  else if (strcmp(name, "max-result-bytes") == 0)
+    w->max_result_bytes = n;
+  else if (strcmp(name, "decode-threads") == 0 && n <= 1024)
+    w->decode_threads = (int)n, w->exec.host_threads = n ? (int)n : -1;
+  else if (strcmp(name, "output-ttl") == 0)
+    w->output_ttl_s = n;
+  else if (strcmp(name, "grace-seconds") == 0)
+    w->grace_s = n;
+  else if (strcmp(name, "lease-seconds") == 0 && n)
+    w->lease_s = n;
+  else
+    return false;
+  return true;
+}
+
+static const char *const flag_names[] = {"brokers",
+                                         "group",
+                                         "jobs-topic",
+                                         "results-topic",
+                                         "control-topic",
+                                         "dlq-topic",
+                                         "source-root",
+                                         "output-dir",
+                                         "worker-id",
+                                         "backend",
+                                         "transactional",
+                                         "device",
+                                         "gpu-bytes",
+                                         "host-bytes",
+                                         "max-jobs",
+                                         "max-in-flight",
+                                         "max-result-bytes",
+                                         "decode-threads",
+                                         "output-ttl",
+                                         "grace-seconds",
+                                         "lease-seconds",
+                                         "fault",
+                                         NULL};
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+  return s;
+}
+
+static bool read_file(worker_cli *c, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "imgbatch worker: --config %s: cannot open\n", path);
+    return false;
+  }
+  char line[2048];
+  int no = 0;
+  bool ok = true;
+  while (ok && fgets(line, sizeof line, f)) {
+    no++;
+    char *s = trim(line);
+    if (!*s || *s == '#') continue;
+    char *eq = strchr(s, '=');
+    if (!eq) {
+      ok = false;
+      break;
+    }
+    *eq = 0;
+    char *k = trim(s), *v = trim(eq + 1);
+    ok = strcmp(k, "config") != 0 && set_opt(c, k, keep(c, v));
+  }
+  fclose(f);
+  if (!ok) fprintf(stderr, "imgbatch worker: %s:%d: bad line\n", path, no);
+  return ok;
+}
+
+static bool read_env(worker_cli *c) {
+  for (int i = 0; flag_names[i]; i++) {
+    char env[64] = "IMGBATCH_";
+    size_t n = strlen(env);
+    for (const char *p = flag_names[i]; *p && n + 1 < sizeof env; p++)
+      env[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    env[n] = 0;
+    const char *v = getenv(env);
+    if (v && !set_opt(c, flag_names[i], keep(c, v))) {
+      fprintf(stderr, "imgbatch worker: bad value in %s\n", env);
+      return false;
+    }
+  }
+  return true;
+}
+
+static int parse_args(worker_cli *c, int argc, char **argv) {
+  ib_worker_config *w = &c->cfg;
+  *w = (ib_worker_config){.group = "imgbatch",
+                          .jobs_topic = "imgbatch.jobs",
+                          .results_topic = "imgbatch.results",
+                          .control_topic = "imgbatch.control",
+                          .output_ttl_s = 86400,
+                          .grace_s = 30,
+                          .stall_s = 60,
+                          .lease_s = 60};
+  ib_executor_options_default(&w->exec);
+  w->exec.backend = IB_BACKEND_CUDA;
+  /* The file first (flags and environment override it): find --config. */
+  const char *file = getenv("IMGBATCH_CONFIG");
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--config") == 0) file = argv[i + 1];
+  if (file && !read_file(c, file)) return IB_EXIT_USAGE;
+  if (!read_env(c)) return IB_EXIT_USAGE;
+  /* Props from the file/env stay; flags add theirs after (later wins). */
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--transactional") == 0) {
+      w->transactional = true;
+      continue;
+    }
+    const char *name = strcmp(a, "-X") == 0 ? "X" : strncmp(a, "--", 2) == 0 ? a + 2 : NULL;
+    if (!name || i + 1 >= argc || !set_opt(c, name, argv[++i])) {
+      fprintf(stderr, "imgbatch worker: bad argument '%s'\n", a);
+      worker_usage(stderr);
+      return IB_EXIT_USAGE;
+    }
+  }
+  if (!w->brokers) {
+    fprintf(stderr, "imgbatch worker: --brokers is required\n");
+    worker_usage(stderr);
+    return IB_EXIT_USAGE;
+  }
+  return IB_EXIT_OK;
+}
+
+/* One JSON object per line on stderr; `fields` is already JSON. */
+static void log_line(void *ctx, const char *level, const char *event, const char *fields) {
+  (void)ctx;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\"%s%s}\n", when,
+          ts.tv_nsec / 1000000, level, event, fields[0] ? "," : "", fields);
+  fflush(stderr);
+}
+
+int ib_cmd_worker(int argc, char **argv) {
+  if (ib_wants_help(argc, argv)) {
+    worker_usage(stdout);
+    return IB_EXIT_OK;
+  }
+  worker_cli c = {0};
+  int rc = parse_args(&c, argc, argv);
+  if (rc == IB_EXIT_OK) {
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    c.cfg.log = log_line;
+    c.cfg.stop = &stop_requested;
+    rc = ib_worker_run(&c.cfg);
+  }
+  for (int i = 0; i < c.n_owned; i++) free(c.owned[i]);
+  return rc;
+}

@@ -1,0 +1,327 @@
+/*
+ * consume.c - the jobs consumer: group membership (cooperative-sticky,
+ * manual offsets), the executor's input, backpressure and commits.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/wstate.h"
+
+bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
+                  size_t cap) {
+  (void)w;
+  if (rd_kafka_conf_set(c, k, v, errbuf, cap) == RD_KAFKA_CONF_OK) return true;
+  return false;
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  ib_worker *w = opaque;
+  char r[400];
+  ib_json_escape(r, sizeof r, reason);
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char fr[400], esc[400];
+    rd_kafka_fatal_error(rk, fr, sizeof fr);
+    ib_wlog(w, "error", "fatal", "\"client\":\"%s\",\"message\":\"%s\"", rd_kafka_name(rk),
+            ib_json_escape(esc, sizeof esc, fr));
+    w->fatal = true;
+    return;
+  }
+  ib_wlog(w, "warn", "kafka_error", "\"client\":\"%s\",\"code\":\"%s\",\"message\":\"%s\"",
+          rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), r);
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  ib_worker *w = rd_kafka_opaque(rk);
+  char f[64], b[600];
+  ib_wlog(w,
+          level <= 3   ? "error"
+          : level <= 4 ? "warn"
+                       : "info",
+          "librdkafka", "\"facility\":\"%s\",\"message\":\"%s\"", ib_json_escape(f, sizeof f, fac),
+          ib_json_escape(b, sizeof b, buf));
+}
+
+/* Every client gets the brokers, the -X pass-through properties and the
+ * worker's callbacks; -X wins over our defaults only where set after them. */
+rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap) {
+  rd_kafka_conf_t *c = rd_kafka_conf_new();
+  rd_kafka_conf_set_opaque(c, w);
+  rd_kafka_conf_set_error_cb(c, on_error);
+  rd_kafka_conf_set_log_cb(c, on_log);
+  if (!ib_wconf_set(w, c, "bootstrap.servers", w->cfg->brokers, errbuf, cap) ||
+      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap)) {
+    rd_kafka_conf_destroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+static bool apply_props(ib_worker *w, rd_kafka_conf_t *c, char *errbuf, size_t cap) {
+  for (int i = 0; i < w->cfg->n_props; i++) {
+    if (!ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap)) return false;
+  }
+  return true;
+}
+
+static void log_parts(ib_worker *w, const char *event, const rd_kafka_topic_partition_list_t *l) {
+  char buf[4096];
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < l->cnt && n + 300 < sizeof buf; i++) {
+    char t[260];
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s[\"%s\",%" PRId32 "]", i ? "," : "",
+                          ib_json_escape(t, sizeof t, l->elems[i].topic), l->elems[i].partition);
+  }
+  ib_wlog(w, "info", event, "\"partitions\":[%s]", buf);
+}
+
+static void commit_sync_parts(ib_worker *w, const rd_kafka_topic_partition_list_t *revoked) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(revoked->cnt);
+  for (int i = 0; i < revoked->cnt; i++) {
+    ib_wpart *p = ib_wpart_get(w, revoked->elems[i].partition, false);
+    int64_t at = p ? ib_wpart_commit_offset(p) : -1;
+    if (at >= 0) rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
+  }
+  if (l->cnt) {
+    rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, 0);
+    for (int i = 0; i < l->cnt; i++) {
+      rd_kafka_resp_err_t pe = e ? e : l->elems[i].err;
+      if (pe)
+        ib_wlog(w, "warn", "commit_failed",
+                "\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"error\":\"%s\"",
+                l->elems[i].partition, l->elems[i].offset, rd_kafka_err2name(pe));
+      else
+        ib_wlog(w, "info", "committed",
+                "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64,
+                w->cfg->jobs_topic, l->elems[i].partition, l->elems[i].offset);
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+  ib_worker *w = opaque;
+  rd_kafka_error_t *e = NULL;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    for (int i = 0; i < parts->cnt; i++) {
+      ib_wpart *p = ib_wpart_get(w, parts->elems[i].partition, true);
+      if (!p) continue;
+      ib_wpart_drop(w, p); /* anything left from an earlier ownership is stale */
+      p->assigned = true;
+    }
+    e = rd_kafka_incremental_assign(rk, parts);
+    /* New partitions arrive unpaused: a worker in backpressure pauses them. */
+    if (!e && w->paused) rd_kafka_pause_partitions(rk, parts);
+    log_parts(w, "assigned", parts);
+  } else {
+    bool lost = rd_kafka_assignment_lost(rk);
+    /* Revoked in an orderly rebalance: what is done is still ours to
+     * commit; the rest is dropped uncommitted (a later owner redoes it). A
+     * lost assignment is no longer ours at all: nothing is committed. */
+    if (w->cfg->transactional) {
+      /* The open transaction carries their offsets: commit it while the
+       * partitions are still ours, or abort it when they are lost. */
+      if (lost)
+        ib_wtxn_lost(w);
+      else
+        ib_wtxn_commit(w);
+    } else if (!lost) {
+      commit_sync_parts(w, parts);
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+      ib_wpart *p = ib_wpart_get(w, parts->elems[i].partition, false);
+      if (p) ib_wpart_drop(w, p);
+    }
+    e = rd_kafka_incremental_unassign(rk, parts);
+    log_parts(w, lost ? "lost" : "revoked", parts);
+  }
+  if (e) {
+    char m[400];
+    ib_wlog(w, "error", "rebalance_failed", "\"message\":\"%s\"",
+            ib_json_escape(m, sizeof m, rd_kafka_error_string(e)));
+    rd_kafka_error_destroy(e);
+  }
+}
+
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+  (void)rk;
+  ib_worker *w = opaque;
+  for (int i = 0; offsets && i < offsets->cnt; i++) {
+    const rd_kafka_topic_partition_t *t = &offsets->elems[i];
+    ib_wpart *p = ib_wpart_get(w, t->partition, false);
+    rd_kafka_resp_err_t e = err ? err : t->err;
+    if (p && p->committing == t->offset) p->committing = -1;
+    if (e) {
+      /* Retried on the next tick: the watermark has not moved back. */
+      ib_wlog(w, "warn", "commit_failed",
+              "\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"error\":\"%s\"", t->partition,
+              t->offset, rd_kafka_err2name(e));
+      continue;
+    }
+    if (p && p->assigned && t->offset > p->committed) p->committed = t->offset;
+    w->counters[IB_WC_COMMITS]++;
+    ib_wlog(w, "info", "committed",
+            "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64, t->topic,
+            t->partition, t->offset);
+  }
+}
+
+void ib_wcommit(ib_worker *w, bool sync) {
+  if (w->cfg->transactional) {
+    ib_wtxn_commit(w);
+    return;
+  }
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+  for (int32_t i = 0; i < w->n_parts; i++) {
+    ib_wpart *p = &w->parts[i];
+    if (!p->assigned) continue;
+    int64_t at = ib_wpart_commit_offset(p);
+    if (at < 0 || (p->committing >= 0 && !sync)) continue;
+    p->committing = at;
+    rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
+  }
+  if (l->cnt) {
+    rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, sync ? 0 : 1);
+    if (sync)
+      on_commit(w->consumer, e, l, w);
+    else if (e)
+      on_commit(w->consumer, e, l, w);
+  }
+  rd_kafka_topic_partition_list_destroy(l);
+}
+
+ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap) {
+  rd_kafka_conf_t *c = ib_wconf_new(w, errbuf, cap);
+  if (!c) return IB_INVALID;
+  /* Fetched but unadmitted messages stay within the host credits. */
+  char kb[32];
+  uint64_t k = w->cfg->exec.host_bytes / 1024 / 2;
+  snprintf(kb, sizeof kb, "%" PRIu64, k < 1024 ? 1024 : k > 2097151 ? 2097151 : k);
+  bool ok =
+      ib_wconf_set(w, c, "group.id", w->cfg->group, errbuf, cap) &&
+      ib_wconf_set(w, c, "partition.assignment.strategy", "cooperative-sticky", errbuf, cap) &&
+      ib_wconf_set(w, c, "enable.auto.commit", "false", errbuf, cap) &&
+      ib_wconf_set(w, c, "enable.auto.offset.store", "false", errbuf, cap) &&
+      ib_wconf_set(w, c, "auto.offset.reset", "earliest", errbuf, cap) &&
+      ib_wconf_set(w, c, "isolation.level", "read_committed", errbuf, cap) &&
+      ib_wconf_set(w, c, "queued.max.messages.kbytes", kb, errbuf, cap) &&
+      apply_props(w, c, errbuf, cap);
+  if (!ok) {
+    rd_kafka_conf_destroy(c);
+    return IB_INVALID;
+  }
+  rd_kafka_conf_set_rebalance_cb(c, on_rebalance);
+  rd_kafka_conf_set_offset_commit_cb(c, on_commit);
+  w->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, c, errbuf, cap);
+  if (!w->consumer) {
+    rd_kafka_conf_destroy(c);
+    return IB_INVALID;
+  }
+  rd_kafka_poll_set_consumer(w->consumer);
+  rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, w->cfg->jobs_topic, RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t e = rd_kafka_subscribe(w->consumer, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (e) {
+    snprintf(errbuf, cap, "subscribe %s: %s", w->cfg->jobs_topic, rd_kafka_err2str(e));
+    return IB_INVALID;
+  }
+  return IB_OK;
+}
+
+void ib_wconsume_pause(ib_worker *w, bool pause) {
+  if (w->paused == pause) return;
+  rd_kafka_topic_partition_list_t *l = NULL;
+  if (rd_kafka_assignment(w->consumer, &l) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  rd_kafka_resp_err_t e = pause ? rd_kafka_pause_partitions(w->consumer, l)
+                                : rd_kafka_resume_partitions(w->consumer, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e) {
+    ib_wlog(w, "warn", pause ? "pause_failed" : "resume_failed", "\"error\":\"%s\"",
+            rd_kafka_err2name(e));
+    return;
+  }
+  w->paused = pause;
+  ib_wlog(w, "info", pause ? "paused" : "resumed", "\"waiting\":%zu", w->waiting.n);
+}
+
+/* A consumer event that is not a message: partition EOF, offset resets,
+ * errors. Logged (and counted); none of them ends the worker. */
+static void consumer_event(ib_worker *w, rd_kafka_message_t *m) {
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+  if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) w->counters[IB_WC_RESETS]++;
+  char r[400];
+  ib_wlog(w, m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ? "warn" : "warn",
+          m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ? "offset_reset" : "consume_error",
+          "\"partition\":%" PRId32 ",\"error\":\"%s\",\"message\":\"%s\"", m->partition,
+          rd_kafka_err2name(m->err), ib_json_escape(r, sizeof r, rd_kafka_message_errstr(m)));
+}
+
+void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
+  rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, timeout_ms);
+  if (!m) return;
+  if (m->err) {
+    consumer_event(w, m);
+    rd_kafka_message_destroy(m);
+    return;
+  }
+  ib_wjob *j = ib_wjob_track(w, m);
+  if (!j) {
+    /* Not ours any more (revoked between fetch and poll), or out of
+     * memory: not tracked, so never committed; the owner redoes it. */
+    rd_kafka_message_destroy(m);
+    return;
+  }
+  w->counters[IB_WC_CONSUMED]++;
+  ib_wq_push(&w->waiting, j);
+}
+
+/* The next job to hand to the executor: a retry once nothing else is in
+ * the executor (a fault is judged alone, after in-flight work drained),
+ * else a fresh message. */
+static ib_wjob *next_job(ib_worker *w) {
+  if (w->retry.head) {
+    if (w->running || w->retry.head->not_before_us > ib_wnow_us()) return NULL;
+    return ib_wq_pop(&w->retry);
+  }
+  if (!w->waiting.head) ib_wconsume_poll(w, 0);
+  return ib_wq_pop(&w->waiting);
+}
+
+ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
+  ib_worker *w = user;
+  if (w->stopping) return IB_END;
+  ib_wjob *j = next_job(w);
+  if (!j) return IB_AGAIN;
+  j->state = IB_WJOB_RUNNING;
+  w->running++;
+  in->tag = j;
+  const rd_kafka_message_t *m = j->msg;
+  /* The payload's one copy: librdkafka's buffer -> the executor's (pinned
+   * on CUDA), parsed in place. */
+  uint8_t *buf = ib_executor_buffer(w->ex, m->len);
+  if (!buf) {
+    snprintf(err->message, sizeof err->message, "parse: out of memory for a %zu-byte message",
+             m->len);
+    err->stage = IB_STAGE_PARSE;
+    return IB_INTERNAL;
+  }
+  if (m->len) memcpy(buf, m->payload, m->len);
+  ib_key key = {0};
+  ib_status st = ib_executor_parse_buffer(
+      w->ex, buf, m->len,
+      w->cfg->source_root ? &(ib_graph_limits){.source_root = w->cfg->source_root}
+                          : &(ib_graph_limits){0},
+      &in->graph, &key, err);
+  if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
+    in->key = key;
+    in->has_key = true;
+  } else {
+    ib_key_clear(&key);
+  }
+  return st;
+}

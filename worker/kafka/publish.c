@@ -1,0 +1,394 @@
+/*
+ * publish.c - Results onto the results topic (and the original bytes onto
+ * the DLQ for job faults), keyed by the job's coordinates, with the job
+ * message's trace headers; deliveries tracked until the broker
+ * acknowledges them; results too large for a message written to the
+ * output directory. A failed delivery is produced again: broker trouble is
+ * waited out, never turned into a loss or an error Result.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/result_msg.h"
+#include "kafka/wstate.h"
+
+/* Room kept for the Result envelope, key and headers inside a message. */
+#define ENVELOPE_BYTES 4096u
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+  (void)rk;
+  ib_worker *w = opaque;
+  ib_wjob *j = m->_private;
+  if (!j) return;
+  w->undelivered--;
+  if (m->err) {
+    char t[300];
+    ib_wlog(w, "warn", "delivery_failed",
+            "\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"topic\":\"%s\",\"error\":\"%s\"",
+            j->partition, j->offset, ib_json_escape(t, sizeof t, rd_kafka_topic_name(m->rkt)),
+            rd_kafka_err2name(m->err));
+    j->delivery_failed = true;
+  }
+  if (--j->pending > 0) return;
+  if (j->delivery_failed) {
+    /* Produced again by ib_wpublish_poll, until acknowledged. */
+    j->delivery_failed = false;
+    j->not_before_us = ib_wnow_us() + 500000;
+    ib_wq_push(&w->republish, j);
+    return;
+  }
+  if (w->cfg->transactional) {
+    j->state = IB_WJOB_ACKED; /* done when its transaction commits */
+    ib_wq_push(&w->txn, j);
+    return;
+  }
+  ib_wjob_done(w, j);
+}
+
+static rd_kafka_headers_t *trace_headers(const rd_kafka_message_t *m) {
+  rd_kafka_headers_t *out = rd_kafka_headers_new(4);
+  rd_kafka_headers_t *in = NULL;
+  if (rd_kafka_message_headers(m, &in) != RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+  static const char *const names[] = {"traceparent", "correlation-id"};
+  for (size_t i = 0; i < 2; i++) {
+    const void *v;
+    size_t n;
+    if (rd_kafka_header_get_last(in, names[i], &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_header_add(out, names[i], -1, v, (ssize_t)n);
+  }
+  return out;
+}
+
+/* Produces, waiting out a full local queue (polling delivery reports). */
+static bool produce(ib_worker *w, ib_wjob *j, const char *topic, const void *val, size_t len,
+                    rd_kafka_headers_t *hdrs) {
+  if (!ib_wtxn_begin(w)) {
+    rd_kafka_headers_destroy(hdrs);
+    return false;
+  }
+  for (;;) {
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        w->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(j->result_key, strlen(j->result_key)),
+        RD_KAFKA_V_VALUE((void *)val, len), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(j),
+        RD_KAFKA_V_END);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      j->pending++;
+      w->undelivered++;
+      return true;
+    }
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      rd_kafka_poll(w->producer, 100);
+      continue;
+    }
+    rd_kafka_headers_destroy(hdrs);
+    ib_wlog(w, "error", "produce_failed",
+            "\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"error\":\"%s\"", j->partition,
+            j->offset, rd_kafka_err2name(e));
+    return false;
+  }
+}
+
+static void produce_all(ib_worker *w, ib_wjob *j) {
+  j->pending = 0;
+  j->state = IB_WJOB_PUBLISHING;
+  bool ok = produce(w, j, w->cfg->results_topic, j->result, j->result_len,
+                    rd_kafka_headers_copy(j->result_headers));
+  if (ok && j->to_dlq) {
+    rd_kafka_headers_t *h = rd_kafka_headers_copy(j->result_headers);
+    char num[32];
+    rd_kafka_header_add(h, "imgbatch-stage", -1, j->dlq_stage, -1);
+    rd_kafka_header_add(h, "imgbatch-kind", -1, j->dlq_kind, -1);
+    rd_kafka_header_add(h, "imgbatch-error", -1, j->dlq_error, -1);
+    rd_kafka_header_add(h, "imgbatch-topic", -1, rd_kafka_topic_name(j->msg->rkt), -1);
+    snprintf(num, sizeof num, "%" PRId32, j->partition);
+    rd_kafka_header_add(h, "imgbatch-partition", -1, num, -1);
+    snprintf(num, sizeof num, "%" PRId64, j->offset);
+    rd_kafka_header_add(h, "imgbatch-offset", -1, num, -1);
+    ok = produce(w, j, w->cfg->dlq_topic, j->msg->payload, j->msg->len, h);
+  }
+  if (!ok && j->pending == 0) {
+    /* Nothing is on its way: try again later, like a failed delivery. */
+    j->not_before_us = ib_wnow_us() + 500000;
+    ib_wq_push(&w->republish, j);
+  }
+}
+
+/* Packs `rm` as job j's Result: its coordinates and the worker's fields. */
+static uint8_t *pack_result(const ib_worker *w, const ib_wjob *j, ib_result_msg *rm, size_t *len) {
+  Imgbatch__V1__SourceCoordinates src = IMGBATCH__V1__SOURCE_COORDINATES__INIT;
+  src.topic = (char *)rd_kafka_topic_name(j->msg->rkt);
+  src.partition = j->partition;
+  src.offset = j->offset;
+  rm->msg.source = &src;
+  rm->msg.worker_id = (char *)w->worker_id;
+  rm->msg.contract_version = IB_CONTRACT_VERSION;
+  uint8_t *buf = ib_result_msg_pack(rm, len);
+  rm->msg.source = NULL;
+  return buf;
+}
+
+/* Sends a packed Result (taking it) with the job's trace headers under the
+ * job's coordinates, and its DLQ copy when marked. */
+static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
+  free(j->result);
+  j->result = packed;
+  j->result_len = len;
+  if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
+  j->result_headers = trace_headers(j->msg);
+  snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,
+           rd_kafka_topic_name(j->msg->rkt), j->partition, j->offset);
+  w->counters[IB_WC_RESULTS]++;
+  produce_all(w, j);
+}
+
+static void send_result(ib_worker *w, ib_wjob *j, ib_result_msg *rm) {
+  size_t len = 0;
+  uint8_t *packed = pack_result(w, j, rm, &len);
+  if (!packed) {
+    ib_wjob_fault(w, j, "alloc", "publish: out of memory packing the Result");
+    return;
+  }
+  send_packed(w, j, packed, len);
+}
+
+static void mark_dlq(ib_worker *w, ib_wjob *j, const ib_error *e) {
+  j->to_dlq = w->cfg->dlq_topic != NULL;
+  snprintf(j->dlq_stage, sizeof j->dlq_stage, "%s", ib_stage_name(e->stage));
+  snprintf(j->dlq_kind, sizeof j->dlq_kind, "%s", ib_status_name(e->status));
+  snprintf(j->dlq_error, sizeof j->dlq_error, "%s", e->message);
+}
+
+static const char *ext_of(Imgbatch__V1__Format f) {
+  switch (f) {
+    case IMGBATCH__V1__FORMAT__PNG: return "png";
+    case IMGBATCH__V1__FORMAT__JPEG: return "jpg";
+    case IMGBATCH__V1__FORMAT__WEBP: return "webp";
+    case IMGBATCH__V1__FORMAT__TIFF: return "tiff";
+    default: return "raw";
+  }
+}
+
+/* Writes `data` atomically (temporary file, fsync, rename, directory
+ * fsync) as <topic>-<partition>-<offset>.<ext> under the output directory. */
+static int write_file(const ib_worker *w, const ib_wjob *j, const Imgbatch__V1__ImageData *im,
+                      char *name, size_t cap) {
+  if (w->sink_fault) return EIO;
+  snprintf(name, cap, "%s-%" PRId32 "-%" PRId64 ".%s", rd_kafka_topic_name(j->msg->rkt),
+           j->partition, j->offset, ext_of(im->format));
+  for (char *c = name; *c; c++)
+    if (*c == '/') *c = '_';
+  char tmp[1200], final[1200];
+  snprintf(final, sizeof final, "%s/%s", w->cfg->output_dir, name);
+  snprintf(tmp, sizeof tmp, "%s/.%s.%s.tmp", w->cfg->output_dir, name, w->worker_id);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  size_t off = 0;
+  int e = 0;
+  while (off < im->data.len && !e) {
+    ssize_t n = write(fd, im->data.data + off, im->data.len - off);
+    if (n < 0 && errno != EINTR) e = errno;
+    if (n > 0) off += (size_t)n;
+  }
+  if (!e && fsync(fd) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (!e && rename(tmp, final) != 0) e = errno;
+  if (e) {
+    unlink(tmp);
+    return e;
+  }
+  int dfd = open(w->cfg->output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    if (fsync(dfd) != 0) e = errno;
+    close(dfd);
+  }
+  return e;
+}
+
+/* Off the driving thread (the encode pool): encodes the image per the
+ * job's output spec, writes a result too large for a message to the output
+ * directory, packs the Result. Reads only immutable worker state. */
+void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
+  ib_result *res = &o->res;
+  ib_result_msg rm;
+  ib_result_msg_init(&rm);
+  ib_error err = {0};
+  ib_status st = ib_result_msg_from_result(&rm, res, &err);
+  if (st != IB_OK && err.status == IB_INTERNAL) {
+    /* The encoder failed, not the job's parameters: a worker fault until
+     * it follows this job (issue 11). */
+    o->fault_kind = "encode";
+    snprintf(o->fault_msg, sizeof o->fault_msg, "%s", err.message);
+    ib_result_msg_clear(&rm);
+    return;
+  }
+  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
+    rm.handle.worker_id = (char *)w->worker_id;
+    rm.handle.handle_id = o->handle_id;
+    rm.handle.generation = w->generation;
+  }
+  rm.timings.queue_us = res->queue_us;
+  rm.timings.gpu_us = res->exec_us;
+  Imgbatch__V1__ImageFile file = IMGBATCH__V1__IMAGE_FILE__INIT;
+  char name[600];
+  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE &&
+      imgbatch__v1__result__get_packed_size(&rm.msg) > w->max_result_bytes) {
+    Imgbatch__V1__ImageData *im = rm.msg.image;
+    if (!w->cfg->output_dir) {
+      ib_error e;
+      ib_error_set(&e, IB_LIMIT, IB_STAGE_PUBLISH,
+                   "publish: result of %zu bytes exceeds --max-result-bytes %" PRIu64
+                   " and no --output-dir is set",
+                   im->data.len, w->max_result_bytes);
+      ib_result_msg_clear(&rm);
+      ib_result_msg_error(&rm, res->has_job_id, res->job_id, &res->key, &e);
+      o->dlq = e;
+    } else {
+      int e = write_file(w, o->j, im, name, sizeof name);
+      if (e) {
+        o->fault_kind = "sink";
+        snprintf(o->fault_msg, sizeof o->fault_msg, "write %.100s/%.150s: %.60s",
+                 w->cfg->output_dir, name, strerror(e));
+        ib_result_msg_clear(&rm);
+        return;
+      }
+      file.path = name;
+      file.mode = im->mode;
+      file.width = im->width;
+      file.height = im->height;
+      file.format = im->format;
+      file.size = im->data.len;
+      file.worker_id = (char *)w->worker_id;
+      rm.msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_FILE;
+      rm.msg.file = &file;
+    }
+  } else if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR) {
+    o->dlq = st != IB_OK ? err : res->error;
+  }
+  o->error = rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR;
+  o->packed = pack_result(w, o->j, &rm, &o->len);
+  if (!o->packed) {
+    o->fault_kind = "alloc";
+    snprintf(o->fault_msg, sizeof o->fault_msg, "publish: out of memory packing the Result");
+  }
+  ib_result_msg_clear(&rm);
+}
+
+bool ib_wout_send(ib_worker *w, ib_wout *o) {
+  ib_wjob *j = o->j;
+  if (o->fault_kind) {
+    ib_wjob_fault(w, j, o->fault_kind, o->fault_msg);
+    return false;
+  }
+  if (o->error) {
+    w->counters[IB_WC_ERRORS]++;
+    mark_dlq(w, j, &o->dlq);
+  }
+  send_packed(w, j, o->packed, o->len);
+  o->packed = NULL;
+  return true;
+}
+
+bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res) {
+  ib_wout o = {.j = j, .res = *res};
+  if (res->ok && res->kind == IB_RESULT_RESIDENT && !ib_whandle_keep(w, res, &o.handle_id)) {
+    ib_wjob_fault(w, j, "alloc", "publish: out of memory keeping a resident handle");
+    return false;
+  }
+  ib_wout_prepare(w, &o);
+  return ib_wout_send(w, &o);
+}
+
+void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, const char *msg) {
+  ib_error e = {.status = st, .stage = stage};
+  snprintf(e.message, sizeof e.message, "%s", msg);
+  ib_result_msg rm;
+  ib_result_msg_init(&rm);
+  ib_result_msg_error(&rm, false, 0, NULL, &e);
+  w->counters[IB_WC_ERRORS]++;
+  mark_dlq(w, j, &e);
+  send_result(w, j, &rm);
+  ib_result_msg_clear(&rm);
+}
+
+static uint64_t message_max_bytes(ib_worker *w) {
+  const rd_kafka_conf_t *c = rd_kafka_conf(w->producer);
+  char v[32];
+  size_t n = sizeof v;
+  if (rd_kafka_conf_get(c, "message.max.bytes", v, &n) != RD_KAFKA_CONF_OK) return 1000000;
+  return strtoull(v, NULL, 10);
+}
+
+ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
+  rd_kafka_conf_t *c = ib_wconf_new(w, errbuf, cap);
+  if (!c) return IB_INVALID;
+  char txid[300];
+  snprintf(txid, sizeof txid, "imgbatch-%s", w->worker_id);
+  bool ok = (!w->cfg->transactional || ib_wconf_set(w, c, "transactional.id", txid, errbuf, cap)) &&
+            ib_wconf_set(w, c, "enable.idempotence", "true", errbuf, cap) &&
+            ib_wconf_set(w, c, "acks", "all", errbuf, cap) &&
+            ib_wconf_set(w, c, "compression.type", "none", errbuf, cap);
+  for (int i = 0; ok && i < w->cfg->n_props; i++)
+    ok = ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap);
+  if (!ok) {
+    rd_kafka_conf_destroy(c);
+    return IB_INVALID;
+  }
+  rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+  w->producer = rd_kafka_new(RD_KAFKA_PRODUCER, c, errbuf, cap);
+  if (!w->producer) {
+    rd_kafka_conf_destroy(c);
+    return IB_INVALID;
+  }
+  if (w->cfg->transactional && !ib_wtxn_init(w)) {
+    snprintf(errbuf, cap, "init_transactions failed (see the txn_failed log line)");
+    return IB_INVALID;
+  }
+  uint64_t mmb = message_max_bytes(w);
+  w->max_result_bytes = w->cfg->max_result_bytes
+                            ? w->cfg->max_result_bytes
+                            : (mmb > 2 * ENVELOPE_BYTES ? mmb - ENVELOPE_BYTES : mmb / 2);
+  return IB_OK;
+}
+
+void ib_wpublish_poll(ib_worker *w, int timeout_ms) {
+  rd_kafka_poll(w->producer, timeout_ms);
+  /* Deliveries that failed past librdkafka's retries go out again, the
+   * same bytes under the same key; the job stays uncommitted meanwhile. */
+  uint64_t now = ib_wnow_us();
+  size_t n = w->republish.n;
+  while (n-- > 0) {
+    ib_wjob *j = ib_wq_pop(&w->republish);
+    if (j->not_before_us > now) {
+      ib_wq_push(&w->republish, j);
+      continue;
+    }
+    w->counters[IB_WC_REPRODUCED]++;
+    produce_all(w, j);
+  }
+}
+
+/* Removes result files older than --output-ttl (ours by their name). */
+void ib_woutdir_sweep(ib_worker *w) {
+  if (!w->cfg->output_dir || !w->cfg->output_ttl_s) return;
+  DIR *d = opendir(w->cfg->output_dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *e;
+  int dfd = dirfd(d);
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' && !strstr(e->d_name, ".tmp")) continue;
+    struct stat st;
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if ((uint64_t)(now - st.st_mtime) > w->cfg->output_ttl_s) unlinkat(dfd, e->d_name, 0);
+  }
+  closedir(d);
+}

@@ -1,0 +1,150 @@
+/*
+ * track.c - per-partition offset watermarks. Jobs finish out of order, and
+ * offsets may skip (transaction markers, compaction), so a partition keeps
+ * every message it consumed, in offset order; the committed position is
+ * just after the highest consumed offset below which every consumed
+ * message is done (its Result acknowledged by the broker).
+ */
+#include <stdlib.h>
+
+#include "kafka/wstate.h"
+
+void ib_wq_push(ib_wjob_queue *q, ib_wjob *j) {
+  j->qnext = NULL;
+  if (q->tail)
+    q->tail->qnext = j;
+  else
+    q->head = j;
+  q->tail = j;
+  q->n++;
+}
+
+void ib_wq_push_front(ib_wjob_queue *q, ib_wjob *j) {
+  j->qnext = q->head;
+  q->head = j;
+  if (!q->tail) q->tail = j;
+  q->n++;
+}
+
+ib_wjob *ib_wq_pop(ib_wjob_queue *q) {
+  ib_wjob *j = q->head;
+  if (!j) return NULL;
+  q->head = j->qnext;
+  if (!q->head) q->tail = NULL;
+  q->n--;
+  j->qnext = NULL;
+  return j;
+}
+
+ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create) {
+  if (id < 0) return NULL;
+  if (id >= w->n_parts) {
+    if (!create) return NULL;
+    int32_t n = id + 1;
+    ib_wpart *p = realloc(w->parts, (size_t)n * sizeof *p);
+    if (!p) return NULL;
+    for (int32_t i = w->n_parts; i < n; i++)
+      p[i] = (ib_wpart){.id = i, .done_upto = -1, .committed = -1, .committing = -1};
+    w->parts = p;
+    w->n_parts = n;
+  }
+  return &w->parts[id];
+}
+
+ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg) {
+  ib_wpart *p = ib_wpart_get(w, msg->partition, false);
+  if (!p || !p->assigned) return NULL; /* a message of a partition given up meanwhile */
+  ib_wjob *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->msg = msg;
+  j->partition = msg->partition;
+  j->offset = msg->offset;
+  j->part = p;
+  j->consumed_us = ib_wnow_us();
+  if (p->tail)
+    p->tail->next = j;
+  else
+    p->head = j;
+  p->tail = j;
+  return j;
+}
+
+void ib_wjob_free(ib_wjob *j) {
+  if (!j) return;
+  if (j->msg) rd_kafka_message_destroy(j->msg);
+  if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
+  free(j->result);
+  free(j);
+}
+
+void ib_wjob_done(ib_worker *w, ib_wjob *j) {
+  (void)w;
+  j->state = IB_WJOB_DONE;
+  ib_wpart *p = j->part;
+  if (!p) {
+    ib_wjob_free(j);
+    return;
+  }
+  /* Only a done prefix moves the watermark; later done jobs wait in place. */
+  while (p->head && p->head->state == IB_WJOB_DONE) {
+    ib_wjob *h = p->head;
+    p->head = h->next;
+    if (!p->head) p->tail = NULL;
+    p->done_upto = h->offset + 1;
+    ib_wjob_free(h);
+  }
+}
+
+int64_t ib_wpart_commit_offset(const ib_wpart *p) {
+  int64_t at = p->head ? p->head->offset : p->done_upto;
+  if (at < 0 || at <= p->committed || at == p->committing) return -1;
+  /* Nothing done since the last commit: the head's own offset was already
+   * the position. */
+  if (p->head && p->done_upto < 0 && p->committed < 0) return -1;
+  return at;
+}
+
+void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
+  /* Waiting jobs of the partition were never started: drop them. */
+  for (ib_wjob_queue *q = &w->waiting; q; q = q == &w->waiting ? &w->retry : NULL) {
+    ib_wjob_queue keep = {0};
+    ib_wjob *j;
+    while ((j = ib_wq_pop(q))) {
+      if (j->part == p) {
+        j->part = NULL;
+        j->state = IB_WJOB_DONE;
+      } else {
+        ib_wq_push(&keep, j);
+      }
+    }
+    *q = keep;
+  }
+  /* Acknowledged in an open transaction: it commits or aborts without them. */
+  ib_wjob_queue keep = {0};
+  ib_wjob *t;
+  while ((t = ib_wq_pop(&w->txn))) {
+    if (t->part == p) {
+      t->part = NULL;
+      t->state = IB_WJOB_DONE;
+    } else {
+      ib_wq_push(&keep, t);
+    }
+  }
+  w->txn = keep;
+  /* The rest (running, publishing) finish as orphans: never committed. */
+  ib_wjob *j = p->head;
+  while (j) {
+    ib_wjob *next = j->next;
+    j->next = NULL;
+    if (j->state == IB_WJOB_DONE)
+      ib_wjob_free(j);
+    else
+      j->part = NULL;
+    j = next;
+  }
+  p->head = p->tail = NULL;
+  p->assigned = false;
+  p->done_upto = -1;
+  p->committed = -1;
+  p->committing = -1;
+}

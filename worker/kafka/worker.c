@@ -1,0 +1,354 @@
+/*
+ * worker.c - the Kafka worker's loop. One thread drives everything: the
+ * executor's run stream pulls messages through ib_wnext_input; each result
+ * is published; between results the clients are polled (deliveries,
+ * rebalances, control commands), watermarks committed, partitions paused
+ * while credits are full. Worker faults (device, host allocation, output
+ * sink) never become error Results: the job is resubmitted alone, judged
+ * the job's own fault after K attempts while others succeed, or the
+ * worker stops on a sticky fault so the group moves its partitions.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kafka/wstate.h"
+
+#define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (issue 11) */
+#define STICKY_FAULTS 5  /* solo retries failing in a row: the worker is sick */
+#define COMMIT_EVERY_US 200000u
+#define STATUS_EVERY_US 10000000u
+#define SWEEP_EVERY_US 60000000u
+
+uint64_t ib_wnow_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
+static size_t utf8_len(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+  if (!n || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;
+  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+const char *ib_json_escape(char *buf, size_t cap, const char *s) {
+  size_t o = 0;
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  while (*p && o + 8 < cap) {
+    size_t n = utf8_len(p);
+    if (!n) {
+      o += (size_t)snprintf(buf + o, cap - o, "\\ufffd");
+      p++;
+    } else if (*p == '"' || *p == '\\') {
+      buf[o++] = '\\';
+      buf[o++] = (char)*p++;
+    } else if (*p < 0x20) {
+      o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *p++);
+    } else {
+      if (o + n >= cap - 1) break;
+      memcpy(buf + o, p, n);
+      o += n;
+      p += n;
+    }
+  }
+  buf[o] = 0;
+  return buf;
+}
+
+void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...) {
+  if (!w->cfg->log) return;
+  char fields[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fields, sizeof fields, fmt, ap);
+  va_end(ap);
+  w->cfg->log(w->cfg->log_ctx, level, event, fields);
+}
+
+static void status_log(ib_worker *w) {
+  uint64_t oldest = 0, now = ib_wnow_us();
+  for (int32_t i = 0; i < w->n_parts; i++)
+    if (w->parts[i].assigned && w->parts[i].head && now - w->parts[i].head->consumed_us > oldest)
+      oldest = now - w->parts[i].head->consumed_us;
+  ib_executor_counters c;
+  ib_executor_counters_get(w->ex, &c);
+  ib_wlog(w, "info", "status",
+          "\"consumed\":%" PRIu64 ",\"results\":%" PRIu64 ",\"error_results\":%" PRIu64
+          ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
+          ",\"republished\":%" PRIu64 ",\"waiting\":%zu,\"running\":%zu,\"undelivered\":%" PRIu64
+          ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
+          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s",
+          w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
+          w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
+          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->undelivered, w->n_handles,
+          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false");
+}
+
+static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *deadline) {
+  if (w->stopping) return;
+  w->stopping = true;
+  w->exit_code = code;
+  *deadline = ib_wnow_us() + w->cfg->grace_s * 1000000u;
+  ib_wconsume_pause(w, true);
+  ib_wlog(w, code ? "error" : "info", "shutdown", "\"reason\":\"%s\",\"grace_s\":%" PRIu64, reason,
+          w->cfg->grace_s);
+}
+
+void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg) {
+  w->counters[IB_WC_FAULTS]++;
+  /* Only a job that faults alone (a retry, fed with nothing else in the
+   * executor) says something about the worker: a first fault may have been
+   * another job's, grouped into the same submission. */
+  if (j->faults > 0) w->consecutive_faults++;
+  if (j->faults == 0) j->successes_at_fault = w->successes;
+  j->faults++;
+  char m[700];
+  ib_wlog(w, "error", "fault",
+          "\"kind\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
+          ",\"attempts\":%d,\"message\":\"%s\"",
+          kind, j->partition, j->offset, j->faults, ib_json_escape(m, sizeof m, msg));
+  if (j->faults >= FAULTS_PER_JOB && w->successes > j->successes_at_fault) {
+    char why[320];
+    snprintf(why, sizeof why, "%s fault on each of %d attempts while other jobs succeeded: %.200s",
+             kind, j->faults, msg);
+    ib_wpublish_error(w, j, IB_INTERNAL, IB_STAGE_EXECUTE, why);
+    return;
+  }
+  if (w->consecutive_faults >= STICKY_FAULTS) {
+    /* Sticky: this job stays uncommitted; the worker stops (its caller
+     * sees w->sick) so the group gives its partitions to healthy workers. */
+    j->state = IB_WJOB_WAITING;
+    ib_wq_push_front(&w->retry, j);
+    w->sick = true;
+    return;
+  }
+  j->state = IB_WJOB_WAITING;
+  uint64_t backoff = 100000u << (j->faults < 5 ? j->faults : 5);
+  j->not_before_us = ib_wnow_us() + backoff;
+  w->counters[IB_WC_RETRIES]++;
+  ib_wq_push(&w->retry, j);
+}
+
+static bool is_worker_fault(const ib_result *res) {
+  return !res->ok && (res->error.status == IB_DEVICE || res->error.status == IB_INTERNAL);
+}
+
+static void on_result(ib_worker *w, ib_result *res) {
+  ib_wjob *j = res->tag;
+  if (!j) return; /* every input carries its job */
+  w->running--;
+  if (is_worker_fault(res)) {
+    ib_wjob_fault(w, j, res->error.status == IB_DEVICE ? "device" : "internal", res->error.message);
+    return;
+  }
+  if (res->ok && res->kind == IB_RESULT_IMAGE && w->pool) {
+    ib_wout *o = calloc(1, sizeof *o);
+    if (o) {
+      *o = (ib_wout){.j = j, .res = *res};
+      *res = (ib_result){0}; /* the pool owns it now */
+      ib_wpool_push(w->pool, o);
+      return;
+    }
+  }
+  if (ib_wpublish_result(w, j, res)) {
+    w->successes++;
+    w->consecutive_faults = 0;
+  }
+}
+
+/* Results the encode pool prepared go out from here. */
+static void send_prepared(ib_worker *w) {
+  ib_wout *o = w->pool ? ib_wpool_take(w->pool) : NULL;
+  while (o) {
+    ib_wout *next = o->next;
+    if (ib_wout_send(w, o)) {
+      w->successes++;
+      w->consecutive_faults = 0;
+    }
+    free(o->packed);
+    free(o);
+    o = next;
+  }
+}
+
+/* Everything but the executor: deliveries, the consumer (rebalances, the
+ * next message), control commands, commits, backpressure, housekeeping. */
+static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
+  send_prepared(w);
+  ib_wpublish_poll(w, 0);
+  /* Encodes in flight come back soon: do not sleep past them. */
+  if (wait_ms > 2 && w->pool && ib_wpool_outstanding(w->pool)) wait_ms = 2;
+  ib_wconsume_poll(w, wait_ms);
+  if (w->control) ib_wcontrol_poll(w);
+  uint64_t now = ib_wnow_us();
+  if (now - w->last_commit_us >= COMMIT_EVERY_US) {
+    ib_wcommit(w, false);
+    w->last_commit_us = now;
+  }
+  if (now - w->last_sweep_us >= SWEEP_EVERY_US) {
+    ib_woutdir_sweep(w);
+    w->last_sweep_us = now;
+  }
+  if (now - *last_status >= STATUS_EVERY_US) {
+    status_log(w);
+    *last_status = now;
+  }
+  /* Backpressure: messages pile up only when the executor takes none. */
+  if (!w->stopping) {
+    if (!w->paused && w->waiting.n >= 2)
+      ib_wconsume_pause(w, true);
+    else if (w->paused && w->waiting.n == 0)
+      ib_wconsume_pause(w, false);
+  }
+}
+
+static void make_worker_id(ib_worker *w) {
+  if (w->cfg->worker_id) {
+    snprintf(w->worker_id, sizeof w->worker_id, "%s", w->cfg->worker_id);
+    return;
+  }
+  char host[64] = "host";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = (uint32_t)ib_wnow_us();
+  snprintf(w->worker_id, sizeof w->worker_id, "%s-%d-%08x", host, (int)getpid(), r);
+}
+
+static int start(ib_worker *w) {
+  char errbuf[512] = "";
+  ib_error err = {0};
+  if (ib_executor_create(&w->cfg->exec, &w->ex, &err) != IB_OK) {
+    char m[700];
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"executor\",\"message\":\"%s\"",
+            ib_json_escape(m, sizeof m, err.message));
+    return 1;
+  }
+  if (w->cfg->fault) {
+    if (strcmp(w->cfg->fault, "sink") == 0) {
+      w->sink_fault = true;
+    } else {
+#ifdef IB_FAULTS
+      if (ib_executor_test_fault(w->ex, w->cfg->fault, &err) != IB_OK) {
+        ib_wlog(w, "error", "start_failed", "\"stage\":\"fault\",\"message\":\"%s\"", err.message);
+        return 2;
+      }
+#else
+      ib_wlog(w, "error", "start_failed", "\"stage\":\"fault\",\"message\":\"%s\"",
+              "this build has no fault injection (CMake option IB_FAULTS)");
+      return 2;
+#endif
+    }
+  }
+  int threads =
+      w->cfg->decode_threads > 0 ? w->cfg->decode_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (!(w->pool = ib_wpool_new(w, threads))) {
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"encode pool\",\"message\":\"no threads\"");
+    return 1;
+  }
+  const char *stage = "producer";
+  ib_status st = ib_wpublish_start(w, errbuf, sizeof errbuf);
+  if (st == IB_OK) stage = "consumer", st = ib_wconsume_start(w, errbuf, sizeof errbuf);
+  if (st == IB_OK) stage = "control", st = ib_wcontrol_start(w, errbuf, sizeof errbuf);
+  if (st == IB_OK) stage = "executor", st = ib_executor_run(w->ex, ib_wnext_input, w, &w->rs);
+  if (st != IB_OK) {
+    char m[700];
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"%s\",\"message\":\"%s\"", stage,
+            ib_json_escape(m, sizeof m, errbuf));
+    return st == IB_INVALID ? 2 : 1;
+  }
+  char id[300];
+  ib_wlog(w, "info", "start",
+          "\"worker_id\":\"%s\",\"backend\":\"%s\",\"generation\":%" PRIu64
+          ",\"max_result_bytes\":%" PRIu64 ",\"contract_version\":%u",
+          ib_json_escape(id, sizeof id, w->worker_id),
+          w->cfg->exec.backend == IB_BACKEND_CUDA ? "cuda" : "cpu", w->generation,
+          w->max_result_bytes, IB_CONTRACT_VERSION);
+  return 0;
+}
+
+static void stop_clients(ib_worker *w) {
+  if (w->rs) ib_results_close(w->rs);
+  w->rs = NULL;
+  ib_wpool_free(w->pool);
+  w->pool = NULL;
+  ib_wcontrol_stop(w);
+  if (w->consumer) {
+    rd_kafka_consumer_close(w->consumer);
+    rd_kafka_destroy(w->consumer);
+  }
+  /* Jobs still tracked were never acknowledged: freed, never committed. */
+  for (int32_t i = 0; i < w->n_parts; i++) ib_wpart_drop(w, &w->parts[i]);
+  ib_wjob *j;
+  while ((j = ib_wq_pop(&w->republish))) j->part = NULL;
+  if (w->producer) rd_kafka_destroy(w->producer);
+  ib_executor_destroy(w->ex);
+  free(w->parts);
+}
+
+/* After the stream ended: wait for every delivery, then commit. */
+static void drain_deliveries(ib_worker *w, uint64_t deadline) {
+  while ((w->undelivered || w->republish.n) && ib_wnow_us() < deadline && *w->cfg->stop < 2) {
+    ib_wpublish_poll(w, 100);
+    ib_wconsume_poll(w, 0);
+  }
+  ib_wcommit(w, true);
+}
+
+int ib_worker_run(const ib_worker_config *cfg) {
+  ib_worker w = {.cfg = cfg};
+  make_worker_id(&w);
+  int rc = start(&w);
+  if (rc) {
+    stop_clients(&w);
+    return rc;
+  }
+  uint64_t deadline = UINT64_MAX, last_status = ib_wnow_us();
+  for (;;) {
+    if (*cfg->stop >= 2) break;
+    if (*cfg->stop == 1) begin_stop(&w, 0, "signal", &deadline);
+    if (w.fatal) begin_stop(&w, 1, "fatal librdkafka error", &deadline);
+    if (w.sick) begin_stop(&w, 1, "sticky worker fault", &deadline);
+    if (ib_wnow_us() > deadline) {
+      ib_wlog(&w, "error", "grace_expired", "\"running\":%zu", w.running);
+      w.exit_code = 1;
+      break;
+    }
+    ib_result res;
+    ib_status st = ib_results_next(w.rs, &res);
+    if (st == IB_OK) {
+      on_result(&w, &res);
+      ib_result_free(&res);
+      service(&w, 0, &last_status);
+    } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
+      service(&w, 50, &last_status);
+    } else if (st == IB_END) {
+      while (ib_wpool_outstanding(w.pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
+        service(&w, 2, &last_status);
+      send_prepared(&w);
+      drain_deliveries(&w, deadline);
+      break;
+    } else {
+      ib_wlog(&w, "error", "executor_failed", "\"status\":\"%s\"", ib_status_name(st));
+      w.exit_code = 1;
+      break;
+    }
+  }
+  if (*cfg->stop >= 2) w.exit_code = 1;
+  status_log(&w);
+  stop_clients(&w);
+  ib_wlog(&w, w.exit_code ? "error" : "info", "exit", "\"code\":%d", w.exit_code);
+  return w.exit_code;
+}

@@ -1,0 +1,216 @@
+/*
+ * wstate.h - the Kafka worker's internal state, shared by its files:
+ * consume.c (group membership, input), track.c (offset watermarks),
+ * publish.c (Results, DLQ, deliveries, output files), control.c (resident
+ * handles), worker.c (the loop). Everything here runs on the worker's one
+ * driving thread: librdkafka callbacks are served from its poll calls.
+ */
+#ifndef IB_KAFKA_WSTATE_H
+#define IB_KAFKA_WSTATE_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+
+#include "kafka/worker.h"
+
+typedef enum ib_wjob_state {
+  IB_WJOB_WAITING,    /* consumed, not yet handed to the executor */
+  IB_WJOB_RUNNING,    /* in the executor */
+  IB_WJOB_PUBLISHING, /* Result (and DLQ copy) produced, not yet acknowledged */
+  IB_WJOB_ACKED,      /* --transactional: acknowledged, its transaction not yet committed */
+  IB_WJOB_DONE        /* acknowledged: its offset may be committed */
+} ib_wjob_state;
+
+struct ib_wpart;
+
+/* One consumed message, from fetch until its Result is acknowledged. The
+ * message itself is kept (librdkafka's buffer, no copy) so a worker fault
+ * can resubmit the same bytes and the DLQ can carry the original. */
+typedef struct ib_wjob {
+  rd_kafka_message_t *msg;
+  int32_t partition;
+  int64_t offset;
+  struct ib_wpart *part; /* NULL once its partition was revoked or lost */
+  struct ib_wjob *next;  /* in its partition, by offset */
+  struct ib_wjob *qnext; /* in the waiting or retry queue */
+  ib_wjob_state state;
+  int pending;                 /* deliveries outstanding (Result, DLQ copy) */
+  bool delivery_failed;        /* re-produce when the broker is back */
+  int faults;                  /* worker faults seen by this job */
+  uint64_t successes_at_fault; /* worker successes when it first faulted */
+  uint64_t not_before_us;      /* retry backoff */
+  uint64_t consumed_us;
+  uint8_t *result; /* packed Result, kept until acknowledged */
+  size_t result_len;
+  char result_key[96];
+  rd_kafka_headers_t *result_headers; /* template, copied per produce */
+  bool to_dlq;
+  char dlq_stage[16], dlq_kind[16];
+  char dlq_error[320];
+} ib_wjob;
+
+typedef struct ib_wjob_queue {
+  ib_wjob *head, *tail;
+  size_t n;
+} ib_wjob_queue;
+
+/* An assigned partition of the jobs topic. */
+typedef struct ib_wpart {
+  int32_t id;
+  bool assigned;
+  ib_wjob *head, *tail; /* every tracked message, in offset order */
+  int64_t done_upto;    /* next offset after the last message popped done; -1 none */
+  int64_t committed;    /* last offset the broker accepted from us; -1 none */
+  int64_t committing;   /* offset of the commit in flight; -1 none */
+} ib_wpart;
+
+typedef struct ib_handle_slot ib_handle_slot;
+
+/* A Result on its way out: prepared (encoded, packed) on the encode pool,
+ * sent from the driving thread. */
+typedef struct ib_wout {
+  ib_wjob *j;
+  ib_result res;      /* owned until prepared */
+  uint64_t handle_id; /* a resident output's published id */
+  uint8_t *packed;
+  size_t len;
+  bool error; /* outcome error: DLQ with `dlq` */
+  ib_error dlq;
+  const char *fault_kind; /* a worker fault instead of a Result */
+  char fault_msg[320];
+  struct ib_wout *next;
+} ib_wout;
+
+typedef struct ib_wpool ib_wpool;
+
+typedef struct ib_worker {
+  const ib_worker_config *cfg;
+  char worker_id[128];
+  uint64_t generation;
+  ib_executor *ex;
+  ib_results *rs;
+  rd_kafka_t *consumer, *producer, *control;
+  ib_wpart *parts;
+  int32_t n_parts;
+  ib_wjob_queue waiting;   /* consumed, not yet in the executor */
+  ib_wjob_queue retry;     /* faulted by the worker, to resubmit one by one */
+  ib_wjob_queue republish; /* Results whose delivery failed, to produce again */
+  ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
+  bool txn_open;
+  size_t running;          /* jobs in the executor */
+  bool paused;
+  bool stopping; /* drain: no more input */
+  int exit_code;
+  bool fatal;
+  bool sick; /* a sticky worker fault: stop, exit non-zero */
+  uint64_t successes, consecutive_faults;
+  uint64_t max_result_bytes;
+  uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
+  bool sink_fault;      /* IB_FAULTS "sink" */
+  uint64_t last_commit_us, last_sweep_us;
+  ib_wpool *pool; /* encodes Results off the driving thread */
+  ib_handle_slot *handles;
+  size_t n_handles, cap_handles;
+  uint64_t counters[8];
+} ib_worker;
+
+enum {
+  IB_WC_CONSUMED,
+  IB_WC_RESULTS,
+  IB_WC_ERRORS,
+  IB_WC_FAULTS,
+  IB_WC_RETRIES,
+  IB_WC_RESETS,
+  IB_WC_COMMITS,
+  IB_WC_REPRODUCED
+};
+
+/* A worker fault met by job j (worker.c): no Result, no commit; the job
+ * is resubmitted, judged alone, or the worker stops on a sticky fault. */
+void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
+
+/* Logging (worker.c). */
+void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* JSON string body of `s` (escaped, invalid UTF-8 as U+FFFD) into buf. */
+const char *ib_json_escape(char *buf, size_t cap, const char *s);
+uint64_t ib_wnow_us(void);
+
+/* Queues (track.c). */
+void ib_wq_push(ib_wjob_queue *q, ib_wjob *j);
+void ib_wq_push_front(ib_wjob_queue *q, ib_wjob *j);
+ib_wjob *ib_wq_pop(ib_wjob_queue *q);
+
+/* Partitions and watermarks (track.c). */
+ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create);
+/* Registers a consumed message at the tail of its partition. */
+ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg);
+/* The job's Result is acknowledged: pops done jobs off its partition's head
+ * and frees them (an orphan, revoked meanwhile, is just freed). */
+void ib_wjob_done(ib_worker *w, ib_wjob *j);
+/* The offset to commit for a partition: the first message not done, or
+ * one past the last done; -1 when nothing new. */
+int64_t ib_wpart_commit_offset(const ib_wpart *p);
+/* Detaches every job of a partition (revoke/lost): they finish but are
+ * never committed; waiting ones are dropped. */
+void ib_wpart_drop(ib_worker *w, ib_wpart *p);
+void ib_wjob_free(ib_wjob *j);
+
+/* Consumer side (consume.c). */
+ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
+ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err);
+/* Polls the consumer once (rebalances are served here); a message goes to
+ * the waiting queue. */
+void ib_wconsume_poll(ib_worker *w, int timeout_ms);
+void ib_wconsume_pause(ib_worker *w, bool pause);
+/* Commits every partition whose watermark moved (async; sync when `sync`). */
+void ib_wcommit(ib_worker *w, bool sync);
+
+/* Producer side (publish.c). */
+ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap);
+/* A Result for one executor result (a resident handle is kept); false when
+ * a worker fault (output sink, memory) stopped it - the job was handed to
+ * ib_wjob_fault. */
+bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res);
+/* Answers a job with an error decided by the worker itself (stall, faults). */
+void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, const char *msg);
+/* The two halves of ib_wpublish_result: prepare on any thread (reads only
+ * immutable worker state), send on the driving thread (false: a fault). */
+void ib_wout_prepare(const ib_worker *w, ib_wout *o);
+bool ib_wout_send(ib_worker *w, ib_wout *o);
+
+/* The encode pool (pool.c): `threads` workers preparing Results. */
+ib_wpool *ib_wpool_new(const ib_worker *w, int threads);
+void ib_wpool_free(ib_wpool *p);
+/* Queues a Result (takes o). */
+void ib_wpool_push(ib_wpool *p, ib_wout *o);
+/* Prepared Results, in any order (NULL-terminated list); caller owns. */
+ib_wout *ib_wpool_take(ib_wpool *p);
+size_t ib_wpool_outstanding(ib_wpool *p);
+/* Serves delivery reports; re-produces Results whose delivery failed. */
+void ib_wpublish_poll(ib_worker *w, int timeout_ms);
+void ib_woutdir_sweep(ib_worker *w);
+
+/* Resident outputs and the control topic (control.c). */
+ib_status ib_wcontrol_start(ib_worker *w, char *errbuf, size_t cap);
+void ib_wcontrol_poll(ib_worker *w);
+/* Keeps a resident result's handle (takes it from res); fills the ref. */
+bool ib_whandle_keep(ib_worker *w, ib_result *res, uint64_t *handle_id);
+void ib_wcontrol_stop(ib_worker *w);
+
+/* --transactional (txn.c). */
+bool ib_wtxn_init(ib_worker *w);
+/* Opens a transaction if none is (every produce goes into one). */
+bool ib_wtxn_begin(ib_worker *w);
+/* Sends the watermarks' offsets and commits; aborts (and re-sends its
+ * Results later) when the transaction cannot commit. */
+void ib_wtxn_commit(ib_worker *w);
+/* Partitions lost: the open transaction cannot commit their offsets. */
+void ib_wtxn_lost(ib_worker *w);
+
+/* librdkafka configuration shared by the three clients. */
+rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap);
+bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
+                  size_t cap);
+
+#endif
