@@ -2,6 +2,10 @@
 mock cluster over TCP) and the workers run as real processes; jobs go in with
 confluent_kafka.Producer and results come out with confluent_kafka.Consumer.
 
+Mind the mock's retention: librdkafka 2.0.2's mock keeps at most 5 MiB (and
+100,000 message sets) per partition and drops the oldest beyond that, so a
+test keeps each partition's backlog, jobs and Results alike, under ~4 MiB.
+
 Every wait has a deadline, every process is killed in Env.close(), and every
 failure message carries the processes' stderr (Env.why)."""
 import collections
@@ -411,6 +415,7 @@ class Env:
         self.bootstrap = self.broker.bootstrap
         self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5,
                                   "enable.idempotence": True, "message.timeout.ms": 30000})
+        self._meta = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "e2e-meta"})
 
     # ---- processes
 
@@ -440,17 +445,18 @@ class Env:
         # broker goes (a live client would keep reconnecting, and logging).
         self.producer = None
         self.readers = []
+        self._meta.close()
         return self.broker.stop()
 
     # ---- kafka
 
     def partitions(self, topic=None):
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "e2e-meta"})
-        try:
-            md = c.list_topics(topic or self.jobs_topic, timeout=t(20))
-            return sorted(md.topics[topic or self.jobs_topic].partitions)
-        finally:
-            c.close()
+        md = self._meta.list_topics(topic or self.jobs_topic, timeout=t(20))
+        return sorted(md.topics[topic or self.jobs_topic].partitions)
+
+    def watermarks(self, topic, partition):
+        """(low, high): the first offset the mock still holds, the next one."""
+        return self._meta.get_watermark_offsets(TopicPartition(topic, partition), timeout=t(20))
 
     def produce(self, messages, topic=None, partition=None, timeout=60):
         """Publishes messages (bytes, or (value, headers) / (value, headers,
@@ -484,6 +490,11 @@ class Env:
             self.producer.poll(0)
         left = self.producer.flush(t(timeout))
         assert left == 0 and not errors, self.why(f"produce: {left} undelivered, {errors[:3]}")
+        for p in {c[1] for c in coords}:
+            first = min(c[2] for c in coords if c[1] == p)
+            low = self.watermarks(topic, p)[0]
+            assert low <= first, (f"the mock dropped {topic}/{p} below {low} (it keeps 5 MiB a "
+                                  f"partition): keep the test's backlog smaller")
         return coords
 
     def hopeless(self):
@@ -512,12 +523,7 @@ class Env:
 
     def end_offsets(self, topic=None):
         topic = topic or self.jobs_topic
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "e2e-meta"})
-        try:
-            return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=t(20))[1]
-                    for p in self.partitions(topic)}
-        finally:
-            c.close()
+        return {p: self.watermarks(topic, p)[1] for p in self.partitions(topic)}
 
     def wait_committed(self, expected, timeout, topic=None):
         """Waits until the group's committed offsets equal expected
@@ -620,3 +626,33 @@ def check_commits_only_for_owned(worker, topic=JOBS):
             assert (topic, e.get("partition")) in owned, (
                 f"worker {worker.worker_id} committed {e} for a partition it does not own "
                 f"(owned {sorted(owned)})\n{worker.stderr()}")
+
+
+class Feeder:
+    """A steady stream of jobs: each step publishes `batch` more (round-robin
+    over the partitions) and reads Results for `pause` seconds, so that a
+    test's kills and joins land mid-stream however fast the worker is."""
+
+    def __init__(self, env, reader, make_job, batch=10, pause=0.1):
+        self.env, self.reader, self.make_job = env, reader, make_job
+        self.batch, self.pause = batch, pause
+        self.jobs, self.coords = [], []
+
+    def step(self, n=None):
+        made = [self.make_job(len(self.jobs) + i) for i in range(n or self.batch)]
+        self.coords.extend(self.env.produce([j for j, _ in made], timeout=30))
+        self.jobs.extend(made)
+        self.reader.poll(self.pause)
+
+    def until(self, pred, timeout, what):
+        """Steps until pred() holds; fails after the (scaled) timeout or once
+        every worker has exited."""
+        deadline = time.monotonic() + t(timeout)
+        while not pred():
+            assert time.monotonic() < deadline, self.env.why(f"no {what} within {timeout}s")
+            reason = self.env.hopeless()
+            assert not reason, self.env.why(f"{reason}, waiting for {what}")
+            self.step()
+
+    def keys(self):
+        return [coord_key(*c) for c in self.coords]

@@ -15,7 +15,7 @@ GRACE = 10
 def test_sigterm_drains_and_exits_zero(make_env):
     env = make_env()
     reader = env.reader()
-    jobs = [image_job(i, 96, 96, graph=SLOW) for i in range(N)]
+    jobs = [image_job(i, 80, 80, graph=SLOW) for i in range(N)]
     coords = env.produce([j for j, _ in jobs])
     w1 = env.worker("--max-jobs", 8, "--grace-seconds", GRACE)
     reader.wait_count(100, 120, why=env.why)

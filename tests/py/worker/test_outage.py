@@ -17,7 +17,7 @@ X = ("session.timeout.ms=15000", "reconnect.backoff.max.ms=1000")
 def test_broker_outage_mid_stream_loses_nothing(make_env, how):
     env = make_env()
     reader = env.reader()
-    jobs = [image_job(i, 96, 96, graph=SLOW) for i in range(N)]
+    jobs = [image_job(i, 80, 80, graph=SLOW) for i in range(N)]
     coords = env.produce([j for j, _ in jobs])
     w = env.worker("--max-jobs", 4, x=X)
     reader.wait_count(N // 6, 120, why=env.why)
