@@ -39,8 +39,9 @@ static void broker_usage(FILE *f) {
       "                         error name (default REQUEST_TIMED_OUT; _TRANSPORT disconnects)\n"
       "  clear API              drops the errors still queued for API\n"
       "  create NAME:PARTITIONS creates a topic (ok if it exists with that count)\n\n"
-      "The mock is for development and tests; it does not implement transactions faithfully\n"
-      "(see README).\n"
+      "The mock is for development and tests: it keeps at most 5 MiB (100,000 message sets)\n"
+      "a partition, dropping the oldest beyond that, and it does not implement transactions\n"
+      "faithfully (see README).\n"
       "exit codes: 0 stopped by a signal, 1 start-up failed, 2 usage error\n");
 }
 

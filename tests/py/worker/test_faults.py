@@ -55,7 +55,8 @@ def test_transient_fault_is_retried_and_every_job_is_right(make_env, need_faults
     jobs, coords = produce_jobs(env, 10)
     w = env.worker(*ONE, "--fault", spec)
     assert_all_right(env, reader, jobs, coords)
-    assert w.named("fault"), env.why("no fault event logged")
+    assert w.named("fault"), env.why("no fault event: the injected fault never fired, or was "
+                                     "not logged")
     assert w.alive(), env.why()
 
 
