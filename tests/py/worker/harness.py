@@ -238,13 +238,13 @@ class Worker:
         return self.wait_event("assigned", lambda e: e.get("partitions"), timeout)
 
     def owned(self, topic=JOBS):
-        """Partitions of topic owned now, per the assigned/revoked events
+        """Partitions of topic owned now, per the assigned/revoked/lost events
         (incremental, as cooperative-sticky reports them)."""
         owned = set()
         for e in list(self.events):
             if e.get("event") == "assigned":
                 owned |= {p for tp, p in e.get("partitions", []) if tp == topic}
-            elif e.get("event") == "revoked":
+            elif e.get("event") in ("revoked", "lost"):
                 owned -= {p for tp, p in e.get("partitions", []) if tp == topic}
         return owned
 
@@ -614,13 +614,13 @@ def wait_until(pred, timeout, why=lambda: "", step=0.2, hopeless=lambda: None):
 
 def check_commits_only_for_owned(worker, topic=JOBS):
     """Every `committed` event of worker names a partition it owned at that
-    moment (per its assigned/revoked events before it)."""
+    moment (per its assigned/revoked/lost events before it)."""
     owned = set()
     for e in list(worker.events):
         name = e.get("event")
         if name == "assigned":
             owned |= {(tp, p) for tp, p in e.get("partitions", [])}
-        elif name == "revoked":
+        elif name in ("revoked", "lost"):
             owned -= {(tp, p) for tp, p in e.get("partitions", [])}
         elif name == "committed" and e.get("topic") == topic:
             assert (topic, e.get("partition")) in owned, (
