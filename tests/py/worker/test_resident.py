@@ -4,34 +4,22 @@ the control topic gives the same bytes as a raw output of the same graph, a
 Release frees it and a second Download gets a clean error. With --backend
 cpu: output gpu is answered with a clean Unsupported error Result and the
 worker goes on."""
-import time
-
 import pytest
 
-from harness import BACKEND, CONTROL, JOBS, check_result_for, coord_key, outcome
+from harness import BACKEND, CONTROL, check_result_for, coord_key, outcome
 from imgbatch import imgbatch_pb2 as pb
 from jobs import image_job
 
 
 def control(env, command):
     """Publishes a Control keyed by its handle id (the worker keeps one
-    handle's commands in order that way)."""
+    handle's commands in order that way); returns the key its answer, if
+    any, carries on the results topic: the control message's coordinates."""
     which = command.WhichOneof("command")
     handle = getattr(command, which).handle
-    env.produce([(command.SerializeToString(), None, str(handle.handle_id).encode())],
-                topic=CONTROL, partition=0)
-
-
-def next_answer(env, reader, after, timeout=60):
-    """The first message on the results topic past index `after` that answers
-    no job (a control answer)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for i, m in enumerate(reader.messages[after:], after):
-            if not (m.key or "").startswith(JOBS + "/"):
-                return i, m
-        assert time.monotonic() < deadline, env.why("no control answer")
-        reader.poll(0.3)
+    (coord,) = env.produce([(command.SerializeToString(), None,
+                             str(handle.handle_id).encode())], topic=CONTROL, partition=0)
+    return coord_key(*coord)
 
 
 @pytest.mark.skipif(BACKEND != "cuda", reason="resident outputs need --backend cuda")
@@ -52,20 +40,17 @@ def test_resident_round_trip(make_env):
     h = r.resident
     assert h.worker_id == w.worker_id and (h.mode, h.width, h.height) == ("RGB", 48, 32)
 
-    mark = len(reader.messages)
-    control(env, pb.Control(download=pb.Download(handle=h, output=pb.CpuOutput(format=pb.RAW))))
-    mark, answer = next_answer(env, reader, mark)
+    download = pb.Control(download=pb.Download(handle=h, output=pb.CpuOutput(format=pb.RAW)))
+    key = control(env, download)
+    (answer,) = reader.wait_keys([key], 60, env.why)[key]
     assert outcome(answer) == "image", answer.result
-    assert (answer.result.image.mode, answer.result.image.width, answer.result.image.height,
-            answer.result.image.data) == (ref.mode, ref.width, ref.height, ref.data)
+    got = answer.result.image
+    assert (got.mode, got.width, got.height, got.data) == (ref.mode, ref.width, ref.height,
+                                                           ref.data)
 
     control(env, pb.Control(release=pb.Release(handle=h)))
-    control(env, pb.Control(download=pb.Download(handle=h, output=pb.CpuOutput(format=pb.RAW))))
-    deadline = time.monotonic() + 60
-    while True:  # a Release may be answered (no image); the Download after it fails
-        mark, answer = next_answer(env, reader, mark + 1, timeout=deadline - time.monotonic())
-        if outcome(answer) in ("image", "error"):
-            break
+    key = control(env, download)
+    (answer,) = reader.wait_keys([key], 60, env.why)[key]
     assert outcome(answer) == "error", f"Download after Release: {answer.result}"
     answer.result.SerializeToString()
     assert w.alive(), env.why()
