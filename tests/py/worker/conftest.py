@@ -29,10 +29,14 @@ def make_env(tmp_path, request):
 
     yield make
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    reports = []
     for env in envs:
         if failed:
             print(env.why(f"--- {request.node.name}: processes at failure"))
         env.close()
+        reports += env.sanitizer_reports()
+    if reports:
+        pytest.fail("sanitizer reports:\n" + "\n".join(reports[:20]), pytrace=False)
 
 
 @pytest.fixture(scope="session")

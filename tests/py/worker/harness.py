@@ -436,6 +436,19 @@ class Env:
         parts.append(self.broker.stderr())
         return "\n".join(parts)
 
+    def sanitizer_reports(self):
+        """Lines where ASan, LSan or UBSan reported on a worker or the broker."""
+        marks = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+        lines = [f"{w.worker_id}: {line}" for w in self.workers for line in list(w.lines)
+                 if any(m in line for m in marks)]
+        try:
+            with open(self.broker.stderr_path, "rb") as f:
+                lines += [f"broker: {line}" for line in f.read().decode(errors="replace")
+                          .splitlines() if any(m in line for m in marks)]
+        except OSError:
+            pass
+        return lines
+
     def close(self):
         for w in self.workers:
             w.close()

@@ -37,6 +37,8 @@ def poisoned(tmp_path_factory):
                    good=(good_coord, good_im), committed=committed)
     finally:
         env.close()
+    reports = env.sanitizer_reports()
+    assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
