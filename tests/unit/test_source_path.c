@@ -62,6 +62,26 @@ static void setup(void) {
   cr_assert_eq(symlink("../escdir/outside.png", p), 0);
   at(p, sizeof p, root, "fifo");
   cr_assert_eq(mkfifo(p, 0600), 0);
+  /* Absolute links: under the root's real name, under the configured name
+   * (base/rootlink, a symlink to the root), and out of it. */
+  char t[256];
+  at(p, sizeof p, base, "rootlink");
+  cr_assert_eq(symlink("root", p), 0);
+  at(t, sizeof t, root, "a.png");
+  at(p, sizeof p, root, "absin");
+  cr_assert_eq(symlink(t, p), 0);
+  at(t, sizeof t, root, "sub");
+  at(p, sizeof p, root, "absdir");
+  cr_assert_eq(symlink(t, p), 0);
+  at(t, sizeof t, base, "rootlink/sub/b.png");
+  at(p, sizeof p, root, "absconf");
+  cr_assert_eq(symlink(t, p), 0);
+  at(t, sizeof t, root, "../outside.png");
+  at(p, sizeof p, root, "absdotdot");
+  cr_assert_eq(symlink(t, p), 0);
+  at(t, sizeof t, base, "rootx/a.png"); /* shares the root's name as a prefix */
+  at(p, sizeof p, root, "absprefix");
+  cr_assert_eq(symlink(t, p), 0);
 }
 
 static void teardown(void) {
@@ -108,21 +128,35 @@ static const struct {
     {"sub/loop", "-ELOOP"},
     {"missing.png", "-ENOENT"},
     {"a.png/x", "-ENOTDIR"},
+    {"absin", "A"},
+    {"absdir/b.png", "B"},
+    {"absdir/up", "A"},
+    {"absconf", "B"},
+    {"absdotdot", "-EXDEV"},
+    {"absprefix", "-EXDEV"},
     {"fifo", "<fifo>"}, /* opened without blocking */
     {"sub", "<dir>"},
     {".", "<dir>"},
 };
 
-static void check_all(int (*open_fn)(int, const char *), const char *who) {
-  int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  cr_assert_geq(rootfd, 0);
+/* The root as a parse opens it: by its configured name, base/rootlink. */
+static char conf_name[160];
+static ib_path_root open_root(void) {
+  at(conf_name, sizeof conf_name, base, "rootlink");
+  ib_path_root r = {open(conf_name, O_PATH | O_DIRECTORY | O_CLOEXEC), conf_name};
+  cr_assert_geq(r.fd, 0);
+  return r;
+}
+
+static void check_all(int (*open_fn)(const ib_path_root *, const char *), const char *who) {
+  ib_path_root r = open_root();
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char got[64];
-    outcome(open_fn(rootfd, cases[i].rel), got, sizeof got);
+    outcome(open_fn(&r, cases[i].rel), got, sizeof got);
     cr_expect_str_eq(got, cases[i].want, "%s('%s'): got %s, want %s", who, cases[i].rel, got,
                      cases[i].want);
   }
-  close(rootfd);
+  close(r.fd);
 }
 
 TestSuite(source_path, .init = setup, .fini = teardown);
@@ -143,10 +177,10 @@ Test(source_path, a_unix_socket_is_refused_without_blocking) {
   cr_assert_lt(strlen(p), sizeof a.sun_path);
   memcpy(a.sun_path, p, strlen(p) + 1);
   cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-  int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  cr_expect_eq(ib_path_walk_beneath(rootfd, "sock"), -ENXIO);
-  cr_expect_eq(ib_path_open_beneath(rootfd, "sock"), -ENXIO);
-  close(rootfd);
+  ib_path_root r = open_root();
+  cr_expect_eq(ib_path_walk_beneath(&r, "sock"), -ENXIO);
+  cr_expect_eq(ib_path_open_beneath(&r, "sock"), -ENXIO);
+  close(r.fd);
   close(s);
 }
 
@@ -171,7 +205,7 @@ static void *swapper(void *arg) {
 }
 
 /* Counts reads inside and outside; returns the outside count. */
-static long race(int (*open_fn)(int, const char *), const char *who) {
+static long race(int (*open_fn)(const ib_path_root *, const char *), const char *who) {
   swap_ctx c = {0};
   char p[256], outdir[256];
   at(c.sw, sizeof c.sw, root, "sw");
@@ -184,7 +218,7 @@ static long race(int (*open_fn)(int, const char *), const char *who) {
   at(p, sizeof p, c.sw, "f.png");
   put(p, "IN");
   cr_assert_eq(symlink("../outdir", c.alt), 0);
-  int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ib_path_root r = open_root();
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, swapper, &c), 0);
   long inside = 0, failed = 0, outside = 0;
@@ -193,7 +227,7 @@ static long race(int (*open_fn)(int, const char *), const char *who) {
   do {
     for (int i = 0; i < 200; i++) {
       char got[64];
-      outcome(open_fn(rootfd, "sw/f.png"), got, sizeof got);
+      outcome(open_fn(&r, "sw/f.png"), got, sizeof got);
       if (strcmp(got, "IN") == 0)
         inside++;
       else if (strcmp(got, "OUTSIDE") == 0)
@@ -205,7 +239,7 @@ static long race(int (*open_fn)(int, const char *), const char *who) {
   } while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 < 500);
   atomic_store(&c.stop, true);
   pthread_join(t, NULL);
-  close(rootfd);
+  close(r.fd);
   cr_log_info("%s: %ld inside, %ld refused, %ld outside, %ld swaps", who, inside, failed, outside,
               atomic_load(&c.swaps));
   cr_expect_gt(inside, 0, "%s never read the file inside", who);
@@ -214,8 +248,8 @@ static long race(int (*open_fn)(int, const char *), const char *who) {
 }
 
 /* What realpath-then-open amounts to: the kernel follows the swapped link. */
-static int follows_links(int rootfd, const char *rel) {
-  int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC);
+static int follows_links(const ib_path_root *root, const char *rel) {
+  int fd = openat(root->fd, rel, O_RDONLY | O_CLOEXEC);
   return fd >= 0 ? fd : -errno;
 }
 

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,18 +49,53 @@ static int splice_link(char **buf, size_t *cap, const char *target, size_t tlen,
   return 0;
 }
 
-int ib_path_walk_beneath(int root_fd, const char *rel) {
+/* `target` minus `name` when it lies under it ("/r/a" under "/r" -> "a"). */
+static const char *strip_prefix(const char *name, const char *target) {
+  size_t n = strlen(name);
+  while (n > 1 && name[n - 1] == '/') n--;
+  if (n == 0 || name[0] != '/' || strncmp(target, name, n) != 0) return NULL;
+  if (n == 1) return target + 1; /* the root is "/" */
+  if (target[n] == 0) return target + n;
+  return target[n] == '/' ? target + n + 1 : NULL;
+}
+
+/* The part of an absolute symlink target below the root, or NULL. The root
+ * has two names: the configured one (which may pass through symlinks) and
+ * the kernel's for the fd, asked once per walk. Either way the walk goes on
+ * from the root fd itself, so a stale name can only misplace the walk
+ * inside the root, never lead out of it. */
+static const char *below_root(const ib_path_root *root, const char *target, char *canon,
+                              bool *asked) {
+  const char *r = root->name ? strip_prefix(root->name, target) : NULL;
+  if (r) return r;
+  if (!*asked) {
+    *asked = true;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", root->fd);
+    ssize_t n = readlink(proc, canon, PATH_MAX - 1);
+    canon[n > 0 ? n : 0] = 0;
+  }
+  return canon[0] ? strip_prefix(canon, target) : NULL;
+}
+
+int ib_path_walk_beneath(const ib_path_root *root, const char *rel) {
   if (!rel[0]) return -ENOENT;
   if (rel[0] == '/') return -EXDEV;
   size_t cap = strlen(rel) + 1;
   if (cap > PATH_MAX) return -ENAMETOOLONG;
   char *buf = malloc(cap);
-  if (!buf) return -ENOMEM;
+  char *canon = malloc(PATH_MAX);
+  if (!buf || !canon) {
+    free(buf);
+    free(canon);
+    return -ENOMEM;
+  }
   memcpy(buf, rel, cap);
+  bool asked = false;
   /* dirs[0] is the root (not ours to close); dirs[depth] the current one. */
   int dirs[MAX_DEPTH + 1];
   int depth = 0, links = 0, result = -ENOENT;
-  dirs[0] = root_fd;
+  dirs[0] = root->fd;
   char name[NAME_MAX + 1];
   const char *p = buf;
   for (;;) {
@@ -121,6 +157,7 @@ int ib_path_walk_beneath(int root_fd, const char *rel) {
       result = -ENAMETOOLONG;
       break;
     }
+    target[tl] = 0;
     if (++links > MAX_LINKS) {
       result = -ELOOP;
       break;
@@ -129,46 +166,54 @@ int ib_path_walk_beneath(int root_fd, const char *rel) {
       result = -ENOENT;
       break;
     }
+    const char *t = target;
     if (target[0] == '/') {
-      result = -EXDEV;
-      break;
+      /* Absolute: only a name under the root, walked from the root. */
+      if (!(t = below_root(root, target, canon, &asked))) {
+        result = -EXDEV;
+        break;
+      }
+      while (depth > 0) close(dirs[depth--]);
     }
     /* A trailing name that was a symlink stays the last one: no "/" added
      * after its target (that would demand a directory). */
-    int r = last ? splice_link(&buf, &cap, target, (size_t)tl, "")
-                 : splice_link(&buf, &cap, target, (size_t)tl, p);
+    size_t len = strlen(t);
+    int r = splice_link(&buf, &cap, t, len, last ? "" : p);
     if (r < 0) {
       result = r;
       break;
     }
-    if (last) buf[tl] = 0;
+    if (last) buf[len] = 0;
     p = buf;
   }
   while (depth > 0) close(dirs[depth--]);
   free(buf);
+  free(canon);
   return result;
 }
 
-int ib_path_open_beneath(int root_fd, const char *rel) {
+int ib_path_open_beneath(const ib_path_root *root, const char *rel) {
 #ifdef SYS_openat2
   if (!atomic_load(&no_openat2) && !atomic_load(&force_walk)) {
     struct open_how how = {.flags = OPEN_FLAGS, .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
     for (int i = 0; i < OPENAT2_RETRIES; i++) {
-      long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
+      long fd = syscall(SYS_openat2, root->fd, rel, &how, sizeof how);
       if (fd >= 0) return (int)fd;
       if (errno == EAGAIN) continue; /* a rename raced a ".." check */
       if (errno == ENOSYS) {
         atomic_store(&no_openat2, true);
         break;
       }
-      /* Seccomp filters that predate openat2 answer EPERM: walk instead. */
-      if (errno == EPERM) break;
+      /* Seccomp filters that predate openat2 answer EPERM; RESOLVE_BENEATH
+       * refuses every absolute symlink, the walker those naming places
+       * under the root too: both walk instead. */
+      if (errno == EPERM || errno == EXDEV) break;
       return -errno;
     }
     if (errno == EAGAIN) return -EAGAIN;
   }
 #endif
-  return ib_path_walk_beneath(root_fd, rel);
+  return ib_path_walk_beneath(root, rel);
 }
 
 /* Mirrors the wire rule: relative, no ".." component at all (symlink
@@ -269,6 +314,7 @@ ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, ib_error
   for (size_t i = 0; i < g->n_sources; i++) fds[i] = -1;
   ib_status st = IB_OK;
   int root = open(lim->source_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ib_path_root at = {root, lim->source_root};
   if (root < 0) {
     st = ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source root '%s': %s", lim->source_root,
                       strerror(errno));
@@ -286,7 +332,7 @@ ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, ib_error
                         rel);
       break;
     }
-    int fd = ib_path_open_beneath(root, rel);
+    int fd = ib_path_open_beneath(&at, rel);
     if (fd < 0) {
       st = open_error(err, i, rel, -fd);
       break;

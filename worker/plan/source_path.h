@@ -12,22 +12,33 @@
 
 #include "plan/graph.h"
 
-/* Opens `rel` for reading beneath the directory `root_fd` (O_RDONLY |
- * O_NONBLOCK | O_CLOEXEC | O_NOCTTY, so a FIFO never blocks the open):
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) where the kernel has it,
- * ib_path_walk_beneath where it does not. Symlinks that stay beneath the
- * root are followed. Returns the fd or -errno: -EXDEV when the path or a
- * symlink on it leads out of the root (absolute paths included), -ELOOP for
- * symlink loops and magic links, -EAGAIN when a concurrent rename kept the
- * kernel from proving the walk stayed inside. */
-int ib_path_open_beneath(int root_fd, const char *rel);
+/* The source root: a directory fd opened once per parse, and the name it
+ * was opened by (NULL: none). */
+typedef struct ib_path_root {
+  int fd;
+  const char *name;
+} ib_path_root;
+
+/* Opens `rel` for reading beneath root->fd (O_RDONLY | O_NONBLOCK |
+ * O_CLOEXEC | O_NOCTTY, so a FIFO never blocks the open): openat2(
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) where the kernel has it,
+ * ib_path_walk_beneath where it does not (and for absolute symlinks, which
+ * RESOLVE_BENEATH refuses wholesale). Symlinks that stay beneath the root
+ * are followed: relative ones, and absolute ones naming a place under the
+ * root (by its configured name or the kernel's). Returns the fd or -errno:
+ * -EXDEV when the path or a symlink on it leads out of the root (absolute
+ * paths included), -ELOOP for symlink loops and magic links, -EAGAIN when
+ * concurrent renames kept the kernel from proving the walk stayed inside. */
+int ib_path_open_beneath(const ib_path_root *root, const char *rel);
 
 /* The openat2-less fallback, exposed for tests: walks `rel` one component at
  * a time from held directory fds, every open with O_NOFOLLOW, expanding
- * symlinks itself (relative targets only, '..' never above root_fd), so a
- * component swapped for a symlink mid-walk cannot move it outside the root.
- * Same flags and results as ib_path_open_beneath. */
-int ib_path_walk_beneath(int root_fd, const char *rel);
+ * symlinks itself ('..' never above the root, an absolute target restarting
+ * from the root fd), so a component swapped for a symlink mid-walk cannot
+ * move it outside the root. Same flags and results as ib_path_open_beneath
+ * (magic links are never followed: their targets are not paths beneath the
+ * root). */
+int ib_path_walk_beneath(const ib_path_root *root, const char *rel);
 
 /* Tests: route ib_path_open_beneath through the walker (process-wide). */
 void ib_path_test_force_walk(bool on);

@@ -86,11 +86,12 @@ def tree(tmp_path):
     os.symlink("../outside.png", root / "esc")
     os.symlink(str(tmp_path / "outside.png"), root / "abs")
     os.symlink("..", root / "escdir")
+    os.symlink(str(root / "sub"), root / "absdir")  # absolute, but inside
     return root
 
 
 def test_symlinks_inside_the_root_work_and_escapes_are_invalid_naming_source_and_path(tree):
-    ok = {1: "a.png", 2: "sub/up", 3: "linkdir/b.png", 4: "linkdir/up"}
+    ok = {1: "a.png", 2: "sub/up", 3: "linkdir/b.png", 4: "linkdir/up", 5: "absdir/b.png"}
     bad = {10: "esc", 11: "abs", 12: "escdir/outside.png", 13: "/etc/passwd",
            14: "../outside.png", 15: "sub/../../outside.png"}
     jobs = [path_job(k, p) for k, p in {**ok, **bad}.items()]
@@ -99,7 +100,7 @@ def test_symlinks_inside_the_root_work_and_escapes_are_invalid_naming_source_and
     p, results = run(jobs, "--source-root", str(tree))
     assert p.returncode == 0 and p.stderr == b"", p.stderr
     got = by_key(results)
-    want_px = {1: 11, 2: 11, 3: 22, 4: 11}
+    want_px = {1: 11, 2: 11, 3: 22, 4: 11, 5: 22}
     for k, v in want_px.items():
         assert got[k].WhichOneof("outcome") == "image", got[k].error.message
         assert set(got[k].image.data) == {v}
