@@ -128,8 +128,8 @@ def _renameat2_exchange():
 def test_no_read_lands_outside_while_a_component_flips_between_directory_and_symlink(tmp_path):
     # root/sw is a directory holding f.png (pixel 11); root/alt a symlink to
     # the outside directory whose f.png has pixel 99. A thread exchanges them
-    # as fast as it can while 20,000 jobs read sw/f.png: with realpath + open
-    # 10 to 76 of them read the outside file. Any may fail; none may read it.
+    # as fast as it can while 10,000 jobs read sw/f.png: with realpath + open
+    # 1 to 2% of them read the outside file. Any may fail; none may read it.
     exchange = _renameat2_exchange()
     root, outdir = tmp_path / "root", tmp_path / "outdir"
     root.mkdir()
@@ -145,7 +145,7 @@ def test_no_read_lands_outside_while_a_component_flips_between_directory_and_sym
             exchange(root / "sw", root / "alt")
             swaps[0] += 1
 
-    jobs = [path_job(k, "sw/f.png") for k in range(20000)]
+    jobs = [path_job(k, "sw/f.png") for k in range(10000)]
     t = threading.Thread(target=swapper)
     t.start()
     try:
@@ -153,7 +153,7 @@ def test_no_read_lands_outside_while_a_component_flips_between_directory_and_sym
     finally:
         stop.set()
         t.join()
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
     assert len(results) == len(jobs)
     images = [r for r in results if r.WhichOneof("outcome") == "image"]
     outside = [r for r in images if set(r.image.data) != {11}]
@@ -182,7 +182,7 @@ def test_fifo_socket_and_directory_are_refused_promptly_and_the_next_job_runs(tm
     finally:
         sock.close()
     assert time.monotonic() - t0 < 10
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
     got = by_key(results)
     for key, kind in [("fifo", "FIFO"), ("fifolink", "FIFO"), ("dir", "directory"),
                       ("sock", "regular file")]:
