@@ -264,3 +264,65 @@ Test(source_path, the_walker_never_reads_outside_while_a_component_is_swapped) {
 Test(source_path, openat2_never_reads_outside_while_a_component_is_swapped) {
   cr_expect_eq(race(ib_path_open_beneath, "open"), 0);
 }
+
+/* A one-source Job naming `path`, packed (extra: as many extra sources). */
+static uint8_t *path_job(const char *path, size_t extra, size_t *len) {
+  Imgbatch__V1__Job j;
+  imgbatch__v1__job__init(&j);
+  Imgbatch__V1__Source src;
+  imgbatch__v1__source__init(&src);
+  src.kind_case = IMGBATCH__V1__SOURCE__KIND_PATH;
+  src.path = (char *)path;
+  j.source = &src;
+  Imgbatch__V1__Source *extras[8];
+  cr_assert_leq(extra, 8);
+  for (size_t i = 0; i < extra; i++) extras[i] = &src;
+  j.extra_sources = extras;
+  j.n_extra_sources = extra;
+  Imgbatch__V1__Node node;
+  imgbatch__v1__node__init(&node);
+  Imgbatch__V1__SourceOp op;
+  imgbatch__v1__source_op__init(&op);
+  node.op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+  node.source = &op;
+  Imgbatch__V1__Node *nodes[] = {&node};
+  j.nodes = nodes;
+  j.n_nodes = 1;
+  *len = imgbatch__v1__job__get_packed_size(&j);
+  uint8_t *buf = malloc(*len);
+  imgbatch__v1__job__pack(&j, buf);
+  return buf;
+}
+
+static ib_status parse_path(const char *path, size_t extra, uint64_t job_cap, ib_error *err) {
+  size_t len;
+  uint8_t *buf = path_job(path, extra, &len);
+  ib_graph_limits lim = {.source_root = conf_name, .max_job_source_bytes = job_cap};
+  ib_graph *g = NULL;
+  ib_status st = ib_graph_parse(buf, len, &lim, &g, NULL, err);
+  ib_graph_free(g);
+  free(buf);
+  return st;
+}
+
+/* The whole parse through the walker, as on a kernel without openat2. */
+Test(source_path, a_parse_through_the_walker_refuses_escapes_special_files_and_oversize) {
+  ib_path_test_force_walk(true);
+  ib_path_root r = open_root(); /* sets conf_name */
+  close(r.fd);
+  ib_error err = {0};
+  cr_expect_eq(parse_path("esc", 0, 0, &err), IB_INVALID);
+  cr_expect_eq(err.stage, IB_STAGE_VALIDATE);
+  cr_expect(strstr(err.message, "source 0") && strstr(err.message, "'esc'"), "%s", err.message);
+  cr_expect_eq(parse_path("fifo", 0, 0, &err), IB_INVALID);
+  cr_expect(strstr(err.message, "FIFO"), "%s", err.message);
+  cr_expect_eq(parse_path("sub", 0, 0, &err), IB_INVALID);
+  cr_expect(strstr(err.message, "directory"), "%s", err.message);
+  /* Read (an "A" is no image): the path itself was fine. */
+  cr_expect_eq(parse_path("sub/up", 0, 0, &err), IB_DECODE);
+  cr_expect(strstr(err.message, "unrecognised"), "%s", err.message);
+  /* Three one-byte files against a two-byte job cap: refused unread. */
+  cr_expect_eq(parse_path("sub/up", 2, 2, &err), IB_LIMIT);
+  cr_expect(strstr(err.message, "source 2") && strstr(err.message, "3 bytes"), "%s", err.message);
+  ib_path_test_force_walk(false);
+}
