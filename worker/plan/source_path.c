@@ -199,7 +199,7 @@ int ib_path_open_beneath(const ib_path_root *root, const char *rel) {
     for (int i = 0; i < OPENAT2_RETRIES; i++) {
       long fd = syscall(SYS_openat2, root->fd, rel, &how, sizeof how);
       if (fd >= 0) return (int)fd;
-      if (errno == EAGAIN) continue; /* a rename raced a ".." check */
+      if (errno == EAGAIN) continue; /* a rename raced a ".." check; then walk */
       if (errno == ENOSYS) {
         atomic_store(&no_openat2, true);
         break;
@@ -210,7 +210,6 @@ int ib_path_open_beneath(const ib_path_root *root, const char *rel) {
       if (errno == EPERM || errno == EXDEV) break;
       return -errno;
     }
-    if (errno == EAGAIN) return -EAGAIN;
   }
 #endif
   return ib_path_walk_beneath(root, rel);

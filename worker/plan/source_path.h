@@ -23,12 +23,12 @@ typedef struct ib_path_root {
  * O_CLOEXEC | O_NOCTTY, so a FIFO never blocks the open): openat2(
  * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) where the kernel has it,
  * ib_path_walk_beneath where it does not (and for absolute symlinks, which
- * RESOLVE_BENEATH refuses wholesale). Symlinks that stay beneath the root
+ * RESOLVE_BENEATH refuses wholesale, or when renames racing its ".." checks
+ * keep it answering EAGAIN). Symlinks that stay beneath the root
  * are followed: relative ones, and absolute ones naming a place under the
  * root (by its configured name or the kernel's). Returns the fd or -errno:
  * -EXDEV when the path or a symlink on it leads out of the root (absolute
- * paths included), -ELOOP for symlink loops and magic links, -EAGAIN when
- * concurrent renames kept the kernel from proving the walk stayed inside. */
+ * paths included), -ELOOP for symlink loops and magic links. */
 int ib_path_open_beneath(const ib_path_root *root, const char *rel);
 
 /* The openat2-less fallback, exposed for tests: walks `rel` one component at
