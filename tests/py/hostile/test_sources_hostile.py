@@ -214,14 +214,23 @@ def test_path_sources_are_sized_against_host_bytes_before_any_is_read(tmp_path):
     with open(big, "r+b") as f:
         f.truncate(200_000_000)
     png(tmp_path / "ok.png", 5)
+    # One 100 MB file: under the 256 MiB source and job caps, over host_bytes
+    # alone (the executor lowers the job cap to it), so not read either.
+    mid = tmp_path / "mid.png"
+    png(mid, 4)
+    with open(mid, "r+b") as f:
+        f.truncate(100_000_000)
     job = path_job("big", "big.png", *["big.png"] * 30)
-    data = frames([job, path_job("ok", "ok.png")])
+    data = frames([job, path_job("mid", "mid.png"), path_job("ok", "ok.png")])
     results, peak = _peak_rss_run(["--source-root", str(tmp_path), "--host-bytes", "64M"], data)
     got = by_key(results)
     e = got["big"].error
     assert (e.kind, e.stage) == (pb.LIMIT, pb.VALIDATE), e
     assert "source 0" in e.message and "200000000" in e.message and "big.png" in e.message, \
         e.message
+    e = got["mid"].error
+    assert (e.kind, e.stage) == (pb.LIMIT, pb.VALIDATE), e
+    assert "100000000" in e.message and str(64 << 20) in e.message, e.message
     assert got["ok"].WhichOneof("outcome") == "image"
     assert peak < 200 << 20, f"peak RSS {peak >> 20} MiB"
 
