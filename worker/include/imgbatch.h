@@ -145,10 +145,26 @@ void ib_key_clear(ib_key *k);
  * and checks it against limits. */
 typedef struct ib_graph ib_graph;
 
+/*
+ * Parse-time limits. Path sources are opened and sized before any byte of
+ * any of them is read: each against max_source_bytes, their sum against
+ * max_job_source_bytes (IB_LIMIT, stage VALIDATE, naming the source and the
+ * sizes), so a job cannot make the parser hold more than it admits.
+ * ib_executor_parse and ib_executor_parse_buffer lower max_job_source_bytes
+ * to the executor's host_bytes: a job whose files alone exceed it could
+ * never be admitted. A path resolves beneath source_root without leaving it
+ * at any step (openat2 RESOLVE_BENEATH, or a component walk where the kernel
+ * lacks it): absolute paths, ".." components and symlinks leading out are
+ * IB_INVALID; so is anything not a regular file (FIFOs, devices, sockets,
+ * directories), refused without blocking.
+ */
+#define IB_DEFAULT_MAX_JOB_SOURCE_BYTES (256ull << 20)
+
 typedef struct ib_graph_limits {
   uint64_t max_source_bytes; /* encoded source size; 0 = 256 MiB */
   uint64_t max_metadata_bytes; /* 0 = 64 KiB */
   const char *source_root;   /* path sources resolve inside it; NULL = paths rejected */
+  uint64_t max_job_source_bytes; /* a job's path sources together; 0 = 256 MiB */
 } ib_graph_limits;
 
 /* On failure, *key_on_error (when not NULL) receives the job's key if the

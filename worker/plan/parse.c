@@ -15,6 +15,7 @@
 #include "codec/codec.h"
 #include "core/error.h"
 #include "plan/graph.h"
+#include "plan/source_path.h"
 
 #define DEFAULT_MAX_SOURCE_BYTES (256ull << 20)
 #define DEFAULT_MAX_METADATA_BYTES (64ull << 10)
@@ -54,62 +55,6 @@ static ib_status check_metadata(const Imgbatch__V1__Job *job, uint64_t cap, ib_e
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
                 "metadata: %llu bytes exceed the %llu byte limit", (unsigned long long)bytes,
                 (unsigned long long)cap);
-  return IB_OK;
-}
-
-/* Resolves `rel` inside `root` and reads it; rejects absolute paths, ".."
- * components and symlinks that lead outside the root. */
-static ib_status read_path_source(const char *root, const char *rel, uint64_t cap, ib_source *s,
-                                  size_t idx, ib_error *err) {
-  if (!root)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                "source %zu: path sources need a configured source root", idx);
-  if (!rel[0] || rel[0] == '/' || strcmp(rel, "..") == 0 || strncmp(rel, "../", 3) == 0 ||
-      strstr(rel, "/../") || (strlen(rel) >= 3 && strcmp(rel + strlen(rel) - 3, "/..") == 0))
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                "source %zu: path '%s' must be relative and stay inside the source root", idx, rel);
-  char real_root[PATH_MAX], joined[PATH_MAX], real_file[PATH_MAX];
-  if (!realpath(root, real_root))
-    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source root '%s': %s", root, strerror(errno));
-  if ((size_t)snprintf(joined, sizeof joined, "%s/%s", real_root, rel) >= sizeof joined)
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: path too long", idx);
-  if (!realpath(joined, real_file))
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: path '%s': %s", idx, rel,
-                strerror(errno));
-  size_t rl = strlen(real_root);
-  if (strncmp(real_file, real_root, rl) != 0 || real_file[rl] != '/')
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                "source %zu: path '%s' resolves outside the source root", idx, rel);
-  int fd = open(real_file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: open '%s': %s", idx, rel,
-                strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: '%s' is not a regular file", idx,
-                rel);
-  }
-  if ((uint64_t)st.st_size > cap) {
-    close(fd);
-    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                "source %zu: %lld bytes exceed the %llu byte source limit", idx,
-                (long long)st.st_size, (unsigned long long)cap);
-  }
-  s->file_bytes = malloc(st.st_size ? (size_t)st.st_size : 1);
-  if (!s->file_bytes) {
-    close(fd);
-    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source %zu: out of memory", idx);
-  }
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t n = read(fd, s->file_bytes + got, (size_t)st.st_size - got);
-    if (n <= 0) break;
-    got += (size_t)n;
-  }
-  close(fd);
-  s->bytes = s->file_bytes;
-  s->len = got;
   return IB_OK;
 }
 
@@ -167,9 +112,7 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
       s->len = f->color.len;
       return IB_OK;
     }
-    case IMGBATCH__V1__SOURCE__KIND_PATH:
-      st = read_path_source(lim->source_root, pb->path, lim->max_source_bytes, s, idx, err);
-      if (st != IB_OK) return st;
+    case IMGBATCH__V1__SOURCE__KIND_PATH: /* already read by ib_path_sources_read */
       break;
     case IMGBATCH__V1__SOURCE__KIND_ENCODED:
       if (pb->encoded.len > lim->max_source_bytes)
@@ -320,6 +263,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
     goto out;
   }
+  if ((st = ib_path_sources_read(g, &lim, err)) != IB_OK) goto out;
   for (size_t i = 0; i < g->n_sources; i++) {
     const Imgbatch__V1__Source *pb = i == 0 ? g->job->source : g->job->extra_sources[i - 1];
     if ((st = load_source(pb, &lim, &g->sources[i], i, err)) != IB_OK) goto out;
