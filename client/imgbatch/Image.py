@@ -40,24 +40,50 @@ def _read_fp(fp):
     return fp.read()
 
 
+def decoded_mode(head: PIL.Image.Image) -> str:
+    """The mode the worker's decoder (libvips) gives a file Pillow opened as head.
+
+    libvips expands what Pillow keeps compact: a palette (P, PA) becomes RGB,
+    or RGBA when the file has transparency (PNG tRNS, GIF transparent index);
+    L or RGB with a PNG tRNS chunk become LA or RGBA; 1-bit becomes L. The
+    pixels equal Pillow's convert() to that mode (SPEC section 5), which is what
+    replay() does. Other modes are what Pillow says (the worker refuses the
+    ones it does not admit, e.g. I;16).
+    """
+    transparent = "transparency" in head.info
+    if head.mode in ("P", "PA"):
+        return "RGBA" if transparent or head.mode == "PA" else "RGB"
+    if head.mode == "1":
+        return "L"
+    if transparent and head.mode in ("L", "RGB"):
+        return "LA" if head.mode == "L" else "RGBA"
+    return head.mode
+
+
 def _open_loaded(data, formats=None):
     im = PIL.Image.open(io.BytesIO(data), "r", formats)
     im.load()
-    return im
+    mode = decoded_mode(im)
+    return im if mode == im.mode else im.convert(mode)
 
 
 def open(fp, mode="r", formats=None):
-    """Image.open: a path, a file object or the file's bytes -> Source.encoded.
+    """Image.open(fp, mode="r", formats=None) -> Source.encoded.
 
-    The bytes travel inline in the Job; mode and size come from Pillow's
-    header read, so chained calls see what Pillow would.
+    fp: a path, a file object or the file's bytes; the bytes travel inline in
+    the Job. Size comes from Pillow's header read; the mode is the one the
+    worker decodes to (decoded_mode: a palette PNG/GIF reports RGB or RGBA, not
+    Pillow's P), and replay() converts the same way, so chained calls see what
+    the worker will compute. Pillow's errors (UnidentifiedImageError, ...)
+    are raised here, at record time.
     """
     if mode != "r":
         raise ValueError(f"bad mode {mode!r}")
     data = _read_fp(fp)
     head = PIL.Image.open(io.BytesIO(data), "r", formats)
     spec = SourceSpec("encoded", None, None, data)
-    return LazyImage(source_node(spec, lambda: _open_loaded(data, formats), head.mode, head.size))
+    return LazyImage(source_node(spec, lambda: _open_loaded(data, formats), decoded_mode(head),
+                                 head.size))
 
 
 def open_path(relpath, root=None):
@@ -67,7 +93,7 @@ def open_path(relpath, root=None):
     root = root if root is not None else os.environ.get("IB_SOURCE_ROOT", ".")
     full = os.path.join(root, relpath)
     with PIL.Image.open(full) as head:
-        mode, size = head.mode, head.size
+        mode, size = decoded_mode(head), head.size
 
     def replay():
         with builtins.open(full, "rb") as f:

@@ -7,7 +7,7 @@ function that performs the same call on real Pillow. A LazyImage is a
 mutable handle on a node, because Pillow's paste() mutates in place.
 """
 
-from ._proto import pb
+from ._proto import CONTRACT_VERSION, pb
 
 _FORMATS = {"raw": "RAW", "png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
 _U64 = 1 << 64
@@ -226,6 +226,7 @@ class GraphImage:
                        lossless=False, correlation_id=None, deadline_unix_ms=None):
         """The Job as a protobuf message (see to_job)."""
         job = pb().Job()
+        job.contract_version = CONTRACT_VERSION
         set_key(job, key)
         build_graph(job, self._node)
         _output_pb(job.output, output, quality, compression, lossless)
