@@ -20,7 +20,7 @@ from PIL.Image import (  # noqa: F401  (re-exported Pillow enums and constants)
 )
 
 from ._graph import SourceSpec, source_node
-from ._methods import LazyImage, ensure_lazy, lazy, resolve_color
+from ._methods import LazyImage, checking, ensure_lazy, lazy, pillow_check, resolve_color
 
 Image = LazyImage
 
@@ -113,7 +113,10 @@ def _check_size(size):
 
 
 def new(mode, size, color=0):
-    """Image.new -> Source.fill, the colour resolved by Pillow to one byte per band."""
+    """Image.new(mode, size, color) -> Source.fill, the colour resolved by Pillow
+    to one byte per band."""
+    if checking():
+        PIL.Image._check_size(size)
     size = _check_size(size)
     fill = resolve_color(mode, color)
     spec = SourceSpec("fill", mode, size, fill)
@@ -121,10 +124,13 @@ def new(mode, size, color=0):
 
 
 def frombytes(mode, size, data, decoder_name="raw", *args):
-    """Image.frombytes (raw decoder, no stride args) -> Source.raw.
+    """Image.frombytes(mode, size, data) (raw decoder, no stride) -> Source.raw.
 
-    The bytes are sent as given: a wrong length reaches the worker, which
-    rejects it where Pillow raises."""
+    Pillow decodes the bytes once at record time (its errors: bad mode, not
+    enough data); under unchecked() they are sent as given, for the worker
+    to reject."""
+    if checking():
+        PIL.Image.frombytes(mode, size, data, decoder_name, *args)
     if decoder_name != "raw" or (args and args not in ((mode,), (mode, 0, 1))):
         raise NotImplementedError("imgbatch: frombytes supports the raw decoder without stride")
     size = _check_size(size)
@@ -136,6 +142,7 @@ def frombytes(mode, size, data, decoder_name="raw", *args):
 def blend(im1, im2, alpha):
     """Image.blend(im1, im2, alpha) -> BlendOp over [im1, im2]."""
     im1, im2 = ensure_lazy(im1), ensure_lazy(im2)
+    pillow_check(lambda a, b: PIL.Image.blend(a, b, alpha), im1, im2, exact=True)
     # ImagingBlend takes alpha as a float32 and returns a copy of im2 (its
     # mode, which may differ from im1's with the same band count) at 1.0.
     mode = im2.mode if struct.unpack("f", struct.pack("f", alpha))[0] == 1.0 else im1.mode

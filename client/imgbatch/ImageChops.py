@@ -6,7 +6,7 @@ image1's mode and the smaller of both sizes, as Pillow's chops do.
 
 import PIL.ImageChops
 
-from ._methods import ensure_lazy, lazy, resolve_color
+from ._methods import ensure_lazy, lazy, pillow_check, resolve_color
 
 # proto ChopsFunction values (checked against imgbatch_pb2 by the client tests).
 FUNCTIONS = {
@@ -18,6 +18,7 @@ FUNCTIONS = {
 
 def _chop(name, image1, image2, params, replay):
     a, b = ensure_lazy(image1), ensure_lazy(image2)
+    pillow_check(replay, a, b)
     size = (min(a.width, b.width), min(a.height, b.height))
     params = dict(params, function=FUNCTIONS[name])
     return lazy("chops", params, [a, b], a.mode, size, replay)
@@ -59,6 +60,8 @@ def subtract(image1, image2, scale=1.0, offset=0):
 def blend(image1, image2, alpha):
     from . import Image
 
+    pillow_check(lambda a, b: PIL.ImageChops.blend(a, b, alpha), ensure_lazy(image1), ensure_lazy(image2),
+                 exact=True)
     out = Image.blend(image1, image2, alpha)
     out._node.replay_fn = lambda a, b: PIL.ImageChops.blend(a, b, alpha)
     return out
@@ -67,6 +70,7 @@ def blend(image1, image2, alpha):
 def constant(image, value):
     """ImageChops.constant -> ConstantOp; value resolved as Image.new("L", ..., value)."""
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageChops.constant(im, value), image)
     v = resolve_color("L", value)[0]
     return lazy("constant", {"value": v}, [image], "L", image.size,
                 lambda im: PIL.ImageChops.constant(im, value))

@@ -1,8 +1,8 @@
-"""imgbatch.ImageEnhance: Brightness, Color, Contrast -> EnhanceOp."""
+"""imgbatch.ImageEnhance: Brightness, Color, Contrast(image).enhance(factor) -> EnhanceOp."""
 
 import PIL.ImageEnhance
 
-from ._methods import ensure_lazy, lazy
+from ._methods import ensure_lazy, lazy, pillow_check
 
 
 class _Enhance:
@@ -11,10 +11,13 @@ class _Enhance:
 
     def __init__(self, image):
         self.image = ensure_lazy(image)
+        pillow_check(self._pil, self.image)
 
     def enhance(self, factor):
+        """<Kind>(image).enhance(factor) -> EnhanceOp."""
         pil = self._pil
         im = self.image
+        pillow_check(lambda real: pil(real).enhance(factor), im)
         return lazy("enhance", {"kind": self._kind, "factor": float(factor)}, [im], im.mode, im.size,
                     lambda real: pil(real).enhance(factor))
 

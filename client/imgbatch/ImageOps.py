@@ -1,19 +1,26 @@
-"""imgbatch.ImageOps: the PIL.ImageOps functions the wire format carries."""
+"""imgbatch.ImageOps: the PIL.ImageOps functions the wire format carries.
+
+invert, solarize(threshold), posterize(bits) -> InvertOp, SolarizeOp, PosterizeOp;
+grayscale -> ConvertOp "L"; flip, mirror -> TransposeOp; expand(border, fill) ->
+ExpandOp (a negative border crops first: CropOp then ExpandOp).
+"""
 
 import operator
 
 import PIL.ImageOps
 
-from ._methods import ceil_threshold, ensure_lazy, lazy, resolve_color
+from ._methods import ceil_threshold, ensure_lazy, lazy, pillow_check, resolve_color
 
 
 def invert(image):
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.invert, image)
     return lazy("invert", {}, [image], image.mode, image.size, PIL.ImageOps.invert)
 
 
 def solarize(image, threshold=128):
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.solarize(im, threshold), image)
     t = ceil_threshold(threshold)
     return lazy("solarize", {"threshold": t}, [image], image.mode, image.size,
                 lambda im: PIL.ImageOps.solarize(im, threshold))
@@ -24,6 +31,7 @@ def posterize(image, bits):
     # no bit, the same table as bits = 0. bits > 8 is sent as is (Pillow
     # raises TypeError; the worker rejects it).
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.posterize(im, bits), image)
     b = max(0, operator.index(bits))
     return lazy("posterize", {"bits": b}, [image], image.mode, image.size,
                 lambda im: PIL.ImageOps.posterize(im, bits))
@@ -31,6 +39,7 @@ def posterize(image, bits):
 
 def grayscale(image):
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.grayscale, image)
     out = image.convert("L")
     out._node.replay_fn = PIL.ImageOps.grayscale
     return out
@@ -38,11 +47,13 @@ def grayscale(image):
 
 def flip(image):
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.flip, image)
     return lazy("transpose", {"method": 1}, [image], image.mode, image.size, PIL.ImageOps.flip)
 
 
 def mirror(image):
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.mirror, image)
     return lazy("transpose", {"method": 0}, [image], image.mode, image.size, PIL.ImageOps.mirror)
 
 
@@ -65,6 +76,7 @@ def expand(image, border=0, fill=0):
     Pillow pastes the image at (left, top) into a new filled canvas, so a
     negative border crops; that is recorded as crop, then expand."""
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.expand(im, border, fill), image, exact=True)
     left, top, right, bottom = _border(border)
     fill_bytes = resolve_color(image.mode, fill)
     w, h = image.size

@@ -78,7 +78,7 @@ _LAZY = {
     "Image": (".Image", None), "ImageChops": (".ImageChops", None),
     "ImageEnhance": (".ImageEnhance", None), "ImageFilter": (".ImageFilter", None),
     "ImageOps": (".ImageOps", None), "LazyImage": ("._methods", "LazyImage"),
-    "tone": ("._tone", "tone"), "register_tone_reference": ("._tone", "register_tone_reference"),
+    "unchecked": ("._methods", "unchecked"), "tone": ("._tone", "tone"), "register_tone_reference": ("._tone", "register_tone_reference"),
     "Producer": ("._kafka", "Producer"), "ResultReader": ("._kafka", "ResultReader"),
     "Delivery": ("._kafka", "Delivery"), "result_identity": ("._kafka", "result_identity"),
     "collapse_duplicates": ("._kafka", "collapse_duplicates"),
@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover - what the lazy names are, for type checke
     from . import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps
     from ._graphlang import apply_graph, parse_graph
     from ._kafka import Delivery, Producer, ResultReader, collapse_duplicates, result_identity
-    from ._methods import LazyImage
+    from ._methods import LazyImage, unchecked
     from ._tone import register_tone_reference, tone
 
 
@@ -109,7 +109,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CONTRACT_VERSION", "OPERATIONS", "Image", "ImageChops", "ImageEnhance", "ImageFilter",
-    "ImageOps", "LazyImage", "tone", "register_tone_reference", "write_delimited",
+    "ImageOps", "LazyImage", "unchecked", "tone", "register_tone_reference", "write_delimited",
     "read_delimited", "read_results", "parse_result", "run_local", "Result", "ImageData",
     "ImageFile", "Resident", "JobError", "Producer", "ResultReader", "Delivery",
     "result_identity", "collapse_duplicates", "parse_graph", "apply_graph", "pb",

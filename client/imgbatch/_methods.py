@@ -2,14 +2,22 @@
 
 Each method computes the wire params (resolved exactly as Pillow resolves
 them), the output mode and size (as Pillow computes them) and a replay
-closure that makes the same call on real Pillow. Recorders are permissive:
-a parameter the wire can carry is sent even when Pillow would refuse it,
-so the worker's rejection can be tested; the replay then raises as Pillow
-does. What the wire cannot carry raises here, eagerly.
+closure that makes the same call on real Pillow.
+
+Errors mirror Pillow's at record time: before recording, every call is made
+on real Pillow over stand-in images of the inputs' modes and sizes
+(pillow_check), so a call Pillow rejects (bad mode, bad parameter) raises
+Pillow's own exception, type and message, here rather than on the worker.
+Stand-ins larger than 65,536 pixels are cut to 32x32 for the calls whose
+errors do not depend on size. `with imgbatch.unchecked():` records without
+the check (to test the worker's own rejections); what the wire cannot carry
+raises NotImplementedError either way.
 """
 
+import contextlib
 import math
 import operator
+from typing import Any, Callable, Iterator
 
 import PIL.Image
 from PIL import ImageFilter as _PILFilter
@@ -18,6 +26,39 @@ from ._graph import GraphImage, Node
 
 # Image.Transpose values that swap width and height.
 _SWAPS = {2, 4, 5, 6}
+
+_checks = [True]
+_SMALL = 1 << 16
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Record without calling Pillow first: a call Pillow rejects is recorded
+    as is (its replay() raises), so the worker's rejection can be tested."""
+    _checks.append(False)
+    try:
+        yield
+    finally:
+        _checks.pop()
+
+
+def checking() -> bool:
+    return _checks[-1]
+
+
+def _stand_in(im: Any, exact: bool) -> Any:
+    w, h = im.size
+    if not exact and w * h > _SMALL:
+        w, h = min(w, 32), min(h, 32)
+    return PIL.Image.new(im.mode, (w, h))
+
+
+def pillow_check(fn: Callable[..., Any], *args: Any, exact: bool = False) -> None:
+    """Make Pillow's call fn(*args) with each lazy image replaced by a blank
+    Pillow image of its mode and size (exact: always the full size); Pillow's
+    exception propagates unchanged."""
+    if _checks[-1]:
+        fn(*(_stand_in(a, exact) if isinstance(a, GraphImage) else a for a in args))
 
 
 def lazy(op, params, inputs, mode, size, replay_fn):
@@ -105,11 +146,14 @@ class LazyImage(GraphImage):
     __slots__ = ()
 
     def copy(self):
+        """Image.copy() -> CopyOp."""
         return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.copy())
 
     __copy__ = copy
 
     def transpose(self, method):
+        """Image.transpose(method) -> TransposeOp (all 7 Image.Transpose values)."""
+        pillow_check(lambda im: im.transpose(method), self)
         m = int(method)
         w, h = self.size
         size = (h, w) if m in _SWAPS else (w, h)
@@ -117,6 +161,8 @@ class LazyImage(GraphImage):
                     lambda im: im.transpose(method))
 
     def crop(self, box=None):
+        """Image.crop(box) -> CropOp; box rounded as Pillow rounds it, outside = 0."""
+        pillow_check(lambda im: im.crop(box), self, exact=True)
         if box is None:
             return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.crop(None))
         # Image._crop: map(int, map(round, box)); Python's round (half to even).
@@ -126,6 +172,9 @@ class LazyImage(GraphImage):
                     lambda im: im.crop(box))
 
     def resize(self, size, resample=None, box=None, reducing_gap=None):
+        """Image.resize(size, resample, box) -> ResizeOp (the worker runs NEAREST
+        only; same size and box = copy, as Pillow)."""
+        pillow_check(lambda im: im.resize(size, resample, box, reducing_gap), self, exact=box is not None)
         size = tuple(size)
         rs = PIL.Image.Resampling.BICUBIC if resample is None else resample
 
@@ -143,7 +192,9 @@ class LazyImage(GraphImage):
         return lazy("resize", params, [self], self.mode, size, replay)
 
     def paste(self, im, box=None, mask=None):
-        """Unmasked paste of an image (or a colour with a 4-tuple box)."""
+        """Image.paste(im, box) -> PasteOp over [self, im], rebinding this handle
+        (Pillow pastes in place). Unmasked only; im may be a colour with a 4-tuple box."""
+        pillow_check(lambda base, src, m: base.paste(src, box, m), self, im, mask, exact=True)
         if mask is not None or isinstance(box, (GraphImage, PIL.Image.Image)):
             raise NotImplementedError("imgbatch: masked paste is not in the wire format")
         box = (0, 0) if box is None else tuple(operator.index(v) for v in box)
@@ -170,6 +221,8 @@ class LazyImage(GraphImage):
         self._node = Node("paste", params, [self._node, im._node], self.mode, self.size, replay)
 
     def getchannel(self, channel):
+        """Image.getchannel(channel) -> GetChannelOp (band index or name) -> L."""
+        pillow_check(lambda im: im.getchannel(channel), self)
         band = channel
         if isinstance(channel, str):
             try:
@@ -183,6 +236,8 @@ class LazyImage(GraphImage):
                     lambda im: im.getchannel(channel))
 
     def convert(self, mode=None, matrix=None, dither=None, palette=PIL.Image.Palette.WEB, colors=256):
+        """Image.convert(mode) -> ConvertOp (no matrix or dither); same mode = copy."""
+        pillow_check(lambda im: im.convert(mode, matrix, dither, palette, colors), self)
         if matrix is not None:
             raise NotImplementedError("imgbatch: convert(matrix=...) is not in the wire format")
         if not mode and self.mode == "P":
@@ -196,6 +251,8 @@ class LazyImage(GraphImage):
         return lazy("convert", {"mode": mode}, [self], mode, self.size, replay)
 
     def point(self, lut, mode=None):
+        """Image.point(lut) -> PointOp holding the final 0..255 table per band."""
+        pillow_check(lambda im: im.point(lut, mode), self)
         if isinstance(lut, PIL.Image.ImagePointHandler):
             raise NotImplementedError("imgbatch: ImagePointHandler is not in the wire format")
         if mode is not None and mode != self.mode:
@@ -205,6 +262,9 @@ class LazyImage(GraphImage):
                     lambda im: im.point(lut, mode))
 
     def filter(self, filter):
+        """Image.filter(f): RankFilter/Median/Min/Max -> RankFilterOp, GaussianBlur,
+        BoxBlur -> GaussianBlurOp/BoxBlurOp, Kernel and BLUR, SHARPEN, ... -> KernelOp."""
+        pillow_check(lambda im: im.filter(filter), self)
         f = filter() if isinstance(filter, type) else filter
         if not hasattr(f, "filter"):
             raise TypeError("filter argument should be ImageFilter.Filter instance or class")
