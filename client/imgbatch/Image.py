@@ -6,10 +6,13 @@
     reference = im.replay()          # the same graph on real Pillow
 """
 
+from __future__ import annotations
+
 import builtins
 import io
 import os
 import struct
+from typing import IO, Any, Optional, Tuple, Union
 
 import PIL.Image
 from PIL.Image import (  # noqa: F401  (re-exported Pillow enums and constants)
@@ -31,7 +34,7 @@ for _enum in (Transpose, Resampling):
 del _enum, _member
 
 
-def _read_fp(fp):
+def _read_fp(fp: Any) -> bytes:
     if isinstance(fp, (bytes, bytearray, memoryview)):
         return bytes(fp)
     if isinstance(fp, (str, os.PathLike)):
@@ -60,14 +63,15 @@ def decoded_mode(head: PIL.Image.Image) -> str:
     return head.mode
 
 
-def _open_loaded(data, formats=None):
+def _open_loaded(data: bytes, formats: Any = None) -> PIL.Image.Image:
     im = PIL.Image.open(io.BytesIO(data), "r", formats)
     im.load()
     mode = decoded_mode(im)
     return im if mode == im.mode else im.convert(mode)
 
 
-def open(fp, mode="r", formats=None):
+def open(fp: Union[str, "os.PathLike[str]", bytes, IO[bytes]], mode: str = "r",
+         formats: Optional[Union[list, tuple]] = None) -> LazyImage:
     """Image.open(fp, mode="r", formats=None) -> Source.encoded.
 
     fp: a path, a file object or the file's bytes; the bytes travel inline in
@@ -86,7 +90,7 @@ def open(fp, mode="r", formats=None):
                                  head.size))
 
 
-def open_path(relpath, root=None):
+def open_path(relpath: Union[str, "os.PathLike[str]"], root: Optional[str] = None) -> LazyImage:
     """A Source.path image: relpath is resolved by the worker inside its source
     root. root (default $IB_SOURCE_ROOT) is where this process reads the same
     file for mode/size and replay."""
@@ -95,7 +99,7 @@ def open_path(relpath, root=None):
     with PIL.Image.open(full) as head:
         mode, size = decoded_mode(head), head.size
 
-    def replay():
+    def replay() -> PIL.Image.Image:
         with builtins.open(full, "rb") as f:
             return _open_loaded(f.read())
 
@@ -103,7 +107,7 @@ def open_path(relpath, root=None):
     return LazyImage(source_node(spec, replay, mode, size))
 
 
-def _check_size(size):
+def _check_size(size: Any) -> Tuple[int, int]:
     size = tuple(size)
     if len(size) != 2 or not all(isinstance(v, int) for v in size):
         raise ValueError("Size must be a list or tuple of two integers")
@@ -112,7 +116,7 @@ def _check_size(size):
     return size
 
 
-def new(mode, size, color=0):
+def new(mode: str, size: Tuple[int, int], color: Any = 0) -> LazyImage:
     """Image.new(mode, size, color) -> Source.fill, the colour resolved by Pillow
     to one byte per band."""
     if checking():
@@ -123,7 +127,7 @@ def new(mode, size, color=0):
     return LazyImage(source_node(spec, lambda: PIL.Image.new(mode, size, color), mode, size))
 
 
-def frombytes(mode, size, data, decoder_name="raw", *args):
+def frombytes(mode: str, size: Tuple[int, int], data: Any, decoder_name: str = "raw", *args: Any) -> LazyImage:
     """Image.frombytes(mode, size, data) (raw decoder, no stride) -> Source.raw.
 
     Pillow decodes the bytes once at record time (its errors: bad mode, not
@@ -139,7 +143,7 @@ def frombytes(mode, size, data, decoder_name="raw", *args):
     return LazyImage(source_node(spec, lambda: PIL.Image.frombytes(mode, size, data), mode, size))
 
 
-def blend(im1, im2, alpha):
+def blend(im1: Any, im2: Any, alpha: float) -> LazyImage:
     """Image.blend(im1, im2, alpha) -> BlendOp over [im1, im2]."""
     im1, im2 = ensure_lazy(im1), ensure_lazy(im2)
     pillow_check(lambda a, b: PIL.Image.blend(a, b, alpha), im1, im2, exact=True)

@@ -1,19 +1,23 @@
 """imgbatch.ImageEnhance: Brightness, Color, Contrast(image).enhance(factor) -> EnhanceOp."""
 
+from __future__ import annotations
+
+from typing import Any, Callable
+
 import PIL.ImageEnhance
 
-from ._methods import ensure_lazy, lazy, pillow_check
+from ._methods import LazyImage, ensure_lazy, lazy, pillow_check
 
 
 class _Enhance:
-    _kind = None
-    _pil = None
+    _kind: int = -1
+    _pil: Callable[[Any], Any]
 
-    def __init__(self, image):
+    def __init__(self, image: Any):
         self.image = ensure_lazy(image)
         pillow_check(self._pil, self.image)
 
-    def enhance(self, factor):
+    def enhance(self, factor: float) -> LazyImage:
         """<Kind>(image).enhance(factor) -> EnhanceOp."""
         pil = self._pil
         im = self.image

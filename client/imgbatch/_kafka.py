@@ -169,9 +169,10 @@ class Producer:
         self._base += len(pending)
         if left or any(p is None for p in pending):
             raise TimeoutError(f"imgbatch: {left} job(s) still waiting for delivery reports")
-        failures = [(first + i, p[0], p[1]) for i, p in enumerate(pending) if not isinstance(p, Delivery)]
+        failures = [(first + i, p[0], p[1]) for i, p in enumerate(pending)
+                    if p is not None and not isinstance(p, Delivery)]
         if failures:
-            raise DeliveryError(failures)  # type: ignore[arg-type]
+            raise DeliveryError(failures)
         return [p for p in pending if isinstance(p, Delivery)]
 
     def publish(self, jobs: Iterable[Any], **job_kw: Any) -> List[Delivery]:

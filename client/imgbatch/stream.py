@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
-from typing import IO, Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._proto import pb
 
@@ -58,7 +58,8 @@ def write_delimited(stream: IO[bytes], msgs: Union[Message, Iterable[Message]]) 
 
 
 def _read_exact(stream: IO[bytes], n: int) -> bytes:
-    chunks, got = [], 0
+    chunks: List[bytes] = []
+    got = 0
     while got < n:
         chunk = stream.read(n - got)
         if not chunk:
@@ -301,25 +302,29 @@ def run_local(jobs: Iterable[Any], binary: Optional[str] = None, backend: str = 
     cmd = [find_binary(binary), "run", "--backend", backend, *args]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0)
-    state = {"error": None, "stderr": b"", "killed": False}
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+    failure: List[BaseException] = []
+    captured: List[bytes] = [b""]
+    killed: List[bool] = []
 
-    def write():
+    def write() -> None:
         try:
             for i, job in enumerate(jobs):
                 data = _job_bytes(job, i)
-                proc.stdin.write(encode_varint(len(data)) + data)
+                stdin.write(encode_varint(len(data)) + data)
         except BrokenPipeError:
             pass
         except BaseException as e:  # noqa: BLE001 - reported to the reader
-            state["error"] = e
+            failure.append(e)
         finally:
             try:
-                proc.stdin.close()
+                stdin.close()
             except OSError:
                 pass
 
-    def drain_stderr():
-        state["stderr"] = proc.stderr.read()
+    def drain_stderr() -> None:
+        captured[0] = stderr.read()
 
     threads = [threading.Thread(target=write, daemon=True),
                threading.Thread(target=drain_stderr, daemon=True)]
@@ -327,17 +332,18 @@ def run_local(jobs: Iterable[Any], binary: Optional[str] = None, backend: str = 
         t.start()
     timer = None
     if timeout:
-        def kill():
-            state["killed"] = True
+        def kill() -> None:
+            killed.append(True)
             proc.kill()
 
         timer = threading.Timer(timeout, kill)
         timer.daemon = True
         timer.start()
-    finished, truncated = False, None
+    finished = False
+    truncated: Optional[EOFError] = None
     try:
         try:
-            for data in read_delimited(io.BufferedReader(proc.stdout)):
+            for data in read_delimited(io.BufferedReader(stdout)):  # type: ignore[type-var]
                 yield parse_result(data)
         except EOFError as e:
             truncated = e
@@ -350,11 +356,11 @@ def run_local(jobs: Iterable[Any], binary: Optional[str] = None, backend: str = 
             t.join(5)
         if timer:
             timer.cancel()
-    if state["error"] is not None:
-        raise state["error"]
-    if state["killed"]:
+    if failure:
+        raise failure[0]
+    if killed:
         raise TimeoutError(f"imgbatch run exceeded {timeout}s; stderr:\n"
-                           + state["stderr"].decode(errors="replace")[-4000:])
+                           + captured[0].decode(errors="replace")[-4000:])
     if rc != 0 or truncated:
         raise RuntimeError(f"{' '.join(cmd)} exited {rc}{'; ' + str(truncated) if truncated else ''}; stderr:\n"
-                           + state["stderr"].decode(errors="replace")[-4000:])
+                           + captured[0].decode(errors="replace")[-4000:])
