@@ -101,7 +101,13 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'imgbatch' has no attribute {name!r}")
     import importlib
 
-    module = importlib.import_module(spec[0], __name__)
+    try:
+        module = importlib.import_module(spec[0], __name__)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] == "PIL":
+            raise ImportError(f"imgbatch.{name} records through Pillow (PIL), which is not installed: "
+                              "pip install 'imgbatch-client[pillow]'") from e
+        raise
     value = module if spec[1] is None else getattr(module, spec[1])
     globals()[name] = value
     return value
