@@ -238,3 +238,33 @@ def test_palette_source_mode_and_pixels_equal_the_workers(fmt, transparency):
     assert r.error is None, r.error
     assert (r.image.mode, r.image.size) == (lazy.mode, lazy.size)
     assert r.image.data == lazy.replay().tobytes()
+
+
+def test_produce_command_waits_for_the_results_once_each(broker, tmp_path):
+    jobs_topic, results_topic = fresh_topics(broker)
+    files = []
+    for i in range(2):
+        path = tmp_path / f"w{i}.png"
+        PILImage.new("RGB", (4 + i, 3), "red").save(path)
+        files.append(str(path))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "imgbatch", "produce", *files, "--graph", "invert",
+                             "--brokers", broker, "--topic", jobs_topic, "--results-topic", results_topic,
+                             "--output", "raw", "--wait", "60", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Play the worker: answer each Job twice (a redelivery), the second one an error.
+    seen = consume_all(broker, jobs_topic, 2)
+    prod = ck.Producer({"bootstrap.servers": broker})
+    for key, _, coords in seen:
+        ok = result_bytes(*coords, key.decode(), data=b"\x05\x06")
+        dup = pb.Result.FromString(ok)
+        dup.ClearField("image")
+        dup.error.message = "must not be seen"
+        for value in (ok, dup.SerializeToString()):
+            prod.produce(results_topic, key="{}/{}/{}".format(*coords).encode(), value=value)
+    assert prod.flush(10) == 0
+    stdout, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    answered = [line.split("\t") for line in stdout.splitlines() if "\tok " in line]
+    assert sorted(k for k, _ in answered) == files and "must not be seen" not in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["w0.png.raw", "w1.png.raw"]
