@@ -20,7 +20,10 @@ Pillow. Every Job written carries contract_version = CONTRACT_VERSION.
 
 Operations the worker executes (SPEC section 5; modes L, LA, RGB, RGBA, CMYK,
 RGBX, 8 bits per band; anything else is refused by the worker naming op and
-mode). OPERATIONS below maps each to its Pillow call and modes.
+mode). OPERATIONS maps each wire op (the proto Node field) to the Pillow
+call it mirrors and the modes the worker runs it on (the op registry's
+mode masks, worker/ops/*.c); print it with
+    python -c "import imgbatch; [print(k, *v, sep=' | ') for k, v in imgbatch.OPERATIONS.items()]"
 """
 
 from typing import TYPE_CHECKING, Any, Dict, Tuple
@@ -54,22 +57,22 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "paste": ("Image.paste(im, box) without mask", _ALL + " (matching modes)"),
     "getchannel": ("Image.getchannel(band)", _ALL + " -> L"),
     "convert": ("Image.convert(mode), ImageOps.grayscale", "between " + _ALL + ", no matrix or dither"),
-    "point": ("Image.point(lut)", "L, LA, RGB, RGBA, CMYK, RGBX (256 entries per band)"),
+    "point": ("Image.point(lut)", _ALL + " (256 entries per band)"),
     "invert": ("ImageOps.invert", "L, RGB (as Pillow)"),
     "solarize": ("ImageOps.solarize(image, threshold)", "L, RGB (as Pillow)"),
     "posterize": ("ImageOps.posterize(image, bits)", "L, RGB (as Pillow)"),
     "rank_filter": ("ImageFilter.RankFilter / MedianFilter / MinFilter / MaxFilter",
-                    "L, LA, RGB, RGBA, CMYK, RGBX; sizes 3..9"),
+                    _ALL + "; odd sizes 3..9"),
     "box_blur": ("ImageFilter.BoxBlur(radius) (x/y radii)", _ALL),
     "gaussian_blur": ("ImageFilter.GaussianBlur(radius) (x/y radii)", _ALL),
     "kernel": ("ImageFilter.Kernel((3,3)|(5,5), kernel, scale, offset) and BLUR, SHARPEN, ...",
-               "L, RGB, RGBA, CMYK, RGBX (as Pillow)"),
+               _ALL + "; sizes 3 and 5"),
     "chops": ("ImageChops.multiply / screen / overlay / hard_light / soft_light / difference / "
               "darker / lighter / add / subtract / add_modulo / subtract_modulo",
-              _ALL + " (as Pillow; matching modes)"),
+              _ALL + " (both inputs of one mode; output of the smaller size)"),
     "blend": ("Image.blend(im1, im2, alpha), ImageChops.blend", _ALL + " (matching modes)"),
     "constant": ("ImageChops.constant(image, value)", "any -> L"),
-    "enhance": ("ImageEnhance.Brightness / Color / Contrast(image).enhance(factor)", _ALL + " (as Pillow)"),
+    "enhance": ("ImageEnhance.Brightness / Color / Contrast(image).enhance(factor)", _ALL),
     "tone": ("none: imgbatch.tone (Oklab L-only exposure, contrast, highlights, shadows, whites, blacks)",
              "RGB, RGBA"),
 }

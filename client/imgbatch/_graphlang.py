@@ -190,8 +190,9 @@ _STEPS: Dict[str, Callable[..., Any]] = {
 
 
 def apply_graph(steps: List[Step], image: Any) -> Any:
-    """Record the steps on a LazyImage; errors name the step (Pillow's own
-    exception type is kept)."""
+    """Record the steps on a LazyImage (imgbatch.Image.open(...) for a file).
+    A failing step raises TypeError or ValueError naming the step and the
+    underlying message (Pillow's, for a call Pillow rejects)."""
     im = image
     for i, step in enumerate(steps):
         try:
