@@ -208,38 +208,6 @@ def test_produce_command_publishes_one_job_per_file(broker, tmp_path):
     assert bad.returncode == 2 and "unknown step 'nope'" in bad.stderr
 
 
-def test_palette_png_source_reports_the_worker_mode_and_replays_it():
-    def png(im, **kw):
-        b = io.BytesIO()
-        im.save(b, "PNG", **kw)
-        return b.getvalue()
-
-    p = PILImage.radial_gradient("L").resize((9, 7)).convert("RGB").quantize(8)
-    assert Image.open(png(p)).mode == "RGB"
-    assert Image.open(png(p, transparency=2)).mode == "RGBA"
-    ref = PILImage.open(io.BytesIO(png(p, transparency=2))).convert("RGBA")
-    assert Image.open(png(p, transparency=2)).replay().tobytes() == ref.tobytes()
-
-
-@pytest.mark.parametrize("fmt,transparency", [
-    ("PNG", None), ("PNG", 2), ("GIF", None),
-    pytest.param("GIF", 2, marks=pytest.mark.xfail(
-        strict=True, reason="worker decode zeroes the colour of transparent GIF pixels; "
-                            "Pillow's convert('RGBA') keeps the palette colour")),
-])
-def test_palette_source_mode_and_pixels_equal_the_workers(fmt, transparency):
-    binary = os.environ.get("IB_BIN") or pytest.skip("IB_BIN is not set")
-    p = PILImage.radial_gradient("L").resize((11, 7)).convert("RGB").quantize(8)
-    b = io.BytesIO()
-    p.save(b, fmt, **({} if transparency is None else {"transparency": transparency}))
-    lazy = Image.open(b.getvalue())
-    assert lazy.mode == ("RGB" if transparency is None else "RGBA")
-    (r,) = imgbatch.run_local([lazy.to_job(key=1)], binary=binary)
-    assert r.error is None, r.error
-    assert (r.image.mode, r.image.size) == (lazy.mode, lazy.size)
-    assert r.image.data == lazy.replay().tobytes()
-
-
 def test_produce_command_waits_for_the_results_once_each(broker, tmp_path):
     jobs_topic, results_topic = fresh_topics(broker)
     files = []
