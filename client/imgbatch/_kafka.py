@@ -125,7 +125,9 @@ class Producer:
 
         job: a LazyImage (serialized with to_job(key=key, **job_kw): output,
         metadata, quality, correlation_id, ...), a Job message or Job bytes
-        (whose input_key is used when key is None). on_delivery(delivery,
+        (whose input_key is used when key is None). Jobs are parsed, and one
+        without contract_version gets CONTRACT_VERSION; bytes that are not a
+        Job raise DecodeError (publish poison with a plain Kafka producer). on_delivery(delivery,
         error) is called from poll()/flush() once the broker answers.
         """
         data, job_key = _job_bytes_and_key(job, key, job_kw)

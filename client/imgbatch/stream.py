@@ -294,7 +294,9 @@ def run_local(jobs: Iterable[Any], binary: Optional[str] = None, backend: str = 
     """Stream jobs through `imgbatch run --backend <backend>`; yield Results.
 
     jobs: an iterable of Job bytes, Job messages or lazy images (keyed by
-    their position). A writer thread feeds stdin while results are read as
+    their position). Lazy images are written with contract_version set
+    (to_job); bytes and messages are written exactly as given, so hostile or
+    old-contract Jobs can be sent on purpose. A writer thread feeds stdin while results are read as
     they come, so neither side is buffered whole. If the process fails, a
     RuntimeError carrying its stderr is raised after the last result.
     timeout (seconds, None = none) kills the process when exceeded.
