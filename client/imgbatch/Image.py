@@ -15,12 +15,10 @@ import struct
 from typing import IO, Any, Optional, Tuple, Union
 
 import PIL.Image
-from PIL.Image import (  # noqa: F401  (re-exported Pillow enums and constants)
-    Dither,
-    Palette,
-    Resampling,
-    Transpose,
-)
+from PIL.Image import Dither as Dither  # re-exported Pillow enums (explicitly, for type checkers)
+from PIL.Image import Palette as Palette
+from PIL.Image import Resampling as Resampling
+from PIL.Image import Transpose as Transpose
 
 from ._graph import SourceSpec, source_node
 from ._methods import LazyImage, checking, ensure_lazy, lazy, pillow_check, resolve_color
@@ -28,10 +26,19 @@ from ._methods import LazyImage, checking, ensure_lazy, lazy, pillow_check, reso
 Image = LazyImage
 
 # Pillow's module-level aliases (Image.FLIP_LEFT_RIGHT, Image.NEAREST, ...).
-for _enum in (Transpose, Resampling):
-    for _member in _enum:
-        globals()[_member.name] = _member
-del _enum, _member
+FLIP_LEFT_RIGHT = Transpose.FLIP_LEFT_RIGHT
+FLIP_TOP_BOTTOM = Transpose.FLIP_TOP_BOTTOM
+ROTATE_90 = Transpose.ROTATE_90
+ROTATE_180 = Transpose.ROTATE_180
+ROTATE_270 = Transpose.ROTATE_270
+TRANSPOSE = Transpose.TRANSPOSE
+TRANSVERSE = Transpose.TRANSVERSE
+NEAREST = Resampling.NEAREST
+BOX = Resampling.BOX
+BILINEAR = Resampling.BILINEAR
+HAMMING = Resampling.HAMMING
+BICUBIC = Resampling.BICUBIC
+LANCZOS = Resampling.LANCZOS
 
 
 def _read_fp(fp: Any) -> bytes:
@@ -40,7 +47,8 @@ def _read_fp(fp: Any) -> bytes:
     if isinstance(fp, (str, os.PathLike)):
         with builtins.open(fp, "rb") as f:
             return f.read()
-    return fp.read()
+    data: bytes = fp.read()
+    return data
 
 
 def decoded_mode(head: PIL.Image.Image) -> str:

@@ -5,7 +5,6 @@ TCP). No worker runs: this test plays it, reading the Jobs back from
 imgbatch.jobs and publishing Results (some twice, as a crashed worker's
 redelivery would) keyed `topic/partition/offset` like the worker does.
 """
-import io
 import os
 import subprocess
 import sys

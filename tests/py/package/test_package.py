@@ -177,9 +177,14 @@ def test_mypy_on_the_package_and_on_a_typed_user(work, wheel):
     user.write_text(textwrap.dedent('''
         from typing import List, Optional
         import imgbatch
-        from imgbatch import Image, ImageFilter, ImageOps, Result
+        from imgbatch import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps, Result
 
         im = ImageOps.invert(Image.open("a.png").filter(ImageFilter.GaussianBlur(2)))
+        im = im.transpose(Image.Transpose.ROTATE_90).transpose(Image.FLIP_LEFT_RIGHT)
+        im = im.resize((4, 4), Image.Resampling.NEAREST).filter(ImageFilter.SHARPEN)
+        im = ImageEnhance.Contrast(ImageChops.add(im, im.copy(), 2.0, 1)).enhance(1.2)
+        with imgbatch.unchecked():
+            im = Image.blend(im, im, 0.5)
         job: bytes = im.to_job(key="a.png", output="png")
         mode: str = im.mode
         def keys(rs: List[Result]) -> List[Optional[str]]:
