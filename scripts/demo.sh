@@ -13,4 +13,4 @@ if build/imgbatch version | grep -q '^cuda device 0:'; then
 else
   echo "demo: NO CUDA DEVICE - running on the CPU reference backend ($(build/imgbatch version | grep '^no CUDA device'))" >&2
 fi
-.venv/bin/python scripts/demo_jobs.py --bin build/imgbatch --backend "$backend" --out demo-out
+PYTHONPATH=client .venv/bin/python scripts/demo_jobs.py --bin build/imgbatch --backend "$backend" --out demo-out
