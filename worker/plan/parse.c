@@ -210,16 +210,18 @@ static void keep_unread(const Imgbatch__V1__Source *pb, ib_source *s) {
 
 static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error *err) {
   const Imgbatch__V1__Job *j = g->job;
-  g->n_sources = (j->source ? 1 : 0) + j->n_extra_sources;
+  size_t n = (j->source ? 1 : 0) + j->n_extra_sources;
   if (!j->source && j->n_extra_sources)
     return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
                         "source 0: extra sources given without a source");
-  if (g->n_sources > IB_MAX_SOURCES)
+  if (n > IB_MAX_SOURCES)
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                        "sources: %zu exceed the bound of %d (source and extra_sources)",
-                        g->n_sources, IB_MAX_SOURCES);
-  g->sources = calloc(g->n_sources ? g->n_sources : 1, sizeof *g->sources);
+                        "sources: %zu exceed the bound of %d (source and extra_sources)", n,
+                        IB_MAX_SOURCES);
+  /* n_sources only with the array: ib_graph_free walks it. */
+  g->sources = calloc(n ? n : 1, sizeof *g->sources);
   if (!g->sources) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  g->n_sources = n;
   bool read[IB_MAX_SOURCES] = {false};
   for (size_t k = 0; k < j->n_nodes; k++) {
     const Imgbatch__V1__Node *n = j->nodes[k];
