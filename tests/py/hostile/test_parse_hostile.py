@@ -167,6 +167,16 @@ def test_metadata_nested_thousands_deep_is_a_limit_not_a_crash(how, depth):
     assert_error(r, "PARSE", "LIMIT", "metadata", "deeper than")
 
 
+def test_deep_metadata_beside_pixels_parsed_in_place_is_a_limit_too():
+    # 80x60 RGB raw pixels are past the in-place threshold: the Job takes the
+    # hollowing path (ib_graph_parse_buffer), which must be guarded as well.
+    job = raw_job(1, w=80, h=60).SerializeToString() + metadata_entry(
+        b"deep", nested_value(5000, "list"))
+    assert_error(answer(job), "PARSE", "LIMIT", "metadata", "deeper than")
+    bad_key = raw_job(1, w=80, h=60).SerializeToString() + field(1, b"\xff")
+    assert_error(answer(bad_key), "PARSE", "INVALID", "key_string", "\\xff")
+
+
 @pytest.mark.parametrize("how", ["list", "map"])
 def test_metadata_past_8_levels_but_shallow_on_the_wire_stays_invalid(how):
     job = raw_job(1).SerializeToString() + metadata_entry(b"m", nested_value(8, how))
