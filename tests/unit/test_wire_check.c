@@ -96,8 +96,8 @@ Test(wire_check, what_protobuf_c_unpacks_at_the_bound_it_unpacks_fine) {
 Test(wire_check, malformed_bytes_and_groups_are_invalid_at_parse) {
   ib_wire_notes notes;
   ib_error err = {0};
-  const uint8_t cut[] = {0x1a, 0x05, 0x0a}; /* length past the end */
-  const uint8_t group[] = {0x0b, 0x0c};     /* field 1 start/end group */
+  const uint8_t cut[] = {0x1a, 0x05, 0x0a};            /* length past the end */
+  const uint8_t group[] = {0x0b, 0x0c};                /* field 1 start/end group */
   const uint8_t deep_cut[] = {0x3a, 0x02, 0x12, 0x05}; /* metadata entry, value cut */
   const uint8_t *cases[] = {cut, group, deep_cut};
   size_t lens[] = {sizeof cut, sizeof group, sizeof deep_cut};
@@ -114,7 +114,7 @@ Test(wire_check, strings_are_named_by_path_and_shown_escaped) {
   ib_error err = {0};
   /* nodes[0] = {}, nodes[1].convert.mode = "RG\xffB" */
   buf b = wrap(5, (buf){0});
-  buf n1 = wrap(5, wrap(18, bytes_field(1, "RG\xff" "B", 4)));
+  buf n1 = wrap(5, wrap(18, bytes_field(1, "RG\377B", 4)));
   put(&b, n1.p, n1.len);
   free(n1.p);
   cr_assert_eq(check(b, &notes, &err), IB_OK);
@@ -159,16 +159,16 @@ Test(wire_check, fields_and_enum_values_the_contract_lacks_are_noted) {
 }
 
 Test(utf8, rfc3629_rejects_overlongs_surrogates_and_past_u10ffff) {
-  const char *good[] = {"a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
-                        "\xed\x9f\xbf"};
-  const char *bad[] = {"\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf0\x80\x80\xaf",
-                       "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80", "\xe2\x82", "\xff"};
+  const char *good[] = {
+      "a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
+  const char *bad[] = {
+      "\xc0\xaf",         "\xc1\xbf",         "\xe0\x80\xaf", "\xed\xa0\x80", "\xf0\x80\x80\xaf",
+      "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80",         "\xe2\x82",     "\xff"};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++)
     cr_assert_eq(ib_utf8_first_bad((const uint8_t *)good[i], strlen(good[i]), true),
                  strlen(good[i]), "good %zu", i);
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    cr_assert_eq(ib_utf8_first_bad((const uint8_t *)bad[i], strlen(bad[i]), true), 0, "bad %zu",
-                 i);
+    cr_assert_eq(ib_utf8_first_bad((const uint8_t *)bad[i], strlen(bad[i]), true), 0, "bad %zu", i);
 }
 
 static bool valid(const char *s) {

@@ -1,11 +1,12 @@
 /* Building and framing Result messages. */
+#include "core/result_msg.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/frame.h"
 #include "codec/codec.h"
 #include "core/error.h"
-#include "core/result_msg.h"
+#include "core/frame.h"
 #include "core/utf8.h"
 
 /* Every string a Result carries is valid UTF-8, or strict protobuf runtimes

@@ -37,7 +37,8 @@ static int raw_data(const uint8_t *p, size_t n, ib_wire_field *data) {
 
 /* The Source's raw field when it is the only kind field: 1 (with *raw and
  * *data when data is at least min), 0 nothing to hollow, -1 not canonical. */
-static int source_raw(const uint8_t *p, size_t n, size_t min, ib_wire_field *raw, ib_wire_field *data) {
+static int source_raw(const uint8_t *p, size_t n, size_t min, ib_wire_field *raw,
+                      ib_wire_field *data) {
   const uint8_t *end = p + n;
   ib_wire_field f;
   int r, kinds = 0, found = 0;

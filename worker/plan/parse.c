@@ -225,8 +225,7 @@ static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error 
   bool read[IB_MAX_SOURCES] = {false};
   for (size_t k = 0; k < j->n_nodes; k++) {
     const Imgbatch__V1__Node *n = j->nodes[k];
-    if (n->op_case == IMGBATCH__V1__NODE__OP_SOURCE && n->source &&
-        n->source->index < g->n_sources)
+    if (n->op_case == IMGBATCH__V1__NODE__OP_SOURCE && n->source && n->source->index < g->n_sources)
       read[n->source->index] = true;
   }
   for (size_t i = 0; i < g->n_sources; i++) {

@@ -44,8 +44,8 @@ static ib_status check_finite(const ProtobufCMessage *m, const char *op, const c
         char index[24] = "";
         if (repeated) snprintf(index, sizeof index, "[%zu]", i);
         return ib_op_fail(err, IB_INVALID,
-                          "op %s: %s%s%s=%g is not finite (NaN and infinities are never valid)",
-                          op, prefix, fd->name, index, v);
+                          "op %s: %s%s%s=%g is not finite (NaN and infinities are never valid)", op,
+                          prefix, fd->name, index, v);
       }
     } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !repeated && depth < 4) {
       const ProtobufCMessage *sub = FIELD(m, fd, const ProtobufCMessage *);
@@ -62,8 +62,7 @@ static ib_status check_finite(const ProtobufCMessage *m, const char *op, const c
 static const ProtobufCMessage *op_message(const Imgbatch__V1__Node *pb) {
   const ProtobufCFieldDescriptor *fd =
       protobuf_c_message_descriptor_get_field(&imgbatch__v1__node__descriptor, pb->op_case);
-  return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? FIELD(pb, fd, const ProtobufCMessage *)
-                                                     : NULL;
+  return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? FIELD(pb, fd, const ProtobufCMessage *) : NULL;
 }
 
 static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
