@@ -279,15 +279,19 @@ static uint8_t *path_job(const char *path, size_t extra, size_t *len) {
   for (size_t i = 0; i < extra; i++) extras[i] = &src;
   j.extra_sources = extras;
   j.n_extra_sources = extra;
-  Imgbatch__V1__Node node;
-  imgbatch__v1__node__init(&node);
-  Imgbatch__V1__SourceOp op;
-  imgbatch__v1__source_op__init(&op);
-  node.op_case = IMGBATCH__V1__NODE__OP_SOURCE;
-  node.source = &op;
-  Imgbatch__V1__Node *nodes[] = {&node};
+  /* One SourceOp per source: only sources a node reads are opened. */
+  Imgbatch__V1__Node node[9], *nodes[9];
+  Imgbatch__V1__SourceOp op[9];
+  for (size_t i = 0; i <= extra; i++) {
+    imgbatch__v1__node__init(&node[i]);
+    imgbatch__v1__source_op__init(&op[i]);
+    op[i].index = (uint32_t)i;
+    node[i].op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+    node[i].source = &op[i];
+    nodes[i] = &node[i];
+  }
   j.nodes = nodes;
-  j.n_nodes = 1;
+  j.n_nodes = extra + 1;
   *len = imgbatch__v1__job__get_packed_size(&j);
   uint8_t *buf = malloc(*len);
   imgbatch__v1__job__pack(&j, buf);

@@ -165,16 +165,16 @@ static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error 
   g->sources = calloc(n ? n : 1, sizeof *g->sources);
   if (!g->sources) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
   g->n_sources = n;
-  /* Every path source is sized (and the job's total capped) before any
-   * byte of one is read. */
-  ib_status st = ib_path_sources_read(g, lim, err);
-  if (st != IB_OK) return st;
   bool read[IB_MAX_SOURCES] = {false};
   for (size_t k = 0; k < j->n_nodes; k++) {
     const Imgbatch__V1__Node *n = j->nodes[k];
     if (n->op_case == IMGBATCH__V1__NODE__OP_SOURCE && n->source && n->source->index < g->n_sources)
       read[n->source->index] = true;
   }
+  /* Every path source the graph reads is sized (and the job's total
+   * capped) before any byte of one is read. */
+  ib_status st = ib_path_sources_read(g, lim, read, err);
+  if (st != IB_OK) return st;
   for (size_t i = 0; i < g->n_sources; i++) {
     const Imgbatch__V1__Source *pb = i == 0 ? j->source : j->extra_sources[i - 1];
     if (!read[i]) {

@@ -290,16 +290,22 @@ static ib_status read_admitted(int fd, uint64_t size, ib_source *s, size_t idx, 
   return IB_OK;
 }
 
-ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, ib_error *err) {
+/* A path source the graph reads (`wanted` NULL: every one). */
+static bool wanted_path(const ib_graph *g, const bool *wanted, size_t i) {
+  return is_path(source_pb(g, i)) && (!wanted || wanted[i]);
+}
+
+ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, const bool *wanted,
+                               ib_error *err) {
   size_t n_paths = 0;
-  for (size_t i = 0; i < g->n_sources; i++) n_paths += is_path(source_pb(g, i));
+  for (size_t i = 0; i < g->n_sources; i++) n_paths += wanted_path(g, wanted, i);
   if (!n_paths) return IB_OK;
   uint64_t per_source = lim->max_source_bytes ? lim->max_source_bytes : DEFAULT_MAX_SOURCE_BYTES;
   uint64_t per_job =
       lim->max_job_source_bytes ? lim->max_job_source_bytes : IB_DEFAULT_MAX_JOB_SOURCE_BYTES;
   if (!lim->source_root) {
     for (size_t i = 0; i < g->n_sources; i++)
-      if (is_path(source_pb(g, i)))
+      if (wanted_path(g, wanted, i))
         return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
                             "source %zu: path sources need a configured source root", i);
   }
@@ -323,7 +329,7 @@ ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, ib_error
   uint64_t total = 0;
   for (size_t i = 0; i < g->n_sources && st == IB_OK; i++) {
     const Imgbatch__V1__Source *pb = source_pb(g, i);
-    if (!is_path(pb)) continue;
+    if (!wanted_path(g, wanted, i)) continue;
     const char *rel = pb->path ? pb->path : "";
     if (!lexically_inside(rel)) {
       st = ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,

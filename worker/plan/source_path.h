@@ -47,7 +47,10 @@ void ib_path_test_force_walk(bool on);
  * what is not a regular file (IB_INVALID), checks each size against
  * max_source_bytes and their sum against max_job_source_bytes (IB_LIMIT),
  * all before reading a byte; then reads them into g->sources[i]
- * (file_bytes, bytes, len). Sources of other kinds are left untouched. */
-ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, ib_error *err);
+ * (file_bytes, bytes, len). Sources of other kinds, and path sources with
+ * wanted[i] false (no node reads them; `wanted` NULL: all are wanted), are
+ * left untouched. */
+ib_status ib_path_sources_read(ib_graph *g, const ib_graph_limits *lim, const bool *wanted,
+                               ib_error *err);
 
 #endif

@@ -25,10 +25,12 @@ def path_job(key, *paths):
     job.source.path = paths[0]
     for p in paths[1:]:
         job.extra_sources.add().path = p
-    job.nodes.add().source.index = 0
+    # Every source read by a node (unread ones are never opened).
+    for i in range(len(paths) - 1, -1, -1):
+        job.nodes.add().source.index = i
     node = job.nodes.add()
     node.copy.SetInParent()
-    node.inputs.append(0)
+    node.inputs.append(len(paths) - 1)
     return job
 
 
