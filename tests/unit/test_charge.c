@@ -73,12 +73,14 @@ static size_t put_chunk(uint8_t *p, const char *type, const uint8_t *data, uint3
   memcpy(p + 4, type, 4);
   if (len) memcpy(p + 8, data, len);
   uint32_t crc = crc32_of(p + 4, 4 + len);
-  p[8 + len] = crc >> 24, p[9 + len] = crc >> 16, p[10 + len] = crc >> 8, p[11 + len] = (uint8_t)crc;
+  p[8 + len] = crc >> 24, p[9 + len] = crc >> 16, p[10 + len] = crc >> 8,
+        p[11 + len] = (uint8_t)crc;
   return 12 + len;
 }
 static Imgbatch__V1__Source *png_source(jg_job *j) {
   memcpy(png, "\x89PNG\r\n\x1a\n", 8);
-  const uint8_t ihdr[13] = {0, 0, 0x10, 0, 0, 0, 0x10, 0, 8, src_mode == IB_MODE_RGB ? 2 : 6, 0, 0, 0};
+  const uint8_t ihdr[13] = {0, 0, 0x10, 0, 0, 0, 0x10, 0, 8, src_mode == IB_MODE_RGB ? 2 : 6,
+                            0, 0, 0};
   png_len = 8 + put_chunk(png + 8, "IHDR", ihdr, 13);
   png_len += put_chunk(png + png_len, "IDAT", NULL, 0);
   png_len += put_chunk(png + png_len, "IEND", NULL, 0);
@@ -123,11 +125,11 @@ static int extra(jg_job *j) {
 /* Every op family, on 4096^2 RGBA in, at its largest output that stays a
  * legal graph (sides <= 4096): crop/expand/resize/transpose keep 4096^2,
  * the two-input ops read a second 4096^2 RGBA source. */
-static const int families[] = {JG_COPY,     JG_TRANSPOSE, JG_CROP,     JG_EXPAND,   JG_RESIZE,
+static const int families[] = {JG_COPY,     JG_TRANSPOSE,  JG_CROP,    JG_EXPAND,   JG_RESIZE,
                                JG_PASTE,    JG_GETCHANNEL, JG_CONVERT, JG_POINT,    JG_INVERT,
-                               JG_SOLARIZE, JG_POSTERIZE, JG_RANK,     JG_BOXBLUR,  JG_GAUSS,
-                               JG_KERNEL,   JG_CHOPS,     JG_BLEND,    JG_CONSTANT, JG_BRIGHTNESS,
-                               JG_COLOR,    JG_CONTRAST,  JG_TONE};
+                               JG_SOLARIZE, JG_POSTERIZE,  JG_RANK,    JG_BOXBLUR,  JG_GAUSS,
+                               JG_KERNEL,   JG_CHOPS,      JG_BLEND,   JG_CONSTANT, JG_BRIGHTNESS,
+                               JG_COLOR,    JG_CONTRAST,   JG_TONE};
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
 /* `second`: the second input of a two-input op (-1: a new 4096^2 source). */
@@ -180,8 +182,7 @@ static int add_op(jg_job *j, int fam, int prev, int second) {
       else
         n->gaussian_blur->radius_x = n->gaussian_blur->radius_y = 2;
       break;
-    case JG_CONVERT: /* -> RGB */
-      return jg_op(j, &r, fam, prev, src_mode, SIDE, SIDE, 2);
+    case JG_CONVERT: /* -> RGB */ return jg_op(j, &r, fam, prev, src_mode, SIDE, SIDE, 2);
     case JG_TRANSPOSE:
     case JG_RANK:
     case JG_KERNEL: /* flip left-right, 3x3 */
@@ -209,7 +210,9 @@ static ib_graph *finish(jg_job *j) {
 /* ops[0..n) chained on the source (the last one is the output); a
  * two-input op reads a second 4096^2 source when `second_image`, else the
  * source image again. */
-static bool lut_only(int op) { return op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE; }
+static bool lut_only(int op) {
+  return op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE;
+}
 
 static ib_graph *chain(const int *ops, int n, bool encoded, bool second_image) {
   src_mode = IB_MODE_RGBA;
@@ -248,15 +251,20 @@ static ib_charge cuda_charge(const ib_graph *g, bool pinned) {
   return ch;
 }
 
-static uint64_t host_of(ib_charge c) { return ib_charge_host_total(&c); }
-static uint64_t gpu_of(ib_charge c) { return ib_charge_gpu_total(&c); }
+static uint64_t host_of(ib_charge c) {
+  return ib_charge_host_total(&c);
+}
+static uint64_t gpu_of(ib_charge c) {
+  return ib_charge_gpu_total(&c);
+}
 
 static void assert_fits(const ib_graph *g, const char *what) {
   ib_charge cpu = cpu_charge(g), cuda = cuda_charge(g, true), staged = cuda_charge(g, false);
   cr_log_info("%-28s cpu host %9.3f gpu %9.3f | cuda host %9.3f (staged %9.3f) gpu %9.3f MiB", what,
               host_of(cpu) / (double)MIB, gpu_of(cpu) / (double)MIB, host_of(cuda) / (double)MIB,
               host_of(staged) / (double)MIB, gpu_of(cuda) / (double)MIB);
-  cr_assert_leq(host_of(cpu), HOST_CAP, "%s: cpu host %llu", what, (unsigned long long)host_of(cpu));
+  cr_assert_leq(host_of(cpu), HOST_CAP, "%s: cpu host %llu", what,
+                (unsigned long long)host_of(cpu));
   cr_assert_leq(gpu_of(cpu), GPU_CAP, "%s: cpu gpu %llu", what, (unsigned long long)gpu_of(cpu));
   cr_assert_leq(host_of(cuda), HOST_CAP, "%s: cuda host %llu", what,
                 (unsigned long long)host_of(cuda));
@@ -302,7 +310,7 @@ Test(charge, every_op_family_on_an_encoded_png_source_fits_the_default_caps) {
 /* The documented formula (imgbatch.h "Credits"), term by term, for a 3x3
  * Kernel and a BoxBlur on a raw 4096^2 RGBA source (S = 64 MiB of source
  * bytes, out = the 64 MiB output, echo = 0: no metadata, no OutputSpec). */
-#define KERNEL_PARAMS 40u /* op param_bytes: (9 + 1) floats */
+#define KERNEL_PARAMS 40u                     /* op param_bytes: (9 + 1) floats */
 #define BLUR_SCRATCH (16u * 4u * SIDE + SIDE) /* CPU column tile + one line */
 #define UP(x) (((x) + 255u) / 256u * 256u)
 #define CUDA_PAR (UP(48u) + UP(64u)) /* one stage: its parameter block + descriptor */
@@ -372,4 +380,148 @@ Test(charge, exact_bytes_of_representative_graphs_follow_the_documented_formula)
   assert_charge(cuda_charge(g, true), 2 * IMG + CUDA_PAR, 0, png_len + IMG + CUDA_PAR, IMG,
                 "cuda png kernel");
   ib_graph_free(g);
+}
+
+/* Two jobs in flight: each holds its source bytes and its output (the two
+ * images nothing can share) plus only its parameters/scratch; nothing is
+ * charged twice. The device side fits two of every family on both
+ * backends; the host side fits two whenever the output is smaller than the
+ * source. Two full-size outputs (2 x (64 + 64) MiB) are the whole 256 MiB
+ * cap before their parameters, so the second one waits (QUEUE_FULL) for
+ * the first's result - see the report in imgbatch.h "Credits". */
+Test(charge, two_jobs_in_flight_hold_their_sources_and_outputs_once) {
+  for (size_t f = 0; f < N_FAMILIES; f++) {
+    int op = families[f];
+    ib_graph *g = chain(&op, 1, false, true);
+    uint64_t images = 0;
+    for (size_t i = 0; i < g->n_sources; i++) images += g->sources[i].len;
+    const ib_shape *o = &g->nodes[g->n_nodes - 1].shape;
+    uint64_t out = (uint64_t)o->width * o->height * ib_mode_bands(o->mode);
+    images += out;
+    ib_charge cpu = cpu_charge(g), cuda = cuda_charge(g, true);
+    cr_assert_leq(2 * gpu_of(cpu), GPU_CAP, "%s: two on the cpu device", jg_names[op]);
+    cr_assert_leq(2 * gpu_of(cuda), GPU_CAP, "%s: two on the cuda device", jg_names[op]);
+    /* Host: the images plus at most 300 KiB (blur's column tile, resize's
+     * tables, parameter staging). */
+    cr_assert_geq(host_of(cpu), images, "%s", jg_names[op]);
+    cr_assert_geq(host_of(cuda), images, "%s", jg_names[op]);
+    cr_assert_leq(host_of(cpu) - images, 300u << 10, "%s: cpu host %llu", jg_names[op],
+                  (unsigned long long)host_of(cpu));
+    cr_assert_leq(host_of(cuda) - images, 300u << 10, "%s: cuda host %llu", jg_names[op],
+                  (unsigned long long)host_of(cuda));
+    if (g->n_sources == 1 && out < g->sources[0].len) { /* getchannel, convert, constant */
+      cr_assert_leq(2 * host_of(cpu), HOST_CAP, "%s: two on the cpu host", jg_names[op]);
+      cr_assert_leq(2 * host_of(cuda), HOST_CAP, "%s: two on the cuda host", jg_names[op]);
+    }
+    ib_graph_free(g);
+  }
+}
+
+/* ------------------------------------------------------------ end to end */
+
+/* The executor at its defaults (cpu backend) admits a 4096^2 RGBA 3x3
+ * Kernel job parsed in place, charges exactly the formula, and its result
+ * equals the same kernel run on a 64x64 crop (interior pixels; the kernel
+ * copies a 1-pixel border). */
+static uint8_t *random_rgba(uint32_t w, uint32_t h, uint64_t seed) {
+  uint8_t *p = malloc((size_t)w * h * 4);
+  jg_rng r = {seed};
+  for (size_t i = 0; i < (size_t)w * h * 4; i += 4) {
+    uint32_t v = jg_u32(&r);
+    memcpy(p + i, &v, 4);
+  }
+  return p;
+}
+
+static uint8_t *kernel_job(const uint8_t *px, uint32_t w, uint32_t h, size_t *len) {
+  jg_job j;
+  memset(&j, 0, sizeof j);
+  arena.used = 0;
+  j.a = &arena;
+  imgbatch__v1__job__init(&j.job);
+  j.job.input_key_case = IMGBATCH__V1__JOB__INPUT_KEY_KEY_U64;
+  j.job.key_u64 = 7;
+  Imgbatch__V1__Source *s = jg_alloc(&arena, sizeof *s);
+  imgbatch__v1__source__init(s);
+  Imgbatch__V1__RawImage *raw = jg_alloc(&arena, sizeof *raw);
+  imgbatch__v1__raw_image__init(raw);
+  raw->mode = "RGBA";
+  raw->width = w;
+  raw->height = h;
+  raw->data = (ProtobufCBinaryData){(size_t)w * h * 4, (uint8_t *)px};
+  s->kind_case = IMGBATCH__V1__SOURCE__KIND_RAW;
+  s->raw = raw;
+  j.job.source = s;
+  j.job.nodes = j.nodes;
+  Imgbatch__V1__Node *n = jg_alloc(&arena, sizeof *n);
+  imgbatch__v1__node__init(n);
+  n->op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+  n->source = jg_alloc(&arena, sizeof *n->source);
+  imgbatch__v1__source_op__init(n->source);
+  j.nodes[j.job.n_nodes++] = n;
+  jg_rng r = {3};
+  jg_op(&j, &r, JG_KERNEL, 0, IB_MODE_RGBA, w, h, 0);
+  return jg_pack(&j, len);
+}
+
+Test(charge, cpu_executor_at_the_defaults_runs_a_4096_rgba_kernel_job, .timeout = 120) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.backend = IB_BACKEND_CPU;
+  cr_assert_eq(o.host_bytes, HOST_CAP);
+  cr_assert_eq(o.gpu_bytes, GPU_CAP);
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_create(&o, &ex, &err), IB_OK, "%s", err.message);
+  uint8_t *px = random_rgba(SIDE, SIDE, 11);
+  size_t len = 0;
+  uint8_t *job = kernel_job(px, SIDE, SIDE, &len);
+  uint8_t *buf = ib_executor_buffer(ex, len);
+  memcpy(buf, job, len);
+  free(job);
+  ib_graph *g = NULL;
+  ib_key key = {0};
+  cr_assert_eq(ib_executor_parse_buffer(ex, buf, len, NULL, &g, &key, &err), IB_OK, "%s",
+               err.message);
+  ib_key_clear(&key);
+  uint64_t id = 0;
+  cr_assert_eq(ib_executor_submit(ex, g, NULL, &id, &err), IB_OK, "%s", err.message);
+  ib_executor_counters c;
+  ib_executor_counters_get(ex, &c);
+  cr_assert_eq(c.host_bytes.in_use, 2 * IMG + KERNEL_PARAMS, "source once + output + params");
+  cr_assert_eq(c.gpu_bytes.in_use, IMG + KERNEL_PARAMS);
+  ib_results *rs = NULL;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok, "%s", r.error.message);
+  cr_assert_eq(r.image.mode, IB_MODE_RGBA);
+  cr_assert_eq(r.image.width, SIDE);
+  cr_assert_eq(r.image.height, SIDE);
+
+  /* The reference: the same kernel on a 64x64 crop at (1000, 2000). */
+  enum { CW = 64, CH = 64, X0 = 1000, Y0 = 2000 };
+  uint8_t *crop = malloc(CW * CH * 4);
+  for (int y = 0; y < CH; y++)
+    memcpy(crop + y * CW * 4, px + ((size_t)(Y0 + y) * SIDE + X0) * 4, CW * 4);
+  job = kernel_job(crop, CW, CH, &len);
+  ib_graph *small = NULL;
+  cr_assert_eq(ib_graph_parse(job, len, NULL, &small, NULL, &err), IB_OK, "%s", err.message);
+  ib_image want = {0};
+  cr_assert_eq(ib_cpu_execute(small, &want, &err), IB_OK, "%s", err.message);
+  for (int y = 1; y < CH - 1; y++)
+    cr_assert_eq(memcmp(want.data + ((size_t)y * CW + 1) * 4,
+                        r.image.data + ((size_t)(Y0 + y) * SIDE + X0 + 1) * 4, (CW - 2) * 4),
+                 0, "row %d", y);
+  ib_image_release(&want);
+  ib_graph_free(small);
+  free(job);
+  free(crop);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  ib_executor_counters_get(ex, &c);
+  cr_assert_eq(c.host_bytes.in_use, 0);
+  ib_executor_destroy(ex);
+  free(px);
 }
