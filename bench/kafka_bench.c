@@ -35,6 +35,8 @@ static rd_kafka_t *client(const char *brokers, rd_kafka_type_t type, const char 
     rd_kafka_conf_set(c, "enable.idempotence", "true", err, sizeof err);
   }
   if (group) {
+    /* The mock broker answers a fetch only when fetch.wait.max.ms ends. */
+    rd_kafka_conf_set(c, "fetch.wait.max.ms", "10", err, sizeof err);
     rd_kafka_conf_set(c, "group.id", group, err, sizeof err);
     rd_kafka_conf_set(c, "auto.offset.reset", "earliest", err, sizeof err);
     rd_kafka_conf_set(c, "enable.auto.commit", "true", err, sizeof err);
@@ -59,7 +61,12 @@ static void subscribe(rd_kafka_t *c, const char *topic) {
 static uint8_t *make_job(const char *kind, uint32_t side, uint64_t key, size_t *len) {
   ib_image im = {0};
   ib_image_alloc(&im, IB_MODE_RGB, side, side);
-  for (size_t i = 0; i < ib_image_bytes(&im); i++) im.data[i] = (uint8_t)((i * 7 + i / 4099) & 255);
+  /* Noise: a PNG of it is about as large as the pixels (a codec-bound job). */
+  uint32_t x = 2463534242u;
+  for (size_t i = 0; i < ib_image_bytes(&im); i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    im.data[i] = (uint8_t)(x >> 24);
+  }
   Imgbatch__V1__Job job = IMGBATCH__V1__JOB__INIT;
   job.input_key_case = IMGBATCH__V1__JOB__INPUT_KEY_KEY_U64;
   job.key_u64 = key;

@@ -34,7 +34,7 @@ run_case() { # name kind jobs-count relay|worker-args...
     kafka_bench relay --brokers "$boot" --n "$count" >"$out/$name.relay" 2>&1 &
   else
     imgbatch worker --brokers "$boot" --backend "$backend" --grace-seconds 30 "$@" \
-      -X session.timeout.ms=6000 2>"$out/$name.worker.log" &
+      -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.worker.log" &
   fi
   local pid=$!
   kafka_bench drive --brokers "$boot" --n "$count" --kind "$kind" --side "$side" \
