@@ -313,7 +313,7 @@ def hostile_jobs():
     out = {}
     # Item 1: metadata nested past what the stack holds (and just past depth 8).
     out["i1-deep-list-metadata-4400"] = stream(deep_metadata_bytes(4400, "list"))
-    out["i1-deep-map-metadata-2900"] = stream(deep_metadata_bytes(2900, "map"))
+    out["i1-deep-map-metadata-4400"] = stream(deep_metadata_bytes(4400, "map"))
     out["i1-metadata-depth-9"] = stream(deep_metadata_bytes(9, "list"))
 
     # Items 2 and 3: special files and paths leaving the root.
