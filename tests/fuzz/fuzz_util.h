@@ -50,9 +50,10 @@ static inline bool fz_utf8_ok(const char *s, size_t n) {
 /* Aborts naming the broken rule and the offending string. */
 static inline void fz_fail(const char *rule, const char *s) {
   fprintf(stderr, "FUZZ ORACLE: %s: \"", rule);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n < 120; p++, n++)
     fprintf(stderr, (*p >= 0x20 && *p < 0x7F) ? "%c" : "\\x%02x", *p);
-  fprintf(stderr, "\"\n");
+  fprintf(stderr, n == 120 ? "\"...\n" : "\"\n");
   abort();
 }
 
