@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 seconds=${1:-60}
-build=build-fuzz
+build="build-fuzz"
 export PATH=/usr/local/cuda/bin:$PATH
 
 if ! command -v clang >/dev/null; then
