@@ -38,7 +38,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char fz_root[64];
+static char fz_root[200];
 static bool fz_skip_utf8;
 
 /* A 2x1 red RGB PNG (as Pillow writes it). */
@@ -50,7 +50,7 @@ static const uint8_t fz_png[] = {
     0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
 
 static void fz_write(const char *rel, const uint8_t *b, size_t n) {
-  char p[128];
+  char p[320];
   snprintf(p, sizeof p, "%s/%s", fz_root, rel);
   FILE *f = fopen(p, "wb");
   if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0) {
@@ -62,7 +62,7 @@ static void fz_write(const char *rel, const uint8_t *b, size_t n) {
 static void fz_cleanup(void) {
   static const char *names[] = {"a.png", "sub/b.png", "link.png", "escape",
                                 "fifo",  "empty",     "notimg"};
-  char p[128];
+  char p[320];
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     snprintf(p, sizeof p, "%s/%s", fz_root, names[i]);
     unlink(p);
@@ -75,9 +75,12 @@ static void fz_cleanup(void) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  snprintf(fz_root, sizeof fz_root, "/tmp/ib-fuzz-root.XXXXXX");
+  /* Under $TMPDIR: run.sh points it at a folder it removes, so roots left
+   * by crashed processes (no atexit) go too. */
+  const char *tmp = getenv("TMPDIR");
+  snprintf(fz_root, sizeof fz_root, "%s/ib-fuzz-root.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(fz_root)) abort();
-  char p[128];
+  char p[320];
   snprintf(p, sizeof p, "%s/sub", fz_root);
   if (mkdir(p, 0700) != 0) abort();
   fz_write("a.png", fz_png, sizeof fz_png);

@@ -35,6 +35,8 @@ extra=(${IB_FUZZ_ARGS:-})
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# fuzz_job's source roots (and fork mode's files) land here and go with it.
+export TMPDIR=$tmp
 failed=()
 for target in fuzz_job fuzz_image; do
   name=${target#fuzz_}
