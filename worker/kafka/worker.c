@@ -295,6 +295,8 @@ static void stop_clients(ib_worker *w) {
   while ((j = ib_wq_pop(&w->republish))) j->part = NULL;
   if (w->producer) rd_kafka_destroy(w->producer);
   ib_executor_destroy(w->ex);
+  /* What never finished (grace expired, a second signal): never committed. */
+  while (w->alive) ib_wjob_free(w, w->alive);
   free(w->parts);
 }
 

@@ -30,9 +30,10 @@ typedef struct ib_wjob {
   rd_kafka_message_t *msg;
   int32_t partition;
   int64_t offset;
-  struct ib_wpart *part; /* NULL once its partition was revoked or lost */
-  struct ib_wjob *next;  /* in its partition, by offset */
-  struct ib_wjob *qnext; /* in the waiting or retry queue */
+  struct ib_wpart *part;                   /* NULL once its partition was revoked or lost */
+  struct ib_wjob *next;                    /* in its partition, by offset */
+  struct ib_wjob *qnext;                   /* in the waiting or retry queue */
+  struct ib_wjob *alive_prev, *alive_next; /* every job not yet freed (teardown) */
   ib_wjob_state state;
   int pending;                 /* deliveries outstanding (Result, DLQ copy) */
   bool delivery_failed;        /* re-produce when the broker is back */
@@ -90,6 +91,7 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
+  ib_wjob *alive; /* every job not yet freed */
   ib_wpart *parts;
   int32_t n_parts;
   ib_wjob_queue waiting;   /* consumed, not yet in the executor */
@@ -97,7 +99,7 @@ typedef struct ib_worker {
   ib_wjob_queue republish; /* Results whose delivery failed, to produce again */
   ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
   bool txn_open;
-  size_t running;          /* jobs in the executor */
+  size_t running; /* jobs in the executor */
   bool paused;
   bool stopping; /* drain: no more input */
   int exit_code;
@@ -154,7 +156,8 @@ int64_t ib_wpart_commit_offset(const ib_wpart *p);
 /* Detaches every job of a partition (revoke/lost): they finish but are
  * never committed; waiting ones are dropped. */
 void ib_wpart_drop(ib_worker *w, ib_wpart *p);
-void ib_wjob_free(ib_wjob *j);
+/* Frees a job (its message, Result bytes, headers). */
+void ib_wjob_free(ib_worker *w, ib_wjob *j);
 
 /* Consumer side (consume.c). */
 ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
