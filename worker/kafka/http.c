@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "kafka/metrics.h"
+
+#define LINGER_US 1000000u
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, char *body,
                              size_t len, enum MHD_ResponseMemoryMode mode) {
@@ -148,6 +151,14 @@ ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap) {
 void ib_wmetrics_stop(ib_worker *w) {
   ib_wmetrics *m = w->metrics;
   if (!m) return;
+  if (m->daemon && w->exit_code) {
+    /* A failing worker (its partitions already handed back) answers 503 a
+     * little longer, within its grace period, so that a probe sees why it
+     * goes away rather than only a refused connection. */
+    uint64_t now = ib_wnow_us(), end = now + LINGER_US;
+    if (w->stop_deadline && w->stop_deadline < end) end = w->stop_deadline;
+    if (end > now) usleep((useconds_t)(end - now));
+  }
   if (m->daemon) MHD_stop_daemon(m->daemon);
   pthread_mutex_destroy(&m->mu);
   free(m);

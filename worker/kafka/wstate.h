@@ -232,7 +232,8 @@ void ib_wpool_encode_hist(ib_wpool *p, ib_hist *out);
  * nothing is started and these do nothing. */
 ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap);
 void ib_wmetrics_refresh(ib_worker *w, bool force);
-/* The worker is exiting (code): the snapshot says so, then the listener stops. */
+/* Stops the listener (after a failing exit: once it has answered 503 for
+ * up to a second more, within the grace period). */
 void ib_wmetrics_stop(ib_worker *w);
 
 /* --transactional (txn.c). */
