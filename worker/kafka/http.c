@@ -117,7 +117,8 @@ ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap) {
   pthread_mutex_init(&m->mu, NULL);
   w->metrics = m;
   ib_wmetrics_refresh(w, true);
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+  /* epoll where there is one: no FD_SETSIZE limit beside librdkafka's sockets. */
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
   m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
                                ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 32u,

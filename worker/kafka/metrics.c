@@ -65,12 +65,20 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     /* Lag: messages past the first one not yet finished (or past the
      * committed offset), up to the last known high watermark (cached from
      * fetches: no broker round trip). */
-    int64_t lo = -1, hi = -1;
+    int64_t lo, hi = -1;
     if (!w->consumer ||
         rd_kafka_get_watermark_offsets(w->consumer, w->cfg->jobs_topic, p->id, &lo, &hi) || hi < 0)
       continue;
     int64_t from = p->head ? p->head->offset : p->done_upto >= 0 ? p->done_upto : p->committed;
-    if (from < 0) from = lo >= 0 ? lo : 0;
+    if (from < 0) {
+      /* Nothing tracked or committed by us yet: from the fetch position. */
+      rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id);
+      if (rd_kafka_position(w->consumer, l) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        from = l->elems[0].offset;
+      rd_kafka_topic_partition_list_destroy(l);
+      if (from < 0) continue;
+    }
     s->lag = (s->lag < 0 ? 0 : s->lag) + (hi > from ? hi - from : 0);
   }
   if (w->ex) {
