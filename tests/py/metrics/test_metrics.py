@@ -50,11 +50,12 @@ def broker():
 class Worker:
     """`imgbatch worker` on fresh topics and group; stderr (JSON lines) to a file."""
 
-    def __init__(self, brokers, tmp_path, *args, env=None, metrics=True):
+    def __init__(self, brokers, tmp_path, *args, env=None, metrics=True, group_tag=None):
         tag = uuid.uuid4().hex[:8]
-        self.jobs, self.results = f"jobs-{tag}", f"results-{tag}"
+        topics = group_tag or tag
+        self.jobs, self.results = f"jobs-{topics}", f"results-{topics}"
         self.log = tmp_path / f"worker-{tag}.log"
-        cmd = [BIN, "worker", "--brokers", brokers, "--backend", "cpu", "--group", f"g-{tag}",
+        cmd = [BIN, "worker", "--brokers", brokers, "--backend", "cpu", "--group", f"g-{topics}",
                "--jobs-topic", self.jobs, "--results-topic", self.results,
                "-X", "session.timeout.ms=6000", *args]
         if metrics:
@@ -291,6 +292,23 @@ def test_health_readiness_and_routing(broker, workers):
     # A drain: not ready any more, exits 0.
     w.proc.terminate()
     assert w.proc.wait(30) == 0
+
+
+def test_an_idle_member_of_the_group_is_ready(broker, workers):
+    # The embedded broker creates topics with 4 partitions: of 5 workers in
+    # one group, one is assigned nothing and is ready all the same.
+    tag = uuid.uuid4().hex[:8]
+    produce(broker, f"jobs-{tag}", [raw_job(0).SerializeToString()])
+    group = [workers(group_tag=tag) for _ in range(5)]
+
+    def all_ready():
+        return all(w.get("/readyz")[0] == 200 for w in group)
+
+    wait_for(all_ready, timeout=40)
+    counts = wait_for(lambda: (lambda c: c if sum(c) == 4 else None)(
+        [value(metrics(w), "imgbatch_partitions_assigned") for w in group]), timeout=40)
+    assert sorted(counts) == [0, 1, 1, 1, 1], counts
+    assert all_ready()
 
 
 def test_a_sticky_fault_fails_healthz_before_the_worker_exits(broker, workers):
