@@ -47,9 +47,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   ib_wmetrics *m = cls;
   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
     return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-  /* A GET with a body: answered on the first call, the body ignored. */
-  if (*upload_size) *upload_size = 0;
   (void)state;
+  *upload_size = 0; /* a request body is ignored (consumed unread) */
   ib_wsnap s;
   pthread_mutex_lock(&m->mu);
   s = m->snap;
@@ -62,11 +61,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                  MHD_RESPMEM_MUST_FREE);
   }
   if (strcmp(url, "/healthz") == 0)
-    return ib_wsnap_healthy(&s, ib_wnow_us()) ? text(c, MHD_HTTP_OK, "ok\n")
-                                              : text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                                     s.sick    ? "sick: sticky worker fault\n"
-                                                     : s.fatal ? "fatal Kafka error\n"
-                                                               : "stopping\n");
+    return ib_wsnap_healthy(&s, ib_wnow_us())
+               ? text(c, MHD_HTTP_OK, "ok\n")
+               : text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                      s.sick    ? "sick: sticky worker fault\n"
+                      : s.fatal ? "fatal Kafka error\n"
+                                : "stopping: failed or past its grace period\n");
   if (strcmp(url, "/readyz") == 0)
     return ib_wsnap_ready(&s)
                ? text(c, MHD_HTTP_OK, "ok\n")
