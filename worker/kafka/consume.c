@@ -113,11 +113,13 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       p->assigned = true;
     }
     e = rd_kafka_incremental_assign(rk, parts);
+    w->joined = true;
     /* New partitions arrive unpaused: a worker in backpressure pauses them. */
     if (!e && w->paused) rd_kafka_pause_partitions(rk, parts);
     log_parts(w, "assigned", parts);
   } else {
     bool lost = rd_kafka_assignment_lost(rk);
+    if (lost) w->joined = false; /* out of the group until it rejoins */
     /* Revoked in an orderly rebalance: what is done is still ours to
      * commit; the rest is dropped uncommitted (a later owner redoes it). A
      * lost assignment is no longer ours at all: nothing is committed. */
@@ -277,6 +279,7 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
     return;
   }
   w->counters[IB_WC_CONSUMED]++;
+  w->consumed_bytes += m->len;
   ib_wq_push(&w->waiting, j);
 }
 
