@@ -9,6 +9,10 @@
 
 #include "kafka/wstate.h"
 
+bool ib_wresults_backlogged(const ib_worker *w) {
+  return w->held_bytes > w->cfg->exec.host_bytes / 2;
+}
+
 bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
                   size_t cap) {
   (void)w;
@@ -287,6 +291,9 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
  * the executor (a fault is judged alone, after in-flight work drained),
  * else a fresh message. */
 static ib_wjob *next_job(ib_worker *w) {
+  /* Results the broker has not acknowledged stay in memory (to produce them
+   * again): while they fill the host budget, no new work starts. */
+  if (ib_wresults_backlogged(w)) return NULL;
   if (w->retry.head) {
     if (w->running || w->retry.head->not_before_us > ib_wnow_us()) return NULL;
     return ib_wq_pop(&w->retry);

@@ -139,9 +139,11 @@ static uint8_t *pack_result(const ib_worker *w, const ib_wjob *j, ib_result_msg 
 /* Sends a packed Result (taking it) with the job's trace headers under the
  * job's coordinates, and its DLQ copy when marked. */
 static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
+  if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
   j->result = packed;
   j->result_len = len;
+  w->held_bytes += len;
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   j->result_headers = trace_headers(j->msg);
   snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,

@@ -81,6 +81,7 @@ void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   if (j->alive_next) j->alive_next->alive_prev = j->alive_prev;
   if (j->msg) rd_kafka_message_destroy(j->msg);
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
+  if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
   free(j);
 }

@@ -213,9 +213,10 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
   ib_wmetrics_refresh(w, false);
   /* Backpressure: messages pile up only when the executor takes none. */
   if (!w->stopping) {
-    if (!w->paused && w->waiting.n >= 2)
+    bool backlog = ib_wresults_backlogged(w);
+    if (!w->paused && (w->waiting.n >= 2 || backlog))
       ib_wconsume_pause(w, true);
-    else if (w->paused && w->waiting.n == 0)
+    else if (w->paused && w->waiting.n == 0 && !backlog)
       ib_wconsume_pause(w, false);
   }
 }

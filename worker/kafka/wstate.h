@@ -122,6 +122,7 @@ typedef struct ib_worker {
   uint64_t successes, consecutive_faults;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
+  uint64_t held_bytes;  /* packed Results kept until acknowledged */
   bool sink_fault;      /* IB_FAULTS "sink" */
   uint64_t last_commit_us, last_sweep_us;
   ib_wpool *pool; /* encodes Results off the driving thread */
@@ -187,6 +188,9 @@ ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err);
  * the waiting queue. */
 void ib_wconsume_poll(ib_worker *w, int timeout_ms);
 void ib_wconsume_pause(ib_worker *w, bool pause);
+/* Unacknowledged Results hold more than half the host budget (a broker
+ * outage): fetching pauses and no new job starts until they drain. */
+bool ib_wresults_backlogged(const ib_worker *w);
 /* Commits every partition whose watermark moved (async; sync when `sync`). */
 void ib_wcommit(ib_worker *w, bool sync);
 
