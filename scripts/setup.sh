@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Idempotent set-up on Debian 12 with the CUDA toolkit: apt packages that are
-# missing, the pinned Python virtualenv (.venv), and the build (build/).
+# missing, the pinned Python virtualenv (.venv) with the client package
+# installed in it, and the build (build/).
 # Environment: IB_BUILD_DIR (default build), IB_CMAKE_ARGS (extra cmake args).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
-      libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev python3-venv)
+      libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev python3-venv
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,6 +34,21 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip==24.3.1
   .venv/bin/python -m pip install -q -r "$req"
   touch "$stamp"
+fi
+
+# The Python client as an installed package (imgbatch-client, built by pip
+# from client/ with its imgbatch_pb2 generated at build time): the pytest
+# suites import it from .venv, not from the source tree. Reinstalled whenever
+# client/ or the proto changes; its dependencies are the pins above.
+client_hash=$(find client/imgbatch client/pyproject.toml client/setup.py client/MANIFEST.in proto \
+                -type f -not -name '*.pyc' -not -name 'imgbatch_pb2.py*' -print0 |
+              sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+if [ ! -f ".venv/.client-$client_hash" ]; then
+  rm -rf client/build client/*.egg-info  # no stale modules from an earlier build tree
+  .venv/bin/python -m pip install -q --no-deps --force-reinstall ./client
+  rm -rf client/build client/*.egg-info
+  rm -f .venv/.client-*
+  touch ".venv/.client-$client_hash"
 fi
 
 build=${IB_BUILD_DIR:-build}

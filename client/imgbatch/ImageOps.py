@@ -1,52 +1,72 @@
-"""imgbatch.ImageOps: the PIL.ImageOps functions the wire format carries."""
+"""imgbatch.ImageOps: the PIL.ImageOps functions the wire format carries.
+
+invert, solarize(threshold), posterize(bits) -> InvertOp, SolarizeOp, PosterizeOp;
+grayscale -> ConvertOp "L"; flip, mirror -> TransposeOp; expand(border, fill) ->
+ExpandOp (a negative border crops first: CropOp then ExpandOp).
+"""
+
+from __future__ import annotations
 
 import operator
+from typing import Any, Tuple, Union
 
 import PIL.ImageOps
 
-from ._methods import ceil_threshold, ensure_lazy, lazy, resolve_color
+from ._methods import LazyImage, ceil_threshold, ensure_lazy, lazy, pillow_check, resolve_color
 
 
-def invert(image):
+def invert(image: Any) -> LazyImage:
+    """ImageOps.invert(image) -> InvertOp."""
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.invert, image)
     return lazy("invert", {}, [image], image.mode, image.size, PIL.ImageOps.invert)
 
 
-def solarize(image, threshold=128):
+def solarize(image: Any, threshold: Any = 128) -> LazyImage:
+    """ImageOps.solarize(image, threshold) -> SolarizeOp (threshold as the 0..256 cut)."""
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.solarize(im, threshold), image)
     t = ceil_threshold(threshold)
     return lazy("solarize", {"threshold": t}, [image], image.mode, image.size,
                 lambda im: PIL.ImageOps.solarize(im, threshold))
 
 
-def posterize(image, bits):
+def posterize(image: Any, bits: int) -> LazyImage:
+    """ImageOps.posterize(image, bits) -> PosterizeOp."""
     # ImageOps.posterize: mask = ~(2 ** (8 - bits) - 1); any bits <= 0 keeps
     # no bit, the same table as bits = 0. bits > 8 is sent as is (Pillow
     # raises TypeError; the worker rejects it).
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.posterize(im, bits), image)
     b = max(0, operator.index(bits))
     return lazy("posterize", {"bits": b}, [image], image.mode, image.size,
                 lambda im: PIL.ImageOps.posterize(im, bits))
 
 
-def grayscale(image):
+def grayscale(image: Any) -> LazyImage:
+    """ImageOps.grayscale(image) -> ConvertOp "L"."""
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.grayscale, image)
     out = image.convert("L")
     out._node.replay_fn = PIL.ImageOps.grayscale
     return out
 
 
-def flip(image):
+def flip(image: Any) -> LazyImage:
+    """ImageOps.flip(image) -> TransposeOp FLIP_TOP_BOTTOM."""
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.flip, image)
     return lazy("transpose", {"method": 1}, [image], image.mode, image.size, PIL.ImageOps.flip)
 
 
-def mirror(image):
+def mirror(image: Any) -> LazyImage:
+    """ImageOps.mirror(image) -> TransposeOp FLIP_LEFT_RIGHT."""
     image = ensure_lazy(image)
+    pillow_check(PIL.ImageOps.mirror, image)
     return lazy("transpose", {"method": 0}, [image], image.mode, image.size, PIL.ImageOps.mirror)
 
 
-def _border(border):
+def _border(border: Union[int, Tuple[int, ...]]) -> Tuple[int, int, int, int]:
     if isinstance(border, tuple):
         if len(border) == 2:
             left, top = right, bottom = border
@@ -56,20 +76,21 @@ def _border(border):
             raise ValueError("border must be an integer, or a tuple of two or four elements")
     else:
         left = top = right = bottom = border
-    return tuple(operator.index(v) for v in (left, top, right, bottom))
+    return (operator.index(left), operator.index(top), operator.index(right), operator.index(bottom))
 
 
-def expand(image, border=0, fill=0):
+def expand(image: Any, border: Union[int, Tuple[int, ...]] = 0, fill: Any = 0) -> LazyImage:
     """ImageOps.expand -> ExpandOp (fill resolved by Pillow, one byte per band).
 
     Pillow pastes the image at (left, top) into a new filled canvas, so a
     negative border crops; that is recorded as crop, then expand."""
     image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.expand(im, border, fill), image, exact=True)
     left, top, right, bottom = _border(border)
     fill_bytes = resolve_color(image.mode, fill)
     w, h = image.size
 
-    def replay(im):
+    def replay(im: Any) -> Any:
         return PIL.ImageOps.expand(im, border, fill)
 
     src = image

@@ -7,7 +7,11 @@ function that performs the same call on real Pillow. A LazyImage is a
 mutable handle on a node, because Pillow's paste() mutates in place.
 """
 
-from ._proto import pb
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ._proto import CONTRACT_VERSION, pb
 
 _FORMATS = {"raw": "RAW", "png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
 _U64 = 1 << 64
@@ -17,7 +21,8 @@ _I64 = 1 << 63
 class Node:
     __slots__ = ("op", "params", "inputs", "mode", "size", "replay_fn", "source")
 
-    def __init__(self, op, params, inputs, mode, size, replay_fn, source=None):
+    def __init__(self, op: str, params: Dict[str, Any], inputs: Any, mode: str, size: Tuple[int, int],
+                 replay_fn: Callable[..., Any], source: Optional[SourceSpec] = None):
         self.op = op
         self.params = params
         self.inputs = tuple(inputs)
@@ -32,22 +37,23 @@ class SourceSpec:
 
     __slots__ = ("kind", "mode", "size", "data")
 
-    def __init__(self, kind, mode, size, data):
+    def __init__(self, kind: str, mode: Optional[str], size: Optional[Tuple[int, int]], data: Any):
         self.kind = kind
         self.mode = mode
         self.size = size
         self.data = data
 
-    def key(self):
+    def key(self) -> Tuple[Any, ...]:
         return (self.kind, self.mode, self.size, self.data)
 
-    def fill_pb(self, src):
+    def fill_pb(self, src: Any) -> None:
         if self.kind == "encoded":
             src.encoded = self.data
         elif self.kind == "path":
             src.path = self.data
         else:
             msg = getattr(src, self.kind)
+            assert self.size is not None
             msg.mode = self.mode
             msg.width, msg.height = self.size
             if self.kind == "raw":
@@ -56,13 +62,14 @@ class SourceSpec:
                 msg.color = self.data
 
 
-def source_node(spec, replay_fn, mode, size):
+def source_node(spec: SourceSpec, replay_fn: Callable[[], Any], mode: str, size: Tuple[int, int]) -> Node:
     return Node("source", {}, (), mode, size, replay_fn, source=spec)
 
 
-def topo_order(root):
+def topo_order(root: Node) -> List[Node]:
     """Nodes reachable from root in post-order (inputs before users), each once."""
-    order, seen = [], set()
+    order: List[Node] = []
+    seen = set()
     stack = [(root, False)]
     while stack:
         node, expanded = stack.pop()
@@ -79,7 +86,7 @@ def topo_order(root):
     return order
 
 
-def _fill_msg(msg, params):
+def _fill_msg(msg: Any, params: Mapping[str, Any]) -> None:
     msg.SetInParent()
     for name, value in params.items():
         if isinstance(value, dict):
@@ -90,7 +97,7 @@ def _fill_msg(msg, params):
             setattr(msg, name, value)
 
 
-def to_value(value, depth=0):
+def to_value(value: Any, depth: int = 0) -> Any:
     """A Python value as a proto Value (bool, int, float, str, bytes, list, dict)."""
     if depth > 64:
         raise ValueError("imgbatch: metadata nested too deeply")
@@ -125,7 +132,7 @@ def to_value(value, depth=0):
     return v
 
 
-def set_key(msg, key):
+def set_key(msg: Any, key: Any) -> None:
     """Set a Job/Result input_key oneof from a str or a non-negative int (None: unset)."""
     if key is None:
         return
@@ -141,7 +148,7 @@ def set_key(msg, key):
         raise TypeError(f"imgbatch: input_key must be str or int, not {type(key).__name__}")
 
 
-def build_graph(job, root):
+def build_graph(job: Any, root: Node) -> None:
     """Append root's graph to job.nodes; fill job.source and job.extra_sources.
 
     SourceOp indices: the first source reached (depth first, first input
@@ -149,10 +156,12 @@ def build_graph(job, root):
     Identical sources and structurally identical nodes are emitted once.
     """
     P = pb()
-    src_index, node_index, struct = {}, {}, {}
+    src_index: Dict[Tuple[Any, ...], int] = {}
+    node_index: Dict[int, int] = {}
+    struct: Dict[bytes, int] = {}
     for node in topo_order(root):
         params = node.params
-        if node.op == "source":
+        if node.source is not None:
             skey = node.source.key()
             index = src_index.get(skey)
             if index is None:
@@ -172,7 +181,7 @@ def build_graph(job, root):
         node_index[id(node)] = index
 
 
-def _output_pb(out, output, quality, compression, lossless):
+def _output_pb(out: Any, output: str, quality: int, compression: int, lossless: bool) -> None:
     if output == "gpu":
         out.gpu.SetInParent()
         return
@@ -193,39 +202,41 @@ class GraphImage:
 
     __slots__ = ("_node", "__weakref__")
 
-    def __init__(self, node):
+    def __init__(self, node: Node):
         self._node = node
 
     # ---- attributes Pillow exposes
     @property
-    def mode(self):
+    def mode(self) -> str:
         return self._node.mode
 
     @property
-    def size(self):
+    def size(self) -> Tuple[int, int]:
         return self._node.size
 
     @property
-    def width(self):
+    def width(self) -> int:
         return self._node.size[0]
 
     @property
-    def height(self):
+    def height(self) -> int:
         return self._node.size[1]
 
-    def getbands(self):
+    def getbands(self) -> Tuple[str, ...]:
         from PIL import ImageMode
 
         return ImageMode.getmode(self._node.mode).bands
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<imgbatch.LazyImage mode={self.mode} size={self.width}x{self.height} op={self._node.op}>"
 
     # ---- output
-    def to_job_message(self, key=None, output="raw", metadata=None, *, quality=0, compression=0,
-                       lossless=False, correlation_id=None, deadline_unix_ms=None):
+    def to_job_message(self, key: Any = None, output: str = "raw", metadata: Optional[Mapping[str, Any]] = None,
+                       *, quality: int = 0, compression: int = 0, lossless: bool = False,
+                       correlation_id: Optional[str] = None, deadline_unix_ms: Optional[int] = None) -> Any:
         """The Job as a protobuf message (see to_job)."""
         job = pb().Job()
+        job.contract_version = CONTRACT_VERSION
         set_key(job, key)
         build_graph(job, self._node)
         _output_pb(job.output, output, quality, compression, lossless)
@@ -239,21 +250,23 @@ class GraphImage:
             job.deadline_unix_ms = deadline_unix_ms
         return job
 
-    def to_job(self, key=None, output="raw", metadata=None, **kw):
+    def to_job(self, key: Any = None, output: str = "raw", metadata: Optional[Mapping[str, Any]] = None,
+               **kw: Any) -> bytes:
         """Serialized Job bytes computing this image.
 
         key: str or unsigned int (Job.input_key), output: raw|png|jpeg|webp|tiff|gpu,
         metadata: dict of bool/int/float/str/bytes/list/dict; keyword-only
         quality, compression, lossless (CpuOutput), correlation_id, deadline_unix_ms.
         """
-        return self.to_job_message(key, output, metadata, **kw).SerializeToString()
+        data: bytes = self.to_job_message(key, output, metadata, **kw).SerializeToString()
+        return data
 
-    def replay(self):
+    def replay(self) -> Any:
         """Compute the same graph with real Pillow; returns a PIL.Image.Image.
 
         Raises whatever Pillow raises for the recorded calls.
         """
-        memo = {}
+        memo: Dict[int, Any] = {}
         for node in topo_order(self._node):
             args = [memo[id(i)] for i in node.inputs]
             memo[id(node)] = node.replay_fn(*args)

@@ -2,14 +2,24 @@
 
 Each method computes the wire params (resolved exactly as Pillow resolves
 them), the output mode and size (as Pillow computes them) and a replay
-closure that makes the same call on real Pillow. Recorders are permissive:
-a parameter the wire can carry is sent even when Pillow would refuse it,
-so the worker's rejection can be tested; the replay then raises as Pillow
-does. What the wire cannot carry raises here, eagerly.
+closure that makes the same call on real Pillow.
+
+Errors mirror Pillow's at record time: before recording, every call is made
+on real Pillow over stand-in images of the inputs' modes and sizes
+(pillow_check), so a call Pillow rejects (bad mode, bad parameter) raises
+Pillow's own exception, type and message, here rather than on the worker.
+Stand-ins larger than 65,536 pixels are cut to 32x32 for the calls whose
+errors do not depend on size. `with imgbatch.unchecked():` records without
+the check (to test the worker's own rejections); what the wire cannot carry
+raises NotImplementedError either way.
 """
 
+from __future__ import annotations
+
+import contextlib
 import math
 import operator
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import PIL.Image
 from PIL import ImageFilter as _PILFilter
@@ -19,13 +29,47 @@ from ._graph import GraphImage, Node
 # Image.Transpose values that swap width and height.
 _SWAPS = {2, 4, 5, 6}
 
+_checks = [True]
+_SMALL = 1 << 16
 
-def lazy(op, params, inputs, mode, size, replay_fn):
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Record without calling Pillow first: a call Pillow rejects is recorded
+    as is (its replay() raises), so the worker's rejection can be tested."""
+    _checks.append(False)
+    try:
+        yield
+    finally:
+        _checks.pop()
+
+
+def checking() -> bool:
+    return _checks[-1]
+
+
+def _stand_in(im: Any, exact: bool) -> Any:
+    w, h = im.size
+    if not exact and w * h > _SMALL:
+        w, h = min(w, 32), min(h, 32)
+    return PIL.Image.new(im.mode, (w, h))
+
+
+def pillow_check(fn: Callable[..., Any], *args: Any, exact: bool = False) -> None:
+    """Make Pillow's call fn(*args) with each lazy image replaced by a blank
+    Pillow image of its mode and size (exact: always the full size); Pillow's
+    exception propagates unchanged."""
+    if _checks[-1]:
+        fn(*(_stand_in(a, exact) if isinstance(a, GraphImage) else a for a in args))
+
+
+def lazy(op: str, params: Dict[str, Any], inputs: Sequence[GraphImage], mode: str,
+         size: Tuple[int, int], replay_fn: Callable[..., Any]) -> LazyImage:
     """New LazyImage for op over input LazyImages."""
     return LazyImage(Node(op, params, [i._node for i in inputs], mode, size, replay_fn))
 
 
-def ensure_lazy(im, what="image"):
+def ensure_lazy(im: Any, what: str = "image") -> LazyImage:
     """A LazyImage as is; a real PIL image recorded as a raw source."""
     if isinstance(im, LazyImage):
         return im
@@ -36,12 +80,12 @@ def ensure_lazy(im, what="image"):
     raise TypeError(f"imgbatch: {what} must be an image, not {type(im).__name__}")
 
 
-def resolve_color(mode, color):
+def resolve_color(mode: str, color: Any) -> bytes:
     """One byte per band, as Pillow resolves `color` for Image.new(mode, ...)."""
     return PIL.Image.new(mode, (1, 1), color).tobytes()
 
 
-def _clip_lut_value(v):
+def _clip_lut_value(v: Any) -> int:
     # Image.point rounds with Python's round(); _imaging.c getlist() reads a
     # C long (OverflowError beyond 64 bits) into an int (wraps at 32 bits);
     # _point() then applies CLIP8.
@@ -52,7 +96,7 @@ def _clip_lut_value(v):
     return 0 if v < 0 else 255 if v > 255 else v
 
 
-def point_lut(lut, bands):
+def point_lut(lut: Any, bands: int) -> List[int]:
     """The final 0..255 table Pillow's Image.point applies to an 8-bit image.
 
     A callable is evaluated on 0..255 and repeated once per band (Pillow's
@@ -63,14 +107,14 @@ def point_lut(lut, bands):
     return [_clip_lut_value(v) for v in flat]
 
 
-def _radius_xy(radius):
+def _radius_xy(radius: Any) -> Tuple[float, float]:
     if isinstance(radius, (int, float)):
         return float(radius), float(radius)
     rx, ry = radius
     return float(rx), float(ry)
 
 
-def filter_params(f):
+def filter_params(f: Any) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(op, params) for a Pillow ImageFilter instance; None for a Pillow no-op copy."""
     if isinstance(f, _PILFilter.RankFilter):
         return "rank_filter", {"size": f.size, "rank": f.rank}
@@ -104,19 +148,24 @@ class LazyImage(GraphImage):
 
     __slots__ = ()
 
-    def copy(self):
+    def copy(self) -> LazyImage:
+        """Image.copy() -> CopyOp."""
         return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.copy())
 
     __copy__ = copy
 
-    def transpose(self, method):
+    def transpose(self, method: Union[int, PIL.Image.Transpose]) -> LazyImage:
+        """Image.transpose(method) -> TransposeOp (all 7 Image.Transpose values)."""
+        pillow_check(lambda im: im.transpose(method), self)
         m = int(method)
         w, h = self.size
         size = (h, w) if m in _SWAPS else (w, h)
         return lazy("transpose", {"method": m}, [self], self.mode, size,
                     lambda im: im.transpose(method))
 
-    def crop(self, box=None):
+    def crop(self, box: Optional[Sequence[float]] = None) -> LazyImage:
+        """Image.crop(box) -> CropOp; box rounded as Pillow rounds it, outside = 0."""
+        pillow_check(lambda im: im.crop(box), self, exact=True)
         if box is None:
             return lazy("copy", {}, [self], self.mode, self.size, lambda im: im.crop(None))
         # Image._crop: map(int, map(round, box)); Python's round (half to even).
@@ -125,25 +174,31 @@ class LazyImage(GraphImage):
         return lazy("crop", params, [self], self.mode, (x1 - x0, y1 - y0),
                     lambda im: im.crop(box))
 
-    def resize(self, size, resample=None, box=None, reducing_gap=None):
+    def resize(self, size: Sequence[int], resample: Optional[int] = None,
+               box: Optional[Sequence[float]] = None, reducing_gap: Optional[float] = None) -> LazyImage:
+        """Image.resize(size, resample, box) -> ResizeOp (the worker runs NEAREST
+        only; same size and box = copy, as Pillow)."""
+        pillow_check(lambda im: im.resize(size, resample, box, reducing_gap), self, exact=box is not None)
         size = tuple(size)
         rs = PIL.Image.Resampling.BICUBIC if resample is None else resample
 
-        def replay(im):
+        def replay(im: Any) -> Any:
             return im.resize(size, resample, box, reducing_gap)
 
         if self.size == size and (box is None or tuple(box) == (0, 0) + self.size):
             return lazy("copy", {}, [self], self.mode, self.size, replay)
         if self.mode in ("1", "P"):
             rs = PIL.Image.Resampling.NEAREST
-        params = {"width": int(size[0]), "height": int(size[1]), "resample": int(rs)}
+        params: Dict[str, Any] = {"width": int(size[0]), "height": int(size[1]), "resample": int(rs)}
         if box is not None:
             left, top, right, bottom = (float(v) for v in box)
             params["box"] = {"left": left, "top": top, "right": right, "bottom": bottom}
-        return lazy("resize", params, [self], self.mode, size, replay)
+        return lazy("resize", params, [self], self.mode, (int(size[0]), int(size[1])), replay)
 
-    def paste(self, im, box=None, mask=None):
-        """Unmasked paste of an image (or a colour with a 4-tuple box)."""
+    def paste(self, im: Any, box: Optional[Sequence[int]] = None, mask: Any = None) -> None:
+        """Image.paste(im, box) -> PasteOp over [self, im], rebinding this handle
+        (Pillow pastes in place). Unmasked only; im may be a colour with a 4-tuple box."""
+        pillow_check(lambda base, src, m: base.paste(src, box, m), self, im, mask, exact=True)
         if mask is not None or isinstance(box, (GraphImage, PIL.Image.Image)):
             raise NotImplementedError("imgbatch: masked paste is not in the wire format")
         box = (0, 0) if box is None else tuple(operator.index(v) for v in box)
@@ -158,44 +213,51 @@ class LazyImage(GraphImage):
         im = ensure_lazy(im, "paste source")
         if im.mode != self.mode and not (self.mode == "RGB" and im.mode in ("LA", "RGBA", "RGBa")):
             im = im.convert(self.mode)  # Image.paste converts exactly so
-        params = {"left": box[0], "top": box[1]}
+        params: Dict[str, Any] = {"left": box[0], "top": box[1]}
         if len(box) == 4:
             params["size"] = {"width": box[2] - box[0], "height": box[3] - box[1]}
 
-        def replay(base, src):
+        def replay(base: Any, src: Any) -> Any:
             out = base.copy()
             out.paste(src, box)
             return out
 
         self._node = Node("paste", params, [self._node, im._node], self.mode, self.size, replay)
 
-    def getchannel(self, channel):
-        band = channel
+    def getchannel(self, channel: Union[int, str]) -> LazyImage:
+        """Image.getchannel(channel) -> GetChannelOp (band index or name) -> L."""
+        pillow_check(lambda im: im.getchannel(channel), self)
         if isinstance(channel, str):
             try:
                 band = self.getbands().index(channel)
             except ValueError as e:
                 raise ValueError(f'The image has no channel "{channel}"') from e
-        band = operator.index(band)
+        else:
+            band = operator.index(channel)
         if band < 0:
             raise ValueError("band index out of range")
         return lazy("getchannel", {"band": band}, [self], "L", self.size,
                     lambda im: im.getchannel(channel))
 
-    def convert(self, mode=None, matrix=None, dither=None, palette=PIL.Image.Palette.WEB, colors=256):
+    def convert(self, mode: Optional[str] = None, matrix: Any = None, dither: Any = None,
+                palette: PIL.Image.Palette = PIL.Image.Palette.WEB, colors: int = 256) -> LazyImage:
+        """Image.convert(mode) -> ConvertOp (no matrix or dither); same mode = copy."""
+        pillow_check(lambda im: im.convert(mode, matrix, dither, palette, colors), self)
         if matrix is not None:
             raise NotImplementedError("imgbatch: convert(matrix=...) is not in the wire format")
         if not mode and self.mode == "P":
             raise NotImplementedError("imgbatch: convert() of a P image is not in the wire format")
 
-        def replay(im):
+        def replay(im: Any) -> Any:
             return im.convert(mode, None, dither, palette, colors)
 
         if not mode or mode == self.mode:
             return lazy("copy", {}, [self], self.mode, self.size, replay)  # Pillow returns copy()
         return lazy("convert", {"mode": mode}, [self], mode, self.size, replay)
 
-    def point(self, lut, mode=None):
+    def point(self, lut: Any, mode: Optional[str] = None) -> LazyImage:
+        """Image.point(lut) -> PointOp holding the final 0..255 table per band."""
+        pillow_check(lambda im: im.point(lut, mode), self)
         if isinstance(lut, PIL.Image.ImagePointHandler):
             raise NotImplementedError("imgbatch: ImagePointHandler is not in the wire format")
         if mode is not None and mode != self.mode:
@@ -204,7 +266,10 @@ class LazyImage(GraphImage):
         return lazy("point", {"lut": table}, [self], self.mode, self.size,
                     lambda im: im.point(lut, mode))
 
-    def filter(self, filter):
+    def filter(self, filter: Any) -> LazyImage:
+        """Image.filter(f): RankFilter/Median/Min/Max -> RankFilterOp, GaussianBlur,
+        BoxBlur -> GaussianBlurOp/BoxBlurOp, Kernel and BLUR, SHARPEN, ... -> KernelOp."""
+        pillow_check(lambda im: im.filter(filter), self)
         f = filter() if isinstance(filter, type) else filter
         if not hasattr(f, "filter"):
             raise TypeError("filter argument should be ImageFilter.Filter instance or class")
@@ -213,6 +278,6 @@ class LazyImage(GraphImage):
         return lazy(op, params, [self], self.mode, self.size, lambda im: im.filter(f))
 
 
-def ceil_threshold(threshold):
+def ceil_threshold(threshold: float) -> int:
     """solarize's `i < threshold` over i in 0..255 depends only on this 0..256 value."""
     return min(256, max(0, math.ceil(threshold)))

@@ -1,25 +1,32 @@
-"""Lazy access to the generated protobuf module (imgbatch_pb2).
+"""Access to the generated protobuf module (imgbatch_pb2) and the contract version.
 
-The module is generated at build time by protoc from proto/imgbatch.proto
-(CMake target ib_proto_py); it is not committed. Importing the client works
-without it; only building or parsing wire messages needs it.
+imgbatch_pb2 is generated when the package is built (client/setup.py, from
+proto/imgbatch.proto through grpcio-tools' protoc); it is never committed.
 """
 
-_pb = None
+from types import ModuleType
+from typing import Optional
+
+# The wire contract this client writes (Job.contract_version); equal to
+# IB_CONTRACT_VERSION in worker/include/imgbatch.h and the package's major
+# version. Workers must be upgraded before producers (README).
+CONTRACT_VERSION = 2
+
+_pb: Optional[ModuleType] = None
 
 
-def pb():
+def pb() -> ModuleType:
     """Return the generated imgbatch_pb2 module, importing it on first use."""
     global _pb
     if _pb is None:
         try:
             from . import imgbatch_pb2
-        except ImportError as e:
+        except ModuleNotFoundError as e:
+            if e.name != __package__ + ".imgbatch_pb2":
+                raise  # the protobuf runtime itself is missing or too old
             raise ImportError(
-                "imgbatch: client/imgbatch/imgbatch_pb2.py is missing; it is generated "
-                "by the build (cmake --build build, target ib_proto_py) or by hand with "
-                "`protoc -Iproto --python_out=client/imgbatch proto/imgbatch.proto`. "
-                "It needs protobuf==4.21.12 (client/requirements.txt)."
+                "imgbatch: imgbatch_pb2 is missing; it is generated when the package is "
+                "built: install it with `pip install ./client` (not by PYTHONPATH=client)"
             ) from e
         _pb = imgbatch_pb2
     return _pb

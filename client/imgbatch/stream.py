@@ -12,13 +12,18 @@ import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._proto import pb
+
+# What write_delimited and the producers accept as one message.
+Message = Union[bytes, bytearray, memoryview, Any]
+InputKey = Union[str, int, None]
 
 _MAX_MESSAGE = 1 << 31
 
 
-def encode_varint(n):
+def encode_varint(n: int) -> bytes:
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -30,7 +35,7 @@ def encode_varint(n):
             return bytes(out)
 
 
-def _as_bytes(msg):
+def _as_bytes(msg: Message) -> bytes:
     if isinstance(msg, (bytes, bytearray, memoryview)):
         return bytes(msg)
     if hasattr(msg, "SerializeToString"):
@@ -38,7 +43,7 @@ def _as_bytes(msg):
     raise TypeError(f"imgbatch: cannot write {type(msg).__name__} as a message")
 
 
-def write_delimited(stream, msgs):
+def write_delimited(stream: IO[bytes], msgs: Union[Message, Iterable[Message]]) -> int:
     """Write each message (bytes or a protobuf message) with a varint length
     prefix; a single bytes/message is accepted too. Returns the count."""
     if isinstance(msgs, (bytes, bytearray, memoryview)) or hasattr(msgs, "SerializeToString"):
@@ -52,8 +57,9 @@ def write_delimited(stream, msgs):
     return n
 
 
-def _read_exact(stream, n):
-    chunks, got = [], 0
+def _read_exact(stream: IO[bytes], n: int) -> bytes:
+    chunks: List[bytes] = []
+    got = 0
     while got < n:
         chunk = stream.read(n - got)
         if not chunk:
@@ -63,7 +69,7 @@ def _read_exact(stream, n):
     return b"".join(chunks)
 
 
-def read_delimited(stream):
+def read_delimited(stream: IO[bytes]) -> Iterator[bytes]:
     """Yield each message's bytes from a varint-delimited stream until EOF.
 
     Raises EOFError on a stream that ends inside a prefix or a message."""
@@ -92,7 +98,7 @@ def read_delimited(stream):
 # ---------------------------------------------------------------- results
 
 
-def _enum_name(enum_type, value, strip=""):
+def _enum_name(enum_type: Any, value: int, strip: str = "") -> str:
     try:
         name = enum_type.Name(value)
     except ValueError:
@@ -104,7 +110,7 @@ def _enum_name(enum_type, value, strip=""):
     return name.lower()
 
 
-def from_value(v):
+def from_value(v: Any) -> Any:
     """A proto Value as a Python value (inverse of the Job metadata mapping)."""
     kind = v.WhichOneof("kind")
     if kind is None:
@@ -116,13 +122,15 @@ def from_value(v):
     return getattr(v, kind)
 
 
-def _key(msg):
+def _key(msg: Any) -> InputKey:
     which = msg.WhichOneof("input_key")
     return None if which is None else getattr(msg, which)
 
 
 @dataclass
 class ImageData:
+    """Result.image: the output image's bytes (raw pixels or an encoded file)."""
+
     mode: str
     width: int
     height: int
@@ -130,13 +138,11 @@ class ImageData:
     format: str  # "raw", "png", "jpeg", "webp", "tiff"
 
     @property
-    def size(self):
+    def size(self) -> Tuple[int, int]:
         return (self.width, self.height)
 
-    def to_pil(self):
-        """The image as a PIL.Image (raw bytes via frombytes, else decoded)."""
-        import io
-
+    def to_pil(self) -> Any:
+        """The image as a PIL.Image (raw bytes via frombytes, else decoded); needs Pillow."""
         import PIL.Image
 
         if self.format == "raw":
@@ -147,19 +153,44 @@ class ImageData:
 
 
 @dataclass
+class ImageFile:
+    """Result.file: an output too large for a Kafka message, written by the
+    worker under its --output-dir; `path` is relative to that directory, which
+    readers must share (same volume)."""
+
+    path: str
+    mode: str
+    width: int
+    height: int
+    format: str
+    size_bytes: int
+    worker_id: str
+
+    def read(self, output_dir: Union[str, "os.PathLike[str]"]) -> ImageData:
+        """The file's bytes, read from output_dir (the worker's --output-dir)."""
+        with open(os.path.join(output_dir, self.path), "rb") as f:
+            data = f.read()
+        return ImageData(self.mode, self.width, self.height, data, self.format)
+
+
+@dataclass
 class JobError:
+    """Result.error: stage and kind in lower case (SPEC section 4)."""
+
     stage: str  # "parse", "validate", "admit", "decode", ... (Stage, lower case)
     kind: str  # "invalid", "unsupported", "limit", "decode", "device", "timeout", "internal"
     message: str
-    job_id: int = None
-    input_key: object = None
+    job_id: Optional[int] = None
+    input_key: InputKey = None
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.stage}/{self.kind}: {self.message}"
 
 
 @dataclass
 class Resident:
+    """Result.resident: a HandleRef to an image kept on a worker's GPU."""
+
     worker_id: str
     handle_id: int
     generation: int
@@ -170,24 +201,28 @@ class Resident:
 
 @dataclass
 class Result:
-    input_key: object  # str, int or None
-    job_id: object  # int or None (no ID assigned)
+    """A parsed imgbatch.v1.Result; exactly one of image, file, resident, error is set."""
+
+    input_key: InputKey  # str, int or None
+    job_id: Optional[int]  # None: no ID assigned
     worker_id: str = ""
-    image: ImageData = None
-    error: JobError = None
-    resident: Resident = None
-    metadata: dict = field(default_factory=dict)
-    correlation_id: str = None
-    timings: dict = field(default_factory=dict)
-    source: tuple = None  # (topic, partition, offset) or None
-    raw: bytes = field(default=None, repr=False)
+    image: Optional[ImageData] = None
+    error: Optional[JobError] = None
+    resident: Optional[Resident] = None
+    file: Optional[ImageFile] = None
+    metadata: Dict[str, Any] = field(default_factory=dict)
+    correlation_id: Optional[str] = None
+    timings: Dict[str, int] = field(default_factory=dict)
+    source: Optional[Tuple[str, int, int]] = None  # (topic, partition, offset) of the job
+    contract_version: int = 0  # the writing worker's contract version
+    raw: Optional[bytes] = field(default=None, repr=False)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.error is None
 
 
-def parse_result(data):
+def parse_result(data: Union[bytes, bytearray, memoryview]) -> Result:
     """Parse serialized Result bytes into a Result."""
     P = pb()
     r = P.Result()
@@ -198,6 +233,7 @@ def parse_result(data):
         worker_id=r.worker_id,
         metadata={k: from_value(v) for k, v in r.metadata.items()},
         correlation_id=r.correlation_id if r.WhichOneof("correlation_present") else None,
+        contract_version=r.contract_version,
         raw=bytes(data),
     )
     if r.HasField("timings"):
@@ -220,13 +256,17 @@ def parse_result(data):
             job_id=e.job_id if e.WhichOneof("job_id_present") else None,
             input_key=_key(e),
         )
+    elif which == "file":
+        f = r.file
+        out.file = ImageFile(f.path, f.mode, f.width, f.height, _enum_name(P.Format, f.format),
+                             f.size, f.worker_id)
     elif which == "resident":
         h = r.resident
         out.resident = Resident(h.worker_id, h.handle_id, h.generation, h.mode, h.width, h.height)
     return out
 
 
-def read_results(stream):
+def read_results(stream: IO[bytes]) -> Iterator[Result]:
     """Yield parsed Results from a varint-delimited stream."""
     for data in read_delimited(stream):
         yield parse_result(data)
@@ -235,7 +275,7 @@ def read_results(stream):
 # ---------------------------------------------------------------- run_local
 
 
-def find_binary(binary=None):
+def find_binary(binary: Optional[str] = None) -> str:
     """The imgbatch binary: the argument, $IB_BIN, or `imgbatch` on PATH."""
     path = binary or os.environ.get("IB_BIN") or shutil.which("imgbatch")
     if not path:
@@ -243,17 +283,20 @@ def find_binary(binary=None):
     return path
 
 
-def _job_bytes(job, index):
+def _job_bytes(job: Any, index: int) -> bytes:
     if hasattr(job, "to_job"):
         return job.to_job(key=index)
     return _as_bytes(job)
 
 
-def run_local(jobs, binary=None, backend="cpu", args=(), timeout=None):
+def run_local(jobs: Iterable[Any], binary: Optional[str] = None, backend: str = "cpu",
+              args: Sequence[str] = (), timeout: Optional[float] = None) -> Iterator[Result]:
     """Stream jobs through `imgbatch run --backend <backend>`; yield Results.
 
     jobs: an iterable of Job bytes, Job messages or lazy images (keyed by
-    their position). A writer thread feeds stdin while results are read as
+    their position). Lazy images are written with contract_version set
+    (to_job); bytes and messages are written exactly as given, so hostile or
+    old-contract Jobs can be sent on purpose. A writer thread feeds stdin while results are read as
     they come, so neither side is buffered whole. If the process fails, a
     RuntimeError carrying its stderr is raised after the last result.
     timeout (seconds, None = none) kills the process when exceeded.
@@ -261,25 +304,29 @@ def run_local(jobs, binary=None, backend="cpu", args=(), timeout=None):
     cmd = [find_binary(binary), "run", "--backend", backend, *args]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0)
-    state = {"error": None, "stderr": b"", "killed": False}
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+    failure: List[BaseException] = []
+    captured: List[bytes] = [b""]
+    killed: List[bool] = []
 
-    def write():
+    def write() -> None:
         try:
             for i, job in enumerate(jobs):
                 data = _job_bytes(job, i)
-                proc.stdin.write(encode_varint(len(data)) + data)
+                stdin.write(encode_varint(len(data)) + data)
         except BrokenPipeError:
             pass
         except BaseException as e:  # noqa: BLE001 - reported to the reader
-            state["error"] = e
+            failure.append(e)
         finally:
             try:
-                proc.stdin.close()
+                stdin.close()
             except OSError:
                 pass
 
-    def drain_stderr():
-        state["stderr"] = proc.stderr.read()
+    def drain_stderr() -> None:
+        captured[0] = stderr.read()
 
     threads = [threading.Thread(target=write, daemon=True),
                threading.Thread(target=drain_stderr, daemon=True)]
@@ -287,17 +334,18 @@ def run_local(jobs, binary=None, backend="cpu", args=(), timeout=None):
         t.start()
     timer = None
     if timeout:
-        def kill():
-            state["killed"] = True
+        def kill() -> None:
+            killed.append(True)
             proc.kill()
 
         timer = threading.Timer(timeout, kill)
         timer.daemon = True
         timer.start()
-    finished, truncated = False, None
+    finished = False
+    truncated: Optional[EOFError] = None
     try:
         try:
-            for data in read_delimited(io.BufferedReader(proc.stdout)):
+            for data in read_delimited(io.BufferedReader(stdout)):  # type: ignore[type-var]
                 yield parse_result(data)
         except EOFError as e:
             truncated = e
@@ -310,11 +358,11 @@ def run_local(jobs, binary=None, backend="cpu", args=(), timeout=None):
             t.join(5)
         if timer:
             timer.cancel()
-    if state["error"] is not None:
-        raise state["error"]
-    if state["killed"]:
+    if failure:
+        raise failure[0]
+    if killed:
         raise TimeoutError(f"imgbatch run exceeded {timeout}s; stderr:\n"
-                           + state["stderr"].decode(errors="replace")[-4000:])
+                           + captured[0].decode(errors="replace")[-4000:])
     if rc != 0 or truncated:
         raise RuntimeError(f"{' '.join(cmd)} exited {rc}{'; ' + str(truncated) if truncated else ''}; stderr:\n"
-                           + state["stderr"].decode(errors="replace")[-4000:])
+                           + captured[0].decode(errors="replace")[-4000:])

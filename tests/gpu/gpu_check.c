@@ -182,6 +182,195 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   return t;
 }
 
+/* 7. Capacity at the default caps (SPEC 4; issue 9 item 8): with
+ * ib_executor_options_default (host_bytes 256 MiB, gpu_bytes 512 MiB,
+ * max_in_flight 2) a 4096^2 RGBA 3x3 Kernel job and a two-op chain
+ * (Kernel -> GaussianBlur), parsed in place into the executor's (pinned)
+ * buffer as `imgbatch run` does, are admitted and equal the CPU reference
+ * byte for byte; two Kernel jobs streamed together all complete and are
+ * equal; two 4096^2 -> L GetChannel jobs are admitted side by side. Two
+ * full-size jobs cannot be admitted side by side (2 x (64 + 64) MiB is the
+ * whole host cap before parameters: imgbatch.h "Credits"); the line says
+ * whether they overlapped. `backend` CPU (--cpu-only) runs the same checks
+ * on the reference backend. */
+enum { CAP_KERNEL, CAP_CHAIN, CAP_GETCHANNEL };
+
+typedef struct cap_job {
+  ib_graph *g, *ref;
+} cap_job;
+
+/* Job `kind` on a random 4096^2 RGBA source: the executor's graph (parsed
+ * in place) and a reference graph (heap). */
+static cap_job cap_make(ib_executor *ex, jg_rng *r, jg_job *j, jg_arena *arena, int kind,
+                        uint64_t key) {
+  cap_job c = {0};
+  ib_error err = {0};
+  jg_begin(j, arena, r, IB_MODE_RGBA, 4096, 4096, key);
+  int p = kind == CAP_GETCHANNEL ? jg_op(j, r, JG_GETCHANNEL, 0, IB_MODE_RGBA, 4096, 4096, -1)
+                                 : jg_op(j, r, JG_KERNEL, 0, IB_MODE_RGBA, 4096, 4096, 0);
+  if (kind == CAP_CHAIN) {
+    p = jg_op(j, r, JG_GAUSS, p, IB_MODE_RGBA, 4096, 4096, -1);
+    j->nodes[p]->gaussian_blur->radius_x = j->nodes[p]->gaussian_blur->radius_y = 2.5;
+  }
+  size_t len = 0;
+  uint8_t *buf = jg_pack(j, &len);
+  uint8_t *eb = buf ? ib_executor_buffer(ex, len) : NULL;
+  if (eb) {
+    memcpy(eb, buf, len);
+    if (ib_executor_parse_buffer(ex, eb, len, NULL, &c.g, NULL, &err) != IB_OK)
+      fprintf(logf_, "FAIL capacity parse: %s\n", err.message);
+  }
+  free(buf);
+  c.ref = jg_finish(j, &err);
+  return c;
+}
+
+static void cap_compare(tally *t, const char *what, const ib_result *res, ib_graph *ref) {
+  ib_image want = {0};
+  ib_error e = {0};
+  int md = 0;
+  t->cases++;
+  if (!res->ok || !ref || ib_cpu_execute(ref, &want, &e) != IB_OK) {
+    t->failed++;
+    fprintf(logf_, "FAIL capacity %s: %s / cpu %s\n", what, res->ok ? "ok" : res->error.message,
+            ref ? e.message : "no reference graph");
+  } else if (compare(&want, &res->image, &md)) {
+    t->equal++;
+  } else {
+    t->failed++;
+    t->maxdiff = md > t->maxdiff ? md : t->maxdiff;
+    fprintf(logf_, "DIFF capacity %s: max |diff| %d\n", what, md);
+  }
+  ib_image_release(&want);
+}
+
+/* One job alone: submitted, joined, compared. */
+static void cap_alone(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg_arena *arena,
+                      int kind, const char *what) {
+  ib_executor_options eo;
+  ib_executor_options_default(&eo);
+  eo.backend = backend;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+    t->cases++, t->failed++;
+    fprintf(logf_, "FAIL capacity %s: executor create: %s\n", what, err.message);
+    return;
+  }
+  cap_job c = cap_make(ex, r, j, arena, kind, 1);
+  uint64_t id = 0;
+  if (!c.g || ib_executor_submit(ex, c.g, NULL, &id, &err) != IB_OK) {
+    t->cases++, t->failed++;
+    fprintf(logf_, "FAIL capacity %s: not admitted at the default caps: %s\n", what, err.message);
+    if (c.g) ib_graph_free(c.g);
+  } else {
+    ib_executor_counters k;
+    ib_executor_counters_get(ex, &k);
+    printf("capacity %-22s admitted: host %.3f MiB, gpu %.3f MiB charged\n", what,
+           k.host_bytes.in_use / 1048576.0, k.gpu_bytes.in_use / 1048576.0);
+    ib_results *rs = NULL;
+    ib_result res;
+    if (ib_executor_join(ex, &rs) == IB_OK && ib_results_next(rs, &res) == IB_OK) {
+      cap_compare(t, what, &res, c.ref);
+      ib_result_free(&res);
+    } else {
+      t->cases++, t->failed++;
+      fprintf(logf_, "FAIL capacity %s: no result\n", what);
+    }
+    ib_results_close(rs);
+  }
+  ib_graph_free(c.ref);
+  ib_executor_destroy(ex);
+}
+
+typedef struct cap_stream {
+  cap_job jobs[2];
+  int next;
+} cap_stream;
+
+static ib_status cap_next(void *user, ib_input *in, ib_error *err) {
+  (void)err;
+  cap_stream *s = user;
+  if (s->next == 2) return IB_END;
+  in->graph = s->jobs[s->next].g;
+  s->jobs[s->next++].g = NULL; /* the stream owns it now */
+  return IB_OK;
+}
+
+/* Two jobs of `kind` at once: streamed (`streamed`) or submitted side by
+ * side (both must be admitted). */
+static void cap_pair(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg_arena *arena,
+                     int kind, int streamed, const char *what) {
+  ib_executor_options eo;
+  ib_executor_options_default(&eo);
+  eo.backend = backend;
+  eo.queue = true;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+    t->cases++, t->failed++;
+    fprintf(logf_, "FAIL capacity %s: executor create: %s\n", what, err.message);
+    return;
+  }
+  cap_stream s = {0};
+  uint64_t ids[2] = {0};
+  ib_graph *refs[2];
+  for (int k = 0; k < 2; k++) {
+    s.jobs[k] = cap_make(ex, r, j, arena, kind, (uint64_t)k + 1);
+    refs[k] = s.jobs[k].ref;
+  }
+  ib_results *rs = NULL;
+  int ok = s.jobs[0].g && s.jobs[1].g;
+  if (ok && !streamed)
+    for (int k = 0; k < 2; k++) {
+      if (ib_executor_submit(ex, s.jobs[k].g, NULL, &ids[k], &err) != IB_OK) {
+        t->cases++, t->failed++, ok = 0;
+        fprintf(logf_, "FAIL capacity %s: job %d not admitted beside the other: %s\n", what, k,
+                err.message);
+        ib_graph_free(s.jobs[k].g);
+      }
+      s.jobs[k].g = NULL;
+    }
+  ib_status st = streamed ? ib_executor_run(ex, cap_next, &s, &rs) : ib_executor_join(ex, &rs);
+  int got = 0;
+  if (st == IB_OK) {
+    ib_result res;
+    while (ib_results_next(rs, &res) == IB_OK) {
+      int k = streamed ? (res.key.is_u64 ? (int)res.key.u64 - 1 : 0) : res.job_id == ids[1];
+      char label[80];
+      snprintf(label, sizeof label, "%s #%d", what, k);
+      cap_compare(t, label, &res, refs[k & 1]);
+      got++;
+      ib_result_free(&res);
+    }
+    ib_results_close(rs);
+  }
+  if (ok && got != 2) {
+    t->cases++, t->failed++;
+    fprintf(logf_, "FAIL capacity %s: %d of 2 results\n", what, got);
+  }
+  ib_executor_counters c;
+  ib_executor_counters_get(ex, &c);
+  printf(
+      "capacity %-22s %d results; jobs live at once %llu, host peak %.3f MiB, gpu peak %.3f MiB\n",
+      what, got, (unsigned long long)c.jobs.peak, c.host_bytes.peak / 1048576.0,
+      c.gpu_bytes.peak / 1048576.0);
+  for (int k = 0; k < 2; k++) {
+    ib_graph_free(s.jobs[k].g);
+    ib_graph_free(refs[k]);
+  }
+  ib_executor_destroy(ex);
+}
+
+static tally capacity_check(ib_backend_kind backend, jg_rng *r, jg_job *j, jg_arena *arena) {
+  tally t = {0};
+  cap_alone(&t, backend, r, j, arena, CAP_KERNEL, "kernel 3x3");
+  cap_alone(&t, backend, r, j, arena, CAP_CHAIN, "kernel -> gaussian");
+  cap_pair(&t, backend, r, j, arena, CAP_KERNEL, 1, "2 x kernel streamed");
+  cap_pair(&t, backend, r, j, arena, CAP_GETCHANNEL, 0, "2 x getchannel at once");
+  return t;
+}
+
 int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
@@ -572,6 +761,12 @@ int main(int argc, char **argv) {
     printf("%-12s %6d %6d %6d %6d %8d\n", "resident", res_t.cases, res_t.equal, res_t.failed,
            res_t.skipped, res_t.maxdiff);
     fails += res_t.failed;
+  }
+  if (big) {
+    tally cap_t = capacity_check(cpu_only ? IB_BACKEND_CPU : IB_BACKEND_CUDA, &r, &j, &arena);
+    printf("%-12s %6d %6d %6d %6d %8d\n", "capacity", cap_t.cases, cap_t.equal, cap_t.failed,
+           cap_t.skipped, cap_t.maxdiff);
+    fails += cap_t.failed;
   }
   char cdesc[600] = "";
   if (cu) ib_cuda_cache_desc(cu, cdesc, sizeof cdesc);

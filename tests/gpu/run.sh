@@ -10,7 +10,7 @@
 #   5. the live parity suite (tests/py/parity, the Python client and real
 #      Pillow 12.3 of the GPU machine) through `imgbatch run --backend cuda`,
 #      when .whl/ carries its pure-Python wheels (protobuf, pytest) and the
-#      generated client/imgbatch/imgbatch_pb2.py is carried.
+#      client's (pip wheel --no-deps -w .whl ./client).
 # Full logs go to $OUT (or /tmp/ib_gpu_out); a short table is printed last.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +47,7 @@ rc_bench=$?
 t_bench=$(( $(date +%s) - t ))
 
 rc_py=skipped
-if ls .whl/*.whl >/dev/null 2>&1 && [ -f client/imgbatch/imgbatch_pb2.py ]; then
+if ls .whl/imgbatch_client-*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/ib_site .whl/*.whl >"$out/pip.txt" 2>&1
   # The machine's own site-packages has a newer protobuf's compiled upb
@@ -55,7 +55,7 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ -f client/imgbatch/imgbatch_pb2.py ]; then
   mkdir -p /tmp/ib_site/google/_upb
   echo 'raise ImportError("pure-Python protobuf 4.21 only")' >/tmp/ib_site/google/_upb/__init__.py
   t=$(date +%s)
-  PYTHONPATH="$root/client:/tmp/ib_site" PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
+  PYTHONPATH="/tmp/ib_site" PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
     PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 IB_PARITY_SCALE="${IB_PARITY_SCALE:-0.3}" \
     IB_BIN="$root/.devpack/bin/imgbatch" IB_BACKEND=cuda IB_PARITY_TABLE="$out/pytable.txt" \
     timeout 300 python3 -m pytest -q -p no:cacheprovider tests/py/parity >"$out/pytest.txt" 2>&1

@@ -131,11 +131,10 @@ static bool start_broker(demo *d) {
 static bool start_worker(demo *d) {
   char log[600];
   snprintf(log, sizeof log, "%s/worker.log", d->out_dir);
-  char *args[] = {"imgbatch",    "worker",      "--brokers",
-                  d->bootstrap,  "--backend",   (char *)d->backend,
-                  "--worker-id", "demo-worker", "--grace-seconds",
-                  "20",          "-X",          "session.timeout.ms=6000",
-                  NULL};
+  /* The mock broker answers a fetch only when fetch.wait.max.ms ends. */
+  char *args[] = {"imgbatch", "worker", "--brokers", d->bootstrap, "--backend", (char *)d->backend,
+                  "--worker-id", "demo-worker", "--grace-seconds", "20", "-X",
+                  "session.timeout.ms=6000", "-X", "fetch.wait.max.ms=20", NULL};
   d->worker = spawn(args, NULL, log);
   return d->worker > 0;
 }
@@ -178,6 +177,7 @@ static rd_kafka_t *client(demo *d, rd_kafka_type_t type, const char *group) {
   if (type == RD_KAFKA_PRODUCER) rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
   if (group) {
     rd_kafka_conf_set(c, "group.id", group, err, sizeof err);
+    rd_kafka_conf_set(c, "fetch.wait.max.ms", "20", err, sizeof err);
     rd_kafka_conf_set(c, "auto.offset.reset", "earliest", err, sizeof err);
   }
   rd_kafka_t *rk = rd_kafka_new(type, c, err, sizeof err);

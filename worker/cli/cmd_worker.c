@@ -32,7 +32,7 @@ static void worker_usage(FILE *f) {
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
       "  [--transactional] [--grace-seconds S] [--worker-id ID] [--lease-seconds S]\n"
-      "  [-X librdkafka.key=value]... [--config FILE]"
+      "  [--metrics-addr HOST:PORT] [-X librdkafka.key=value]... [--config FILE]"
 #ifdef IB_FAULTS
       " [--fault SPEC]"
 #endif
@@ -46,6 +46,8 @@ static void worker_usage(FILE *f) {
       "every client; in the file: `X = key=value`.\n"
       "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
+      "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
+      "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
 #ifdef IB_FAULTS
       "--fault SPEC (test builds only): device@N, device@N+, alloc@N, key=K, sink.\n"
 #endif
@@ -96,6 +98,7 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
       {"source-root", offsetof(ib_worker_config, source_root)},
       {"output-dir", offsetof(ib_worker_config, output_dir)},
       {"worker-id", offsetof(ib_worker_config, worker_id)},
+      {"metrics-addr", offsetof(ib_worker_config, metrics_addr)},
 #ifdef IB_FAULTS
       {"fault", offsetof(ib_worker_config, fault)},
 #endif
@@ -171,6 +174,7 @@ static const char *const flag_names[] = {"brokers",
                                          "output-ttl",
                                          "grace-seconds",
                                          "lease-seconds",
+                                         "metrics-addr",
                                          "fault",
                                          NULL};
 

@@ -3,13 +3,14 @@
  * The magic bytes pick the loader; the generic loader is never called on
  * untrusted bytes (it probes ImageMagick).
  */
+#include "codec/codec.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <vips/vips.h>
 
-#include "codec/codec.h"
 #include "core/error.h"
 
 typedef int (*loader_fn)(void *buf, size_t len, VipsImage **out, ...);
@@ -17,27 +18,82 @@ typedef int (*loader_fn)(void *buf, size_t len, VipsImage **out, ...);
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_failed;
 
+/* libvips reports many causes (libpng's "IHDR: CRC error", libtiff's read
+ * errors) through g_warning, which would print on stderr, and leaves only a
+ * generic line in its error buffer. A handler on its log domain keeps them
+ * instead, per thread, for the error of the codec call running on that
+ * thread (decodes pull their pixels on the caller's thread for this); the
+ * library prints nothing. */
+typedef struct vips_notes {
+  char text[200];
+  size_t len;
+} vips_notes;
+static _Thread_local vips_notes notes;
+
+static void notes_clear(void) {
+  notes.len = 0;
+  notes.text[0] = 0;
+}
+
+static void on_vips_log(const gchar *domain, GLogLevelFlags level, const gchar *msg,
+                        gpointer user) {
+  (void)domain, (void)level, (void)user;
+  if (!msg) return;
+  size_t n = strlen(msg);
+  while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) n--;
+  /* The sink's restatement of the failure, once per strip: no cause. */
+  if (!n || n >= sizeof notes.text || strncmp(msg, "error in tile", 13) == 0) return;
+  char one[sizeof notes.text];
+  memcpy(one, msg, n);
+  one[n] = 0;
+  if (strstr(notes.text, one)) return; /* libvips repeats itself per pass */
+  size_t room = sizeof notes.text - notes.len;
+  int w = snprintf(notes.text + notes.len, room, "%s%s", notes.len ? "; " : "", one);
+  if (w > 0) notes.len += (size_t)w < room ? (size_t)w : room - 1;
+}
+
 static void init_vips(void) {
   init_failed = VIPS_INIT("imgbatch") != 0;
   if (!init_failed) {
     /* One CPU pass over the pixels, no operation cache between jobs. */
     vips_cache_set_max(0);
     vips_concurrency_set(1);
+    g_log_set_handler("VIPS",
+                      (GLogLevelFlags)(G_LOG_LEVEL_MASK & ~G_LOG_LEVEL_ERROR) | G_LOG_FLAG_FATAL |
+                          G_LOG_FLAG_RECURSION,
+                      on_vips_log, NULL);
   }
 }
 
-/* libvips keeps its own error buffer; take its last line into ours. */
+/* libvips' error buffer (its own lines, cleared here) and this thread's
+ * warnings: the cause, as libvips words it. */
 static ib_status fail_vips(ib_error *err, ib_status st, ib_stage stage, const char *what) {
-  char detail[200];
-  snprintf(detail, sizeof detail, "%s", vips_error_buffer());
-  vips_error_clear();
-  size_t n = strlen(detail);
-  while (n && (detail[n - 1] == '\n' || detail[n - 1] == ' ')) detail[--n] = 0;
-  return ib_error_set(err, st, stage, "%s: %s", what, n ? detail : "libvips failed");
+  char *buf = vips_error_buffer_copy();
+  char detail[240];
+  size_t n = 0;
+  for (const char *c = buf ? buf : ""; *c && n + 3 < sizeof detail; c++) {
+    if (*c != '\n')
+      detail[n++] = *c;
+    else if (c[1])
+      detail[n++] = ';', detail[n++] = ' ';
+  }
+  detail[n] = 0;
+  g_free(buf);
+  ib_status r;
+  if (n && notes.len)
+    r = ib_error_set(err, st, stage, "%s: %s (%s)", what, detail, notes.text);
+  else
+    r = ib_error_set(err, st, stage, "%s: %s", what,
+                     n           ? detail
+                     : notes.len ? notes.text
+                                 : "libvips failed");
+  notes_clear();
+  return r;
 }
 
 ib_status ib_codec_init(ib_error *err) {
   pthread_once(&init_once, init_vips);
+  notes_clear();
   return init_failed ? fail_vips(err, IB_INTERNAL, IB_STAGE_DECODE, "libvips init") : IB_OK;
 }
 
@@ -61,7 +117,7 @@ static ib_status open_lazy(const uint8_t *bytes, size_t len, VipsImage **img, co
   loader_fn load = loader_for(bytes, len, fmt);
   if (!load)
     return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE,
-                "decode: unrecognised image bytes (not PNG, JPEG, WebP, TIFF or GIF)");
+                        "decode: unrecognised image bytes (not PNG, JPEG, WebP, TIFF or GIF)");
   if (load((void *)bytes, len, img, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on",
            VIPS_FAIL_ON_TRUNCATED, NULL) != 0)
     return fail_vips(err, IB_DECODE, IB_STAGE_DECODE, *fmt);
@@ -72,8 +128,8 @@ static ib_status shape_of(VipsImage *img, const char *fmt, ib_shape *shape, ib_e
   int bands = vips_image_get_bands(img);
   if (vips_image_get_format(img) != VIPS_FORMAT_UCHAR)
     return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_DECODE,
-                "decode: %s with %s samples not supported (8-bit only)", fmt,
-                vips_enum_nick(VIPS_TYPE_BAND_FORMAT, vips_image_get_format(img)));
+                        "decode: %s with %s samples not supported (8-bit only)", fmt,
+                        vips_enum_nick(VIPS_TYPE_BAND_FORMAT, vips_image_get_format(img)));
   bool cmyk = vips_image_get_interpretation(img) == VIPS_INTERPRETATION_CMYK;
   switch (bands) {
     case 1: shape->mode = IB_MODE_L; break;
@@ -81,8 +137,8 @@ static ib_status shape_of(VipsImage *img, const char *fmt, ib_shape *shape, ib_e
     case 3: shape->mode = IB_MODE_RGB; break;
     case 4: shape->mode = cmyk ? IB_MODE_CMYK : IB_MODE_RGBA; break;
     default:
-      return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_DECODE, "decode: %s with %d bands not supported",
-                  fmt, bands);
+      return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_DECODE,
+                          "decode: %s with %d bands not supported", fmt, bands);
   }
   shape->width = (uint32_t)vips_image_get_width(img);
   shape->height = (uint32_t)vips_image_get_height(img);
@@ -99,6 +155,27 @@ ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_
   return st;
 }
 
+/* Pulls img's pixels into mem strip by strip on the calling thread, not
+ * through vips_image_write's worker threads: the loader's warnings then
+ * reach this thread's notes. Top to bottom, as a sequential loader wants. */
+static int pull_into(VipsImage *img, VipsImage *mem, int width, int height) {
+  enum { STRIP_ROWS = 64 };
+  VipsRegion *from = vips_region_new(img);
+  VipsRegion *to = from ? vips_region_new(mem) : NULL;
+  int rc = -1;
+  VipsRect all = {0, 0, width, height};
+  if (!to || vips_region_image(to, &all) != 0) goto out;
+  for (int y = 0; y < height; y += STRIP_ROWS) {
+    VipsRect r = {0, y, width, height - y < STRIP_ROWS ? height - y : STRIP_ROWS};
+    if (vips_region_prepare_to(from, to, &r, 0, y) != 0) goto out;
+  }
+  rc = 0;
+out:
+  if (to) g_object_unref(to);
+  if (from) g_object_unref(from);
+  return rc;
+}
+
 ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                uint8_t *dst, ib_error *err) {
   VipsImage *img = NULL;
@@ -108,7 +185,8 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
   ib_shape got;
   if ((st = shape_of(img, fmt, &got, err)) != IB_OK) goto out;
   if (memcmp(&got, shape, sizeof got) != 0) {
-    st = ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "decode: %s changed shape since its header", fmt);
+    st = ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "decode: %s changed shape since its header",
+                      fmt);
     goto out;
   }
   size_t size = (size_t)shape->width * shape->height * ib_mode_bands(shape->mode);
@@ -118,9 +196,10 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
     st = fail_vips(err, IB_INTERNAL, IB_STAGE_DECODE, "decode target");
     goto out;
   }
-  /* Writing into a memory image wrapping `dst`: the decoder's rows land in
-   * the caller's buffer (pinned upload staging on the GPU path). */
-  if (vips_image_write(img, mem) != 0) st = fail_vips(err, IB_DECODE, IB_STAGE_DECODE, fmt);
+  /* Into a memory image wrapping `dst`: the decoder's rows land in the
+   * caller's buffer (pinned upload staging on the GPU path). */
+  if (pull_into(img, mem, (int)shape->width, (int)shape->height) != 0)
+    st = fail_vips(err, IB_DECODE, IB_STAGE_DECODE, fmt);
   g_object_unref(mem);
 out:
   g_object_unref(img);
@@ -166,8 +245,8 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
       name = "jpeg";
       if (im->mode == IB_MODE_LA || im->mode == IB_MODE_RGBA || im->mode == IB_MODE_RGBX) {
         g_object_unref(img);
-        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE, "encode: jpeg cannot store mode %s",
-                    ib_mode_name(im->mode));
+        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
+                            "encode: jpeg cannot store mode %s", ib_mode_name(im->mode));
       }
       rc = vips_jpegsave_buffer(img, &buf, &n, "Q", q, NULL);
       break;
@@ -176,8 +255,8 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
       if (im->mode == IB_MODE_CMYK || im->mode == IB_MODE_RGBX || im->mode == IB_MODE_LA ||
           im->mode == IB_MODE_L) {
         g_object_unref(img);
-        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE, "encode: webp cannot store mode %s",
-                    ib_mode_name(im->mode));
+        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
+                            "encode: webp cannot store mode %s", ib_mode_name(im->mode));
       }
       rc = vips_webpsave_buffer(img, &buf, &n, "Q", q, "lossless", spec->lossless ? TRUE : FALSE,
                                 NULL);
@@ -188,7 +267,8 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
       break;
     default:
       g_object_unref(img);
-      return ib_error_set(err, IB_INVALID, IB_STAGE_ENCODE, "encode: unknown format %d", (int)format);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_ENCODE, "encode: unknown format %d",
+                          (int)format);
   }
   g_object_unref(img);
   if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
@@ -197,4 +277,6 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
   return IB_OK;
 }
 
-void ib_codec_free(void *p) { g_free(p); }
+void ib_codec_free(void *p) {
+  g_free(p);
+}

@@ -1,12 +1,27 @@
+/* Error values. Every message is stored as valid UTF-8, cut only between
+ * code points: it travels in Result.error.message, a proto3 string, and
+ * text from elsewhere (file names, libvips) may hold any bytes. */
+#include "core/error.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "core/utf8.h"
+
+/* Formatting room before the cut: enough that the cut to the message's
+ * size always falls inside it, escapes (4 bytes per bad byte) included. */
+#define FORMAT_ROOM 1024
+
+static void store(ib_error *err, const char *text, size_t len) {
+  ib_utf8_escape(err->message, sizeof err->message, (const uint8_t *)text, len);
+}
 
 ib_status ib_error_vset(ib_error *err, ib_status st, ib_stage stage, const char *fmt, va_list ap) {
   if (!err) return st;
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  char text[FORMAT_ROOM];
+  int n = vsnprintf(text, sizeof text, fmt, ap);
+  store(err, text, n < 0 ? 0 : strnlen(text, sizeof text));
   err->status = st;
   err->stage = stage;
   return st;
@@ -21,18 +36,16 @@ ib_status ib_error_set(ib_error *err, ib_status st, ib_stage stage, const char *
 }
 
 void ib_error_prefix(ib_error *err, const char *fmt, ...) {
-  char prefix[128];
+  char text[FORMAT_ROOM];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  size_t plen = strlen(prefix), cap = sizeof err->message;
-  if (plen + 2 >= cap) return;
-  size_t mlen = strnlen(err->message, cap - 1);
-  if (plen + 2 + mlen >= cap) mlen = cap - 1 - plen - 2;
-  memmove(err->message + plen + 2, err->message, mlen);
-  memcpy(err->message, prefix, plen);
-  memcpy(err->message + plen, ": ", 2);
-  err->message[plen + 2 + mlen] = 0;
+  size_t plen = strnlen(text, sizeof text);
+  if (plen + 2 + sizeof err->message > sizeof text) return; /* a prefix longer than a message */
+  memcpy(text + plen, ": ", 2);
+  size_t mlen = strnlen(err->message, sizeof err->message - 1);
+  memcpy(text + plen + 2, err->message, mlen);
+  store(err, text, plen + 2 + mlen);
 }

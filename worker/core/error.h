@@ -1,4 +1,6 @@
-/* error.h - filling ib_error values (internal). */
+/* error.h - filling ib_error values (internal). Messages are always valid
+ * UTF-8 and cut only between code points; bytes that are not UTF-8 (and
+ * NULs) are written as "\xNN". */
 #ifndef IB_ERROR_H
 #define IB_ERROR_H
 

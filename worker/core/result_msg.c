@@ -1,11 +1,25 @@
 /* Building and framing Result messages. */
+#include "core/result_msg.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/frame.h"
 #include "codec/codec.h"
 #include "core/error.h"
-#include "core/result_msg.h"
+#include "core/frame.h"
+#include "core/utf8.h"
+
+/* Every string a Result carries is valid UTF-8, or strict protobuf runtimes
+ * refuse the whole Result (and a client loses its batch). Parsing already
+ * rejects Jobs whose strings are not, and error messages are kept valid;
+ * this is the last guard for whatever else reaches a Result: invalid
+ * bytes are written as "\xNN". NULL when out of memory. */
+static char *valid_copy(const char *s) {
+  size_t n = strlen(s ? s : "");
+  char *out = malloc(4 * n + 1);
+  if (out) ib_utf8_escape(out, 4 * n + 1, (const uint8_t *)(s ? s : ""), n);
+  return out;
+}
 
 void ib_result_msg_init(ib_result_msg *r) {
   memset(r, 0, sizeof *r);
@@ -25,8 +39,8 @@ static void set_key(ib_result_msg *r, const ib_key *key) {
     r->error.input_key_case = IMGBATCH__V1__JOB_ERROR__INPUT_KEY_KEY_U64;
     r->error.key_u64 = key->u64;
   } else {
-    r->key_str = strdup(key->str ? key->str : "");
-    r->error_key_str = strdup(key->str ? key->str : "");
+    r->key_str = valid_copy(key->str);
+    r->error_key_str = valid_copy(key->str);
     r->msg.input_key_case = IMGBATCH__V1__RESULT__INPUT_KEY_KEY_STRING;
     r->msg.key_string = r->key_str ? r->key_str : (char *)"";
     r->error.input_key_case = IMGBATCH__V1__JOB_ERROR__INPUT_KEY_KEY_STRING;
@@ -59,7 +73,8 @@ void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const i
   set_key(r, key);
   r->error.stage = (Imgbatch__V1__Stage)err->stage;
   r->error.kind = kind_of(err->status);
-  r->error.message = (char *)err->message;
+  r->message_str = valid_copy(err->message);
+  r->error.message = r->message_str ? r->message_str : (char *)"out of memory";
   r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_ERROR;
   r->msg.error = &r->error;
 }
@@ -74,7 +89,8 @@ static void echo_snapshot(ib_result_msg *r, const ib_result *res) {
   }
   if (res->correlation_id) {
     r->msg.correlation_present_case = IMGBATCH__V1__RESULT__CORRELATION_PRESENT_CORRELATION_ID;
-    r->msg.correlation_id = res->correlation_id;
+    r->correlation_str = valid_copy(res->correlation_id);
+    r->msg.correlation_id = r->correlation_str ? r->correlation_str : (char *)"";
   }
 }
 
@@ -156,6 +172,8 @@ void ib_result_msg_clear(ib_result_msg *r) {
   ib_codec_free(r->encoded);
   free(r->key_str);
   free(r->error_key_str);
+  free(r->message_str);
+  free(r->correlation_str);
   if (r->echo_metadata) imgbatch__v1__job__free_unpacked(r->echo_metadata, NULL);
   if (r->echo_spec) imgbatch__v1__output_spec__free_unpacked(r->echo_spec, NULL);
   ib_result_msg_init(r);

@@ -20,6 +20,8 @@ typedef struct ib_result_msg {
   uint8_t *encoded; /* owned (ib_codec_free) */
   char *key_str;    /* owned */
   char *error_key_str;
+  char *message_str;                    /* owned: the error message, as valid UTF-8 */
+  char *correlation_str;                /* owned: the correlation id, as valid UTF-8 */
   Imgbatch__V1__Job *echo_metadata;     /* owned: unpacked ib_result metadata */
   Imgbatch__V1__OutputSpec *echo_spec;  /* owned: unpacked ib_result output spec */
 } ib_result_msg;

@@ -8,4 +8,10 @@
 /* Executes `g`; on success `out` holds the last node's image (caller releases). */
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err);
 
+/* True when node `i` is a raw source that ib_cpu_execute reads where its
+ * bytes lie (the Job buffer) instead of copying them: every raw source node
+ * but the terminal one (the result must outlive the graph). The credits
+ * charge such a node nothing beyond its source bytes. */
+bool ib_cpu_source_borrowed(const ib_graph *g, size_t i);
+
 #endif

@@ -1,9 +1,25 @@
 /* Node-by-node CPU execution; an intermediate is released right after its
- * last reader ran, so the working set stays near the graph's live width. */
+ * last reader ran, so the working set stays near the graph's live width.
+ * Raw sources are read where they lie (no copy) unless they are the
+ * result. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cpu/cpu_backend.h"
+
+bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
+  const ib_node *n = &g->nodes[i];
+  if (n->op->cls != IB_CLASS_SOURCE || i + 1 == g->n_nodes) return false;
+  const ib_source *s = &g->sources[n->pb->source->index];
+  /* parse.c checked that raw bytes are exactly the shape's */
+  return s->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && s->len > 0;
+}
+
+/* A borrowed source's pixels belong to the graph. */
+static void borrowed_free(void *ctx, uint8_t *data) {
+  (void)ctx;
+  (void)data;
+}
 
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
   ib_image *ims = calloc(g->n_nodes, sizeof *ims);
@@ -12,9 +28,16 @@ ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
   size_t i;
   for (i = 0; i < g->n_nodes && st == IB_OK; i++) {
     const ib_node *n = &g->nodes[i];
+    if (ib_cpu_source_borrowed(g, i)) { /* ops never write their inputs */
+      ims[i] = (ib_image){.mode = n->shape.mode,
+                          .width = n->shape.width,
+                          .height = n->shape.height,
+                          .data = (uint8_t *)g->sources[n->pb->source->index].bytes,
+                          .free_fn = borrowed_free};
+      continue;
+    }
     if (ib_image_alloc(&ims[i], n->shape.mode, n->shape.width, n->shape.height) != IB_OK) {
-      snprintf(err->message, sizeof err->message, "node %zu: op %s: out of memory", i,
-               n->op->name);
+      snprintf(err->message, sizeof err->message, "node %zu: op %s: out of memory", i, n->op->name);
       err->status = st = IB_INTERNAL;
       err->stage = IB_STAGE_EXECUTE;
       break;

@@ -60,6 +60,11 @@ typedef struct ib_backend {
    * estimate, so a backend can only raise a charge. Same rules as admit. */
   ib_status (*job_bytes)(void *state, const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
                          ib_error *err);
+  /* True when job_bytes' host figure covers the job's source bytes and
+   * every upload and parameter staging it will use (a raw source uploaded
+   * from where it lies needs none): the core then charges only the source
+   * bytes on its side (credits.h ib_charge_rules). */
+  bool job_bytes_stages;
   /* Enqueues jobs[0..n) as one submission. The jobs array and the graphs
    * stay valid until wait returns. A non-OK status means nothing was
    * enqueued (device-wide failure; err names one representative job). */

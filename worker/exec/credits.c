@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cpu/cpu_backend.h"
+#include "exec/backend.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b) {
   return a + b < a ? UINT64_MAX : a + b;
@@ -27,69 +29,94 @@ void ib_credits_destroy(ib_credits *cr) {
   pthread_mutex_destroy(&cr->lock);
 }
 
-/* The most node-output bytes alive at once when nodes run in order and an
- * output is freed right after its last reader (ib_cpu_execute's contract;
- * outputs nobody reads stay alive to the end). A node's inputs are still
- * alive while its output is written. */
-static uint64_t live_peak(const ib_graph *g) {
+/* The CPU backend's working set: the most bytes alive at once when nodes
+ * run in order (ib_cpu_execute): every node output not yet past its last
+ * reader (outputs nobody reads stay alive to the end; a node's inputs are
+ * still alive while its output is written) plus the running node's own
+ * scratch (op param_bytes: blur's transpose image, resize's tables), which
+ * the op frees before the next node runs. A raw source the CPU reads where
+ * it lies (ib_cpu_source_borrowed) has no output of its own: its bytes are
+ * the source bytes, charged once as such. */
+static uint64_t cpu_peak(const ib_graph *g) {
   uint64_t live = 0, peak = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const ib_node *n = &g->nodes[i];
-    live = sat_add(live, shape_bytes(&n->shape));
-    if (live > peak) peak = live;
+    uint64_t own = ib_cpu_source_borrowed(g, i) ? 0 : shape_bytes(&n->shape);
+    live = sat_add(live, own);
+    uint64_t now = sat_add(live, n->op->param_bytes(n));
+    if (now > peak) peak = now;
     for (unsigned k = 0; k < n->n_inputs; k++) {
       uint32_t in = n->inputs[k];
       bool seen = k == 1 && n->inputs[0] == in; /* the same node read twice frees once */
-      if (!seen && g->nodes[in].last_use == i) live -= shape_bytes(&g->nodes[in].shape);
+      if (!seen && g->nodes[in].last_use == i && !ib_cpu_source_borrowed(g, in))
+        live -= shape_bytes(&g->nodes[in].shape);
     }
   }
   return peak;
 }
 
-/* Every distinct buffer is charged once, at its largest:
- * - device working set: node outputs (the source nodes' outputs are the
- *   upload targets, the last node's is the terminal buffer) - all alive at
- *   once on a device backend (peak_bytes), the liveness peak on a
- *   host-memory backend - plus params/LUTs. A resident output keeps its
- *   buffer and an equal download workspace until delivered.
- * - host, device backend: source bytes, pinned upload staging (decoded
- *   sources) and param staging while running; the download staging range
- *   and the delivered copy (2 x output) plus the snapshot until delivered.
- * - host, host-memory backend: source bytes and the working set while
- *   running; the terminal buffer (it becomes the result) and the snapshot
- *   until delivered. The device charge mirrors it (the device is the host). */
-ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory, bool resident) {
+ib_charge_rules ib_charge_rules_of(const ib_backend *be, uint64_t echo_bytes, bool resident) {
+  return (ib_charge_rules){.echo_bytes = echo_bytes,
+                           .host_memory = be->host_memory,
+                           .resident = resident,
+                           .staging_by_backend = be->job_bytes_stages,
+                           .lends = be->lent_release != NULL};
+}
+
+/* Every buffer that really exists is charged once, at its largest (the
+ * formulas, per backend, are in imgbatch.h "Credits"):
+ * - host-memory backend (CPU): the source bytes, the working set (cpu_peak)
+ *   while running; its terminal buffer (it becomes the result) and the
+ *   snapshot until delivered. The device charge is the working set (the
+ *   device is the host).
+ * - device backend: device working set = every node output alive at once
+ *   (peak_bytes) plus params/LUTs/scratch; a resident output keeps its
+ *   buffer and an equal download workspace until delivered. Host: the
+ *   source bytes and - unless the backend's own estimate covers them - one
+ *   upload staging per decoded source and the parameter staging while
+ *   running; until delivered the output's host copy (the lent arena range,
+ *   or download staging + copy when the backend does not lend or the
+ *   output is resident) and the snapshot. */
+ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
   uint64_t src = 0, decoded = 0;
   for (size_t i = 0; i < g->n_sources; i++) {
     src = sat_add(src, g->sources[i].len);
     decoded = sat_add(decoded, shape_bytes(&g->sources[i].shape));
   }
   uint64_t out = shape_bytes(&g->nodes[g->n_nodes - 1].shape);
-  uint64_t work = sat_add(host_memory ? live_peak(g) : g->peak_bytes, g->param_bytes);
-  ib_charge c = {.gpu_work = work};
-  if (resident) {
+  ib_charge c = {0};
+  if (r->host_memory) {
+    uint64_t work = cpu_peak(g); /* >= out: the terminal is alive at the end */
+    c.gpu_work = work;
+    c.host_work = sat_add(src, work - out);
+    c.host_held = sat_add(out, r->echo_bytes);
+    return c;
+  }
+  c.gpu_work = sat_add(g->peak_bytes, g->param_bytes);
+  if (r->resident) {
     c.gpu_work -= out;
     c.gpu_held = sat_add(out, out);
   }
-  if (host_memory) {
-    c.host_work = sat_add(src, work - out);
-    c.host_held = sat_add(out, echo_bytes);
-  } else {
-    c.host_work = sat_add(src, sat_add(decoded, g->param_bytes));
-    c.host_held = sat_add(sat_add(out, out), echo_bytes);
-  }
+  c.host_work = r->staging_by_backend ? src : sat_add(src, sat_add(decoded, g->param_bytes));
+  uint64_t copies = r->lends && !r->resident ? out : sat_add(out, out);
+  c.host_held = sat_add(copies, r->echo_bytes);
   return c;
 }
 
-static uint64_t gpu_total(const ib_charge *ch) {
+void ib_charge_raise(ib_charge *ch, uint64_t gpu_bytes, uint64_t host_bytes) {
+  if (gpu_bytes > ch->gpu_work) ch->gpu_work = gpu_bytes;
+  if (host_bytes > ch->host_work) ch->host_work = host_bytes;
+}
+
+uint64_t ib_charge_gpu_total(const ib_charge *ch) {
   return sat_add(ch->gpu_work, ch->gpu_held);
 }
-static uint64_t host_total(const ib_charge *ch) {
+uint64_t ib_charge_host_total(const ib_charge *ch) {
   return sat_add(ch->host_work, ch->host_held);
 }
 
 ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err) {
-  uint64_t gpu = gpu_total(ch), host = host_total(ch);
+  uint64_t gpu = ib_charge_gpu_total(ch), host = ib_charge_host_total(ch);
   if (gpu > cr->c.gpu_bytes.cap)
     return ib_error_set(err, IB_LIMIT, IB_STAGE_ADMIT,
                         "admit: job needs %llu gpu bytes, more than the gpu_bytes cap %llu",
@@ -112,7 +139,7 @@ static void unuse(ib_credit_counter *k, uint64_t n) {
 
 ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err) {
   ib_status st = IB_OK;
-  uint64_t gpu = gpu_total(ch), host = host_total(ch);
+  uint64_t gpu = ib_charge_gpu_total(ch), host = ib_charge_host_total(ch);
   pthread_mutex_lock(&cr->lock);
   ib_executor_counters *c = &cr->c;
   if (c->jobs.in_use >= c->jobs.cap)
@@ -156,8 +183,8 @@ void ib_credits_return_work(ib_credits *cr, ib_charge *ch) {
 
 void ib_credits_return_all(ib_credits *cr, ib_charge *ch) {
   pthread_mutex_lock(&cr->lock);
-  unuse(&cr->c.gpu_bytes, gpu_total(ch));
-  unuse(&cr->c.host_bytes, host_total(ch));
+  unuse(&cr->c.gpu_bytes, ib_charge_gpu_total(ch));
+  unuse(&cr->c.host_bytes, ib_charge_host_total(ch));
   unuse(&cr->c.jobs, 1);
   pthread_mutex_unlock(&cr->lock);
   *ch = (ib_charge){0};

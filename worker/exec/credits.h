@@ -27,11 +27,32 @@ typedef struct ib_credits {
 void ib_credits_init(ib_credits *cr, const ib_executor_options *o);
 void ib_credits_destroy(ib_credits *cr);
 
-/* The conservative charge of `g` (see imgbatch.h "Credits"). `echo_bytes` is
- * the metadata/output-spec snapshot; `host_memory` charges the working
- * buffers to host_bytes too; `resident` reserves the resident output and its
- * download workspace. Saturates instead of wrapping. */
-ib_charge ib_charge_for(const ib_graph *g, uint64_t echo_bytes, bool host_memory, bool resident);
+/* What the charge of a job depends on besides its graph (see imgbatch.h
+ * "Credits" for the formulas). */
+typedef struct ib_charge_rules {
+  uint64_t echo_bytes; /* the metadata/output-spec snapshot */
+  bool host_memory;    /* working buffers are host memory (the CPU backend) */
+  bool resident;       /* output gpu */
+  /* Device backends: the backend's job_bytes host figure covers the source
+   * bytes and every upload/parameter staging it will use, so the core
+   * charges the sources alone (no staging estimate of its own). */
+  bool staging_by_backend;
+  /* Device backends: results are lent ranges of the download arena (or
+   * the backend's own allocation): one host copy of the output, not two. */
+  bool lends;
+} ib_charge_rules;
+
+struct ib_backend;
+/* The rules of a backend row. */
+ib_charge_rules ib_charge_rules_of(const struct ib_backend *be, uint64_t echo_bytes, bool resident);
+
+/* The core's conservative charge of `g`. Saturates instead of wrapping. */
+ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r);
+/* Raises the working part to a backend's own estimate (backend.h job_bytes):
+ * a backend can only raise a charge. */
+void ib_charge_raise(ib_charge *ch, uint64_t gpu_bytes, uint64_t host_bytes);
+uint64_t ib_charge_gpu_total(const ib_charge *ch);
+uint64_t ib_charge_host_total(const ib_charge *ch);
 
 /* IB_LIMIT when the charge alone exceeds a cap (the job can never run). */
 ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err);

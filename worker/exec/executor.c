@@ -161,6 +161,16 @@ void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {
 
 static void parse_unref(void *owner) { ib_devref_put(owner); }
 
+/* A job whose path sources alone exceed host_bytes could never be admitted:
+ * the parse refuses it before reading them (imgbatch.h, ib_graph_limits). */
+static ib_graph_limits parse_limits(const ib_executor *ex, const ib_graph_limits *limits) {
+  ib_graph_limits lim = limits ? *limits : (ib_graph_limits){0};
+  uint64_t cap =
+      lim.max_job_source_bytes ? lim.max_job_source_bytes : IB_DEFAULT_MAX_JOB_SOURCE_BYTES;
+  lim.max_job_source_bytes = cap < ex->opts.host_bytes ? cap : ex->opts.host_bytes;
+  return lim;
+}
+
 ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
                             const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,
                             ib_error *err) {
@@ -177,7 +187,8 @@ ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t le
     mem.unref = parse_unref;
     mem.owner = ib_devref_get(ex->dev);
   }
-  return ib_graph_parse_in(job_bytes, len, limits, &mem, out, key_on_error, err);
+  ib_graph_limits lim = parse_limits(ex, limits);
+  return ib_graph_parse_in(job_bytes, len, &lim, &mem, out, key_on_error, err);
 }
 
 uint8_t *ib_executor_buffer(ib_executor *ex, size_t len) {
@@ -213,5 +224,6 @@ ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
     mem.unref = parse_unref;
     mem.owner = ib_devref_get(ex->dev);
   }
-  return ib_graph_parse_buffer(buf, len, limits, &mem, out, key_on_error, err);
+  ib_graph_limits lim = parse_limits(ex, limits);
+  return ib_graph_parse_buffer(buf, len, &lim, &mem, out, key_on_error, err);
 }

@@ -139,6 +139,8 @@ static ib_status step(ib_results *rs, ib_result *out) {
       continue;
     }
     if (ex->pending.head) continue; /* room for a submission again */
+    /* Dispatch may complete jobs without a submission (a passed deadline). */
+    if (ex->completed.head) continue;
     if (!rs->is_run || rs->input_end) return IB_END;
     if (rs->input_again && !rs->has_lookahead) return IB_AGAIN;
     /* Nothing live and the pending input does not fit: held outputs

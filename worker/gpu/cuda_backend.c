@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu/charge.h"
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_resident.h"
@@ -14,7 +15,7 @@
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
-#define ALIGN 256u
+#define ALIGN IB_CUDA_ALIGN
 #define THREADS 256u
 
 typedef struct kfunc {
@@ -50,7 +51,8 @@ struct ib_cuda {
   uint8_t *jb_wire;
   size_t jb_wire_len, jb_nodes;
   ib_shape *jb_shapes;
-  uint64_t jb_gpu, jb_host;
+  uint64_t jb_in_place; /* bit i: source i uploaded in place */
+  uint64_t jb_gpu, jb_host_plan; /* jb_host_plan: the host charge less the source bytes */
   int prof;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
@@ -506,18 +508,24 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
 }
 
 /* A raw source whose bytes lie in this backend's pinned memory (the Job was
- * unpacked by ib_executor_parse): uploaded from there, no staging copy. */
-static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *js, int b) {
-  const ib_node *nd = &j->graph->nodes[js->plan.bufs[b].source_node];
-  const ib_source *src = &j->graph->sources[nd->pb->source->index];
-  size_t bytes = js->plan.bufs[b].bytes;
-  if (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->len < bytes || !bytes) return 0;
+ * unpacked by ib_executor_parse): uploaded from there, no staging copy.
+ * Admission (be_job_bytes) asks the same question, so the charge knows. */
+static bool source_pinned(void *state, const ib_graph *g, size_t index) {
+  ib_cuda *c = state;
+  const ib_source *src = &g->sources[index];
+  size_t bytes = (size_t)src->shape.width * src->shape.height * ib_mode_bands(src->shape.mode);
+  if (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->len < bytes || !bytes) return false;
   /* Unpacked by ib_executor_parse: the pixels are an allocation of their
    * own; parsed in place: they lie in the graph's Job buffer. */
-  const uint8_t *buf = j->graph->buffer;
+  const uint8_t *buf = g->buffer;
   const uint8_t *base =
-      buf && src->bytes >= buf && src->bytes < buf + j->graph->buffer_len ? buf : src->bytes;
+      buf && src->bytes >= buf && src->bytes < buf + g->buffer_len ? buf : src->bytes;
   return ib_pinned_holds(c->pin, base, src->bytes, bytes);
+}
+
+static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *js, int b) {
+  const ib_node *nd = &j->graph->nodes[js->plan.bufs[b].source_node];
+  return source_pinned(c, j->graph, nd->pb->source->index);
 }
 
 /* The pinned raw sources of a submission, each copied from where it lies:
@@ -1013,27 +1021,6 @@ ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_e
 ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c) { return ib_pinned_allocator(c->pin); }
 static ProtobufCAllocator *be_parse_allocator(void *state) { return ib_cuda_parse_allocator(state); }
 
-ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
-                            ib_error *err) {
-  ib_gplan p;
-  ib_status st = ib_gplan_build(g, &p, err);
-  if (st != IB_OK) return st;
-  uint64_t dev = 0, host = 0;
-  for (int b = 0; b < p.n_bufs; b++) {
-    dev += up(p.bufs[b].bytes);
-    if (p.bufs[b].source_node >= 0 || p.bufs[b].is_output) host += up(p.bufs[b].bytes);
-  }
-  for (int k = 0; k < p.n_stages; k++) {
-    size_t par = up(p.stages[k].chain.param_bytes + p.stages[k].extra_bytes) + sizeof(ib_gdesc);
-    dev += par;
-    host += par;
-  }
-  ib_gplan_free(&p);
-  *gpu_bytes = dev;
-  *host_bytes = host;
-  return IB_OK;
-}
-
 /* ------------------------------------------------------------ the backend row */
 
 static ib_status be_open(const ib_executor_options *opts, void **state, ib_error *err) {
@@ -1043,11 +1030,15 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
   return st;
 }
 static void be_close(void *state) { ib_cuda_close(state); }
-/* The device plan's own bytes: every buffer incl. the blur's scratch image,
- * parameter blocks and descriptors (the core takes the larger charge). */
-static bool jb_hit(const ib_cuda *c, const ib_graph *g) {
+/* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
+ * the blur's scratch image, parameter blocks and descriptors; on the host
+ * the source bytes, the staging of sources not uploaded in place, the
+ * parameter staging (the core takes the larger charge). A graph whose nodes
+ * equal the last one's on the wire and in shape, with the same sources in
+ * place, has the same charge but for its source bytes. */
+static bool jb_hit(const ib_cuda *c, const ib_graph *g, uint64_t in_place) {
   if (!c->jb_wire || !g->nodes_wire || g->n_nodes != c->jb_nodes ||
-      g->nodes_wire_len != c->jb_wire_len ||
+      g->nodes_wire_len != c->jb_wire_len || in_place != c->jb_in_place ||
       memcmp(g->nodes_wire, c->jb_wire, c->jb_wire_len) != 0)
     return false;
   for (size_t i = 0; i < g->n_nodes; i++)
@@ -1058,13 +1049,19 @@ static bool jb_hit(const ib_cuda *c, const ib_graph *g) {
 static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
                               uint64_t *host_bytes, ib_error *err) {
   ib_cuda *c = state;
-  if (jb_hit(c, g)) {
+  uint64_t src = 0, in_place = 0;
+  for (size_t i = 0; i < g->n_sources; i++) {
+    src += g->sources[i].len;
+    if (i < 64 && source_pinned(c, g, i)) in_place |= 1ull << i;
+  }
+  const bool cacheable = g->n_sources <= 64 && g->nodes_wire;
+  if (cacheable && jb_hit(c, g, in_place)) {
     *gpu_bytes = c->jb_gpu;
-    *host_bytes = c->jb_host;
+    *host_bytes = src + c->jb_host_plan;
     return IB_OK;
   }
-  ib_status st = ib_cuda_job_bytes(g, gpu_bytes, host_bytes, err);
-  if (st != IB_OK || !g->nodes_wire) return st;
+  ib_status st = ib_cuda_charge(g, source_pinned, c, gpu_bytes, host_bytes, err);
+  if (st != IB_OK || !cacheable) return st;
   uint8_t *w = realloc(c->jb_wire, g->nodes_wire_len ? g->nodes_wire_len : 1);
   if (w) c->jb_wire = w;
   ib_shape *sh = realloc(c->jb_shapes, (g->n_nodes ? g->n_nodes : 1) * sizeof *sh);
@@ -1077,8 +1074,9 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
   for (size_t i = 0; i < g->n_nodes; i++) c->jb_shapes[i] = g->nodes[i].shape;
   c->jb_wire_len = g->nodes_wire_len;
   c->jb_nodes = g->n_nodes;
+  c->jb_in_place = in_place;
   c->jb_gpu = *gpu_bytes;
-  c->jb_host = *host_bytes;
+  c->jb_host_plan = *host_bytes - src;
   return IB_OK;
 }
 
@@ -1087,6 +1085,7 @@ const ib_backend ib_backend_cuda = {
     .open = be_open,
     .close = be_close,
     .job_bytes = be_job_bytes,
+    .job_bytes_stages = true,
     .submit = cuda_submit,
     .wait = cuda_wait,
     .ready = cuda_ready,

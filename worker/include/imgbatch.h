@@ -145,10 +145,26 @@ void ib_key_clear(ib_key *k);
  * and checks it against limits. */
 typedef struct ib_graph ib_graph;
 
+/*
+ * Parse-time limits. Path sources are opened and sized before any byte of
+ * any of them is read: each against max_source_bytes, their sum against
+ * max_job_source_bytes (IB_LIMIT, stage VALIDATE, naming the source and the
+ * sizes), so a job cannot make the parser hold more than it admits.
+ * ib_executor_parse and ib_executor_parse_buffer lower max_job_source_bytes
+ * to the executor's host_bytes: a job whose files alone exceed it could
+ * never be admitted. A path resolves beneath source_root without leaving it
+ * at any step (openat2 RESOLVE_BENEATH, or a component walk where the kernel
+ * lacks it): absolute paths, ".." components and symlinks leading out are
+ * IB_INVALID; so is anything not a regular file (FIFOs, devices, sockets,
+ * directories), refused without blocking.
+ */
+#define IB_DEFAULT_MAX_JOB_SOURCE_BYTES (256ull << 20)
+
 typedef struct ib_graph_limits {
   uint64_t max_source_bytes; /* encoded source size; 0 = 256 MiB */
   uint64_t max_metadata_bytes; /* 0 = 64 KiB */
   const char *source_root;   /* path sources resolve inside it; NULL = paths rejected */
+  uint64_t max_job_source_bytes; /* a job's path sources together; 0 = 256 MiB */
 } ib_graph_limits;
 
 /* On failure, *key_on_error (when not NULL) receives the job's key if the
@@ -186,30 +202,68 @@ void ib_executor_options_default(ib_executor_options *o);
 
 /*
  * Credits. Every admitted job reserves, conservatively and up front, each
- * distinct buffer it can need once, at its largest:
- *   gpu_bytes  - its device working set: every node output (the sources'
- *                upload targets and the terminal buffer included), all
- *                alive at once on a device backend, the liveness peak on the
- *                CPU backend (which frees an intermediate after its last
- *                reader); its parameters/LUTs; a resident output keeps its
- *                buffer and an equal reserved download workspace;
- *   host_bytes - its source bytes (encoded or raw), the metadata snapshot
- *                and the undelivered output pixels; on a device backend also
- *                the pinned upload staging (decoded sources), parameter
- *                staging and the download staging range. The CPU backend's
- *                device memory is host memory: its working set is charged
- *                here as well;
+ * buffer it can really hold, once, at its largest:
+ *   gpu_bytes  - its device working set (below);
+ *   host_bytes - its source bytes, host working buffers/staging, the
+ *                undelivered output pixels and the metadata snapshot;
  *   max_jobs   - one slot from admission until its result is delivered;
  *   max_in_flight - one per outstanding backend submission.
- * A backend may raise the working charge with its own estimate, never lower
- * it. The working part (everything but the output staging/pixels, a
- * resident output and the snapshot) returns when the job's submission
- * completes; the rest when ib_results_next hands the result out (or close
- * discards it) - except a resident output's held part (its buffer, the
- * download workspace and the snapshot), which stays charged until the last
- * clone of its handle is released (see "Resident (GPU) outputs"), and
- * except lent output pixels (below). Exact formulas: ib_charge_for in
- * worker/exec/credits.c.
+ * Each byte charge has a working part (returned when the job's submission
+ * completes: its graph, sources included, is freed then) and a held part
+ * (returned when ib_results_next hands the result out, or close discards
+ * it - except a resident output's held part, which stays charged until the
+ * last clone of its handle is released, see "Resident (GPU) outputs", and
+ * except lent output pixels, below).
+ *
+ * Terms. S = the bytes of every source (raw pixels, encoded file, fill
+ * value) - a raw source lies in the Job buffer and is charged once, as S;
+ * out = the terminal image; echo = the snapshot (packed metadata +
+ * OutputSpec + correlation id); image(n) = node n's output bytes;
+ * scratch(n) = its op's param_bytes (LUTs, kernel weights, resize tables,
+ * the CPU blur's column tile + line); decoded(s) = source s's image bytes.
+ *
+ * cpu backend (host_memory; the "device" is host memory):
+ *   peak       = max over nodes i, run in order, of (image(n) of every node
+ *                n <= i still to be read or never read, + scratch(i)),
+ *                where a raw source node other than the terminal one counts
+ *                0: it is read where it lies (no copy)
+ *   gpu_bytes  = peak                              (working)
+ *   host_bytes = S + peak - out                    (working)
+ *              + out + echo                        (held: the result)
+ *
+ * cuda backend (job_bytes_stages; every range 256-byte aligned, up()):
+ *   device     = sum over the device plan's buffers b of up(bytes(b))
+ *                (uploaded sources, stage outputs, blur ping-pong images,
+ *                the terminal image) + params, where
+ *   params     = sum over stages k of up(parameter block(k)) +
+ *                up(stages x 64-byte descriptor)
+ *   staging    = sum of up(bytes(b)) over source buffers b not uploaded in
+ *                place: a raw source whose bytes lie in the backend's
+ *                pinned memory (Jobs parsed with ib_executor_parse/_buffer
+ *                while the pinned parse budget lasts) is DMA'd from there
+ *                and staged 0; an encoded one is decoded into staging
+ *   gpu_bytes  = max(device, sum image(n) + sum scratch(n))     (working)
+ *                [output gpu: the second term less out, and 2 x out held:
+ *                the kept buffer and its reserved download workspace]
+ *   host_bytes = max(S, S + staging + params + up(out) - out)   (working)
+ *              + out + echo                        (held: its range of
+ *                the lent download arena)
+ *                [output gpu: held 2 x out + echo: download staging and
+ *                one CPU copy]
+ * A device backend without job_bytes_stages: host working = S + sum
+ * decoded(s) + sum scratch(n), held = (2 x out if it lends nothing) + echo,
+ * raised to its job_bytes estimate if it has one (a backend estimate only
+ * ever raises a charge). Exact code: ib_charge_for in
+ * worker/exec/credits.c, ib_cuda_charge in worker/gpu/charge.c, pinned by
+ * tests/unit/test_charge.c.
+ *
+ * At the defaults (256 MiB host, 512 MiB gpu) a 4096^2 RGBA image is 64
+ * MiB: any single op or two-op chain on it is admitted by both backends
+ * (e.g. Kernel 3x3: cpu 128 MiB + 40 host / 64 MiB + 40 gpu; cuda 128 MiB +
+ * 512 host / 128 MiB + 512 gpu). Two full-size jobs hold 2 x (64 + 64) MiB
+ * = the whole host cap before their parameters, so the second waits
+ * (IB_QUEUE_FULL) for the first's result; two jobs fit together when the
+ * output is smaller than the source, or with a larger host_bytes.
  *
  * Lent outputs: a device backend downloads a submission's terminal images
  * into one pinned arena and hands each result a range of it (ib_image

@@ -9,6 +9,10 @@
 
 #include "kafka/wstate.h"
 
+bool ib_wresults_backlogged(const ib_worker *w) {
+  return w->held_bytes > w->cfg->exec.host_bytes / 2;
+}
+
 bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
                   size_t cap) {
   (void)w;
@@ -113,11 +117,13 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       p->assigned = true;
     }
     e = rd_kafka_incremental_assign(rk, parts);
+    w->joined = true;
     /* New partitions arrive unpaused: a worker in backpressure pauses them. */
     if (!e && w->paused) rd_kafka_pause_partitions(rk, parts);
     log_parts(w, "assigned", parts);
   } else {
     bool lost = rd_kafka_assignment_lost(rk);
+    if (lost) w->joined = false; /* out of the group until it rejoins */
     /* Revoked in an orderly rebalance: what is done is still ours to
      * commit; the rest is dropped uncommitted (a later owner redoes it). A
      * lost assignment is no longer ours at all: nothing is committed. */
@@ -277,6 +283,7 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
     return;
   }
   w->counters[IB_WC_CONSUMED]++;
+  w->consumed_bytes += m->len;
   ib_wq_push(&w->waiting, j);
 }
 
@@ -284,6 +291,9 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
  * the executor (a fault is judged alone, after in-flight work drained),
  * else a fresh message. */
 static ib_wjob *next_job(ib_worker *w) {
+  /* Results the broker has not acknowledged stay in memory (to produce them
+   * again): while they fill the host budget, no new work starts. */
+  if (ib_wresults_backlogged(w)) return NULL;
   if (w->retry.head) {
     if (w->running || w->retry.head->not_before_us > ib_wnow_us()) return NULL;
     return ib_wq_pop(&w->retry);

@@ -81,10 +81,11 @@ static void answer(ib_worker *w, const rd_kafka_message_t *m, ib_result_msg *rm)
   char key[300];
   snprintf(key, sizeof key, "%s/%" PRId32 "/%" PRId64, src.topic, m->partition, m->offset);
   rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__STATE;
-  while (ib_wtxn_begin(w) && (e = rd_kafka_producev(w->producer, RD_KAFKA_V_TOPIC(w->cfg->results_topic),
+  while (ib_wtxn_begin(w) &&
+         (e = rd_kafka_producev(w->producer, RD_KAFKA_V_TOPIC(w->cfg->results_topic),
                                 RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(buf, len),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_END)) ==
-         RD_KAFKA_RESP_ERR__QUEUE_FULL)
+             RD_KAFKA_RESP_ERR__QUEUE_FULL)
     rd_kafka_poll(w->producer, 100);
   if (e) {
     free(buf);

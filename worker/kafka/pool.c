@@ -16,6 +16,7 @@ struct ib_wpool {
   ib_wout *todo_head, *todo_tail, *done;
   size_t outstanding;
   bool quit;
+  ib_hist encode; /* ib_wout_prepare times, under mu */
   int n;
   pthread_t tid[];
 };
@@ -30,9 +31,12 @@ static void *run(void *arg) {
     p->todo_head = o->next;
     if (!p->todo_head) p->todo_tail = NULL;
     pthread_mutex_unlock(&p->mu);
+    uint64_t t0 = ib_wnow_us();
     ib_wout_prepare(p->w, o);
+    uint64_t took = ib_wnow_us() - t0;
     ib_result_free(&o->res); /* lent pixels go back from any thread */
     pthread_mutex_lock(&p->mu);
+    ib_hist_observe(&p->encode, took);
     o->next = p->done;
     p->done = o;
   }
@@ -85,6 +89,12 @@ size_t ib_wpool_outstanding(ib_wpool *p) {
   size_t n = p->outstanding;
   pthread_mutex_unlock(&p->mu);
   return n;
+}
+
+void ib_wpool_encode_hist(ib_wpool *p, ib_hist *out) {
+  pthread_mutex_lock(&p->mu);
+  *out = p->encode;
+  pthread_mutex_unlock(&p->mu);
 }
 
 void ib_wpool_free(ib_wpool *p) {

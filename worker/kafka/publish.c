@@ -139,14 +139,17 @@ static uint8_t *pack_result(const ib_worker *w, const ib_wjob *j, ib_result_msg 
 /* Sends a packed Result (taking it) with the job's trace headers under the
  * job's coordinates, and its DLQ copy when marked. */
 static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
+  if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
   j->result = packed;
   j->result_len = len;
+  w->held_bytes += len;
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   j->result_headers = trace_headers(j->msg);
   snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,
            rd_kafka_topic_name(j->msg->rkt), j->partition, j->offset);
   w->counters[IB_WC_RESULTS]++;
+  w->result_bytes += len;
   produce_all(w, j);
 }
 
@@ -274,6 +277,10 @@ void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
     o->dlq = st != IB_OK ? err : res->error;
   }
   o->error = rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_ERROR;
+  o->outcome = o->error                                                        ? IB_WO_ERROR
+               : rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_FILE     ? IB_WO_FILE
+               : rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT ? IB_WO_RESIDENT
+                                                                               : IB_WO_IMAGE;
   o->packed = pack_result(w, o->j, &rm, &o->len);
   if (!o->packed) {
     o->fault_kind = "alloc";
@@ -292,6 +299,7 @@ bool ib_wout_send(ib_worker *w, ib_wout *o) {
     w->counters[IB_WC_ERRORS]++;
     mark_dlq(w, j, &o->dlq);
   }
+  w->outcomes[o->outcome]++;
   send_packed(w, j, o->packed, o->len);
   o->packed = NULL;
   return true;
@@ -314,6 +322,7 @@ void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, c
   ib_result_msg_init(&rm);
   ib_result_msg_error(&rm, false, 0, NULL, &e);
   w->counters[IB_WC_ERRORS]++;
+  w->outcomes[IB_WO_ERROR]++;
   mark_dlq(w, j, &e);
   send_result(w, j, &rm);
   ib_result_msg_clear(&rm);

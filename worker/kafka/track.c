@@ -61,6 +61,9 @@ ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg) {
   j->offset = msg->offset;
   j->part = p;
   j->consumed_us = ib_wnow_us();
+  j->alive_next = w->alive;
+  if (w->alive) w->alive->alive_prev = j;
+  w->alive = j;
   if (p->tail)
     p->tail->next = j;
   else
@@ -69,20 +72,25 @@ ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg) {
   return j;
 }
 
-void ib_wjob_free(ib_wjob *j) {
+void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   if (!j) return;
+  if (j->alive_prev)
+    j->alive_prev->alive_next = j->alive_next;
+  else
+    w->alive = j->alive_next;
+  if (j->alive_next) j->alive_next->alive_prev = j->alive_prev;
   if (j->msg) rd_kafka_message_destroy(j->msg);
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
+  if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
   free(j);
 }
 
 void ib_wjob_done(ib_worker *w, ib_wjob *j) {
-  (void)w;
   j->state = IB_WJOB_DONE;
   ib_wpart *p = j->part;
   if (!p) {
-    ib_wjob_free(j);
+    ib_wjob_free(w, j);
     return;
   }
   /* Only a done prefix moves the watermark; later done jobs wait in place. */
@@ -91,7 +99,7 @@ void ib_wjob_done(ib_worker *w, ib_wjob *j) {
     p->head = h->next;
     if (!p->head) p->tail = NULL;
     p->done_upto = h->offset + 1;
-    ib_wjob_free(h);
+    ib_wjob_free(w, h);
   }
 }
 
@@ -137,7 +145,7 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
     ib_wjob *next = j->next;
     j->next = NULL;
     if (j->state == IB_WJOB_DONE)
-      ib_wjob_free(j);
+      ib_wjob_free(w, j);
     else
       j->part = NULL;
     j = next;

@@ -20,8 +20,9 @@
 static bool txn_failed(ib_worker *w, const char *call, rd_kafka_error_t *e) {
   if (!e) return false;
   char m[400];
-  ib_wlog(w, "error", "txn_failed", "\"call\":\"%s\",\"retriable\":%s,\"abort\":%s,\"message\":\"%s\"",
-          call, rd_kafka_error_is_retriable(e) ? "true" : "false",
+  ib_wlog(w, "error", "txn_failed",
+          "\"call\":\"%s\",\"retriable\":%s,\"abort\":%s,\"message\":\"%s\"", call,
+          rd_kafka_error_is_retriable(e) ? "true" : "false",
           rd_kafka_error_txn_requires_abort(e) ? "true" : "false",
           ib_json_escape(m, sizeof m, rd_kafka_error_string(e)));
   if (rd_kafka_error_is_fatal(e)) w->fatal = true;

@@ -101,13 +101,16 @@ static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *dea
   w->stopping = true;
   w->exit_code = code;
   *deadline = ib_wnow_us() + w->cfg->grace_s * 1000000u;
+  w->stop_deadline = *deadline;
   ib_wconsume_pause(w, true);
+  ib_wmetrics_refresh(w, true); /* /healthz and /readyz say so at once */
   ib_wlog(w, code ? "error" : "info", "shutdown", "\"reason\":\"%s\",\"grace_s\":%" PRIu64, reason,
           w->cfg->grace_s);
 }
 
 void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg) {
   w->counters[IB_WC_FAULTS]++;
+  w->faults[ib_wfault_index(kind)]++;
   /* Only a job that faults alone (a retry, fed with nothing else in the
    * executor) says something about the worker: a first fault may have been
    * another job's, grouped into the same submission. */
@@ -149,6 +152,8 @@ static void on_result(ib_worker *w, ib_result *res) {
   ib_wjob *j = res->tag;
   if (!j) return; /* every input carries its job */
   w->running--;
+  ib_hist_observe(&w->queue_hist, res->queue_us);
+  ib_hist_observe(&w->exec_hist, res->exec_us);
   if (is_worker_fault(res)) {
     ib_wjob_fault(w, j, res->error.status == IB_DEVICE ? "device" : "internal", res->error.message);
     return;
@@ -205,11 +210,13 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
     status_log(w);
     *last_status = now;
   }
+  ib_wmetrics_refresh(w, false);
   /* Backpressure: messages pile up only when the executor takes none. */
   if (!w->stopping) {
-    if (!w->paused && w->waiting.n >= 2)
+    bool backlog = ib_wresults_backlogged(w);
+    if (!w->paused && (w->waiting.n >= 2 || backlog))
       ib_wconsume_pause(w, true);
-    else if (w->paused && w->waiting.n == 0)
+    else if (w->paused && w->waiting.n == 0 && !backlog)
       ib_wconsume_pause(w, false);
   }
 }
@@ -230,6 +237,13 @@ static void make_worker_id(ib_worker *w) {
 static int start(ib_worker *w) {
   char errbuf[512] = "";
   ib_error err = {0};
+  ib_status hst = ib_wmetrics_start(w, errbuf, sizeof errbuf);
+  if (hst != IB_OK) {
+    char m[700];
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"http\",\"message\":\"%s\"",
+            ib_json_escape(m, sizeof m, errbuf));
+    return hst == IB_INVALID ? 2 : 1;
+  }
   if (ib_executor_create(&w->cfg->exec, &w->ex, &err) != IB_OK) {
     char m[700];
     ib_wlog(w, "error", "start_failed", "\"stage\":\"executor\",\"message\":\"%s\"",
@@ -295,6 +309,8 @@ static void stop_clients(ib_worker *w) {
   while ((j = ib_wq_pop(&w->republish))) j->part = NULL;
   if (w->producer) rd_kafka_destroy(w->producer);
   ib_executor_destroy(w->ex);
+  /* What never finished (grace expired, a second signal): never committed. */
+  while (w->alive) ib_wjob_free(w, w->alive);
   free(w->parts);
 }
 
@@ -313,6 +329,7 @@ int ib_worker_run(const ib_worker_config *cfg) {
   int rc = start(&w);
   if (rc) {
     stop_clients(&w);
+    ib_wmetrics_stop(&w);
     return rc;
   }
   uint64_t deadline = UINT64_MAX, last_status = ib_wnow_us();
@@ -348,7 +365,10 @@ int ib_worker_run(const ib_worker_config *cfg) {
   }
   if (*cfg->stop >= 2) w.exit_code = 1;
   status_log(&w);
+  w.stopping = true; /* the listener answers until the clients are closed */
+  ib_wmetrics_refresh(&w, true);
   stop_clients(&w);
+  ib_wmetrics_stop(&w);
   ib_wlog(&w, w.exit_code ? "error" : "info", "exit", "\"code\":%d", w.exit_code);
   return w.exit_code;
 }

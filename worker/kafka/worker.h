@@ -37,7 +37,8 @@ typedef struct ib_worker_config {
   const char *worker_id;
   const char *props[IB_WORKER_MAX_PROPS][2]; /* -X key=value, to every client */
   int n_props;
-  const char *fault; /* IB_FAULTS builds: executor fault spec, "sink" for output writes */
+  const char *metrics_addr; /* HOST:PORT of /metrics, /healthz, /readyz; NULL: none */
+  const char *fault;        /* IB_FAULTS builds: executor fault spec, "sink" for output writes */
   ib_wlog_fn log;
   void *log_ctx;
   /* Set by the front end's signal handler: 1 = drain, 2 = exit at once. */

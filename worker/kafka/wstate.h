@@ -30,9 +30,10 @@ typedef struct ib_wjob {
   rd_kafka_message_t *msg;
   int32_t partition;
   int64_t offset;
-  struct ib_wpart *part; /* NULL once its partition was revoked or lost */
-  struct ib_wjob *next;  /* in its partition, by offset */
-  struct ib_wjob *qnext; /* in the waiting or retry queue */
+  struct ib_wpart *part;                   /* NULL once its partition was revoked or lost */
+  struct ib_wjob *next;                    /* in its partition, by offset */
+  struct ib_wjob *qnext;                   /* in the waiting or retry queue */
+  struct ib_wjob *alive_prev, *alive_next; /* every job not yet freed (teardown) */
   ib_wjob_state state;
   int pending;                 /* deliveries outstanding (Result, DLQ copy) */
   bool delivery_failed;        /* re-produce when the broker is back */
@@ -76,12 +77,26 @@ typedef struct ib_wout {
   size_t len;
   bool error; /* outcome error: DLQ with `dlq` */
   ib_error dlq;
+  int outcome;            /* IB_WO_*, as counted once sent */
   const char *fault_kind; /* a worker fault instead of a Result */
   char fault_msg[320];
   struct ib_wout *next;
 } ib_wout;
 
 typedef struct ib_wpool ib_wpool;
+typedef struct ib_wmetrics ib_wmetrics;
+
+/* A latency histogram with fixed buckets (metrics.c, then +Inf);
+ * counts per bucket, not cumulative. */
+#define IB_HIST_BUCKETS 17
+typedef struct ib_hist {
+  uint64_t counts[IB_HIST_BUCKETS + 1];
+  uint64_t n, sum_us;
+} ib_hist;
+
+/* Result outcomes and worker fault kinds, as counted for /metrics. */
+enum { IB_WO_IMAGE, IB_WO_ERROR, IB_WO_FILE, IB_WO_RESIDENT, IB_WO_N };
+enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_WF_OTHER, IB_WF_N };
 
 typedef struct ib_worker {
   const ib_worker_config *cfg;
@@ -90,6 +105,7 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
+  ib_wjob *alive; /* every job not yet freed */
   ib_wpart *parts;
   int32_t n_parts;
   ib_wjob_queue waiting;   /* consumed, not yet in the executor */
@@ -97,7 +113,7 @@ typedef struct ib_worker {
   ib_wjob_queue republish; /* Results whose delivery failed, to produce again */
   ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
   bool txn_open;
-  size_t running;          /* jobs in the executor */
+  size_t running; /* jobs in the executor */
   bool paused;
   bool stopping; /* drain: no more input */
   int exit_code;
@@ -106,12 +122,20 @@ typedef struct ib_worker {
   uint64_t successes, consecutive_faults;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
+  uint64_t held_bytes;  /* packed Results kept until acknowledged */
   bool sink_fault;      /* IB_FAULTS "sink" */
   uint64_t last_commit_us, last_sweep_us;
   ib_wpool *pool; /* encodes Results off the driving thread */
   ib_handle_slot *handles;
   size_t n_handles, cap_handles;
   uint64_t counters[8];
+  uint64_t outcomes[IB_WO_N];            /* Results sent, by outcome */
+  uint64_t faults[IB_WF_N];              /* worker faults, by kind */
+  uint64_t consumed_bytes, result_bytes; /* Job payloads in, Results out */
+  ib_hist queue_hist, exec_hist;
+  bool joined;            /* in the group: an assignment (possibly empty) was served */
+  uint64_t stop_deadline; /* while stopping: the end of the grace period */
+  ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
 } ib_worker;
 
 enum {
@@ -154,7 +178,8 @@ int64_t ib_wpart_commit_offset(const ib_wpart *p);
 /* Detaches every job of a partition (revoke/lost): they finish but are
  * never committed; waiting ones are dropped. */
 void ib_wpart_drop(ib_worker *w, ib_wpart *p);
-void ib_wjob_free(ib_wjob *j);
+/* Frees a job (its message, Result bytes, headers). */
+void ib_wjob_free(ib_worker *w, ib_wjob *j);
 
 /* Consumer side (consume.c). */
 ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
@@ -163,6 +188,9 @@ ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err);
  * the waiting queue. */
 void ib_wconsume_poll(ib_worker *w, int timeout_ms);
 void ib_wconsume_pause(ib_worker *w, bool pause);
+/* Unacknowledged Results hold more than half the host budget (a broker
+ * outage): fetching pauses and no new job starts until they drain. */
+bool ib_wresults_backlogged(const ib_worker *w);
 /* Commits every partition whose watermark moved (async; sync when `sync`). */
 void ib_wcommit(ib_worker *w, bool sync);
 
@@ -197,6 +225,23 @@ void ib_wcontrol_poll(ib_worker *w);
 /* Keeps a resident result's handle (takes it from res); fills the ref. */
 bool ib_whandle_keep(ib_worker *w, ib_result *res, uint64_t *handle_id);
 void ib_wcontrol_stop(ib_worker *w);
+
+/* Histograms (metrics.c); the bounds are microseconds. */
+void ib_hist_observe(ib_hist *h, uint64_t us);
+/* IB_WF_* for a fault kind named by ib_wjob_fault's callers. */
+int ib_wfault_index(const char *kind);
+/* The encode pool's histogram of ib_wout_prepare times (a copy). */
+void ib_wpool_encode_hist(ib_wpool *p, ib_hist *out);
+
+/* Operations endpoints (metrics.c, http.c). The HTTP thread reads only a
+ * snapshot, which the driving thread refreshes: every 100 ms from the
+ * loop, at once (force) where health changes. Without --metrics-addr
+ * nothing is started and these do nothing. */
+ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap);
+void ib_wmetrics_refresh(ib_worker *w, bool force);
+/* Stops the listener (after a failing exit: once it has answered 503 for
+ * up to a second more, within the grace period). */
+void ib_wmetrics_stop(ib_worker *w);
 
 /* --transactional (txn.c). */
 bool ib_wtxn_init(ib_worker *w);

@@ -49,7 +49,7 @@ static ib_status chops_infer(const ib_node *node, const ib_shape *in, ib_shape *
   const Imgbatch__V1__ChopsOp *p = node->pb->chops;
   int fn = p ? (int)p->function : -1;
   if (fn < 0 || fn >= IB_CHOP_COUNT)
-    return ib_op_fail(err, IB_INVALID, "op chops: function=%d unknown", fn);
+    return ib_op_fail(err, IB_UNSUPPORTED, "op chops: function=%d unknown to this worker", fn);
   for (int i = 0; i < 2; i++) {
     ib_status st = ib_op_check_mode(node->op, &in[i], err);
     if (st != IB_OK) return st;

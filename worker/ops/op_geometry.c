@@ -44,7 +44,8 @@ static ib_status transpose_infer(const ib_node *node, const ib_shape *in, ib_sha
   if (st != IB_OK) return st;
   int m = (int)node->pb->transpose->method;
   if (m < IB_TRANSPOSE_FLIP_LEFT_RIGHT || m > IB_TRANSPOSE_TRANSVERSE)
-    return ib_op_fail(err, IB_INVALID, "op transpose: method %d is not an Image.Transpose value",
+    return ib_op_fail(err, IB_UNSUPPORTED,
+                      "op transpose: method %d is not an Image.Transpose value this worker knows",
                       m);
   *out = in[0];
   if (ib_transpose_swaps(m)) {

@@ -63,8 +63,8 @@ static ib_status resize_infer(const ib_node *node, const ib_shape *in, ib_shape 
   const Imgbatch__V1__ResizeOp *r = node->pb->resize;
   unsigned f = (unsigned)r->resample;
   if (f >= sizeof resample_names / sizeof resample_names[0])
-    return ib_op_fail(err, IB_INVALID, "op resize: resample %d is not a Pillow filter",
-                      (int)r->resample);
+    return ib_op_fail(err, IB_UNSUPPORTED,
+                      "op resize: resample %d is not a filter this worker knows", (int)r->resample);
   if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
     return ib_op_fail(err, IB_UNSUPPORTED,
                       "op resize: resample %s not supported for mode %s (only NEAREST)",

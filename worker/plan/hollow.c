@@ -6,61 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+#include "plan/wire_check.h"
+
 enum { JOB_SOURCE = 3, JOB_EXTRA = 4, SRC_RAW = 3, RAW_DATA = 4 };
-
-typedef struct wfield {
-  uint32_t fn;
-  int wt;
-  const uint8_t *start, *val, *end; /* key .. payload .. next field */
-  size_t vlen;                      /* payload bytes of a WT_LEN field */
-} wfield;
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  uint64_t r = 0;
-  for (int s = 0; s < 64 && *p < end; s += 7) {
-    uint8_t b = *(*p)++;
-    r |= (uint64_t)(b & 0x7f) << s;
-    if (!(b & 0x80)) {
-      *v = r;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* 1: a field; 0: end of the message; -1: malformed or a group. */
-static int next_field(const uint8_t **p, const uint8_t *end, wfield *f) {
-  if (*p == end) return 0;
-  f->start = *p;
-  uint64_t key, n;
-  if (!get_varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return -1;
-  f->fn = (uint32_t)(key >> 3);
-  f->wt = (int)(key & 7);
-  switch (f->wt) {
-    case WT_VARINT:
-      f->val = *p;
-      if (!get_varint(p, end, &n)) return -1;
-      break;
-    case WT_I64:
-    case WT_I32: {
-      size_t w = f->wt == WT_I64 ? 8 : 4;
-      if ((size_t)(end - *p) < w) return -1;
-      f->val = *p;
-      *p += w;
-      break;
-    }
-    case WT_LEN:
-      if (!get_varint(p, end, &n) || n > (uint64_t)(end - *p)) return -1;
-      f->val = *p;
-      f->vlen = (size_t)n;
-      *p += n;
-      break;
-    default: return -1; /* groups: not in our schema */
-  }
-  f->end = *p;
-  return 1;
-}
 
 static size_t varint_len(uint64_t v) {
   size_t n = 1;
@@ -75,13 +23,13 @@ static uint8_t *put_varint(uint8_t *o, uint64_t v) {
 }
 
 /* The RawImage's one data field (NULL: none); -1 when not canonical. */
-static int raw_data(const uint8_t *p, size_t n, wfield *data) {
+static int raw_data(const uint8_t *p, size_t n, ib_wire_field *data) {
   const uint8_t *end = p + n;
-  wfield f;
+  ib_wire_field f;
   int r, seen = 0;
-  while ((r = next_field(&p, end, &f)) == 1)
+  while ((r = ib_wire_next(&p, end, &f)) == 1)
     if (f.fn == RAW_DATA) {
-      if (f.wt != WT_LEN || seen++) return -1;
+      if (f.wt != IB_WT_LEN || seen++) return -1;
       *data = f;
     }
   return r < 0 ? -1 : seen;
@@ -89,13 +37,14 @@ static int raw_data(const uint8_t *p, size_t n, wfield *data) {
 
 /* The Source's raw field when it is the only kind field: 1 (with *raw and
  * *data when data is at least min), 0 nothing to hollow, -1 not canonical. */
-static int source_raw(const uint8_t *p, size_t n, size_t min, wfield *raw, wfield *data) {
+static int source_raw(const uint8_t *p, size_t n, size_t min, ib_wire_field *raw,
+                      ib_wire_field *data) {
   const uint8_t *end = p + n;
-  wfield f;
+  ib_wire_field f;
   int r, kinds = 0, found = 0;
-  while ((r = next_field(&p, end, &f)) == 1) {
+  while ((r = ib_wire_next(&p, end, &f)) == 1) {
     if (f.fn < 1 || f.fn > 4) continue;
-    if (f.wt != WT_LEN || kinds++) return -1;
+    if (f.wt != IB_WT_LEN || kinds++) return -1;
     if (f.fn != SRC_RAW) continue;
     int d = raw_data(f.val, f.vlen, data);
     if (d < 0) return -1;
@@ -114,17 +63,17 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
   /* Pass 1: find the spans; pass 2 writes the message without them. */
   typedef struct hit {
     const uint8_t *field_start; /* the Job-level Source field */
-    wfield raw, data;
+    ib_wire_field raw, data;
   } hit;
   hit hits[IB_HOLLOW_MAX_SPANS];
   size_t n_hits = 0, extra = 0, dropped = 0;
   int sources = 0;
   const uint8_t *p = buf, *end = buf + len;
-  wfield f;
+  ib_wire_field f;
   int r;
-  while ((r = next_field(&p, end, &f)) == 1) {
+  while ((r = ib_wire_next(&p, end, &f)) == 1) {
     if (f.fn != JOB_SOURCE && f.fn != JOB_EXTRA) continue;
-    if (f.wt != WT_LEN || (f.fn == JOB_SOURCE && sources++)) return 0;
+    if (f.wt != IB_WT_LEN || (f.fn == JOB_SOURCE && sources++)) return 0;
     size_t index = f.fn == JOB_SOURCE ? 0 : 1 + extra++;
     hit hh;
     int s = source_raw(f.val, f.vlen, min, &hh.raw, &hh.data);
@@ -143,7 +92,7 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
   h->msg = o;
   p = buf;
   size_t k = 0;
-  while (next_field(&p, end, &f) == 1) {
+  while (ib_wire_next(&p, end, &f) == 1) {
     if (k == n_hits || f.start != hits[k].field_start) {
       memcpy(o, f.start, (size_t)(f.end - f.start));
       o += f.end - f.start;
@@ -153,20 +102,20 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
     size_t data_bytes = (size_t)(hh->data.end - hh->data.start);
     size_t raw_len = hh->raw.vlen - data_bytes;
     size_t raw_old = (size_t)(hh->raw.end - hh->raw.start);
-    size_t raw_new = varint_len((uint64_t)SRC_RAW << 3 | WT_LEN) + varint_len(raw_len) + raw_len;
+    size_t raw_new = varint_len((uint64_t)SRC_RAW << 3 | IB_WT_LEN) + varint_len(raw_len) + raw_len;
     size_t src_len = f.vlen - raw_old + raw_new;
-    o = put_varint(o, (uint64_t)f.fn << 3 | WT_LEN);
+    o = put_varint(o, (uint64_t)f.fn << 3 | IB_WT_LEN);
     o = put_varint(o, src_len);
     /* The Source's fields, its raw one rebuilt without data. */
     const uint8_t *q = f.val, *qend = f.val + f.vlen;
-    wfield g;
-    while (next_field(&q, qend, &g) == 1) {
+    ib_wire_field g;
+    while (ib_wire_next(&q, qend, &g) == 1) {
       if (g.start != hh->raw.start) {
         memcpy(o, g.start, (size_t)(g.end - g.start));
         o += g.end - g.start;
         continue;
       }
-      o = put_varint(o, (uint64_t)SRC_RAW << 3 | WT_LEN);
+      o = put_varint(o, (uint64_t)SRC_RAW << 3 | IB_WT_LEN);
       o = put_varint(o, raw_len);
       memcpy(o, g.val, (size_t)(hh->data.start - g.val));
       o += hh->data.start - g.val;
@@ -182,9 +131,9 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
 size_t ib_wire_collect(const uint8_t *buf, size_t len, uint32_t fn, uint8_t *out, size_t cap) {
   size_t total = 0;
   const uint8_t *p = buf, *end = buf + len;
-  wfield f;
+  ib_wire_field f;
   int r;
-  while ((r = next_field(&p, end, &f)) == 1) {
+  while ((r = ib_wire_next(&p, end, &f)) == 1) {
     if (f.fn != fn) continue;
     size_t n = (size_t)(f.end - f.start);
     if (out && total + n <= cap) memcpy(out + total, f.start, n);

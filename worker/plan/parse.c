@@ -15,10 +15,17 @@
 #include "codec/codec.h"
 #include "core/error.h"
 #include "plan/graph.h"
+#include "plan/source_path.h"
+#include "plan/wire_check.h"
 
 #define DEFAULT_MAX_SOURCE_BYTES (256ull << 20)
 #define DEFAULT_MAX_METADATA_BYTES (64ull << 10)
 #define MAX_METADATA_DEPTH 8
+/* Sources a Job may carry: Job.source plus up to 63 extra_sources (Limit
+ * past it). A graph of 256 ops reads at most a few images; the bound keeps
+ * the per-source work of parsing (and a producer's mistake) small, and
+ * equals IB_HOLLOW_MAX_SPANS, so every raw source can stay in place. */
+#define IB_MAX_SOURCES 64
 
 static int value_depth(const Imgbatch__V1__Value *v) {
   int deepest = 0;
@@ -54,62 +61,6 @@ static ib_status check_metadata(const Imgbatch__V1__Job *job, uint64_t cap, ib_e
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
                 "metadata: %llu bytes exceed the %llu byte limit", (unsigned long long)bytes,
                 (unsigned long long)cap);
-  return IB_OK;
-}
-
-/* Resolves `rel` inside `root` and reads it; rejects absolute paths, ".."
- * components and symlinks that lead outside the root. */
-static ib_status read_path_source(const char *root, const char *rel, uint64_t cap, ib_source *s,
-                                  size_t idx, ib_error *err) {
-  if (!root)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                "source %zu: path sources need a configured source root", idx);
-  if (!rel[0] || rel[0] == '/' || strcmp(rel, "..") == 0 || strncmp(rel, "../", 3) == 0 ||
-      strstr(rel, "/../") || (strlen(rel) >= 3 && strcmp(rel + strlen(rel) - 3, "/..") == 0))
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                "source %zu: path '%s' must be relative and stay inside the source root", idx, rel);
-  char real_root[PATH_MAX], joined[PATH_MAX], real_file[PATH_MAX];
-  if (!realpath(root, real_root))
-    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source root '%s': %s", root, strerror(errno));
-  if ((size_t)snprintf(joined, sizeof joined, "%s/%s", real_root, rel) >= sizeof joined)
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: path too long", idx);
-  if (!realpath(joined, real_file))
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: path '%s': %s", idx, rel,
-                strerror(errno));
-  size_t rl = strlen(real_root);
-  if (strncmp(real_file, real_root, rl) != 0 || real_file[rl] != '/')
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                "source %zu: path '%s' resolves outside the source root", idx, rel);
-  int fd = open(real_file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: open '%s': %s", idx, rel,
-                strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return ib_error_set(err, IB_DECODE, IB_STAGE_DECODE, "source %zu: '%s' is not a regular file", idx,
-                rel);
-  }
-  if ((uint64_t)st.st_size > cap) {
-    close(fd);
-    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                "source %zu: %lld bytes exceed the %llu byte source limit", idx,
-                (long long)st.st_size, (unsigned long long)cap);
-  }
-  s->file_bytes = malloc(st.st_size ? (size_t)st.st_size : 1);
-  if (!s->file_bytes) {
-    close(fd);
-    return ib_error_set(err, IB_INTERNAL, IB_STAGE_DECODE, "source %zu: out of memory", idx);
-  }
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t n = read(fd, s->file_bytes + got, (size_t)st.st_size - got);
-    if (n <= 0) break;
-    got += (size_t)n;
-  }
-  close(fd);
-  s->bytes = s->file_bytes;
-  s->len = got;
   return IB_OK;
 }
 
@@ -167,9 +118,7 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
       s->len = f->color.len;
       return IB_OK;
     }
-    case IMGBATCH__V1__SOURCE__KIND_PATH:
-      st = read_path_source(lim->source_root, pb->path, lim->max_source_bytes, s, idx, err);
-      if (st != IB_OK) return st;
+    case IMGBATCH__V1__SOURCE__KIND_PATH: /* already read by ib_path_sources_read */
       break;
     case IMGBATCH__V1__SOURCE__KIND_ENCODED:
       if (pb->encoded.len > lim->max_source_bytes)
@@ -187,6 +136,71 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     return st;
   }
   return check_side(s->shape.width, s->shape.height, "decoded", idx, err);
+}
+
+/* A source no SourceOp reads is not opened, read or probed: its bytes stay
+ * where they are (still counted as held), its shape stays empty. */
+static void keep_unread(const Imgbatch__V1__Source *pb, ib_source *s) {
+  s->pb = pb;
+  if (pb && pb->kind_case == IMGBATCH__V1__SOURCE__KIND_ENCODED) {
+    s->bytes = pb->encoded.data;
+    s->len = pb->encoded.len;
+  } else if (pb && pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && pb->raw) {
+    s->bytes = pb->raw->data.data;
+    s->len = pb->raw->data.len;
+  }
+}
+
+static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error *err) {
+  const Imgbatch__V1__Job *j = g->job;
+  size_t n = (j->source ? 1 : 0) + j->n_extra_sources;
+  if (!j->source && j->n_extra_sources)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "source 0: extra sources given without a source");
+  if (n > IB_MAX_SOURCES)
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                        "sources: %zu exceed the bound of %d (source and extra_sources)", n,
+                        IB_MAX_SOURCES);
+  /* n_sources only with the array: ib_graph_free walks it. */
+  g->sources = calloc(n ? n : 1, sizeof *g->sources);
+  if (!g->sources) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  g->n_sources = n;
+  bool read[IB_MAX_SOURCES] = {false};
+  for (size_t k = 0; k < j->n_nodes; k++) {
+    const Imgbatch__V1__Node *n = j->nodes[k];
+    if (n->op_case == IMGBATCH__V1__NODE__OP_SOURCE && n->source && n->source->index < g->n_sources)
+      read[n->source->index] = true;
+  }
+  /* Every path source the graph reads is sized (and the job's total
+   * capped) before any byte of one is read. */
+  ib_status st = ib_path_sources_read(g, lim, read, err);
+  if (st != IB_OK) return st;
+  for (size_t i = 0; i < g->n_sources; i++) {
+    const Imgbatch__V1__Source *pb = i == 0 ? j->source : j->extra_sources[i - 1];
+    if (!read[i]) {
+      keep_unread(pb, &g->sources[i]);
+      continue;
+    }
+    if ((st = load_source(pb, lim, &g->sources[i], i, err)) != IB_OK) return st;
+  }
+  return IB_OK;
+}
+
+/* What this worker cannot read is Unsupported, naming what it would need
+ * (never Invalid: the job may be valid for a newer worker); then strings. */
+static ib_status check_contract(const Imgbatch__V1__Job *j, const ib_wire_notes *notes,
+                                ib_error *err) {
+  uint32_t v = j->contract_version ? j->contract_version : 1;
+  if (v > IB_CONTRACT_VERSION)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "job written for contract version %u; this worker reads up to %u: "
+                        "upgrade the worker",
+                        v, IB_CONTRACT_VERSION);
+  if (notes->unknown)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE, "%s", notes->unknown_text);
+  if (notes->bad_string)
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "%s", notes->string_text);
+  return IB_OK;
 }
 
 static ib_status set_key(ib_graph *g, ib_error *err) {
@@ -278,8 +292,11 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     g->owner = mem->owner;
   }
   g->buffer = buffer;
+  /* Before protobuf-c, which would recurse without bound (wire_check.h). */
+  ib_wire_notes notes;
+  ib_status st = ib_wire_check(&imgbatch__v1__job__descriptor, bytes, len, &notes, err);
+  if (st != IB_OK) goto out;
   g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
-  ib_status st;
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
               "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
@@ -307,23 +324,16 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     ib_wire_collect(bytes, len, 5, g->nodes_wire, nw);
     g->nodes_wire_len = nw;
   }
+  /* A key that is not UTF-8 cannot be echoed: answered like bytes that are
+   * not a Job (strict protobuf runtimes would not have parsed it either). */
+  if (notes.bad_string && strcmp(notes.string_path, "key_string") == 0) {
+    st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "parse: %s", notes.string_text);
+    goto out;
+  }
   if ((st = set_key(g, err)) != IB_OK) goto out;
+  if ((st = check_contract(g->job, &notes, err)) != IB_OK) goto out;
   if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
-
-  g->n_sources = (g->job->source ? 1 : 0) + g->job->n_extra_sources;
-  if (!g->job->source && g->job->n_extra_sources) {
-    st = ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source 0: extra sources given without a source");
-    goto out;
-  }
-  g->sources = calloc(g->n_sources ? g->n_sources : 1, sizeof *g->sources);
-  if (!g->sources) {
-    st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < g->n_sources; i++) {
-    const Imgbatch__V1__Source *pb = i == 0 ? g->job->source : g->job->extra_sources[i - 1];
-    if ((st = load_source(pb, &lim, &g->sources[i], i, err)) != IB_OK) goto out;
-  }
+  if ((st = load_sources(g, &lim, err)) != IB_OK) goto out;
   st = ib_graph_validate(g, err);
 out:
   if (st != IB_OK) {

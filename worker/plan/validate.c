@@ -2,8 +2,10 @@
  * validate.c - node-by-node validation: op rows, input arity, topological
  * order (a reference to the node itself or a later node is a cycle), shapes
  * via each row's infer(), the 4096-side and 256-op bounds, and the
- * conservative working-set estimate used for credits.
+ * conservative working-set estimate used for credits. Every op's
+ * floating-point parameters meet one rule here, before its row sees them.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,6 +13,57 @@
 #include "plan/graph.h"
 
 #define MAX_OPS 256
+
+#define FIELD(m, fd, type) (*(type *)((const char *)(m) + (fd)->offset))
+#define QUANTIFIER(m, fd, type) (*(type *)((const char *)(m) + (fd)->quantifier_offset))
+
+static double float_at(const ProtobufCFieldDescriptor *fd, const void *p, size_t i) {
+  return fd->type == PROTOBUF_C_TYPE_DOUBLE ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+
+/* NaN and the infinities are never a valid parameter, for any op: Pillow
+ * raises on some and hands the rest to C conversions that are undefined for
+ * them. The op message is read through its descriptor, so every double of
+ * every op (repeated ones and those in sub-messages such as ResizeOp.box)
+ * is covered, including ops added later. `depth` guards the (acyclic) op
+ * schema. */
+static ib_status check_finite(const ProtobufCMessage *m, const char *op, const char *prefix,
+                              int depth, ib_error *err) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  for (unsigned f = 0; f < d->n_fields; f++) {
+    const ProtobufCFieldDescriptor *fd = &d->fields[f];
+    if ((fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && QUANTIFIER(m, fd, uint32_t) != fd->id)
+      continue;
+    bool repeated = fd->label == PROTOBUF_C_LABEL_REPEATED;
+    if (fd->type == PROTOBUF_C_TYPE_DOUBLE || fd->type == PROTOBUF_C_TYPE_FLOAT) {
+      const void *values = repeated ? FIELD(m, fd, void *) : (const char *)m + fd->offset;
+      size_t n = repeated ? QUANTIFIER(m, fd, size_t) : 1;
+      for (size_t i = 0; i < n; i++) {
+        double v = float_at(fd, values, i);
+        if (isfinite(v)) continue;
+        char index[24] = "";
+        if (repeated) snprintf(index, sizeof index, "[%zu]", i);
+        return ib_op_fail(err, IB_INVALID,
+                          "op %s: %s%s%s=%g is not finite (NaN and infinities are never valid)", op,
+                          prefix, fd->name, index, v);
+      }
+    } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !repeated && depth < 4) {
+      const ProtobufCMessage *sub = FIELD(m, fd, const ProtobufCMessage *);
+      char inner[64];
+      snprintf(inner, sizeof inner, "%s%s.", prefix, fd->name);
+      ib_status st = sub ? check_finite(sub, op, inner, depth + 1, err) : IB_OK;
+      if (st != IB_OK) return st;
+    }
+  }
+  return IB_OK;
+}
+
+/* The node's op message (the set member of Node.op). */
+static const ProtobufCMessage *op_message(const Imgbatch__V1__Node *pb) {
+  const ProtobufCFieldDescriptor *fd =
+      protobuf_c_message_descriptor_get_field(&imgbatch__v1__node__descriptor, pb->op_case);
+  return fd && fd->type == PROTOBUF_C_TYPE_MESSAGE ? FIELD(pb, fd, const ProtobufCMessage *) : NULL;
+}
 
 static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
   const Imgbatch__V1__Node *pb = g->job->nodes[i];
@@ -38,7 +91,9 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
     g->nodes[ref].last_use = (unsigned)i;
   }
   n->n_inputs = (unsigned)pb->n_inputs;
-  ib_status st = n->op->infer(n, in, &n->shape, err);
+  const ProtobufCMessage *params = op_message(pb);
+  ib_status st = params ? check_finite(params, n->op->name, "", 0, err) : IB_OK;
+  if (st == IB_OK) st = n->op->infer(n, in, &n->shape, err);
   if (st != IB_OK) {
     ib_error_prefix(err, "node %zu", i);
     return st;

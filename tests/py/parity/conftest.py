@@ -6,12 +6,16 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-try:
-    import imgbatch  # noqa: F401
-except ImportError:  # run outside ctest: use the checkout's client/
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "client"))
-
+import imgbatch  # noqa: E402  (the installed imgbatch-client: scripts/setup.sh)
 import parity  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _record_unchecked():
+    # Rejection cases record calls Pillow refuses, for the worker to reject;
+    # the client's record-time Pillow check is tested in tests/py/client.
+    with imgbatch.unchecked():
+        yield
 
 
 def pytest_report_header(config):

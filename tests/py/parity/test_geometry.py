@@ -196,5 +196,6 @@ def test_contexts_pillow_takes_but_imgbatch_refuses(mode):
 
 
 def test_transpose_rejects_a_method_outside_image_transpose():
+    # A value this contract lacks may be a newer worker's: Unsupported, never Invalid.
     im = parity.random_image(parity.rng("transpose-7"), "RGB", (3, 2))
-    parity.assert_rejected([Case("method-7", "transpose", "RGB", im.transpose(7), "invalid")])
+    parity.assert_rejected([Case("method-7", "transpose", "RGB", im.transpose(7), "unsupported")])

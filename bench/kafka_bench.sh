@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/kafka_bench.sh - the Kafka worker against its floor, a plain librdkafka
+# relay of the same messages on the same embedded broker (issue 10 "Speed").
+# Needs bin/imgbatch and bin/kafka_bench on PATH (a build dir's, or .devpack/bin).
+#   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
+#   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16
+# Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
+set -u
+backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=400
+while [ $# -gt 0 ]; do
+  case $1 in
+    --backend) backend=$2; shift 2 ;;
+    --n) n=$2; shift 2 ;;
+    --side) side=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --codec-n) codec_n=$2; shift 2 ;;
+    *) echo "unknown $1" >&2; exit 2 ;;
+  esac
+done
+out=${OUT:-/tmp/kafka_bench}
+mkdir -p "$out"
+
+start_broker() {
+  coproc BROKER { exec imgbatch broker 2>"$out/broker.log"; }
+  read -r line <&"${BROKER[0]}"
+  boot=${line#bootstrap=}
+}
+stop_broker() { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
+
+run_case() { # name kind jobs-count relay|worker-args...
+  local name=$1 kind=$2 count=$3; shift 3
+  start_broker
+  if [ "$1" = relay ]; then
+    kafka_bench relay --brokers "$boot" --n "$count" >"$out/$name.relay" 2>&1 &
+  else
+    imgbatch worker --brokers "$boot" --backend "$backend" --grace-seconds 30 "$@" \
+      -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.worker.log" &
+  fi
+  local pid=$!
+  kafka_bench drive --brokers "$boot" --n "$count" --kind "$kind" --side "$side" \
+    >"$out/$name.drive" 2>&1
+  kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  stop_broker
+  printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
+}
+
+echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs"
+run_case relay-raw raw "$n" relay
+run_case worker-raw raw "$n" --decode-threads 0
+for t in $threads; do
+  run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
+done

@@ -1,0 +1,40 @@
+/*
+ * metrics.h - the operations snapshot shared by metrics.c (filled on the
+ * driving thread, formatted for /metrics) and http.c (the listener thread).
+ * The listener reads nothing of the worker but this snapshot, under its mutex.
+ */
+#ifndef IB_KAFKA_METRICS_H
+#define IB_KAFKA_METRICS_H
+
+#include <pthread.h>
+
+#include "kafka/wstate.h"
+
+enum { IB_CREDIT_GPU, IB_CREDIT_HOST, IB_CREDIT_JOBS, IB_CREDIT_IN_FLIGHT, IB_CREDIT_N };
+
+typedef struct ib_wsnap {
+  uint64_t counters[8], outcomes[IB_WO_N], faults[IB_WF_N];
+  uint64_t consumed_bytes, result_bytes;
+  ib_hist queue, exec, encode;
+  uint64_t waiting, running, undelivered, handles, partitions, oldest_us;
+  int64_t lag; /* -1: no partition with a known high watermark */
+  ib_credit_counter credits[IB_CREDIT_N];
+  bool paused, joined, stopping, sick, fatal;
+  int exit_code;
+  uint64_t stop_deadline;
+} ib_wsnap;
+
+struct ib_wmetrics {
+  pthread_mutex_t mu;
+  ib_wsnap snap;
+  uint64_t refreshed_us;
+  struct MHD_Daemon *daemon;
+};
+
+/* Health and readiness from a snapshot, at monotonic time now_us. */
+bool ib_wsnap_healthy(const ib_wsnap *s, uint64_t now_us);
+bool ib_wsnap_ready(const ib_wsnap *s);
+/* Prometheus text format 0.0.4; malloc'd (NULL: out of memory). */
+char *ib_wsnap_format(const ib_wsnap *s, size_t *len);
+
+#endif
