@@ -4,19 +4,20 @@ under twice --host-bytes plus 200 MB."""
 import threading
 
 from harness import SANITIZED, check_result_for, coord_key, rss_bytes
-from jobs import SLOW, image_job
+from jobs import image_job
 
 N = 200
 HOST_BYTES = 1 << 20
-# RGB raw: 75 KiB a job, 3.75 MiB a partition (the mock keeps 5 MiB).
+# RGB raw: 75 KiB in and out, 3.75 MiB a partition (the mock keeps 5 MiB).
 W = H = 160
 
 
 def test_tiny_caps_pause_and_resume_and_bound_memory(make_env):
     env = make_env()
     reader = env.reader()
-    # A median filter: the executor, not the consumer, sets the pace.
-    jobs = [image_job(i, W, H, graph=SLOW) for i in range(N)]
+    # Invert: large in and large out, so that Results awaiting their
+    # acknowledgement fill the host credits too.
+    jobs = [image_job(i, W, H, graph=1) for i in range(N)]
     w = env.worker("--host-bytes", HOST_BYTES, "--max-jobs", 2, "--max-in-flight", 1)
     w.wait_assigned(60)
     peak = [0]
