@@ -38,6 +38,23 @@ typedef struct tally {
 
 static FILE *logf_;
 
+/* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
+ * tool, unlike the library, may read the environment. */
+static const char *tool_cache_dir(void) {
+  static char dir[512];
+  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+             *home = getenv("HOME");
+  int n = -1;
+  if (env && *env)
+    n = snprintf(dir, sizeof dir, "%s", env);
+  else if (xdg && *xdg)
+    n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);
+  else if (home && *home)
+    n = snprintf(dir, sizeof dir, "%s/.cache/imgbatch", home);
+  return n > 0 && n < (int)sizeof dir ? dir : NULL;
+}
+
+
 static int admitted(int op, ib_mode m) {
   if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
     return m == IB_MODE_L || m == IB_MODE_RGB;
@@ -85,6 +102,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = IB_BACKEND_CUDA;
+  eo.cache_dir = tool_cache_dir();
   ib_executor *ex = NULL;
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
     fprintf(logf_, "FAIL resident: executor create: %s\n", err.message);
@@ -250,6 +268,7 @@ static void cap_alone(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, j
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
+  eo.cache_dir = tool_cache_dir();
   ib_executor *ex = NULL;
   ib_error err = {0};
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
@@ -304,6 +323,7 @@ static void cap_pair(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
+  eo.cache_dir = tool_cache_dir();
   eo.queue = true;
   ib_executor *ex = NULL;
   ib_error err = {0};
@@ -389,7 +409,7 @@ int main(int argc, char **argv) {
   ib_cuda *cu = NULL;
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
                               .host_bytes = 2048ull << 20, .max_in_flight = 2,
-                              .host_threads = -1};
+                              .host_threads = -1, .cache_dir = tool_cache_dir()};
   if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
@@ -646,6 +666,7 @@ int main(int argc, char **argv) {
     ib_executor_options eo;
     ib_executor_options_default(&eo);
     eo.backend = IB_BACKEND_CUDA;
+    eo.cache_dir = tool_cache_dir();
     eo.queue = true;
     ib_executor *ex = NULL;
     if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
