@@ -7,8 +7,7 @@
 const char *ib_cli_cache_dir(void) {
   /* The environment does not change under us: resolve once. */
   static char dir[512];
-  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-             *home = getenv("HOME");
+  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   int n = -1;
   if (env && *env)
     n = snprintf(dir, sizeof dir, "%s", env);

@@ -42,10 +42,14 @@ static size_t bucket(const ib_lru *l, const uint64_t key[2]) {
 }
 
 static void unlink_recency(ib_lru *l, ib_lru_entry *e) {
-  if (e->prev) e->prev->next = e->next;
-  else l->mru = e->next;
-  if (e->next) e->next->prev = e->prev;
-  else l->lru = e->prev;
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    l->mru = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    l->lru = e->prev;
   e->prev = e->next = NULL;
 }
 
@@ -147,7 +151,9 @@ void ib_lru_unpin(ib_lru *l, ib_lru_entry *e) {
   pthread_mutex_unlock(&l->mu);
 }
 
-void *ib_lru_value(const ib_lru_entry *e) { return e->value; }
+void *ib_lru_value(const ib_lru_entry *e) {
+  return e->value;
+}
 
 ib_lru_stats ib_lru_stats_get(ib_lru *l) {
   pthread_mutex_lock(&l->mu);
@@ -208,7 +214,9 @@ void ib_dstore_close(ib_dstore *d) {
   free(d);
 }
 
-const char *ib_dstore_dir(const ib_dstore *d) { return d->dir; }
+const char *ib_dstore_dir(const ib_dstore *d) {
+  return d->dir;
+}
 
 ib_dstore_stats ib_dstore_stats_get(ib_dstore *d) {
   return (ib_dstore_stats){.hits = atomic_load(&d->hits),

@@ -51,8 +51,8 @@ ib_status ib_kcache_get(ib_kcache *c, const char *name, const char *src, const c
 /* Counters for tests and metrics; any thread, never blocks on a compile. */
 typedef struct ib_kcache_stats {
   uint64_t memory_hits, disk_hits, compiles, compile_us, disk_writes;
-  uint64_t memory_evictions, memory_bytes;             /* in-memory layer */
-  uint64_t disk_corrupt, disk_evictions, disk_bytes;   /* disk layer (this process's view) */
+  uint64_t memory_evictions, memory_bytes;           /* in-memory layer */
+  uint64_t disk_corrupt, disk_evictions, disk_bytes; /* disk layer (this process's view) */
 } ib_kcache_stats;
 ib_kcache_stats ib_kcache_stats_get(ib_kcache *c);
 /* "" when there is no disk layer. */
