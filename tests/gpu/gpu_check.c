@@ -395,6 +395,7 @@ int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
+  uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random")) n_random = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
@@ -402,6 +403,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--big")) big = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log")) log_path = argv[i + 1];
     else if (!strcmp(argv[i], "--cpu-only")) cpu_only = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--module-cache")) module_cache = strtoull(argv[i + 1], NULL, 10);
   }
   logf_ = log_path ? fopen(log_path, "w") : stderr;
   if (!logf_) logf_ = stderr;
@@ -409,7 +411,8 @@ int main(int argc, char **argv) {
   ib_cuda *cu = NULL;
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
                               .host_bytes = 2048ull << 20, .max_in_flight = 2,
-                              .host_threads = -1, .cache_dir = tool_cache_dir()};
+                              .host_threads = -1, .cache_dir = tool_cache_dir(),
+                              .module_cache_bytes = module_cache};
   if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
