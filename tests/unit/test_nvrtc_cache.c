@@ -483,6 +483,18 @@ Test(kcache, compiles_once_then_disk_hit_then_corrupt_file_recompiles, .timeout 
   ib_kcache_free(c);
   ib_kcache *e = ib_kcache_new(dir, 1 << 20, 64 << 20);
   cr_assert_eq(get(e, 1, NULL), IB_KC_DISK);
+  /* A failed compile is counted (its time was spent) and cached nowhere. */
+  void *img = NULL;
+  size_t len = 0;
+  ib_error err = {0};
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(ib_kcache_get(e, "bad.cu", "__global__ void k() { nope(); }", "sm_90", NULL, 0,
+                               &img, &len, NULL, NULL, &err),
+                 IB_DEVICE);
+  cr_assert_null(img);
+  s = ib_kcache_stats_get(e);
+  cr_assert_eq(s.compiles, 2);
+  cr_assert_eq(s.disk_writes, 0);
   ib_kcache_free(e);
   rmdir_all(dir);
 }

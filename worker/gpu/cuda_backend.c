@@ -21,7 +21,6 @@
 
 /* A loaded kernel module, an entry of ib_cuda.mods. */
 typedef struct kfunc {
-  struct ib_cuda *c;
   char sig[512];
   CUmodule mod;
   CUfunction chain, lsum, post;
@@ -357,7 +356,6 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_lru
     snprintf(err->message, sizeof err->message, "backend cuda: out of memory loading %.200s", sig);
     return IB_INTERNAL;
   }
-  f->c = c;
   snprintf(f->sig, sizeof f->sig, "%s", sig);
   CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
   free(img);

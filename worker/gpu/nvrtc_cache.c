@@ -231,9 +231,10 @@ ib_status ib_kcache_get(ib_kcache *c, const char *name, const char *src, const c
   }
   const uint64_t t0 = now_us();
   ib_status st = compile(name, src, arch, opts, n_opts, image, len, log, err);
-  if (st != IB_OK) return st;
+  /* Failed compiles count too: the time was spent. */
   atomic_fetch_add(&c->compile_us, now_us() - t0);
   atomic_fetch_add(&c->compiles, 1);
+  if (st != IB_OK) return st;
   if (fname[0]) ib_dstore_put(c->disk, fname, *image, *len);
   remember(c, key, *image, *len);
   if (origin) *origin = IB_KC_COMPILED;

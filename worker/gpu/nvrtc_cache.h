@@ -48,7 +48,8 @@ ib_status ib_kcache_get(ib_kcache *c, const char *name, const char *src, const c
                         const char *const *opts, int n_opts, void **image, size_t *len,
                         ib_kcache_origin *origin, char **log, ib_error *err);
 
-/* Counters for tests and metrics; any thread, never blocks on a compile. */
+/* Counters for tests and metrics; any thread, never blocks on a compile.
+ * compiles and compile_us count failed compiles too. */
 typedef struct ib_kcache_stats {
   uint64_t memory_hits, disk_hits, compiles, compile_us, disk_writes;
   uint64_t memory_evictions, memory_bytes;           /* in-memory layer */

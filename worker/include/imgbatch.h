@@ -309,7 +309,7 @@ typedef struct ib_executor_counters {
   uint64_t lent_arenas;           /* download arenas with a delivered image still held */
   uint64_t lent_host_bytes;       /* of host_bytes.in_use: those arenas' charges */
   /* Kernel modules (cuda backend; 0 on cpu). */
-  uint64_t nvrtc_compiles;        /* NVRTC compiles run */
+  uint64_t nvrtc_compiles;        /* NVRTC compiles run (failed ones included) */
   uint64_t nvrtc_compile_us;      /* their total time, microseconds */
   uint64_t module_cache_hits_memory; /* a module found loaded */
   uint64_t module_cache_hits_disk;   /* an image read from cache_dir (no compile) */
