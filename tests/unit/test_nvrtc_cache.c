@@ -226,13 +226,32 @@ Test(dstore, roundtrip_miss_and_hash_header) {
   int count;
   cr_assert_eq(dir_bytes(dir, &count), sizeof buf + 24);
   cr_assert_eq(count, 1);
+  /* A FIFO under a key's name is not waited on: rejected as corrupt. */
+  char fifo[1024];
+  snprintf(fifo, sizeof fifo, "%s/fifo%s", dir, IB_DSTORE_SUFFIX);
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  cr_assert_eq(ib_dstore_get(d, "fifo", &p, &n), IB_DS_CORRUPT);
+  cr_assert_not(exists(dir, "fifo"));
+  /* Files of the unbounded cache before this store are removed at a scan;
+   * unrelated files stay. */
+  char old[1024], other[1024];
+  snprintf(old, sizeof old, "%s/0123456789abcdef0123456789abcdef-sm_90.cubin", dir);
+  snprintf(other, sizeof other, "%s/notes.txt", dir);
+  FILE *f = fopen(old, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  cr_assert_not_null(f = fopen(other, "w"));
+  fclose(f);
+  ib_dstore_trim(d);
+  cr_assert_neq(access(old, F_OK), 0);
+  cr_assert_eq(access(other, F_OK), 0);
   /* Names are checked: nothing outside the directory. */
   cr_assert_not(ib_dstore_put(d, "../escape", buf, 10));
   cr_assert_eq(ib_dstore_get(d, "../k7", &p, &n), IB_DS_MISS);
   ib_dstore_stats s = ib_dstore_stats_get(d);
   cr_assert_eq(s.hits, 1);
   cr_assert_eq(s.writes, 1);
-  cr_assert_eq(s.corrupt, 0);
+  cr_assert_eq(s.corrupt, 1);
   ib_dstore_close(d);
   rmdir_all(dir);
 }

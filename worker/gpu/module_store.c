@@ -278,7 +278,9 @@ ib_dstore_result ib_dstore_get(ib_dstore *d, const char *name, void **data, size
   }
   /* A renamed-in file is whole; the fd keeps it readable even when another
    * process deletes or replaces the name meanwhile. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: something not a regular file under our name (a FIFO)
+   * must not block us; fstat below rejects it. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) { /* ENOENT: absent, or evicted by another process */
     atomic_fetch_add(&d->misses, 1);
     return IB_DS_MISS;
@@ -348,6 +350,14 @@ static bool ends_with(const char *s, const char *suf) {
   return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* The unbounded cache's files before this store ("<32 hex>-sm_XX.cubin",
+ * unhashed): never read, so removed when met. */
+static bool legacy(const char *name) {
+  for (int i = 0; i < 32; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return false;
+  return strncmp(name + 32, "-sm_", 4) == 0 && ends_with(name, ".cubin");
+}
+
 /* Temp files older than this were left by a process that died mid-write. */
 #define STALE_TMP_S 600
 
@@ -366,6 +376,10 @@ void ib_dstore_trim(ib_dstore *d) {
   for (struct dirent *de; (de = readdir(dir));) {
     struct stat sb;
     bool ours = ends_with(de->d_name, IB_DSTORE_SUFFIX), tmp = strncmp(de->d_name, ".tmp.", 5) == 0;
+    if (legacy(de->d_name)) {
+      unlinkat(dfd, de->d_name, 0);
+      continue;
+    }
     if ((!ours && !tmp) || strlen(de->d_name) >= sizeof files->name) continue;
     if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
       continue; /* ENOENT: deleted by another process meanwhile */
