@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/executor.h"
 #include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "imgbatch.h"
@@ -617,5 +618,43 @@ Test(counters, cpu_backend_reports_no_module_activity) {
   cr_assert_eq(c.module_cache_evictions, 0);
   cr_assert_eq(c.module_cache_bytes, 0);
   cr_assert_eq(c.disk_cache_corrupt, 0);
+  ib_executor_destroy(ex);
+}
+
+/* A backend's counters hook reaches ib_executor_counters_get (the CUDA
+ * backend fills these fields from its module caches). */
+static void fake_counters(void *state, ib_executor_counters *out) {
+  (void)state;
+  out->nvrtc_compiles = 3;
+  out->nvrtc_compile_us = 480000;
+  out->module_cache_hits_memory = 40;
+  out->module_cache_hits_disk = 2;
+  out->module_cache_evictions = 1;
+  out->module_cache_bytes = 12345;
+  out->disk_cache_corrupt = 1;
+}
+
+Test(counters, a_backend_hook_fills_the_module_fields) {
+  ib_backend be = ib_backend_cpu;
+  be.counters = fake_counters;
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_exec_create_with(&o, &be, &ex, &err), IB_OK, "%s", err.message);
+  ib_executor_counters c;
+  ib_executor_counters_get(ex, &c);
+  cr_assert_eq(c.nvrtc_compiles, 3);
+  cr_assert_eq(c.nvrtc_compile_us, 480000);
+  cr_assert_eq(c.module_cache_hits_memory, 40);
+  cr_assert_eq(c.module_cache_hits_disk, 2);
+  cr_assert_eq(c.module_cache_evictions, 1);
+  cr_assert_eq(c.module_cache_bytes, 12345);
+  cr_assert_eq(c.disk_cache_corrupt, 1);
+  cr_assert_eq(c.jobs.cap, 64); /* the core's own fields are still there */
+  /* Still answered after close (the backend state lives until destroy). */
+  cr_assert_eq(ib_executor_close(ex), IB_OK);
+  ib_executor_counters_get(ex, &c);
+  cr_assert_eq(c.nvrtc_compiles, 3);
   ib_executor_destroy(ex);
 }
