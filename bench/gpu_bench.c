@@ -57,7 +57,8 @@ static const char *tool_cache_dir(void) {
   const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
              *home = getenv("HOME");
   int n = -1;
-  if (env && *env)
+  if (env && !*env) return NULL; /* set but empty: no disk cache */
+  if (env)
     n = snprintf(dir, sizeof dir, "%s", env);
   else if (xdg && *xdg)
     n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);

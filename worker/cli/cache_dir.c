@@ -5,11 +5,12 @@
 #include "cli/cli.h"
 
 const char *ib_cli_cache_dir(void) {
-  /* The environment does not change under us: resolve once. */
+  /* Static: the CLI asks once, at start-up, before any thread runs. */
   static char dir[512];
   const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   int n = -1;
-  if (env && *env)
+  if (env && !*env) return NULL; /* set but empty: no disk cache */
+  if (env)
     n = snprintf(dir, sizeof dir, "%s", env);
   else if (xdg && *xdg)
     n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);

@@ -31,7 +31,8 @@ bool ib_cli_parse_u32(const char *v, uint32_t *out);
 
 /* The kernel module cache directory (ib_executor_options.cache_dir):
  * $IB_CACHE_DIR, else $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch;
- * NULL when none is set (no disk cache). Static storage. */
+ * NULL when none is set or IB_CACHE_DIR is set but empty (no disk cache).
+ * Static storage. */
 const char *ib_cli_cache_dir(void);
 
 #endif
