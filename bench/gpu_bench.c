@@ -50,6 +50,23 @@
     }                                                                          \
   } while (0)
 
+/* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
+ * tool, unlike the library, may read the environment. */
+static const char *tool_cache_dir(void) {
+  static char dir[512];
+  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+             *home = getenv("HOME");
+  int n = -1;
+  if (env && !*env) return NULL; /* set but empty: no disk cache */
+  if (env)
+    n = snprintf(dir, sizeof dir, "%s", env);
+  else if (xdg && *xdg)
+    n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);
+  else if (home && *home)
+    n = snprintf(dir, sizeof dir, "%s/.cache/imgbatch", home);
+  return n > 0 && n < (int)sizeof dir ? dir : NULL;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -258,7 +275,8 @@ int main(int argc, char **argv) {
                               .gpu_bytes = 1024ull << 20,
                               .host_bytes = 1024ull << 20,
                               .max_in_flight = 2,
-                              .host_threads = -1};
+                              .host_threads = -1,
+                              .cache_dir = tool_cache_dir()};
   void *state = NULL;
   if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
     printf("bench: %s\n", err.message);
@@ -290,7 +308,7 @@ int main(int argc, char **argv) {
   float copy_ms = time_ms(do_copy, &cc, s, 30);
   double copy_bw = 2.0 * N / (copy_ms * 1e-3) / 1e9;
 
-  ib_kcache *kc = ib_kcache_new(NULL);
+  ib_kcache *kc = ib_kcache_new(tool_cache_dir(), 256ull << 20, 2ull << 30);
   uint64_t per = (4096ull * 4096 / 4 + 255) / 256, capb = (uint64_t)sms * 8;
   ib_gstep P = {
       .kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
@@ -335,7 +353,7 @@ int main(int argc, char **argv) {
     ib_gchain ch = {0};
     for (int k = 0; k < chains[ci].n; k++) ib_gchain_push(&ch, &chains[ci].steps[k]);
     char *src = ib_gchain_source(&ch);
-    const void *img;
+    void *img;
     size_t len;
     const char *fm[] = {"--fmad=false"};
     if (ib_kcache_get(kc, "bench.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
@@ -346,6 +364,7 @@ int main(int argc, char **argv) {
     CUmodule mod;
     CUfunction f;
     CK(cu->cuModuleLoadData(&mod, img));
+    free(img);
     CK(cu->cuModuleGetFunction(&f, mod, "ib_chain"));
     uint8_t params[4096];
     memset(params, 0, sizeof params);
@@ -392,7 +411,7 @@ int main(int argc, char **argv) {
                   .param_len = 32};
     ib_gchain_push(&ch, &G);
     char *src = ib_gchain_source(&ch);
-    const void *img;
+    void *img;
     size_t len;
     const char *fm[] = {"--fmad=false"};
     if (ib_kcache_get(kc, "blur.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
@@ -403,6 +422,7 @@ int main(int argc, char **argv) {
     CUmodule mod;
     CUfunction fr, fc;
     CK(cu->cuModuleLoadData(&mod, img));
+    free(img);
     CK(cu->cuModuleGetFunction(&fr, mod, "ib_chain"));
     CK(cu->cuModuleGetFunction(&fc, mod, "ib_post"));
     float r = ib_gaussian_box_radius(8.0f, 3);
@@ -445,7 +465,7 @@ int main(int argc, char **argv) {
         .kind = IB_GS_POINT, .mode_in = IB_MODE_RGB, .mode_out = IB_MODE_RGB, .param_len = 768};
     ib_gchain_push(&ch, &P3);
     char *src = ib_gchain_source(&ch);
-    const void *img;
+    void *img;
     size_t len;
     const char *fm[] = {"--fmad=false"};
     CUmodule mod;
@@ -455,6 +475,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     CK(cu->cuModuleLoadData(&mod, img));
+    free(img);
     CK(cu->cuModuleGetFunction(&f3, mod, "ib_chain"));
     free(src);
     ib_gchain ch4 = {0};
@@ -465,6 +486,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     CK(cu->cuModuleLoadData(&mod, img));
+    free(img);
     CK(cu->cuModuleGetFunction(&f4, mod, "ib_chain"));
     free(src);
     uint8_t table[1024];

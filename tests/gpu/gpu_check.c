@@ -38,6 +38,24 @@ typedef struct tally {
 
 static FILE *logf_;
 
+/* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
+ * tool, unlike the library, may read the environment. */
+static const char *tool_cache_dir(void) {
+  static char dir[512];
+  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+             *home = getenv("HOME");
+  int n = -1;
+  if (env && !*env) return NULL; /* set but empty: no disk cache */
+  if (env)
+    n = snprintf(dir, sizeof dir, "%s", env);
+  else if (xdg && *xdg)
+    n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);
+  else if (home && *home)
+    n = snprintf(dir, sizeof dir, "%s/.cache/imgbatch", home);
+  return n > 0 && n < (int)sizeof dir ? dir : NULL;
+}
+
+
 static int admitted(int op, ib_mode m) {
   if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
     return m == IB_MODE_L || m == IB_MODE_RGB;
@@ -85,6 +103,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = IB_BACKEND_CUDA;
+  eo.cache_dir = tool_cache_dir();
   ib_executor *ex = NULL;
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
     fprintf(logf_, "FAIL resident: executor create: %s\n", err.message);
@@ -250,6 +269,7 @@ static void cap_alone(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, j
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
+  eo.cache_dir = tool_cache_dir();
   ib_executor *ex = NULL;
   ib_error err = {0};
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
@@ -304,6 +324,7 @@ static void cap_pair(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
+  eo.cache_dir = tool_cache_dir();
   eo.queue = true;
   ib_executor *ex = NULL;
   ib_error err = {0};
@@ -375,6 +396,7 @@ int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
+  uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random")) n_random = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
@@ -382,6 +404,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--big")) big = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log")) log_path = argv[i + 1];
     else if (!strcmp(argv[i], "--cpu-only")) cpu_only = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--module-cache")) module_cache = strtoull(argv[i + 1], NULL, 10);
   }
   logf_ = log_path ? fopen(log_path, "w") : stderr;
   if (!logf_) logf_ = stderr;
@@ -389,7 +412,8 @@ int main(int argc, char **argv) {
   ib_cuda *cu = NULL;
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
                               .host_bytes = 2048ull << 20, .max_in_flight = 2,
-                              .host_threads = -1};
+                              .host_threads = -1, .cache_dir = tool_cache_dir(),
+                              .module_cache_bytes = module_cache};
   if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
@@ -646,6 +670,7 @@ int main(int argc, char **argv) {
     ib_executor_options eo;
     ib_executor_options_default(&eo);
     eo.backend = IB_BACKEND_CUDA;
+    eo.cache_dir = tool_cache_dir();
     eo.queue = true;
     ib_executor *ex = NULL;
     if (ib_executor_create(&eo, &ex, &err) != IB_OK) {

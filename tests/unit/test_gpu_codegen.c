@@ -66,19 +66,20 @@ static void random_chain(unsigned *seed, ib_gchain *c) {
 }
 
 static void compile_ok(ib_kcache *kc, const char *name, const char *src) {
-  const void *img;
+  void *img;
   size_t len;
   char *log = NULL;
   ib_error err = {0};
   ib_status st = ib_kcache_get(kc, name, src, "sm_90", fmad_opt, 1, &img, &len, NULL, &log, &err);
   cr_expect_eq(st, IB_OK, "%s: %s\n--- source ---\n%s", name, err.message, src);
   cr_expect_gt(len, 0);
+  free(img);
   free(log);
 }
 
 /* 300 chains in 6 tests of 50, so criterion's --jobs spreads them. */
 static void compile_random_chains(unsigned seed) {
-  ib_kcache *kc = ib_kcache_new("");
+  ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
   int n = getenv("IB_CHAINS") ? atoi(getenv("IB_CHAINS")) : 50;
   char sig[512];
   for (int i = 0; i < n; i++) {
@@ -141,7 +142,7 @@ Test(gpu_codegen, chain_limits) {
 }
 
 Test(gpu_kernels, every_embedded_cu_compiles) {
-  ib_kcache *kc = ib_kcache_new("");
+  ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
   for (size_t i = 0; i < ib_embedded_kernel_count; i++) {
     const ib_embedded_file *f = &ib_embedded_kernels[i];
     size_t len = strlen(f->name);
@@ -154,23 +155,27 @@ Test(kcache, memory_then_disk_then_error_log) {
   char dir[] = "/tmp/ib_kcache_XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   const char *src = "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = 1; }\n";
-  const void *img;
+  void *img;
   size_t len;
   ib_kcache_origin o;
   ib_error err = {0};
-  ib_kcache *a = ib_kcache_new(dir);
+  ib_kcache *a = ib_kcache_new(dir, 64ull << 20, 64ull << 20);
   cr_assert_eq(ib_kcache_get(a, "k.cu", src, "sm_90", NULL, 0, &img, &len, &o, NULL, &err), IB_OK);
+  free(img);
   cr_assert_eq(o, IB_KC_COMPILED);
   cr_assert_eq(ib_kcache_get(a, "k.cu", src, "sm_90", NULL, 0, &img, &len, &o, NULL, &err), IB_OK);
+  free(img);
   cr_assert_eq(o, IB_KC_MEMORY);
   /* Other options or arch: another key. */
   cr_assert_eq(ib_kcache_get(a, "k.cu", src, "sm_90", fmad_opt, 1, &img, &len, &o, NULL, &err), IB_OK);
+  free(img);
   cr_assert_eq(o, IB_KC_COMPILED);
   cr_assert_eq(ib_kcache_stats_get(a).disk_writes, 2);
   ib_kcache_free(a);
   /* A new process start (a new cache over the same dir) compiles nothing. */
-  ib_kcache *b = ib_kcache_new(dir);
+  ib_kcache *b = ib_kcache_new(dir, 64ull << 20, 64ull << 20);
   cr_assert_eq(ib_kcache_get(b, "k.cu", src, "sm_90", NULL, 0, &img, &len, &o, NULL, &err), IB_OK);
+  free(img);
   cr_assert_eq(o, IB_KC_DISK);
   cr_assert_eq(ib_kcache_stats_get(b).compiles, 0);
   /* Compile errors surface with NVRTC's log. */

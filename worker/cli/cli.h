@@ -29,4 +29,10 @@ bool ib_wants_help(int argc, char **argv);
 bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out);
 bool ib_cli_parse_u32(const char *v, uint32_t *out);
 
+/* The kernel module cache directory (ib_executor_options.cache_dir):
+ * $IB_CACHE_DIR, else $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch;
+ * NULL when none is set or IB_CACHE_DIR is set but empty (no disk cache).
+ * Static storage. */
+const char *ib_cli_cache_dir(void);
+
 #endif

@@ -114,6 +114,7 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
 static int parse_args(int argc, char **argv, run_opts *o) {
   *o = (run_opts){0};
   ib_executor_options_default(&o->exec);
+  o->exec.cache_dir = ib_cli_cache_dir();
   for (int i = 1; i < argc; i += 2) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;

@@ -240,6 +240,7 @@ static int parse_args(worker_cli *c, int argc, char **argv) {
                           .lease_s = 60};
   ib_executor_options_default(&w->exec);
   w->exec.backend = IB_BACKEND_CUDA;
+  w->exec.cache_dir = ib_cli_cache_dir();
   /* The file first (flags and environment override it): find --config. */
   const char *file = getenv("IMGBATCH_CONFIG");
   for (int i = 1; i + 1 < argc; i++)

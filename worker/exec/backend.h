@@ -91,6 +91,10 @@ typedef struct ib_backend {
    * byte fields (raw pixels) land where the backend uploads from without a
    * host copy. Thread-safe; lives as long as the state. NULL: the heap. */
   ProtobufCAllocator *(*parse_allocator)(void *state);
+  /* Optional: fills the backend's own counters (the kernel module fields of
+   * ib_executor_counters). Any thread, at any time while the state lives;
+   * must not block on device work or a compile. */
+  void (*counters)(void *state, ib_executor_counters *out);
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;

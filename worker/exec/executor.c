@@ -16,6 +16,8 @@ void ib_executor_options_default(ib_executor_options *o) {
       .max_in_flight = 2,
       .queue = true,
       .cache_dir = NULL,
+      .module_cache_bytes = 256ull << 20,
+      .disk_cache_bytes = 2ull << 30,
       .host_threads = -1,
   };
 }
@@ -152,6 +154,7 @@ void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out) {
   pthread_mutex_lock(&ex->credits->lock);
   *out = ex->credits->c;
   pthread_mutex_unlock(&ex->credits->lock);
+  if (ex->dev->backend->counters) ex->dev->backend->counters(ex->dev->state, out);
 }
 
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {

@@ -10,6 +10,7 @@
 #include "gpu/cuda_resident.h"
 #include "gpu/gplan.h"
 #include "core/hostpar.h"
+#include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pinned.h"
 #include "gpu/pool.h"
@@ -18,12 +19,12 @@
 #define ALIGN IB_CUDA_ALIGN
 #define THREADS 256u
 
+/* A loaded kernel module, an entry of ib_cuda.mods. */
 typedef struct kfunc {
   char sig[512];
   CUmodule mod;
   CUfunction chain, lsum, post;
   unsigned smem_max; /* blur: dynamic shared bytes ib_chain may take */
-  struct kfunc *next;
 } kfunc;
 
 struct ib_cuda {
@@ -39,7 +40,14 @@ struct ib_cuda {
   ib_pinned *pin; /* upload staging, download arenas, parsed Jobs */
   CUstream streams[IB_MAX_STREAMS];
   unsigned n_streams, next_stream;
-  kfunc *funcs;
+  /* Loaded modules by chain signature: the in-memory module cache, an LRU
+   * bounded by module_cache_bytes (a module counts its image's bytes).
+   * The rule that keeps eviction safe: every module a submission launches
+   * from is pinned from the lookup in submit until sub_release, which runs
+   * only once the submission's work is complete or fenced; the LRU never
+   * evicts a pinned entry, so cuModuleUnload never races a launch. The
+   * memory layer of kc is off: a module is kept here or read from disk. */
+  ib_lru mods;
   ib_hostpar *hp;
   /* IB_CUDA_PROFILE=1: host seconds per phase, printed to stderr at close
    * (plan, staging, launch = submit; device = blocked in wait; results =
@@ -98,6 +106,8 @@ typedef struct lent_arena {
 
 struct ib_backend_submission {
   ib_cuda *c;
+  ib_lru_entry **pins; /* modules this submission launches from (see mods) */
+  size_t n_pins;
   CUstream stream;
   CUevent ev;
   ib_pool_block hblk, dblk;
@@ -141,6 +151,16 @@ static void host_free(void *ctx, uint64_t a, size_t n) {
 }
 
 /* ------------------------------------------------------------ open / close */
+
+/* The module cache's drop: runs when an unpinned module is evicted (no
+ * submission uses it, see ib_cuda.mods) or at close. */
+static void unload_module(void *ctx, void *value) {
+  ib_cuda *c = ctx;
+  kfunc *f = value;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  c->cu->cuModuleUnload(f->mod);
+  free(f);
+}
 
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
   /* Zero fields take the documented defaults below (no dependency on the
@@ -188,7 +208,10 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
     c->smem_optin = 48 * 1024;
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   snprintf(c->desc, sizeof c->desc, "%s, %s, %d SMs", name, c->arch, c->sm_count);
-  c->kc = ib_kcache_new(opts->cache_dir);
+  const uint64_t mem_cap = opts->module_cache_bytes ? opts->module_cache_bytes : 256ull << 20;
+  const uint64_t disk_cap = opts->disk_cache_bytes ? opts->disk_cache_bytes : 2ull << 30;
+  c->kc = ib_kcache_new(opts->cache_dir, 0, disk_cap);
+  const int mods_ok = ib_lru_init(&c->mods, mem_cap, unload_module, c) == 0;
   c->hp = ib_hostpar_new(opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0);
   const char *pe = getenv("IB_CUDA_PROFILE");
   c->prof = pe && *pe == '1';
@@ -210,7 +233,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
       ib_cuda_close(c);
       return IB_DEVICE;
     }
-  if (!c->kc || !c->pin) {
+  if (!c->kc || !c->pin || !mods_ok) {
     ib_cuda_close(c);
     return IB_INTERNAL;
   }
@@ -238,11 +261,7 @@ void ib_cuda_close(ib_cuda *c) {
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
   for (unsigned i = 0; i < c->n_streams; i++) cu->cuStreamDestroy(c->streams[i]);
-  for (kfunc *f = c->funcs, *n; f; f = n) {
-    n = f->next;
-    cu->cuModuleUnload(f->mod);
-    free(f);
-  }
+  ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
   ib_pinned_free(c->pin);
   free(c->jb_wire);
@@ -255,34 +274,75 @@ void ib_cuda_close(ib_cuda *c) {
 
 const char *ib_cuda_device_desc(const ib_cuda *c) { return c->desc; }
 
-void ib_cuda_cache_desc(const ib_cuda *c, char *buf, size_t n) {
+void ib_cuda_cache_desc(ib_cuda *c, char *buf, size_t n) {
   ib_kcache_stats s = ib_kcache_stats_get(c->kc);
-  snprintf(buf, n, "nvrtc: %llu compiled, %llu from disk, %llu from memory; cache dir '%s'",
-           (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
-           (unsigned long long)s.memory_hits, ib_kcache_dir(c->kc));
+  ib_lru_stats m = ib_lru_stats_get(&c->mods);
+  snprintf(buf, n,
+           "nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
+           "evicted; cache dir '%s'",
+           (unsigned long long)s.compiles, (double)s.compile_us * 1e-6,
+           (unsigned long long)s.disk_hits, (unsigned long long)s.disk_corrupt,
+           (unsigned long long)m.hits, (unsigned long long)m.evictions, ib_kcache_dir(c->kc));
+}
+
+static void cuda_counters(void *state, ib_executor_counters *out) {
+  ib_cuda *c = state;
+  ib_kcache_stats s = ib_kcache_stats_get(c->kc);
+  ib_lru_stats m = ib_lru_stats_get(&c->mods);
+  out->nvrtc_compiles = s.compiles;
+  out->nvrtc_compile_us = s.compile_us;
+  out->module_cache_hits_memory = m.hits;
+  out->module_cache_hits_disk = s.disk_hits;
+  out->module_cache_evictions = m.evictions;
+  out->module_cache_bytes = m.bytes;
+  out->disk_cache_corrupt = s.disk_corrupt;
 }
 
 /* ------------------------------------------------------------ kernels */
 
 static const char *const nvrtc_opts[] = {"--fmad=false"};
 
-/* The compiled kernel of a chain signature (memory map, then the module
- * cache: memory/disk/NVRTC). */
-static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_error *err) {
+/* 128-bit key of a signature (two FNV-1a style streams). */
+static void sig_key(const char *sig, uint64_t key[2]) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (const unsigned char *p = (const unsigned char *)sig; *p; p++) {
+    a = (a ^ *p) * 0x100000001b3ull;
+    b = (b ^ *p) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  }
+  key[0] = a;
+  key[1] = b;
+}
+
+/* The compiled kernel of a chain signature (loaded modules, then the module
+ * cache: disk/NVRTC), returned pinned in *pin: the caller keeps the pin
+ * until the work launched from it completed (see ib_cuda.mods). */
+static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_lru_entry **pin,
+                            ib_error *err) {
   char sig[512];
   ib_gchain_signature(ch, sig, sizeof sig);
-  for (kfunc *f = c->funcs; f; f = f->next)
-    if (strcmp(f->sig, sig) == 0) {
-      *out = f;
-      return IB_OK;
+  uint64_t key[2];
+  sig_key(sig, key);
+  ib_lru_entry *e = ib_lru_get(&c->mods, key, true);
+  if (e) {
+    kfunc *f = ib_lru_value(e);
+    if (strcmp(f->sig, sig) != 0) { /* a key collision: never run the other kernel */
+      ib_lru_unpin(&c->mods, e);
+      err->status = IB_INTERNAL;
+      snprintf(err->message, sizeof err->message, "backend cuda: module key collision for %.200s",
+               sig);
+      return IB_INTERNAL;
     }
+    *out = f;
+    *pin = e;
+    return IB_OK;
+  }
   char *src = ib_gchain_source(ch);
   if (!src) {
     err->status = IB_INTERNAL;
     snprintf(err->message, sizeof err->message, "backend cuda: out of memory generating %.200s", sig);
     return IB_INTERNAL;
   }
-  const void *img;
+  void *img;
   size_t len;
   char name[64];
   snprintf(name, sizeof name, "chain.cu");
@@ -290,9 +350,15 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_err
   free(src);
   if (st != IB_OK) return st;
   kfunc *f = calloc(1, sizeof *f);
-  if (!f) return IB_INTERNAL;
+  if (!f) {
+    free(img);
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory loading %.200s", sig);
+    return IB_INTERNAL;
+  }
   snprintf(f->sig, sizeof f->sig, "%s", sig);
   CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
+  free(img);
   if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
   if (rc == CUDA_SUCCESS && ch->reduce_luma)
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
@@ -307,12 +373,18 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_err
       f->smem_max = (unsigned)c->smem_optin;
   }
   if (rc != CUDA_SUCCESS) {
+    if (f->mod) c->cu->cuModuleUnload(f->mod);
     free(f);
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
   }
-  f->next = c->funcs;
-  c->funcs = f;
-  *out = f;
+  /* Inserted pinned: the bound may evict older unpinned modules, never this. */
+  if (!(e = ib_lru_put(&c->mods, key, f, len, true))) {
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: out of memory keeping %.200s", sig);
+    return IB_INTERNAL;
+  }
+  *out = ib_lru_value(e);
+  *pin = e;
   return IB_OK;
 }
 
@@ -337,6 +409,9 @@ static void job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage) {
 static void sub_release(ib_backend_submission *s) {
   if (!s) return;
   ib_cuda *c = s->c;
+  /* Complete or fenced by now (every caller): its modules may be evicted. */
+  for (size_t i = 0; i < s->n_pins; i++) ib_lru_unpin(&c->mods, s->pins[i]);
+  free(s->pins);
   if (s->ev) c->cu->cuEventDestroy(s->ev);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
@@ -781,10 +856,11 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   launch_ent *ents = calloc(total_stages ? total_stages : 1, sizeof *ents);
   kfunc **gfunc = calloc(total_stages ? total_stages : 1, sizeof *gfunc);
   int *glevel = calloc(total_stages ? total_stages : 1, sizeof *glevel);
+  s->pins = calloc(total_stages ? total_stages : 1, sizeof *s->pins);
   size_t n_ent = 0;
   int n_groups = 0;
   ib_status rs = IB_OK;
-  if (!ents || !gfunc || !glevel) {
+  if (!ents || !gfunc || !glevel || !s->pins) {
     rs = IB_INTERNAL;
     err->status = IB_INTERNAL;
     snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
@@ -802,10 +878,11 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
       const ib_gchain *ch = &js->plan.stages[lv].chain;
       if (last_ch && chain_eq(ch, last_ch)) {
         f = last_f; /* same chain as the previous job: no signature text */
-      } else if (chain_func(c, ch, &f, &e) != IB_OK) {
+      } else if (chain_func(c, ch, &f, &s->pins[s->n_pins], &e) != IB_OK) {
         job_fail(j, &e, IB_STAGE_EXECUTE);
         continue;
       } else {
+        s->n_pins++; /* at most one per stage: total_stages bounds them */
         last_ch = ch;
         last_f = f;
       }
@@ -1093,4 +1170,5 @@ const ib_backend ib_backend_cuda = {
     .release = ib_cuda_resident_release,
     .lent_release = cuda_lent_release,
     .parse_allocator = be_parse_allocator,
+    .counters = cuda_counters,
 };

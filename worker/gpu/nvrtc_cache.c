@@ -1,28 +1,32 @@
 /* NVRTC compile with a memory + disk cache (see nvrtc_cache.h). */
-#include <errno.h>
+#include "gpu/nvrtc_cache.h"
+
 #include <nvrtc.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <time.h>
 
-#include "gpu/nvrtc_cache.h"
-
-typedef struct kentry {
-  uint64_t key[2];
-  void *image;
-  size_t len;
-  struct kentry *next;
-} kentry;
+#include "gpu/module_store.h"
 
 struct ib_kcache {
-  char dir[512];
-  kentry *head;
-  ib_kcache_stats stats;
-  pthread_mutex_t mu;
+  ib_lru mem;      /* key -> image (an mimage), bounded by bytes */
+  ib_dstore *disk; /* NULL: no disk layer */
+  char ver[64];    /* "nvrtc X.Y", part of every key */
+  atomic_uint_fast64_t memory_hits, compiles, compile_us;
 };
+
+/* An image kept by the memory layer. */
+typedef struct mimage {
+  size_t len;
+  uint8_t bytes[];
+} mimage;
+
+static void drop_image(void *ctx, void *v) {
+  (void)ctx;
+  free(v);
+}
 
 const ib_embedded_file *ib_embedded_find(const char *name) {
   for (size_t i = 0; i < ib_embedded_kernel_count; i++)
@@ -43,87 +47,53 @@ static void hash_bytes(hash2 *h, const void *p, size_t n) {
     h->b = (h->b ^ s[i]) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
   }
 }
-static void hash_str(hash2 *h, const char *s) { hash_bytes(h, s, strlen(s) + 1); }
-
-static int mkdirs(const char *path) {
-  char tmp[512];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+static void hash_str(hash2 *h, const char *s) {
+  hash_bytes(h, s, strlen(s) + 1);
 }
 
-ib_kcache *ib_kcache_new(const char *dir) {
+ib_kcache *ib_kcache_new(const char *dir, uint64_t memory_bytes, uint64_t disk_bytes) {
   ib_kcache *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  pthread_mutex_init(&c->mu, NULL);
-  if (!dir) {
-    const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-               *home = getenv("HOME");
-    if (env)
-      snprintf(c->dir, sizeof c->dir, "%s", env);
-    else if (xdg && *xdg)
-      snprintf(c->dir, sizeof c->dir, "%s/imgbatch", xdg);
-    else if (home && *home)
-      snprintf(c->dir, sizeof c->dir, "%s/.cache/imgbatch", home);
-  } else {
-    snprintf(c->dir, sizeof c->dir, "%s", dir);
+  if (ib_lru_init(&c->mem, memory_bytes, drop_image, NULL) != 0) {
+    free(c);
+    return NULL;
   }
   /* An unusable directory only disables the disk layer. */
-  if (c->dir[0] && mkdirs(c->dir) != 0) c->dir[0] = '\0';
+  if (dir && *dir && disk_bytes) c->disk = ib_dstore_open(dir, disk_bytes);
+  int maj = 0, min = 0;
+  if (nvrtcVersion(&maj, &min) != NVRTC_SUCCESS) maj = min = -1;
+  snprintf(c->ver, sizeof c->ver, "nvrtc %d.%d", maj, min);
   return c;
 }
 
 void ib_kcache_free(ib_kcache *c) {
   if (!c) return;
-  for (kentry *e = c->head, *n; e; e = n) {
-    n = e->next;
-    free(e->image);
-    free(e);
-  }
-  pthread_mutex_destroy(&c->mu);
+  ib_lru_destroy(&c->mem);
+  ib_dstore_close(c->disk);
   free(c);
 }
 
-ib_kcache_stats ib_kcache_stats_get(const ib_kcache *c) { return c->stats; }
-const char *ib_kcache_dir(const ib_kcache *c) { return c->dir; }
+ib_kcache_stats ib_kcache_stats_get(ib_kcache *c) {
+  ib_lru_stats m = ib_lru_stats_get(&c->mem);
+  ib_dstore_stats d = c->disk ? ib_dstore_stats_get(c->disk) : (ib_dstore_stats){0};
+  return (ib_kcache_stats){.memory_hits = atomic_load(&c->memory_hits),
+                           .disk_hits = d.hits,
+                           .compiles = atomic_load(&c->compiles),
+                           .compile_us = atomic_load(&c->compile_us),
+                           .disk_writes = d.writes,
+                           .memory_evictions = m.evictions,
+                           .memory_bytes = m.bytes,
+                           .disk_corrupt = d.corrupt,
+                           .disk_evictions = d.evictions,
+                           .disk_bytes = d.bytes};
+}
+
+const char *ib_kcache_dir(const ib_kcache *c) {
+  return c->disk ? ib_dstore_dir(c->disk) : "";
+}
 
 static const char *const std_opts[] = {"-default-device", "--std=c++17"};
 #define N_STD ((int)(sizeof std_opts / sizeof std_opts[0]))
-
-static void *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  void *buf = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-        fread(buf, 1, (size_t)n, f) != (size_t)n) {
-      free(buf);
-      buf = NULL;
-    }
-    *len = n > 0 ? (size_t)n : 0;
-  }
-  fclose(f);
-  return buf;
-}
-
-static void write_file(ib_kcache *c, const char *path, const void *data, size_t len) {
-  char tmp[600];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
-  bool ok = fwrite(data, 1, len, f) == len;
-  ok = fclose(f) == 0 && ok;
-  if (ok && rename(tmp, path) == 0)
-    c->stats.disk_writes++;
-  else
-    unlink(tmp);
-}
 
 static ib_status compile(const char *name, const char *src, const char *arch,
                          const char *const *opts, int n_opts, void **image, size_t *len,
@@ -177,6 +147,8 @@ static ib_status compile(const char *name, const char *src, const char *arch,
   st = IB_OK;
 out:
   if (st != IB_OK) {
+    free(*image);
+    *image = NULL;
     err->status = st;
     err->stage = IB_STAGE_EXECUTE;
     if (st == IB_INTERNAL) snprintf(err->message, sizeof err->message, "nvrtc: out of memory");
@@ -192,16 +164,37 @@ out:
   return st;
 }
 
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static ib_status oom(ib_error *err) {
+  err->status = IB_INTERNAL;
+  err->stage = IB_STAGE_EXECUTE;
+  snprintf(err->message, sizeof err->message, "nvrtc cache: out of memory");
+  return IB_INTERNAL;
+}
+
+/* Keeps a copy of the caller's image in the memory layer (best effort). */
+static void remember(ib_kcache *c, const uint64_t key[2], const void *image, size_t len) {
+  if (!c->mem.cap) return;
+  mimage *m = malloc(sizeof *m + len);
+  if (!m) return;
+  m->len = len;
+  memcpy(m->bytes, image, len);
+  ib_lru_put(&c->mem, key, m, sizeof *m + len, false);
+}
+
 ib_status ib_kcache_get(ib_kcache *c, const char *name, const char *src, const char *arch,
-                        const char *const *opts, int n_opts, const void **image, size_t *len,
+                        const char *const *opts, int n_opts, void **image, size_t *len,
                         ib_kcache_origin *origin, char **log, ib_error *err) {
   if (log) *log = NULL;
+  *image = NULL;
+  *len = 0;
   hash2 h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-  int maj = 0, min = 0;
-  nvrtcVersion(&maj, &min);
-  char ver[64];
-  snprintf(ver, sizeof ver, "nvrtc %d.%d", maj, min);
-  hash_str(&h, ver);
+  hash_str(&h, c->ver);
   hash_str(&h, arch);
   for (int i = 0; i < N_STD; i++) hash_str(&h, std_opts[i]);
   for (int i = 0; i < n_opts; i++) hash_str(&h, opts[i]);
@@ -210,49 +203,40 @@ ib_status ib_kcache_get(ib_kcache *c, const char *name, const char *src, const c
     hash_str(&h, ib_embedded_kernels[i].name);
     hash_str(&h, ib_embedded_kernels[i].text);
   }
-  pthread_mutex_lock(&c->mu);
-  for (kentry *e = c->head; e; e = e->next)
-    if (e->key[0] == h.a && e->key[1] == h.b) {
-      c->stats.memory_hits++;
-      *image = e->image;
-      *len = e->len;
-      if (origin) *origin = IB_KC_MEMORY;
-      pthread_mutex_unlock(&c->mu);
-      return IB_OK;
-    }
-  kentry *e = calloc(1, sizeof *e);
-  if (!e) {
-    pthread_mutex_unlock(&c->mu);
-    err->status = IB_INTERNAL;
-    snprintf(err->message, sizeof err->message, "nvrtc cache: out of memory");
-    return IB_INTERNAL;
+  const uint64_t key[2] = {h.a, h.b};
+  /* Memory: copy out under a pin, so an eviction meanwhile cannot free it. */
+  ib_lru_entry *e = c->mem.cap ? ib_lru_get(&c->mem, key, true) : NULL;
+  if (e) {
+    const mimage *m = ib_lru_value(e);
+    void *copy = malloc(m->len);
+    if (copy) memcpy(copy, m->bytes, m->len);
+    size_t n = m->len;
+    ib_lru_unpin(&c->mem, e);
+    if (!copy) return oom(err);
+    atomic_fetch_add(&c->memory_hits, 1);
+    *image = copy;
+    *len = n;
+    if (origin) *origin = IB_KC_MEMORY;
+    return IB_OK;
   }
-  e->key[0] = h.a;
-  e->key[1] = h.b;
-  char path[600] = "";
-  if (c->dir[0])
-    snprintf(path, sizeof path, "%s/%016llx%016llx-%s.cubin", c->dir, (unsigned long long)h.a,
+  char fname[128] = "";
+  if (c->disk && strlen(arch) < 32)
+    snprintf(fname, sizeof fname, "%016llx%016llx-%s", (unsigned long long)h.a,
              (unsigned long long)h.b, arch);
-  ib_kcache_origin from = IB_KC_DISK;
-  if (path[0]) e->image = read_file(path, &e->len);
-  if (e->image) {
-    c->stats.disk_hits++;
-  } else {
-    ib_status st = compile(name, src, arch, opts, n_opts, &e->image, &e->len, log, err);
-    if (st != IB_OK) {
-      free(e);
-      pthread_mutex_unlock(&c->mu);
-      return st;
-    }
-    from = IB_KC_COMPILED;
-    c->stats.compiles++;
-    if (path[0]) write_file(c, path, e->image, e->len);
+  /* Disk: a corrupt file was deleted by the store and is recompiled below. */
+  if (fname[0] && ib_dstore_get(c->disk, fname, image, len) == IB_DS_HIT) {
+    remember(c, key, *image, *len);
+    if (origin) *origin = IB_KC_DISK;
+    return IB_OK;
   }
-  e->next = c->head;
-  c->head = e;
-  *image = e->image;
-  *len = e->len;
-  if (origin) *origin = from;
-  pthread_mutex_unlock(&c->mu);
+  const uint64_t t0 = now_us();
+  ib_status st = compile(name, src, arch, opts, n_opts, image, len, log, err);
+  /* Failed compiles count too: the time was spent. */
+  atomic_fetch_add(&c->compile_us, now_us() - t0);
+  atomic_fetch_add(&c->compiles, 1);
+  if (st != IB_OK) return st;
+  if (fname[0]) ib_dstore_put(c->disk, fname, *image, *len);
+  remember(c, key, *image, *len);
+  if (origin) *origin = IB_KC_COMPILED;
   return IB_OK;
 }

@@ -188,7 +188,14 @@ typedef struct ib_executor_options {
   uint32_t max_jobs;       /* default 64 */
   uint32_t max_in_flight;  /* default 2 */
   bool queue;              /* false: submit completes its own submission */
-  const char *cache_dir;   /* NVRTC module cache; NULL = $XDG_CACHE_HOME/imgbatch */
+  const char *cache_dir;   /* NVRTC module cache directory (shared safely by several
+                            * processes); NULL = no disk cache. The library reads no
+                            * environment: the CLI passes $IB_CACHE_DIR, else
+                            * $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch */
+  uint64_t module_cache_bytes; /* in-memory compiled modules, LRU; 0 = 256 MiB. A module
+                                * a submission in flight launches from is unloaded only
+                                * after that submission completed */
+  uint64_t disk_cache_bytes;   /* cache_dir's bound, evicted by last use; 0 = 2 GiB */
   int host_threads;        /* host threads for decodes and host copies (the driving
                             * thread included): the cpu backend runs a submission's
                             * jobs on them, the cuda backend its decodes and staging
@@ -197,7 +204,8 @@ typedef struct ib_executor_options {
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
- * 2 submissions in flight, queue mode on, host_threads -1 (every CPU). */
+ * 2 submissions in flight, queue mode on, host_threads -1 (every CPU), no
+ * cache directory, module caches of 256 MiB (memory) and 2 GiB (disk). */
 void ib_executor_options_default(ib_executor_options *o);
 
 /*
@@ -300,6 +308,14 @@ typedef struct ib_executor_counters {
   uint64_t resident_host_bytes;   /* of host_bytes.in_use: their download workspaces */
   uint64_t lent_arenas;           /* download arenas with a delivered image still held */
   uint64_t lent_host_bytes;       /* of host_bytes.in_use: those arenas' charges */
+  /* Kernel modules (cuda backend; 0 on cpu). */
+  uint64_t nvrtc_compiles;        /* NVRTC compiles run (failed ones included) */
+  uint64_t nvrtc_compile_us;      /* their total time, microseconds */
+  uint64_t module_cache_hits_memory; /* a module found loaded */
+  uint64_t module_cache_hits_disk;   /* an image read from cache_dir (no compile) */
+  uint64_t module_cache_evictions;   /* modules unloaded by the memory bound */
+  uint64_t module_cache_bytes;    /* in use by loaded modules (their image sizes) */
+  uint64_t disk_cache_corrupt;    /* cache files that failed their hash: deleted, recompiled */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
