@@ -386,8 +386,8 @@ typedef struct ib_result {
 void ib_result_free(ib_result *r);
 
 /* Creates an executor. Fails with IB_INVALID for zero caps, IB_DEVICE when
- * the backend cannot start ("cuda backend not built" when this binary has no
- * CUDA backend). `opts` NULL = defaults; it is copied (cache_dir too).
+ * the backend cannot start (the cuda backend where no CUDA driver or device
+ * is present). `opts` NULL = defaults; it is copied (cache_dir too).
  * Does not block beyond backend start-up. */
 ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err);
 
