@@ -37,28 +37,11 @@ extern const ib_op_desc ib_op_enhance;
 extern const ib_op_desc ib_op_tone;
 
 static const ib_op_desc *const rows[] = {
-    &ib_op_source,
-    &ib_op_copy,
-    &ib_op_transpose,
-    &ib_op_crop,
-    &ib_op_expand,
-    &ib_op_resize,
-    &ib_op_paste,
-    &ib_op_getchannel,
-    &ib_op_convert,
-    &ib_op_point,
-    &ib_op_invert,
-    &ib_op_solarize,
-    &ib_op_posterize,
-    &ib_op_rank_filter,
-    &ib_op_box_blur,
-    &ib_op_gaussian_blur,
-    &ib_op_kernel,
-    &ib_op_chops,
-    &ib_op_blend,
-    &ib_op_constant,
-    &ib_op_enhance,
-    &ib_op_tone,
+    &ib_op_source,        &ib_op_copy,     &ib_op_transpose,  &ib_op_crop,        &ib_op_expand,
+    &ib_op_resize,        &ib_op_paste,    &ib_op_getchannel, &ib_op_convert,     &ib_op_point,
+    &ib_op_invert,        &ib_op_solarize, &ib_op_posterize,  &ib_op_rank_filter, &ib_op_box_blur,
+    &ib_op_gaussian_blur, &ib_op_kernel,   &ib_op_chops,      &ib_op_blend,       &ib_op_constant,
+    &ib_op_enhance,       &ib_op_tone,
 };
 
 #define N_ROWS (sizeof rows / sizeof rows[0])
