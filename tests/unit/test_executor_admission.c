@@ -1,4 +1,5 @@
 /* Executor admission: ids, keys, caps, statuses, ownership (SPEC §4). */
+#include "exec/test_hooks.h"
 #include "exec_jobs.h"
 
 static ib_status submit(ib_executor *ex, ib_graph *g, uint64_t *id, ib_error *err) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/test_hooks.h"
 
 void ib_executor_options_default(ib_executor_options *o) {
   *o = (ib_executor_options){

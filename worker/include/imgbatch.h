@@ -552,10 +552,6 @@ ib_status ib_executor_close(ib_executor *ex);
 /* A consistent copy of the counters. Safe from any thread (takes a lock). */
 void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
 
-/* Test hook: the next id to assign (ids then continue from it). Lets tests
- * reach UINT64_MAX without 2^64 submissions. Not for production use. */
-void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id);
-
 #ifdef IB_FAULTS
 /* Test hook, compiled only with the CMake option IB_FAULTS (the test build):
  * makes later submissions fail as a sick worker would, in front of the
