@@ -177,14 +177,6 @@ def test_colours_and_params_are_resolved_by_pillow():
     assert (n.left, n.top, n.right, n.bottom) == (0, 2, 2, 3)
 
 
-def test_enum_values_match_the_proto():
-    assert ImageChops.FUNCTIONS == {k.lower(): v for k, v in pb.ChopsFunction.items()}
-    assert {m.name: int(m) for m in Image.Transpose} == dict(pb.TransposeMethod.items())
-    assert {m.name: int(m) for m in Image.Resampling} == dict(pb.Resample.items())
-    assert [c._kind for c in (ImageEnhance.Brightness, ImageEnhance.Color, ImageEnhance.Contrast)] \
-        == [pb.BRIGHTNESS, pb.COLOR, pb.CONTRAST]
-
-
 # ---------------------------------------------------------------- Job structure
 
 
