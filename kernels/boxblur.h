@@ -90,7 +90,8 @@ IB_FN void ib_box_blur_line(uint8_t *out, int64_t out_step, const uint8_t *in, i
  * (edges read the edge pixel) and its partial pixels are
  * in[clamp(x-radius-1)] and in[clamp(x+radius+1)]: this computes acc(x0-1)
  * directly from that definition, then steps exactly as the line does, so
- * every output byte equals ib_box_blur_line's (tests/unit/test_boxblur.c). */
+ * every output byte equals ib_box_blur_line's (tests/unit/test_gpu_math.c,
+ * boxblur/span_equals_line). */
 IB_FN int ib_box_clamp(int i, int last) { return i < 0 ? 0 : (i > last ? last : i); }
 IB_FN void ib_box_blur_span(uint8_t *out, int64_t out_step, const uint8_t *in, int64_t in_step,
                             int n, int x0, int x1, ib_box_pass p) {

@@ -13,7 +13,7 @@
 #      client's (pip wheel --no-deps -w .whl ./client).
 # Full logs go to $OUT (or /tmp/ib_gpu_out); a short table is printed last.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 source .devpack/env.sh
 export PATH=$PATH:/usr/local/cuda/bin

@@ -76,7 +76,7 @@ static void run_usage(FILE *f) {
           "nothing after it exits. --download-resident downloads each one instead and writes it\n"
           "as a raw image Result.\n"
           "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
-          "start-up failure (e.g. cuda backend not built), 2 usage\n");
+          "start-up failure (e.g. no CUDA driver), 2 usage\n");
 }
 
 static bool parse_opt(run_opts *o, const char *a, const char *v) {

@@ -19,7 +19,7 @@ int ib_cmd_version(int argc, char **argv) {
   (void)argv;
   int major = 0, minor = 0;
   ib_error err = {0};
-  printf("imgbatch %s\n", IB_VERSION);
+  printf("imgbatch %s\n", ib_version());
   printf("librdkafka %s\n", rd_kafka_version_str());
   if (ib_codec_init(&err) == IB_OK)
     printf("libvips %s\n", vips_version_string());

@@ -98,11 +98,8 @@ typedef struct ib_backend {
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;
-/* ib_backend_cuda is defined by worker/gpu when built; backend_for.c holds
- * a weak reference to it (NULL when absent). It is deliberately not declared
- * here: a weak declaration seen before the definition would make the
- * definition weak too. */
-/* The backend of a kind; NULL when that backend is not built in. */
+extern const ib_backend ib_backend_cuda; /* worker/gpu/cuda_backend.c */
+/* The backend of a kind; NULL for a kind that does not exist. */
 const ib_backend *ib_backend_for(ib_backend_kind kind);
 
 #endif

@@ -1,8 +1,7 @@
-/* Backend lookup. The CUDA backend is linked in by worker/gpu when built; a
- * weak reference leaves it NULL otherwise, so the core links without it. */
+/* Backend lookup. Both backends are always built (CMake compiles worker/gpu
+ * into the core; libcuda is loaded at run time), so both are plain
+ * references: a backend missing from the build is a link error. */
 #include "exec/backend.h"
-
-extern const ib_backend ib_backend_cuda __attribute__((weak));
 
 const ib_backend *ib_backend_for(ib_backend_kind kind) {
   switch (kind) {

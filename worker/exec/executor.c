@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/test_hooks.h"
 
 void ib_executor_options_default(ib_executor_options *o) {
   *o = (ib_executor_options){
@@ -52,9 +53,9 @@ ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out,
   ib_status st = check_options(&o, err);
   if (st != IB_OK) return st;
   const ib_backend *be = ib_backend_for(o.backend);
-  if (!be)
-    return ib_error_set(err, IB_DEVICE, IB_STAGE_NONE, "executor: %s backend not built",
-                        o.backend == IB_BACKEND_CUDA ? "cuda" : "cpu");
+  if (!be) /* check_options admits only kinds that have a backend */
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: no backend for kind %d",
+                        (int)o.backend);
   return ib_exec_create_with(&o, be, out, err);
 }
 

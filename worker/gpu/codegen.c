@@ -399,7 +399,7 @@ static void emit_pixel_fn(sbuf *b, const ib_gchain *c) {
  * in the output (pass k writes the output when T-1-k is even), never
  * reading and writing one buffer in the same pass; T == 0 copies.
  * Each thread computes a span of one line with ib_box_blur_span (the same
- * bytes as ib_box_blur_line, tests/unit/test_boxblur.c):
+ * bytes as ib_box_blur_line, tests/unit/test_gpu_math.c):
  *  - ib_chain: every row pass at once, one row per block in shared memory
  *    (dynamic, 2 row buffers), threads over (band, span of IB_BLUR_SEG
  *    pixels); coalesced row loads and stores. Used when two rows fit.

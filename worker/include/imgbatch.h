@@ -32,6 +32,27 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------ version */
+
+/* The version of this header. The library's own is ib_version(); they
+ * differ when a program runs against a libimgbatch.so other than the one
+ * it was built with (same major: compatible). CMakeLists.txt takes the
+ * project version from these lines. */
+#define IB_VERSION_MAJOR 0
+#define IB_VERSION_MINOR 1
+#define IB_VERSION_PATCH 0
+
+/* Functions of this header are the library's exported API; everything else
+ * in libimgbatch.so is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IB_API __attribute__((visibility("default")))
+#else
+#define IB_API
+#endif
+
+/* "MAJOR.MINOR.PATCH" of the linked library (static storage). */
+IB_API const char *ib_version(void);
+
 /* ------------------------------------------------------------ status */
 
 typedef enum ib_status {
@@ -72,8 +93,8 @@ typedef struct ib_error {
   char message[320];
 } ib_error;
 
-const char *ib_status_name(ib_status s);
-const char *ib_stage_name(ib_stage s);
+IB_API const char *ib_status_name(ib_status s);
+IB_API const char *ib_stage_name(ib_stage s);
 
 /* ------------------------------------------------------------ images */
 
@@ -99,10 +120,10 @@ typedef enum ib_mode {
  * Result.contract_version. A Job newer than this is Unsupported. */
 #define IB_CONTRACT_VERSION 2u
 
-unsigned ib_mode_bands(ib_mode m);
-const char *ib_mode_name(ib_mode m);
+IB_API unsigned ib_mode_bands(ib_mode m);
+IB_API const char *ib_mode_name(ib_mode m);
 /* Returns IB_MODE_NONE for any string that is not an admitted mode. */
-ib_mode ib_mode_parse(const char *name);
+IB_API ib_mode ib_mode_parse(const char *name);
 
 /* How an image's pixels are given back: free_fn(free_ctx, data). */
 typedef void (*ib_image_free_fn)(void *ctx, uint8_t *data);
@@ -121,12 +142,12 @@ typedef struct ib_image {
   void *free_ctx;
 } ib_image;
 
-size_t ib_image_bytes(const ib_image *im);
+IB_API size_t ib_image_bytes(const ib_image *im);
 /* Allocates data for the given shape (zeroed, malloc'd). */
-ib_status ib_image_alloc(ib_image *im, ib_mode mode, uint32_t width, uint32_t height);
+IB_API ib_status ib_image_alloc(ib_image *im, ib_mode mode, uint32_t width, uint32_t height);
 /* Gives the pixels back (free or free_fn) and sets data NULL. Safe on any
  * thread, also after the executor that lent them was destroyed. */
-void ib_image_release(ib_image *im);
+IB_API void ib_image_release(ib_image *im);
 
 /* ------------------------------------------------------------ jobs */
 
@@ -137,8 +158,8 @@ typedef struct ib_key {
   char *str; /* owned; NULL when is_u64 */
 } ib_key;
 
-ib_status ib_key_copy(ib_key *dst, const ib_key *src);
-void ib_key_clear(ib_key *k);
+IB_API ib_status ib_key_copy(ib_key *dst, const ib_key *src);
+IB_API void ib_key_clear(ib_key *k);
 
 /* A parsed, validated job graph (opaque). Built from the serialized protobuf
  * `Job`; parsing also reads each encoded source's header (never decodes)
@@ -170,11 +191,11 @@ typedef struct ib_graph_limits {
 /* On failure, *key_on_error (when not NULL) receives the job's key if the
  * message unpacked, so the error result can still name its input; release
  * it with ib_key_clear. */
-ib_status ib_graph_parse(const uint8_t *job_bytes, size_t len, const ib_graph_limits *limits,
-                         ib_graph **out, ib_key *key_on_error, ib_error *err);
-void ib_graph_free(ib_graph *g);
+IB_API ib_status ib_graph_parse(const uint8_t *job_bytes, size_t len, const ib_graph_limits *limits,
+                                ib_graph **out, ib_key *key_on_error, ib_error *err);
+IB_API void ib_graph_free(ib_graph *g);
 /* The key the job carried (absent key = empty string). Borrowed. */
-const ib_key *ib_graph_key(const ib_graph *g);
+IB_API const ib_key *ib_graph_key(const ib_graph *g);
 
 /* ------------------------------------------------------------ executor */
 
@@ -204,9 +225,14 @@ typedef struct ib_executor_options {
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
+<<<<<<< HEAD
  * 2 submissions in flight, queue mode on, host_threads -1 (every CPU), no
  * cache directory, module caches of 256 MiB (memory) and 2 GiB (disk). */
 void ib_executor_options_default(ib_executor_options *o);
+=======
+ * 2 submissions in flight, queue mode on, host_threads -1 (every CPU). */
+IB_API void ib_executor_options_default(ib_executor_options *o);
+>>>>>>> hsolid
 
 /*
  * Credits. Every admitted job reserves, conservatively and up front, each
@@ -349,23 +375,23 @@ typedef struct ib_executor ib_executor;
  */
 typedef struct ib_handle ib_handle;
 
-ib_mode ib_handle_mode(const ib_handle *h);
-uint32_t ib_handle_width(const ib_handle *h);
-uint32_t ib_handle_height(const ib_handle *h);
+IB_API ib_mode ib_handle_mode(const ib_handle *h);
+IB_API uint32_t ib_handle_width(const ib_handle *h);
+IB_API uint32_t ib_handle_height(const ib_handle *h);
 /* The id of the job that produced it (clones share it). */
-uint64_t ib_handle_job_id(const ib_handle *h);
+IB_API uint64_t ib_handle_job_id(const ib_handle *h);
 /* Copies the native bytes (the layout of ib_image) into `out`, newly
  * allocated and owned by the caller (release with ib_image_release).
  * IB_INVALID for a NULL (released) handle; IB_DEVICE when the device
  * failed. The handle stays valid and charged. */
-ib_status ib_handle_download(ib_handle *h, ib_image *out, ib_error *err);
+IB_API ib_status ib_handle_download(ib_handle *h, ib_image *out, ib_error *err);
 /* Another reference to the same output (released on its own). IB_INVALID
  * for NULL, IB_INTERNAL out of memory. */
-ib_status ib_handle_clone(ib_handle *h, ib_handle **out);
+IB_API ib_status ib_handle_clone(ib_handle *h, ib_handle **out);
 /* Releases this reference and sets *h to NULL (a later download through it
  * is IB_INVALID). The last release frees the device buffer and returns its
  * credits. NULL or *h NULL is a no-op. */
-void ib_handle_release(ib_handle **h);
+IB_API void ib_handle_release(ib_handle **h);
 
 typedef enum ib_result_kind {
   IB_RESULT_ERROR = 0,
@@ -399,13 +425,14 @@ typedef struct ib_result {
   uint64_t exec_us;   /* its submission's duration (shared by the submission's jobs) */
 } ib_result;
 
-void ib_result_free(ib_result *r);
+IB_API void ib_result_free(ib_result *r);
 
 /* Creates an executor. Fails with IB_INVALID for zero caps, IB_DEVICE when
- * the backend cannot start ("cuda backend not built" when this binary has no
- * CUDA backend). `opts` NULL = defaults; it is copied (cache_dir too).
+ * the backend cannot start (the cuda backend where no CUDA driver or device
+ * is present). `opts` NULL = defaults; it is copied (cache_dir too).
  * Does not block beyond backend start-up. */
-ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out, ib_error *err);
+IB_API ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out,
+                                    ib_error *err);
 
 /* Closes (as ib_executor_close) and frees. Resident handles it delivered
  * stay valid (the backend closes with the last of them). A result stream still open is
@@ -413,7 +440,7 @@ ib_status ib_executor_create(const ib_executor_options *opts, ib_executor **out,
  * it with ib_results_close. NULL is a no-op. Blocks while in-flight
  * submissions are fenced. Must not be called from inside a run input
  * callback. */
-void ib_executor_destroy(ib_executor *ex);
+IB_API void ib_executor_destroy(ib_executor *ex);
 
 /*
  * ib_graph_parse for this executor's backend: large byte fields (raw source
@@ -427,9 +454,9 @@ void ib_executor_destroy(ib_executor *ex);
  * executor and from inside a run input callback; not concurrently with
  * ib_executor_destroy.
  */
-ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
-                            const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,
-                            ib_error *err);
+IB_API ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
+                                   const ib_graph_limits *limits, ib_graph **out,
+                                   ib_key *key_on_error, ib_error *err);
 
 /*
  * Zero-copy ingest. ib_executor_buffer returns a buffer of `len` bytes in
@@ -444,11 +471,11 @@ ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t le
  * ib_executor_buffer_free (before the executor is destroyed). Same threads
  * rules as ib_executor_parse.
  */
-uint8_t *ib_executor_buffer(ib_executor *ex, size_t len);
-void ib_executor_buffer_free(ib_executor *ex, uint8_t *buf);
-ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
-                                   const ib_graph_limits *limits, ib_graph **out,
-                                   ib_key *key_on_error, ib_error *err);
+IB_API uint8_t *ib_executor_buffer(ib_executor *ex, size_t len);
+IB_API void ib_executor_buffer_free(ib_executor *ex, uint8_t *buf);
+IB_API ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
+                                          const ib_graph_limits *limits, ib_graph **out,
+                                          ib_key *key_on_error, ib_error *err);
 
 /*
  * Admits one job. `g` is a graph from ib_graph_parse; `key` overrides its
@@ -474,8 +501,8 @@ ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
  * IB_BUSY when a result stream is open and not exhausted, or when called
  * from inside a run input callback or concurrently with another call.
  */
-ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,
-                             ib_error *err);
+IB_API ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key,
+                                    uint64_t *job_id, ib_error *err);
 
 /* A stream of results (opaque); owned by the caller, freed by
  * ib_results_close. One open, unexhausted stream per executor at a time. */
@@ -485,7 +512,7 @@ typedef struct ib_results ib_results;
  * runs nothing; each ib_results_next drives execution (groups pending jobs
  * into submissions of at most max_jobs / max_in_flight jobs and 256 ops,
  * at most max_in_flight outstanding) until one result is ready. Exhausted (IB_END) once every admitted job was delivered. */
-ib_status ib_executor_join(ib_executor *ex, ib_results **out);
+IB_API ib_status ib_executor_join(ib_executor *ex, ib_results **out);
 
 /* One input for run. On IB_OK the callback sets `graph` (ownership passes to
  * the executor) and optionally `key` with has_key (ownership of key.str
@@ -525,7 +552,8 @@ typedef ib_status (*ib_input_next_fn)(void *user, ib_input *in, ib_error *err);
  * until the stream is exhausted or closed. Creating the stream pulls
  * nothing.
  */
-ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib_results **out);
+IB_API ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user,
+                                 ib_results **out);
 
 /*
  * The next result. IB_OK: `*out` holds a result (owned by the caller; every
@@ -545,7 +573,7 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
  * its jobs is yielded as an error result. Blocks until a result is ready
  * (running CPU work inline, waiting on device events).
  */
-ib_status ib_results_next(ib_results *rs, ib_result *out);
+IB_API ib_status ib_results_next(ib_results *rs, ib_result *out);
 
 /* Frees a stream. Closing a stream that is not exhausted cancels its
  * executor (ib_executor_close): nothing more is pulled, unsubmitted jobs are
@@ -553,7 +581,7 @@ ib_status ib_results_next(ib_results *rs, ib_result *out);
  * discarded and every credit returns. NULL is a no-op. Called from inside a
  * run input callback (or while another thread drives the executor) it does
  * nothing: the stream stays open and must be closed again later. */
-void ib_results_close(ib_results *rs);
+IB_API void ib_results_close(ib_results *rs);
 
 /* Cancels: stops pulling inputs (the iterator is not called again; the
  * input it yielded last, if waiting for credits, is freed), cancels jobs not
@@ -563,14 +591,10 @@ void ib_results_close(ib_results *rs);
  * marks the executor closed (later submit/join/run: IB_CLOSED). Delivered
  * results stay valid. Idempotent. IB_BUSY from inside a run callback or
  * while another thread drives the executor. Blocks on the fence. */
-ib_status ib_executor_close(ib_executor *ex);
+IB_API ib_status ib_executor_close(ib_executor *ex);
 
 /* A consistent copy of the counters. Safe from any thread (takes a lock). */
-void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
-
-/* Test hook: the next id to assign (ids then continue from it). Lets tests
- * reach UINT64_MAX without 2^64 submissions. Not for production use. */
-void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id);
+IB_API void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
 
 #ifdef IB_FAULTS
 /* Test hook, compiled only with the CMake option IB_FAULTS (the test build):

@@ -1,14 +1,18 @@
-/* Hollowing a serialized Job (see hollow.h). Field numbers are the ones of
- * proto/imgbatch.proto: Job.source = 3, Job.extra_sources = 4; Source
- * kinds encoded/path/raw/fill = 1..4; RawImage.data = 4. */
+/* Hollowing a serialized Job (see hollow.h). Field numbers: wire_fields.h. */
 #include "plan/hollow.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/wire_check.h"
+#include "plan/wire_fields.h"
 
-enum { JOB_SOURCE = 3, JOB_EXTRA = 4, SRC_RAW = 3, RAW_DATA = 4 };
+enum {
+  JOB_SOURCE = IB_FIELD_JOB_SOURCE,
+  JOB_EXTRA = IB_FIELD_JOB_EXTRA_SOURCES,
+  SRC_RAW = IB_FIELD_SOURCE_RAW,
+  RAW_DATA = IB_FIELD_RAW_IMAGE_DATA
+};
 
 static size_t varint_len(uint64_t v) {
   size_t n = 1;
@@ -43,7 +47,7 @@ static int source_raw(const uint8_t *p, size_t n, size_t min, ib_wire_field *raw
   ib_wire_field f;
   int r, kinds = 0, found = 0;
   while ((r = ib_wire_next(&p, end, &f)) == 1) {
-    if (f.fn < 1 || f.fn > 4) continue;
+    if (f.fn < IB_FIELD_SOURCE_KIND_FIRST || f.fn > IB_FIELD_SOURCE_KIND_LAST) continue;
     if (f.wt != IB_WT_LEN || kinds++) return -1;
     if (f.fn != SRC_RAW) continue;
     int d = raw_data(f.val, f.vlen, data);

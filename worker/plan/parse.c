@@ -17,6 +17,7 @@
 #include "plan/graph.h"
 #include "plan/source_path.h"
 #include "plan/wire_check.h"
+#include "plan/wire_fields.h"
 
 #define DEFAULT_MAX_SOURCE_BYTES (256ull << 20)
 #define DEFAULT_MAX_METADATA_BYTES (64ull << 10)
@@ -318,10 +319,9 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     src->raw->data.len = sp->len;
     g->borrowed[g->n_borrowed++] = src->raw;
   }
-  /* Job.nodes = 5 (proto/imgbatch.proto). */
-  size_t nw = ib_wire_collect(bytes, len, 5, NULL, 0);
+  size_t nw = ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, NULL, 0);
   if (nw != SIZE_MAX && (g->nodes_wire = malloc(nw ? nw : 1))) {
-    ib_wire_collect(bytes, len, 5, g->nodes_wire, nw);
+    ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, g->nodes_wire, nw);
     g->nodes_wire_len = nw;
   }
   /* A key that is not UTF-8 cannot be echoed: answered like bytes that are

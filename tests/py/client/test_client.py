@@ -177,14 +177,6 @@ def test_colours_and_params_are_resolved_by_pillow():
     assert (n.left, n.top, n.right, n.bottom) == (0, 2, 2, 3)
 
 
-def test_enum_values_match_the_proto():
-    assert ImageChops.FUNCTIONS == {k.lower(): v for k, v in pb.ChopsFunction.items()}
-    assert {m.name: int(m) for m in Image.Transpose} == dict(pb.TransposeMethod.items())
-    assert {m.name: int(m) for m in Image.Resampling} == dict(pb.Resample.items())
-    assert [c._kind for c in (ImageEnhance.Brightness, ImageEnhance.Color, ImageEnhance.Contrast)] \
-        == [pb.BRIGHTNESS, pb.COLOR, pb.CONTRAST]
-
-
 # ---------------------------------------------------------------- Job structure
 
 
@@ -368,7 +360,5 @@ def test_path_sources_resolve_inside_the_source_root(tmp_path):
     out = im.transpose(Image.Transpose.ROTATE_90)
     (res,) = imgbatch.run_local([out.to_job(key=1)], binary=binary(),
                                 args=("--source-root", str(tmp_path)))
-    if res.error and res.error.kind == "unsupported":
-        pytest.skip(f"transpose row not on this build: {res.error}")
     assert res.error is None, res.error
     assert res.image.data == out.replay().tobytes()
