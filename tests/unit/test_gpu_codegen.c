@@ -335,10 +335,6 @@ Test(gpu_codegen, chain_limits) {
   cr_assert_leq(c.param_bytes, IB_CHAIN_MAX_PARAMS);
 }
 
-<<<<<<< HEAD
-Test(gpu_kernels, every_embedded_cu_compiles) {
-  ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
-=======
 /* Every file of kernels/ is embedded, and each compiles on its own under
  * NVRTC (includes what it uses, no host-only code): a header that only
  * compiles after another one breaks the first chain that includes it
@@ -361,8 +357,7 @@ Test(gpu_kernels, every_kernel_header_is_embedded_and_compiles_alone, .timeout =
   globfree(&g);
   cr_assert_gt(sources, 0);
   cr_assert_eq(ib_embedded_kernel_count, sources, "embedded files = kernels/ sources");
-  ib_kcache *kc = ib_kcache_new("");
->>>>>>> hsolid
+  ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
   for (size_t i = 0; i < ib_embedded_kernel_count; i++) {
     const ib_embedded_file *f = &ib_embedded_kernels[i];
     char src[512], name[300];
@@ -391,13 +386,9 @@ Test(kcache, memory_then_disk_then_error_log) {
   free(img);
   cr_assert_eq(o, IB_KC_MEMORY);
   /* Other options or arch: another key. */
-<<<<<<< HEAD
-  cr_assert_eq(ib_kcache_get(a, "k.cu", src, "sm_90", fmad_opt, 1, &img, &len, &o, NULL, &err), IB_OK);
-  free(img);
-=======
   cr_assert_eq(ib_kcache_get(a, "k.cu", src, "sm_90", fmad_opt, 1, &img, &len, &o, NULL, &err),
                IB_OK);
->>>>>>> hsolid
+  free(img);
   cr_assert_eq(o, IB_KC_COMPILED);
   cr_assert_eq(ib_kcache_stats_get(a).disk_writes, 2);
   ib_kcache_free(a);

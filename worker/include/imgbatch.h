@@ -225,14 +225,9 @@ typedef struct ib_executor_options {
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
-<<<<<<< HEAD
  * 2 submissions in flight, queue mode on, host_threads -1 (every CPU), no
  * cache directory, module caches of 256 MiB (memory) and 2 GiB (disk). */
-void ib_executor_options_default(ib_executor_options *o);
-=======
- * 2 submissions in flight, queue mode on, host_threads -1 (every CPU). */
 IB_API void ib_executor_options_default(ib_executor_options *o);
->>>>>>> hsolid
 
 /*
  * Credits. Every admitted job reserves, conservatively and up front, each
