@@ -74,7 +74,8 @@ typedef struct ib_sub {
 typedef struct ib_fault_plan {
   uint64_t device_at;  /* submission number (1-based) that fails as a device error */
   bool device_sticky;  /* ... and every one after it */
-  uint64_t alloc_at;   /* job id whose host allocation fails, once */
+  uint64_t alloc_at;   /* the Nth job to run fails its host allocation, once */
+  uint64_t jobs_run;
   bool has_key;
   char key[128];       /* every submission holding a job with this string key fails */
 } ib_fault_plan;

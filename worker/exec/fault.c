@@ -36,7 +36,8 @@ ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *er
 
 /* A job that completes with the injected allocation failure instead. */
 void ib_fault_job(ib_executor *ex, const ib_job *j, ib_backend_job *bj) {
-  if (!ex->fault.alloc_at || j->id != ex->fault.alloc_at) return;
+  /* Counted in jobs that ran, not ids: a QueueFull admission consumes ids. */
+  if (!ex->fault.alloc_at || ++ex->fault.jobs_run != ex->fault.alloc_at) return;
   ex->fault.alloc_at = 0;
   ib_image_release(&bj->out);
   if (bj->dev) ex->backend->release(ex->backend_state, bj->dev);

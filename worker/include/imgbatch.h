@@ -596,7 +596,7 @@ IB_API void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out)
  * makes later submissions fail as a sick worker would, in front of the
  * backend's driver calls. `spec`: "device@N" (the Nth submission fails with
  * IB_DEVICE, once), "device@N+" (the Nth and every later one), "alloc@N"
- * (job id N fails with IB_INTERNAL, host allocation), "key=K" (every
+ * (the Nth job to run fails with IB_INTERNAL, host allocation), "key=K" (every
  * submission holding a job keyed K fails with IB_DEVICE). */
 ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *err);
 #endif

@@ -294,10 +294,11 @@ static ib_wjob *next_job(ib_worker *w) {
   /* Results the broker has not acknowledged stay in memory (to produce them
    * again): while they fill the host budget, no new work starts. */
   if (ib_wresults_backlogged(w)) return NULL;
-  if (w->retry.head) {
-    if (w->running || w->retry.head->not_before_us > ib_wnow_us()) return NULL;
-    return ib_wq_pop(&w->retry);
-  }
+  /* A retry runs alone, once its backoff passed and in-flight work drained;
+   * meanwhile new work goes on (its successes tell a job's fault from the
+   * worker's). */
+  ib_wjob *r = w->retry.head;
+  if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }
@@ -308,6 +309,7 @@ ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
   ib_wjob *j = next_job(w);
   if (!j) return IB_AGAIN;
   j->state = IB_WJOB_RUNNING;
+  j->start_seq = ++w->started;
   w->running++;
   in->tag = j;
   const rd_kafka_message_t *m = j->msg;

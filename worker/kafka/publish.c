@@ -320,7 +320,7 @@ void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, c
   snprintf(e.message, sizeof e.message, "%s", msg);
   ib_result_msg rm;
   ib_result_msg_init(&rm);
-  ib_result_msg_error(&rm, false, 0, NULL, &e);
+  ib_result_msg_error(&rm, j->has_job_id, j->job_id, j->has_key ? &j->key : NULL, &e);
   w->counters[IB_WC_ERRORS]++;
   w->outcomes[IB_WO_ERROR]++;
   mark_dlq(w, j, &e);

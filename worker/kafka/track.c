@@ -83,6 +83,7 @@ void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
+  ib_key_clear(&j->key);
   free(j);
 }
 

@@ -115,14 +115,16 @@ void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg) 
    * executor) says something about the worker: a first fault may have been
    * another job's, grouped into the same submission. */
   if (j->faults > 0) w->consecutive_faults++;
-  if (j->faults == 0) j->successes_at_fault = w->successes;
+  if (j->faults == 0) j->fault_seq = w->started;
   j->faults++;
   char m[700];
   ib_wlog(w, "error", "fault",
           "\"kind\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
           ",\"attempts\":%d,\"message\":\"%s\"",
           kind, j->partition, j->offset, j->faults, ib_json_escape(m, sizeof m, msg));
-  if (j->faults >= FAULTS_PER_JOB && w->successes > j->successes_at_fault) {
+  /* Other jobs succeeded if one started after this one's first fault did
+   * (a job started before it may still be publishing: it proves nothing). */
+  if (j->faults >= FAULTS_PER_JOB && w->last_success_seq > j->fault_seq) {
     char why[320];
     snprintf(why, sizeof why, "%s fault on each of %d attempts while other jobs succeeded: %.200s",
              kind, j->faults, msg);
@@ -144,6 +146,12 @@ void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg) 
   ib_wq_push(&w->retry, j);
 }
 
+/* A job's Result went out: the worker worked for a job started then. */
+static void job_succeeded(ib_worker *w, const ib_wjob *j) {
+  if (j->start_seq > w->last_success_seq) w->last_success_seq = j->start_seq;
+  w->consecutive_faults = 0;
+}
+
 static bool is_worker_fault(const ib_result *res) {
   return !res->ok && (res->error.status == IB_DEVICE || res->error.status == IB_INTERNAL);
 }
@@ -155,6 +163,10 @@ static void on_result(ib_worker *w, ib_result *res) {
   ib_hist_observe(&w->queue_hist, res->queue_us);
   ib_hist_observe(&w->exec_hist, res->exec_us);
   if (is_worker_fault(res)) {
+    /* Kept for the Internal Result should the fault turn out to be its own. */
+    if (!j->has_key && ib_key_copy(&j->key, &res->key) == IB_OK) j->has_key = true;
+    j->job_id = res->job_id;
+    j->has_job_id = res->has_job_id;
     ib_wjob_fault(w, j, res->error.status == IB_DEVICE ? "device" : "internal", res->error.message);
     return;
   }
@@ -167,10 +179,7 @@ static void on_result(ib_worker *w, ib_result *res) {
       return;
     }
   }
-  if (ib_wpublish_result(w, j, res)) {
-    w->successes++;
-    w->consecutive_faults = 0;
-  }
+  if (ib_wpublish_result(w, j, res)) job_succeeded(w, j);
 }
 
 /* Results the encode pool prepared go out from here. */
@@ -178,10 +187,7 @@ static void send_prepared(ib_worker *w) {
   ib_wout *o = w->pool ? ib_wpool_take(w->pool) : NULL;
   while (o) {
     ib_wout *next = o->next;
-    if (ib_wout_send(w, o)) {
-      w->successes++;
-      w->consecutive_faults = 0;
-    }
+    if (ib_wout_send(w, o)) job_succeeded(w, o->j);
     free(o->packed);
     free(o);
     o = next;

@@ -35,11 +35,15 @@ typedef struct ib_wjob {
   struct ib_wjob *qnext;                   /* in the waiting or retry queue */
   struct ib_wjob *alive_prev, *alive_next; /* every job not yet freed (teardown) */
   ib_wjob_state state;
-  int pending;                 /* deliveries outstanding (Result, DLQ copy) */
-  bool delivery_failed;        /* re-produce when the broker is back */
-  int faults;                  /* worker faults seen by this job */
-  uint64_t successes_at_fault; /* worker successes when it first faulted */
-  uint64_t not_before_us;      /* retry backoff */
+  int pending;          /* deliveries outstanding (Result, DLQ copy) */
+  bool delivery_failed; /* re-produce when the broker is back */
+  int faults;           /* worker faults seen by this job */
+  uint64_t start_seq;   /* when it was last handed to the executor */
+  uint64_t fault_seq;   /* the start sequence when it first faulted */
+  ib_key key;           /* after a fault: for an Internal Result */
+  bool has_key, has_job_id;
+  uint64_t job_id;
+  uint64_t not_before_us; /* retry backoff */
   uint64_t consumed_us;
   uint8_t *result; /* packed Result, kept until acknowledged */
   size_t result_len;
@@ -118,8 +122,10 @@ typedef struct ib_worker {
   bool stopping; /* drain: no more input */
   int exit_code;
   bool fatal;
-  bool sick; /* a sticky worker fault: stop, exit non-zero */
-  uint64_t successes, consecutive_faults;
+  bool sick;                 /* a sticky worker fault: stop, exit non-zero */
+  uint64_t started;          /* jobs handed to the executor (start sequence) */
+  uint64_t last_success_seq; /* the latest start sequence whose Result went out */
+  uint64_t consecutive_faults;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
   uint64_t held_bytes;  /* packed Results kept until acknowledged */
