@@ -169,6 +169,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       continue;
     }
     if (p && p->assigned && t->offset > p->committed) p->committed = t->offset;
+    if (p && p->assigned) ib_wpart_settled(w, p, t->offset);
     w->counters[IB_WC_COMMITS]++;
     ib_wlog(w, "info", "committed",
             "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64, t->topic,
@@ -186,7 +187,11 @@ void ib_wcommit(ib_worker *w, bool sync) {
     ib_wpart *p = &w->parts[i];
     if (!p->assigned) continue;
     int64_t at = ib_wpart_commit_offset(p);
+    /* One commit in flight per partition; one unanswered for a second is
+     * taken as lost and sent again. */
+    if (p->committing >= 0 && ib_wnow_us() - p->committing_since_us > 1000000u) p->committing = -1;
     if (at < 0 || (p->committing >= 0 && !sync)) continue;
+    p->committing_since_us = ib_wnow_us();
     p->committing = at;
     rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
@@ -299,6 +304,10 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
+  /* New work only while fewer than max_jobs jobs run or have a Result out
+   * that no acknowledged commit covers yet: a crash then repeats at most
+   * max_jobs Results. */
+  if (w->unsettled + w->running >= w->cfg->exec.max_jobs) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }
@@ -310,6 +319,7 @@ ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
   if (!j) return IB_AGAIN;
   j->state = IB_WJOB_RUNNING;
   j->start_seq = ++w->started;
+
   w->running++;
   in->tag = j;
   const rd_kafka_message_t *m = j->msg;

@@ -144,6 +144,7 @@ static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
   j->result = packed;
   j->result_len = len;
   w->held_bytes += len;
+  if (!j->counted) j->counted = true, w->unsettled++;
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   j->result_headers = trace_headers(j->msg);
   snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,

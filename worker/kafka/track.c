@@ -6,6 +6,7 @@
  * message is done (its Result acknowledged by the broker).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kafka/wstate.h"
 
@@ -74,6 +75,7 @@ ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg) {
 
 void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   if (!j) return;
+  if (j->counted) w->unsettled--; /* never committed by us (revoked, teardown) */
   if (j->alive_prev)
     j->alive_prev->alive_next = j->alive_next;
   else
@@ -85,6 +87,38 @@ void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   free(j->result);
   ib_key_clear(&j->key);
   free(j);
+}
+
+/* A job done in order: its count waits in the partition until a commit
+ * covers its offset. */
+static void settle_later(ib_worker *w, ib_wpart *p, ib_wjob *j) {
+  if (!j->counted) return;
+  j->counted = false;
+  if (p->settle_head + p->settle_n == p->settle_cap) {
+    if (p->settle_head) {
+      memmove(p->settle, p->settle + p->settle_head, p->settle_n * sizeof *p->settle);
+      p->settle_head = 0;
+    } else {
+      size_t cap = p->settle_cap ? p->settle_cap * 2 : 64;
+      int64_t *s = realloc(p->settle, cap * sizeof *s);
+      if (!s) {
+        w->unsettled--; /* cannot wait for it: forget it (at worst one more duplicate) */
+        return;
+      }
+      p->settle = s;
+      p->settle_cap = cap;
+    }
+  }
+  p->settle[p->settle_head + p->settle_n++] = j->offset;
+}
+
+void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset) {
+  while (p->settle_n && p->settle[p->settle_head] < offset) {
+    p->settle_head++;
+    p->settle_n--;
+    w->unsettled--;
+  }
+  if (!p->settle_n) p->settle_head = 0;
 }
 
 void ib_wjob_done(ib_worker *w, ib_wjob *j) {
@@ -100,6 +134,7 @@ void ib_wjob_done(ib_worker *w, ib_wjob *j) {
     p->head = h->next;
     if (!p->head) p->tail = NULL;
     p->done_upto = h->offset + 1;
+    settle_later(w, p, h);
     ib_wjob_free(w, h);
   }
 }
@@ -152,6 +187,9 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
     j = next;
   }
   p->head = p->tail = NULL;
+  /* Not ours to commit any more: nothing here will be settled by us. */
+  w->unsettled -= p->settle_n;
+  p->settle_n = p->settle_head = 0;
   p->assigned = false;
   p->done_upto = -1;
   p->committed = -1;

@@ -100,6 +100,7 @@ void ib_wtxn_commit(ib_worker *w) {
   for (int i = 0; i < l->cnt; i++) {
     ib_wpart *p = ib_wpart_get(w, l->elems[i].partition, false);
     if (p) p->committed = l->elems[i].offset;
+    if (p) ib_wpart_settled(w, p, l->elems[i].offset);
     ib_wlog(w, "info", "committed",
             "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"txn\":true",
             w->cfg->jobs_topic, l->elems[i].partition, l->elems[i].offset);

@@ -21,8 +21,11 @@
 
 #define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (issue 11) */
 #define STICKY_FAULTS 5  /* solo retries failing in a row: the worker is sick */
-#define COMMIT_EVERY_US 200000u
-#define STATUS_EVERY_US 10000000u
+/* Commits go out as soon as a watermark moves (one in flight per
+ * partition): a done job stays unsettled for one commit round trip. A
+ * transaction (--transactional) commits at most this often. */
+#define TXN_EVERY_US 200000u
+#define STATUS_EVERY_US 1000000u
 #define SWEEP_EVERY_US 60000000u
 
 uint64_t ib_wnow_us(void) {
@@ -89,11 +92,11 @@ static void status_log(ib_worker *w) {
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
           ",\"republished\":%" PRIu64 ",\"waiting\":%zu,\"running\":%zu,\"undelivered\":%" PRIu64
           ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
-          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s",
+          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->undelivered, w->n_handles,
-          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false");
+          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled);
 }
 
 static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *deadline) {
@@ -204,7 +207,7 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
   ib_wconsume_poll(w, wait_ms);
   if (w->control) ib_wcontrol_poll(w);
   uint64_t now = ib_wnow_us();
-  if (now - w->last_commit_us >= COMMIT_EVERY_US) {
+  if (!w->cfg->transactional || now - w->last_commit_us >= TXN_EVERY_US) {
     ib_wcommit(w, false);
     w->last_commit_us = now;
   }
@@ -219,10 +222,17 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
   ib_wmetrics_refresh(w, false);
   /* Backpressure: messages pile up only when the executor takes none. */
   if (!w->stopping) {
+    /* Messages wait (fetched, not started) only when the executor has no
+     * room: pause past a high-water mark, resume once they are nearly all
+     * taken (pausing drops what librdkafka prefetched, so no thrash). */
+    uint64_t bytes = 0;
+    for (const ib_wjob *j = w->waiting.head; j; j = j->qnext) bytes += j->msg->len;
+    uint64_t host = w->cfg->exec.host_bytes;
+    size_t high = 2 * (size_t)w->cfg->exec.max_jobs, low = w->cfg->exec.max_jobs / 2;
     bool backlog = ib_wresults_backlogged(w);
-    if (!w->paused && (w->waiting.n >= 2 || backlog))
+    if (!w->paused && (w->waiting.n >= high || bytes > host / 4 || backlog))
       ib_wconsume_pause(w, true);
-    else if (w->paused && w->waiting.n == 0 && !backlog)
+    else if (w->paused && w->waiting.n <= low && bytes <= host / 8 && !backlog)
       ib_wconsume_pause(w, false);
   }
 }
@@ -317,6 +327,7 @@ static void stop_clients(ib_worker *w) {
   ib_executor_destroy(w->ex);
   /* What never finished (grace expired, a second signal): never committed. */
   while (w->alive) ib_wjob_free(w, w->alive);
+  for (int32_t i = 0; i < w->n_parts; i++) free(w->parts[i].settle);
   free(w->parts);
 }
 

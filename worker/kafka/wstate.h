@@ -39,6 +39,7 @@ typedef struct ib_wjob {
   bool delivery_failed; /* re-produce when the broker is back */
   int faults;           /* worker faults seen by this job */
   uint64_t start_seq;   /* when it was last handed to the executor */
+  bool counted;         /* in w->unsettled */
   uint64_t fault_seq;   /* the start sequence when it first faulted */
   ib_key key;           /* after a fault: for an Internal Result */
   bool has_key, has_job_id;
@@ -67,6 +68,9 @@ typedef struct ib_wpart {
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
   int64_t committing;   /* offset of the commit in flight; -1 none */
+  uint64_t committing_since_us;
+  int64_t *settle;      /* offsets of jobs done here, waiting for a commit to cover them */
+  size_t settle_head, settle_n, settle_cap;
 } ib_wpart;
 
 typedef struct ib_handle_slot ib_handle_slot;
@@ -126,6 +130,9 @@ typedef struct ib_worker {
   uint64_t started;          /* jobs handed to the executor (start sequence) */
   uint64_t last_success_seq; /* the latest start sequence whose Result went out */
   uint64_t consecutive_faults;
+  /* Jobs whose Result is out but not yet covered by an acknowledged commit:
+   * a crash would repeat them (bounded with the running ones by max_jobs). */
+  uint64_t unsettled;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
   uint64_t held_bytes;  /* packed Results kept until acknowledged */
@@ -184,6 +191,9 @@ int64_t ib_wpart_commit_offset(const ib_wpart *p);
 /* Detaches every job of a partition (revoke/lost): they finish but are
  * never committed; waiting ones are dropped. */
 void ib_wpart_drop(ib_worker *w, ib_wpart *p);
+/* The broker acknowledged a commit of `offset` for p: the jobs below it are
+ * settled (a crash no longer redoes them). */
+void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset);
 /* Frees a job (its message, Result bytes, headers). */
 void ib_wjob_free(ib_worker *w, ib_wjob *j);
 

@@ -161,7 +161,8 @@ class Worker:
     """`imgbatch worker` as a process; its JSON stderr lines are parsed into
     `events` as they come (a reader thread)."""
 
-    DEFAULT_X = ("session.timeout.ms=6000", "heartbeat.interval.ms=500")
+    # The mock broker answers a fetch only when fetch.wait.max.ms ends.
+    DEFAULT_X = ("session.timeout.ms=6000", "heartbeat.interval.ms=500", "fetch.wait.max.ms=50")
 
     def __init__(self, workdir, bootstrap, worker_id, args=(), x=(), rlimit_fsize=None,
                  env=None):
