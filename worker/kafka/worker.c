@@ -228,7 +228,9 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
     uint64_t bytes = 0;
     for (const ib_wjob *j = w->waiting.head; j; j = j->qnext) bytes += j->msg->len;
     uint64_t host = w->cfg->exec.host_bytes;
-    size_t high = 2 * (size_t)w->cfg->exec.max_jobs, low = w->cfg->exec.max_jobs / 2;
+    /* Mostly bytes: a count-based pause at a few jobs would thrash (every
+     * resume refetches what the pause dropped). */
+    size_t high = 4096, low = 2048;
     bool backlog = ib_wresults_backlogged(w);
     if (!w->paused && (w->waiting.n >= high || bytes > host / 4 || backlog))
       ib_wconsume_pause(w, true);
