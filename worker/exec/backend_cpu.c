@@ -1,10 +1,9 @@
 /*
  * backend_cpu.c - the CPU reference backend behind the executor interface.
- * A submission runs its jobs inside submit (the host is the device, so
- * working buffers are host memory: host_memory = true), one job per host
- * thread (executor option host_threads), each job decoding and computing
- * on its own: codec-bound work uses every core. wait and ready only hand
- * the finished submission back.
+ * A submission runs its jobs inside submit, one after another on the
+ * driving thread (the host is the device, so working buffers are host
+ * memory: host_memory = true); wait and ready only hand the finished
+ * submission back.
  */
 #include <stdlib.h>
 
@@ -23,7 +22,11 @@ typedef struct cpu_state {
 
 static ib_status cpu_open(const ib_executor_options *opts, void **state, ib_error *err) {
   cpu_state *s = calloc(1, sizeof *s);
-  int workers = opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0;
+  /* One job at a time on the driving thread: libvips keeps one error buffer
+   * per process, so concurrent decodes would take each other's causes out
+   * of their messages. host_threads is for device backends' staging. */
+  (void)opts;
+  int workers = 0;
   if (!s || !(s->hp = ib_hostpar_new(workers))) {
     free(s);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "cpu backend: out of memory");

@@ -217,11 +217,10 @@ typedef struct ib_executor_options {
                                 * a submission in flight launches from is unloaded only
                                 * after that submission completed */
   uint64_t disk_cache_bytes;   /* cache_dir's bound, evicted by last use; 0 = 2 GiB */
-  int host_threads;        /* host threads for decodes and host copies (the driving
-                            * thread included): the cpu backend runs a submission's
-                            * jobs on them, the cuda backend its decodes and staging
-                            * copies; -1 = the online CPUs, 0 or 1 = the driving
-                            * thread alone */
+  int host_threads;        /* host threads for the cuda backend's decodes and staging
+                            * copies (the driving thread included); -1 = the online
+                            * CPUs, 0 or 1 = the driving thread alone. The cpu
+                            * backend runs one job at a time. */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
