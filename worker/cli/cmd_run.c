@@ -36,14 +36,13 @@ typedef struct run_opts {
  * stands in for it. */
 typedef struct run_item {
   ib_status st;
-  ib_graph *graph;
-  ib_key key;
-  bool has_key;
+  uint8_t *buf; /* a frame in an executor buffer (st IB_OK), parsed by the driver */
+  size_t len;
   ib_error err;
 } run_item;
 
-/* The input side of the stream. A reader thread reads and parses frames
- * so that the driver never blocks on input: while the input has nothing
+/* The input side of the stream. A reader thread reads frames
+ * (the driver parses them) so that it never blocks on input: while the input has nothing
  * (a pipe left open), the stream still writes every Result as its job
  * completes. One parsed input is kept ready (the run stream's own
  * lookahead bounds the rest). */
@@ -169,16 +168,9 @@ static ib_status read_input(run_input *ri, run_item *it) {
     ib_executor_buffer_free(ri->ex, buf);
     return frame_failed(ri, fs, &it->err);
   }
-  ib_key key = {0};
-  ib_status st =
-      ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &it->graph, &key, &it->err);
-  if (st != IB_OK && it->err.stage != IB_STAGE_PARSE) {
-    it->key = key;
-    it->has_key = true;
-  } else {
-    ib_key_clear(&key);
-  }
-  return st;
+  it->buf = buf;
+  it->len = len;
+  return IB_OK;
 }
 
 static void *reader_main(void *arg) {
@@ -198,20 +190,33 @@ static void *reader_main(void *arg) {
   }
 }
 
-/* ib_input_next_fn: hands over what the reader has, or says "nothing now". */
+/* ib_input_next_fn: parses what the reader has read, or says "nothing
+ * now". Parsing (header probes through libvips) stays on the driving
+ * thread: libvips keeps one error buffer per process, and a probe beside a
+ * decode would take the other's cause out of its message. */
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
   pthread_mutex_lock(&ri->mu);
-  ib_status st = ri->has_item ? ri->item.st : ri->eof ? IB_END : IB_AGAIN;
-  if (ri->has_item) {
-    in->graph = ri->item.graph;
-    in->key = ri->item.key;
-    in->has_key = ri->item.has_key;
-    *err = ri->item.err;
+  bool has = ri->has_item;
+  run_item it = ri->item;
+  ib_status st = has ? it.st : ri->eof ? IB_END : IB_AGAIN;
+  if (has) {
     ri->has_item = false;
     pthread_cond_broadcast(&ri->changed);
   }
   pthread_mutex_unlock(&ri->mu);
+  if (!has || st != IB_OK) {
+    if (has) *err = it.err;
+    return st;
+  }
+  ib_key key = {0};
+  st = ib_executor_parse_buffer(ri->ex, it.buf, it.len, &ri->limits, &in->graph, &key, err);
+  if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
+    in->key = key;
+    in->has_key = true;
+  } else {
+    ib_key_clear(&key);
+  }
   return st;
 }
 
@@ -324,10 +329,7 @@ int ib_cmd_run(int argc, char **argv) {
     return IB_EXIT_FAILURE;
   }
   pthread_join(reader, NULL);
-  if (ri.has_item) {
-    ib_graph_free(ri.item.graph);
-    ib_key_clear(&ri.item.key);
-  }
+  if (ri.has_item && ri.item.buf) ib_executor_buffer_free(ex, ri.item.buf);
   if (!ok || ri.stream_failed) rc = IB_EXIT_FAILURE;
   ib_executor_destroy(ex);
   if (o.in) fclose(in);
