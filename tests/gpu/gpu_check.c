@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/cli.h"
 #include "codec/codec.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_backend.h"
@@ -40,19 +41,13 @@ static FILE *logf_;
 
 /* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
  * tool, unlike the library, may read the environment. */
-static const char *tool_cache_dir(void) {
-  static char dir[512];
-  const char *env = getenv("IB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
-             *home = getenv("HOME");
-  int n = -1;
-  if (env && !*env) return NULL; /* set but empty: no disk cache */
-  if (env)
-    n = snprintf(dir, sizeof dir, "%s", env);
-  else if (xdg && *xdg)
-    n = snprintf(dir, sizeof dir, "%s/imgbatch", xdg);
-  else if (home && *home)
-    n = snprintf(dir, sizeof dir, "%s/.cache/imgbatch", home);
-  return n > 0 && n < (int)sizeof dir ? dir : NULL;
+static const char *tool_cache_dir(void) { return ib_cli_cache_dir(); }
+
+/* The cuda test knobs the library takes as options. */
+static void tool_cuda_knobs(ib_executor_options *o) {
+  const char *p = getenv("IB_CUDA_PROFILE"), *g = getenv("IB_BLUR_GLOBAL_ROWS");
+  o->cuda_profile = p && *p == '1';
+  o->cuda_blur_global_rows = g && *g == '1';
 }
 
 
@@ -414,6 +409,7 @@ int main(int argc, char **argv) {
                               .host_bytes = 2048ull << 20, .max_in_flight = 2,
                               .host_threads = -1, .cache_dir = tool_cache_dir(),
                               .module_cache_bytes = module_cache};
+  tool_cuda_knobs(&opts);
   if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;

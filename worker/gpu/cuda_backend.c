@@ -62,6 +62,7 @@ struct ib_cuda {
   uint64_t jb_in_place; /* bit i: source i uploaded in place */
   uint64_t jb_gpu, jb_host_plan; /* jb_host_plan: the host charge less the source bytes */
   int prof;
+  bool blur_global_rows;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
 };
@@ -213,8 +214,8 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   c->kc = ib_kcache_new(opts->cache_dir, 0, disk_cap);
   const int mods_ok = ib_lru_init(&c->mods, mem_cap, unload_module, c) == 0;
   c->hp = ib_hostpar_new(opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0);
-  const char *pe = getenv("IB_CUDA_PROFILE");
-  c->prof = pe && *pe == '1';
+  c->prof = opts->cuda_profile;
+  c->blur_global_rows = opts->cuda_blur_global_rows;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the
@@ -364,9 +365,8 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_lru
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
   if (rc == CUDA_SUCCESS && ch->steps[0].kind == IB_GS_BLUR) {
     rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
-    /* IB_BLUR_GLOBAL_ROWS=1 forces the global-memory row passes (tests). */
-    const char *gr = getenv("IB_BLUR_GLOBAL_ROWS");
-    f->smem_max = gr && *gr == '1' ? 0 : 48 * 1024;
+    /* cuda_blur_global_rows forces the global-memory row passes (tests). */
+    f->smem_max = c->blur_global_rows ? 0 : 48 * 1024;
     if (rc == CUDA_SUCCESS && f->smem_max && c->smem_optin > 48 * 1024 &&
         c->cu->cuFuncSetAttribute(f->chain, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   c->smem_optin) == CUDA_SUCCESS)

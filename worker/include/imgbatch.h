@@ -221,6 +221,9 @@ typedef struct ib_executor_options {
                             * copies (the driving thread included); -1 = the online
                             * CPUs, 0 or 1 = the driving thread alone. The cpu
                             * backend runs one job at a time. */
+  bool cuda_profile;          /* cuda: time the host side of submissions (printed on close
+                               * by the tools that ask) */
+  bool cuda_blur_global_rows; /* cuda, tests: force the global-memory blur row passes */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
