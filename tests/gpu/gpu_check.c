@@ -202,11 +202,11 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
  * (Kernel -> GaussianBlur), parsed in place into the executor's (pinned)
  * buffer as `imgbatch run` does, are admitted and equal the CPU reference
  * byte for byte; two Kernel jobs streamed together all complete and are
- * equal; two 4096^2 -> L GetChannel jobs are admitted side by side. Two
- * full-size jobs cannot be admitted side by side (2 x (64 + 64) MiB is the
- * whole host cap before parameters: imgbatch.h "Credits"); the line says
- * whether they overlapped. `backend` CPU (--cpu-only) runs the same checks
- * on the reference backend. */
+ * equal; two 4096^2 -> L GetChannel jobs are admitted side by side, and on
+ * the CUDA backend so are two full-size Kernel jobs (each output goes back
+ * into its own Job buffer: imgbatch.h "Credits"). `backend` CPU
+ * (--cpu-only) runs the same checks on the reference backend, where two
+ * full-size jobs wait for each other (streamed). */
 enum { CAP_KERNEL, CAP_CHAIN, CAP_GETCHANNEL };
 
 typedef struct cap_job {
@@ -384,6 +384,8 @@ static tally capacity_check(ib_backend_kind backend, jg_rng *r, jg_job *j, jg_ar
   cap_alone(&t, backend, r, j, arena, CAP_CHAIN, "kernel -> gaussian");
   cap_pair(&t, backend, r, j, arena, CAP_KERNEL, 1, "2 x kernel streamed");
   cap_pair(&t, backend, r, j, arena, CAP_GETCHANNEL, 0, "2 x getchannel at once");
+  if (backend == IB_BACKEND_CUDA)
+    cap_pair(&t, backend, r, j, arena, CAP_KERNEL, 0, "2 x kernel at once");
   return t;
 }
 

@@ -228,7 +228,7 @@ static ib_graph *chain(const int *ops, int n, bool encoded, bool second_image) {
 /* ------------------------------------------------------------ charges */
 
 static ib_charge cpu_charge(const ib_graph *g) {
-  ib_charge_rules r = ib_charge_rules_of(&ib_backend_cpu, 0, false);
+  ib_charge_rules r = ib_charge_rules_of(&ib_backend_cpu, NULL, NULL, 0, false);
   return ib_charge_for(g, &r);
 }
 
@@ -241,7 +241,7 @@ static bool raw_in_place(void *ctx, const ib_graph *g, size_t index) {
 
 /* submit.c's combination: the core's charge raised to the backend's own. */
 static ib_charge cuda_charge(const ib_graph *g, bool pinned) {
-  ib_charge_rules r = ib_charge_rules_of(&ib_backend_cuda, 0, false);
+  ib_charge_rules r = ib_charge_rules_of(&ib_backend_cuda, NULL, NULL, 0, false);
   ib_charge ch = ib_charge_for(g, &r);
   uint64_t gpu = 0, host = 0;
   ib_error err = {0};
@@ -348,7 +348,7 @@ Test(charge, exact_bytes_of_representative_graphs_follow_the_documented_formula)
                 "cuda kernel staged");
   /* cuda, output gpu: the output buffer and its download workspace stay
    * held; host keeps download staging + one copy. */
-  ib_charge_rules rr = ib_charge_rules_of(&ib_backend_cuda, 0, true);
+  ib_charge_rules rr = ib_charge_rules_of(&ib_backend_cuda, NULL, NULL, 0, true);
   ib_charge res = ib_charge_for(g, &rr);
   uint64_t gpu = 0, host = 0;
   cr_assert_eq(ib_cuda_charge(g, raw_in_place, NULL, &gpu, &host, &err), IB_OK);

@@ -20,10 +20,12 @@ typedef struct fake {
   ib_status fail_submit, fail_wait; /* IB_OK: no failure */
   bool reject_admit;
   uint64_t job_gpu_bytes;
-  bool closed;                   /* the backend state was closed */
-  atomic_int live_bufs;          /* kept resident buffers */
+  bool closed;          /* the backend state was closed */
+  atomic_int live_bufs; /* kept resident buffers */
   atomic_int downloads, in_download, overlapped_downloads;
-  bool lend;                     /* results lent from a per-submission arena */
+  bool lend;           /* results lent from a per-submission arena */
+  bool own;            /* outputs downloaded into their Job buffers */
+  atomic_int live_own; /* Job buffers lent to results */
   atomic_int live_arenas, arenas_released;
   atomic_int parse_allocs, parse_frees;
 } fake;
@@ -125,12 +127,13 @@ static bool fake_ready(void *state, ib_backend_submission *sub) {
 static void fake_lend(ib_backend_submission *sub) {
   size_t total = 0;
   for (size_t i = 0; i < sub->n; i++)
-    if (sub->jobs[i].status == IB_OK && !sub->jobs[i].resident) total += ib_image_bytes(&sub->jobs[i].out);
+    if (sub->jobs[i].status == IB_OK && !sub->jobs[i].resident && !sub->jobs[i].lent)
+      total += ib_image_bytes(&sub->jobs[i].out);
   if (!total) return;
   uint8_t *arena = malloc(total), *at = arena;
   for (size_t i = 0; i < sub->n; i++) {
     ib_backend_job *j = &sub->jobs[i];
-    if (j->status != IB_OK || j->resident) continue;
+    if (j->status != IB_OK || j->resident || j->lent) continue; /* lent: in its Job buffer */
     size_t b = ib_image_bytes(&j->out);
     memcpy(at, j->out.data, b);
     ib_image_release(&j->out);
@@ -141,11 +144,48 @@ static void fake_lend(ib_backend_submission *sub) {
   atomic_fetch_add(&F.live_arenas, 1);
 }
 
+/* A Job buffer lent to its result (backend.h "Own-buffer outputs"). */
+typedef struct own_token {
+  uint32_t magic;
+  uint8_t *buf;
+} own_token;
+#define OWN_MAGIC 0x0b0f0e5du
+
+static void fake_pa_free(void *data, void *p);
+
 static void fake_lent_release(void *state, void *token) {
   (void)state;
+  own_token *t = token;
+  if (t->magic == OWN_MAGIC) { /* arenas are image bytes: never this word */
+    fake_pa_free(NULL, t->buf);
+    free(t);
+    atomic_fetch_sub(&F.live_own, 1);
+    return;
+  }
   free(token);
   atomic_fetch_sub(&F.live_arenas, 1);
   atomic_fetch_add(&F.arenas_released, 1);
+}
+
+static bool fake_out_in_buffer(void *state, const ib_graph *g) {
+  (void)state;
+  const ib_shape *sh = &g->nodes[g->n_nodes - 1].shape;
+  return F.own && g->buffer &&
+         (uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode) <= g->buffer_len;
+}
+
+/* As the CUDA backend does for large outputs: the output overwrites the
+ * Job buffer it came from (its pixels are dead once read). */
+static void fake_own(ib_backend_job *j) {
+  if (j->status != IB_OK || j->resident || !fake_out_in_buffer(NULL, j->graph)) return;
+  own_token *t = malloc(sizeof *t);
+  *t = (own_token){OWN_MAGIC, j->graph->buffer};
+  memcpy(t->buf, j->out.data, ib_image_bytes(&j->out));
+  ib_image_release(&j->out);
+  j->out.data = t->buf;
+  j->lent = t;
+  j->buffer_lent = true;
+  atomic_fetch_add(&F.live_own, 1);
 }
 
 static void *fake_pa_alloc(void *data, size_t n) {
@@ -170,6 +210,7 @@ static ib_status fake_wait(void *state, ib_backend_submission *sub, ib_error *er
     ib_backend_job *j = &sub->jobs[i];
     j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
     if (j->status == IB_OK && j->resident) fake_keep(j);
+    if (F.own) fake_own(j);
   }
   if (F.lend) fake_lend(sub);
   free(sub);
@@ -195,6 +236,7 @@ static const ib_backend fake_backend = {
     .download = fake_download,
     .release = fake_release,
     .lent_release = fake_lent_release,
+    .out_in_buffer = fake_out_in_buffer,
     .parse_allocator = fake_parse_allocator,
 };
 
@@ -789,7 +831,8 @@ Test(lent, held_images_backpressure_a_run_stream_until_released) {
 Test(lent, a_failed_wait_gives_its_arena_back) {
   ib_executor *ex = lending_executor(3, 0);
   F.fail_wait = IB_DEVICE;
-  for (int i = 0; i < 3; i++) ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, NULL);
+  for (int i = 0; i < 3; i++)
+    ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, NULL);
   drain_errors(ex, IB_DEVICE, 3);
   cr_assert_eq(atomic_load(&F.live_arenas), 0);
   cr_assert_eq(atomic_load(&F.arenas_released), 1);
@@ -812,6 +855,106 @@ Test(lent, close_discards_undelivered_lent_results) {
   cr_assert_eq(atomic_load(&F.live_arenas), 0);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
+}
+
+/* ------------------------------------------------------------ own-buffer outputs */
+
+/* A 64x64 RGBA job (16 KiB of pixels) parsed in place into the executor's
+ * buffer, as imgbatch run and the worker do. */
+static ib_graph *own_graph(ib_executor *ex, uint64_t key, size_t *buffer_len) {
+  test_job t = {.key_is_u64 = true, .key_u64 = key, .mode = "RGBA", .w = 64, .h = 64, .copies = 1};
+  size_t len;
+  uint8_t *bytes = test_job_pack(&t, &len);
+  uint8_t *buf = ib_executor_buffer(ex, len);
+  memcpy(buf, bytes, len);
+  free(bytes);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_parse_buffer(ex, buf, len, NULL, &g, NULL, &err), IB_OK, "%s",
+               err.message);
+  *buffer_len = len;
+  return g;
+}
+
+static ib_executor *own_executor(bool own, uint64_t host_bytes) {
+  F = (fake){.lend = true, .own = own};
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_jobs = 4;
+  o.max_in_flight = 1;
+  o.host_bytes = host_bytes;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, &err), IB_OK, "%s", err.message);
+  F.lend = true;
+  F.own = own;
+  return ex;
+}
+
+/* Room for two jobs only if each holds its buffer alone (source and output
+ * in one place), not its source and a separate output. The fake stages
+ * nothing by itself, so the core adds one decoded copy of the source
+ * (imgbatch.h "Credits") either way. */
+static int own_admitted_side_by_side(bool own) {
+  size_t len = 0;
+  ib_executor *probe = own_executor(own, 1ull << 30);
+  ib_graph *g = own_graph(probe, 1, &len);
+  ib_graph_free(g);
+  ib_executor_destroy(probe);
+  const uint64_t out = 64 * 64 * 4, cap = 2 * (len + out + 512);
+  cr_assert_lt(cap, 2 * (len + 2 * out), "the cap must be too small for source + output");
+  ib_executor *ex = own_executor(own, cap);
+  int admitted = 0;
+  ib_graph *gs[2];
+  for (int k = 0; k < 2; k++) {
+    gs[k] = own_graph(ex, (uint64_t)k + 1, &len);
+    ib_error err = {0};
+    if (ib_executor_submit(ex, gs[k], NULL, NULL, &err) == IB_OK)
+      admitted++;
+    else
+      ib_graph_free(gs[k]);
+  }
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r[2];
+  for (int k = 0; k < admitted; k++) {
+    cr_assert_eq(ib_results_next(rs, &r[k]), IB_OK);
+    cr_assert(r[k].ok, "%s", r[k].error.message);
+  }
+  ib_results_close(rs);
+  if (own) {
+    cr_assert_eq(atomic_load(&F.live_own), admitted, "each result holds its own Job buffer");
+    ib_executor_counters c = test_counters(ex);
+    cr_assert_eq(c.lent_arenas, (uint64_t)admitted, "%llu lent", (unsigned long long)c.lent_arenas);
+    cr_assert_geq(c.host_bytes.in_use, admitted * len, "the buffers stay charged while held");
+  }
+  for (int k = 0; k < admitted; k++) {
+    /* The output, where the source was: equal to the CPU reference. */
+    test_job t = {
+        .key_is_u64 = true, .key_u64 = r[k].key.u64, .mode = "RGBA", .w = 64, .h = 64, .copies = 1};
+    ib_graph *ref = test_graph(&t);
+    ib_image want = {0};
+    ib_error err = {0};
+    cr_assert_eq(ib_cpu_execute(ref, &want, &err), IB_OK, "%s", err.message);
+    cr_assert_eq(memcmp(want.data, r[k].image.data, ib_image_bytes(&want)), 0);
+    ib_image_release(&want);
+    ib_graph_free(ref);
+    ib_result_free(&r[k]);
+  }
+  cr_assert_eq(atomic_load(&F.live_own), 0, "the last release freed every buffer");
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+  cr_assert_eq(atomic_load(&F.parse_frees), atomic_load(&F.parse_allocs),
+               "no buffer leaked or freed twice");
+  return admitted;
+}
+
+Test(own, an_output_in_its_job_buffer_is_charged_once) {
+  cr_assert_eq(own_admitted_side_by_side(true), 2);
+}
+
+Test(own, without_it_source_and_output_are_charged_apart) {
+  cr_assert_eq(own_admitted_side_by_side(false), 1);
 }
 
 Test(parse, executor_parse_unpacks_with_the_backend_allocator_and_keeps_it_alive) {

@@ -27,7 +27,14 @@
  * out.free_fn NULL, and gives the memory back when the core calls
  * lent_release(token) - once per token, after every image in it was
  * released. Only successful jobs carry a token; a submission whose jobs all
- * failed keeps no arena. */
+ * failed keeps no arena.
+ *
+ * Own-buffer outputs: where out_in_buffer says so, the backend downloads
+ * the terminal image into the Job's own buffer (ib_executor_parse_buffer),
+ * whose source pixels are dead once uploaded; it then sets `buffer_lent`,
+ * and `lent` to a token of that job alone that frees the buffer on
+ * lent_release. The core detaches the buffer from the graph before
+ * freeing it. */
 typedef struct ib_backend_job {
   const ib_graph *graph;
   uint64_t job_id;
@@ -37,6 +44,7 @@ typedef struct ib_backend_job {
   ib_image out;
   void *dev;
   void *lent;
+  bool buffer_lent;
 } ib_backend_job;
 
 typedef struct ib_backend_submission ib_backend_submission;
@@ -87,6 +95,12 @@ typedef struct ib_backend {
   /* Gives back a lent download arena (see ib_backend_job). Any thread, also
    * after the executor was closed. NULL when the backend lends nothing. */
   void (*lent_release)(void *state, void *token);
+  /* Optional (lending backends): true when a job of `g` (not output gpu)
+   * gets its output downloaded into its own Job buffer (see above). The
+   * core then charges that buffer, held until the result is released, in
+   * place of the in-buffer sources (working) plus the output (held).
+   * Decided on the graph alone: admission and submission agree. */
+  bool (*out_in_buffer)(void *state, const ib_graph *g);
   /* Optional: the allocator ib_executor_parse unpacks Jobs with, so large
    * byte fields (raw pixels) land where the backend uploads from without a
    * host copy. Thread-safe; lives as long as the state. NULL: the heap. */

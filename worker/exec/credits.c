@@ -55,12 +55,16 @@ static uint64_t cpu_peak(const ib_graph *g) {
   return peak;
 }
 
-ib_charge_rules ib_charge_rules_of(const ib_backend *be, uint64_t echo_bytes, bool resident) {
-  return (ib_charge_rules){.echo_bytes = echo_bytes,
-                           .host_memory = be->host_memory,
-                           .resident = resident,
-                           .staging_by_backend = be->job_bytes_stages,
-                           .lends = be->lent_release != NULL};
+ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_graph *g,
+                                   uint64_t echo_bytes, bool resident) {
+  const bool lends = be->lent_release != NULL;
+  return (ib_charge_rules){
+      .echo_bytes = echo_bytes,
+      .host_memory = be->host_memory,
+      .resident = resident,
+      .staging_by_backend = be->job_bytes_stages,
+      .lends = lends,
+      .out_in_buffer = lends && !resident && g && be->out_in_buffer && be->out_in_buffer(state, g)};
 }
 
 /* Every buffer that really exists is charged once, at its largest (the
@@ -76,7 +80,9 @@ ib_charge_rules ib_charge_rules_of(const ib_backend *be, uint64_t echo_bytes, bo
  *   upload staging per decoded source and the parameter staging while
  *   running; until delivered the output's host copy (the lent arena range,
  *   or download staging + copy when the backend does not lend or the
- *   output is resident) and the snapshot. */
+ *   output is resident) and the snapshot. A backend that downloads the
+ *   output into the Job buffer (out_in_buffer) holds that buffer instead:
+ *   held = max(buffer, out) + snapshot, working = the sources outside it. */
 ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
   uint64_t src = 0, decoded = 0;
   for (size_t i = 0; i < g->n_sources; i++) {
@@ -96,6 +102,13 @@ ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
   if (r->resident) {
     c.gpu_work -= out;
     c.gpu_held = sat_add(out, out);
+  }
+  if (r->out_in_buffer) { /* the buffer outlives the run, holding the output */
+    c.host_work = ib_graph_bytes_outside_buffer(g);
+    if (!r->staging_by_backend)
+      c.host_work = sat_add(c.host_work, sat_add(decoded, g->param_bytes));
+    c.host_held = sat_add(g->buffer_len > out ? g->buffer_len : out, r->echo_bytes);
+    return c;
   }
   c.host_work = r->staging_by_backend ? src : sat_add(src, sat_add(decoded, g->param_bytes));
   uint64_t copies = r->lends && !r->resident ? out : sat_add(out, out);

@@ -40,11 +40,15 @@ typedef struct ib_charge_rules {
   /* Device backends: results are lent ranges of the download arena (or
    * the backend's own allocation): one host copy of the output, not two. */
   bool lends;
+  /* The output is downloaded into the Job buffer (backend.h
+   * out_in_buffer): held = the buffer, working = sources outside it. */
+  bool out_in_buffer;
 } ib_charge_rules;
 
 struct ib_backend;
 /* The rules of a backend row. */
-ib_charge_rules ib_charge_rules_of(const struct ib_backend *be, uint64_t echo_bytes, bool resident);
+ib_charge_rules ib_charge_rules_of(const struct ib_backend *be, void *state, const ib_graph *g,
+                                   uint64_t echo_bytes, bool resident);
 
 /* The core's conservative charge of `g`. Saturates instead of wrapping. */
 ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r);

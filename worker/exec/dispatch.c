@@ -39,6 +39,8 @@ static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_
     ib_credits_count(ex->credits, IB_COUNT_FAILED);
   }
   bj->out = (ib_image){0};
+  /* The buffer went with the result (or back to the backend already). */
+  if (bj->buffer_lent) ib_graph_take_buffer(j->graph);
   ib_graph_free(j->graph);
   j->graph = NULL;
   ib_credits_return_work(ex->credits, &j->charge);

@@ -92,8 +92,8 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
     return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
                         "output gpu: the %s backend keeps no device memory", ex->backend->name);
   if ((st = ib_snapshot_take(g, &job->snap, err)) != IB_OK) return st;
-  ib_charge_rules rules =
-      ib_charge_rules_of(ex->backend, ib_snapshot_bytes(&job->snap), job->resident);
+  ib_charge_rules rules = ib_charge_rules_of(ex->backend, ex->backend_state, g,
+                                             ib_snapshot_bytes(&job->snap), job->resident);
   job->charge = ib_charge_for(g, &rules);
   if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
   if ((st = ib_credits_check_caps(ex->credits, &job->charge, err)) != IB_OK) return st;

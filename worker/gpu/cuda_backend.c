@@ -95,14 +95,17 @@ typedef struct jstate {
   size_t *buf_off; /* per plan buffer: offset in the device block */
   size_t *par_off; /* per stage: offset of its parameter block (host = device) */
   size_t dl_off;   /* terminal image: offset in the download arena */
+  bool own;        /* terminal image downloaded into the Job buffer */
   uint8_t *direct; /* per plan buffer: 1 = a raw source uploaded from its
                     * own pinned memory (ib_executor_parse), not staged */
 } jstate;
 
-/* A submission's download arena, lent to its results (backend.h). */
+/* A submission's download arena, lent to its results (backend.h), or one
+ * job's own Job buffer holding its output (job_buf set). */
 typedef struct lent_arena {
   ib_cuda *c;
   ib_pool_block blk;
+  uint8_t *job_buf;
 } lent_arena;
 
 struct ib_backend_submission {
@@ -598,6 +601,22 @@ static bool source_pinned(void *state, const ib_graph *g, size_t index) {
   return ib_pinned_holds(c->pin, base, src->bytes, bytes);
 }
 
+/* A terminal image of 1 MiB or more goes back into its own Job buffer
+ * (ib_executor_parse_buffer) when that buffer is pinned and large enough:
+ * its source pixels are dead once uploaded, and the job then holds one
+ * host copy, not two (at the default caps, two 4096^2 RGBA jobs in flight
+ * instead of one). Smaller outputs share the submission's arena: one
+ * download copy for all of them. Decided on the graph alone, so that the
+ * charge (be_out_in_buffer) and the submission agree. */
+#define OWN_DOWNLOAD_MIN ((uint64_t)1 << 20)
+static bool own_download(ib_cuda *c, const ib_graph *g) {
+  if (!g->buffer || !g->n_nodes) return false;
+  const ib_shape *sh = &g->nodes[g->n_nodes - 1].shape;
+  const uint64_t out = (uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode);
+  return out >= OWN_DOWNLOAD_MIN && out <= g->buffer_len &&
+         ib_pinned_holds(c->pin, g->buffer, g->buffer, g->buffer_len);
+}
+
 static uint8_t pinned_source(ib_cuda *c, const ib_backend_job *j, const jstate *js, int b) {
   const ib_node *nd = &j->graph->nodes[js->plan.bufs[b].source_node];
   return source_pinned(c, j->graph, nd->pb->source->index);
@@ -732,12 +751,20 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
         inter += up(js->plan.bufs[b].bytes);
       }
   }
-  for (size_t i = 0; i < n; i++) {
-    jstate *js = &s->js[i];
-    if (!js->planned || jobs[i].resident) continue;
-    js->buf_off[js->plan.out_buf] = download;
-    js->dl_off = download;
-    download += up(js->plan.bufs[js->plan.out_buf].bytes);
+  /* Arena outputs first (one download copy), own-buffer ones after. */
+  size_t arena_bytes = 0;
+  for (int own = 0; own < 2; own++) {
+    for (size_t i = 0; i < n; i++) {
+      jstate *js = &s->js[i];
+      if (!js->planned || jobs[i].resident) continue;
+      const size_t bytes = js->plan.bufs[js->plan.out_buf].bytes;
+      js->own = own_download(c, jobs[i].graph) && bytes <= jobs[i].graph->buffer_len;
+      if (js->own != (own == 1)) continue;
+      js->buf_off[js->plan.out_buf] = download;
+      js->dl_off = download;
+      download += up(bytes);
+    }
+    if (!own) arena_bytes = download;
   }
   const size_t direct_base = upload, inter_base = upload + direct, out_base = inter_base + inter;
   for (size_t i = 0; i < n; i++) {
@@ -753,10 +780,10 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
   }
   bool got = ib_pinned_get(c->pin, upload, &s->hblk) &&
              ib_pool_get(&c->dpool, out_base + download, &s->dblk);
-  if (got && download) {
+  if (got && arena_bytes) {
     got = (s->arena = calloc(1, sizeof *s->arena)) != NULL;
     if (got) s->arena->c = c;
-    if (got && !ib_pinned_get(c->pin, download, &s->arena->blk)) {
+    if (got && !ib_pinned_get(c->pin, arena_bytes, &s->arena->blk)) {
       free(s->arena);
       s->arena = NULL;
       got = false;
@@ -768,7 +795,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     snprintf(err->message, sizeof err->message,
              "backend cuda: cannot get %zu + %zu pinned / %zu device bytes for a submission of "
              "%zu job(s) (job %llu)",
-             upload, download, out_base + download, n,
+             upload, arena_bytes, out_base + download, n,
              n ? (unsigned long long)jobs[0].job_id : 0ull);
     sub_release(s);
     return IB_DEVICE;
@@ -978,10 +1005,20 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
     ib_cuda_keep(cu, c->ctx, s->stream, dev + js->buf_off[js->plan.out_buf], &js->plan.out_shape,
                  &jobs[i]);
   }
-  if (rs == IB_OK && download &&
-      (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)s->arena->blk.addr, dev + out_base, download,
-                                  s->stream)) != CUDA_SUCCESS)
+  if (rs == IB_OK && arena_bytes &&
+      (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)s->arena->blk.addr, dev + out_base,
+                                  arena_bytes, s->stream)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "download", 0, err);
+  /* Own-buffer outputs: after the upload on the same stream, so the
+   * source pixels they overwrite were already read. */
+  for (size_t i = 0; rs == IB_OK && i < n; i++) {
+    const jstate *js = &s->js[i];
+    if (!js->planned || !js->own || jobs[i].status != IB_OK) continue;
+    if ((rc = cu->cuMemcpyDtoHAsync(jobs[i].graph->buffer, dev + out_base + js->dl_off,
+                                    js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
+        CUDA_SUCCESS)
+      rs = device_fail(s, rc, "download", i, err);
+  }
   if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
     rs = device_fail(s, rc, "cuEventCreate", 0, err);
   if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
@@ -1038,8 +1075,21 @@ static ib_status cuda_wait(void *state, ib_backend_submission *s, ib_error *err)
     }
     if (j->resident) continue; /* j->dev kept at submit */
     const ib_shape *sh = &js->plan.out_shape;
-    j->out = (ib_image){.mode = sh->mode, .width = sh->width, .height = sh->height,
-                        .data = (uint8_t *)dl + js->dl_off};
+    j->out = (ib_image){.mode = sh->mode, .width = sh->width, .height = sh->height};
+    if (js->own) {
+      lent_arena *a = calloc(1, sizeof *a);
+      if (!a) {
+        job_fail(j, &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory"},
+                 IB_STAGE_DOWNLOAD);
+        continue;
+      }
+      *a = (lent_arena){.c = c, .job_buf = j->graph->buffer};
+      j->out.data = a->job_buf;
+      j->lent = a;
+      j->buffer_lent = true;
+      continue;
+    }
+    j->out.data = (uint8_t *)dl + js->dl_off;
     j->lent = s->arena;
     lent = true;
   }
@@ -1061,7 +1111,12 @@ static bool cuda_ready(void *state, ib_backend_submission *s) {
 static void cuda_lent_release(void *state, void *token) {
   (void)state;
   lent_arena *a = token;
-  ib_pinned_put(a->c->pin, &a->blk);
+  if (a->job_buf) {
+    ProtobufCAllocator *al = ib_pinned_allocator(a->c->pin);
+    al->free(al->allocator_data, a->job_buf);
+  } else {
+    ib_pinned_put(a->c->pin, &a->blk);
+  }
   free(a);
 }
 
@@ -1074,12 +1129,18 @@ ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_e
     return st;
   }
   st = cuda_wait(c, s, err);
-  /* The caller owns plain images: copy out of the arena, then give it back. */
+  /* The caller owns plain images: copy out of the arena, then give it back.
+   * A Job buffer stays the caller's graph's (its token alone goes). */
   void *arena = NULL;
   for (size_t i = 0; i < n; i++) {
     if (!jobs[i].lent) continue;
-    arena = jobs[i].lent;
+    lent_arena *tok = jobs[i].lent;
+    if (tok->job_buf)
+      free(tok);
+    else
+      arena = tok;
     jobs[i].lent = NULL;
+    jobs[i].buffer_lent = false;
     ib_image lent = jobs[i].out;
     if (ib_image_alloc(&jobs[i].out, lent.mode, lent.width, lent.height) != IB_OK) {
       jobs[i].out = (ib_image){0};
@@ -1123,8 +1184,8 @@ static bool jb_hit(const ib_cuda *c, const ib_graph *g, uint64_t in_place) {
   return true;
 }
 
-static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
-                              uint64_t *host_bytes, ib_error *err) {
+static ib_status job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
+                           uint64_t *host_bytes, ib_error *err) {
   ib_cuda *c = state;
   uint64_t src = 0, in_place = 0;
   for (size_t i = 0; i < g->n_sources; i++) {
@@ -1157,6 +1218,21 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
   return IB_OK;
 }
 
+static bool be_out_in_buffer(void *state, const ib_graph *g) { return own_download(state, g); }
+
+static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
+                              uint64_t *host_bytes, ib_error *err) {
+  ib_status st = job_bytes(state, g, gpu_bytes, host_bytes, err);
+  if (st != IB_OK || !own_download(state, g)) return st;
+  /* The sources lying in the Job buffer are charged with the buffer, as
+   * held bytes (credits.c), not as working ones. */
+  uint64_t in_buf = 0;
+  for (size_t i = 0; i < g->n_sources; i++)
+    if (ib_graph_in_buffer(g, g->sources[i].bytes)) in_buf += g->sources[i].len;
+  *host_bytes = *host_bytes > in_buf ? *host_bytes - in_buf : 0;
+  return IB_OK;
+}
+
 const ib_backend ib_backend_cuda = {
     .name = "cuda",
     .open = be_open,
@@ -1169,6 +1245,7 @@ const ib_backend ib_backend_cuda = {
     .download = ib_cuda_resident_download, /* cuda_resident.c */
     .release = ib_cuda_resident_release,
     .lent_release = cuda_lent_release,
+    .out_in_buffer = be_out_in_buffer,
     .parse_allocator = be_parse_allocator,
     .counters = cuda_counters,
 };

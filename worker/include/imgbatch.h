@@ -281,6 +281,13 @@ IB_API void ib_executor_options_default(ib_executor_options *o);
  *                the lent download arena)
  *                [output gpu: held 2 x out + echo: download staging and
  *                one CPU copy]
+ *                [own buffer: a Job parsed in place (ib_executor_parse_
+ *                buffer) into pinned memory whose output is at least
+ *                1 MiB and fits in the Job's B bytes gets that output
+ *                downloaded into its own buffer (the source pixels there
+ *                are dead once uploaded): working = S' + staging + params,
+ *                held = max(B, out) + echo, where S' = the sources
+ *                outside the buffer (path sources)]
  * A device backend without job_bytes_stages: host working = S + sum
  * decoded(s) + sum scratch(n), held = (2 x out if it lends nothing) + echo,
  * raised to its job_bytes estimate if it has one (a backend estimate only
@@ -290,11 +297,12 @@ IB_API void ib_executor_options_default(ib_executor_options *o);
  *
  * At the defaults (256 MiB host, 512 MiB gpu) a 4096^2 RGBA image is 64
  * MiB: any single op or two-op chain on it is admitted by both backends
- * (e.g. Kernel 3x3: cpu 128 MiB + 40 host / 64 MiB + 40 gpu; cuda 128 MiB +
- * 512 host / 128 MiB + 512 gpu). Two full-size jobs hold 2 x (64 + 64) MiB
- * = the whole host cap before their parameters, so the second waits
- * (IB_QUEUE_FULL) for the first's result; two jobs fit together when the
- * output is smaller than the source, or with a larger host_bytes.
+ * (e.g. Kernel 3x3: cpu 128 MiB + 40 host / 64 MiB + 40 gpu; cuda, parsed
+ * in place, 64 MiB + about 1 KiB host / 128 MiB + 512 gpu). On cuda two
+ * such jobs are admitted side by side (2 x 64 MiB + params); parsed by
+ * copy (ib_executor_parse) each holds source and output, 128 MiB, and the
+ * second waits (IB_QUEUE_FULL) for the first's result, as on the cpu
+ * backend, which runs one job at a time anyway.
  *
  * Lent outputs: a device backend downloads a submission's terminal images
  * into one pinned arena and hands each result a range of it (ib_image

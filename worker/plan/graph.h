@@ -74,6 +74,17 @@ ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_lim
                             const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
                             ib_error *err);
 
+/* True when `p` lies in the graph's Job buffer (ib_graph_parse_buffer). */
+bool ib_graph_in_buffer(const ib_graph *g, const void *p);
+/* The source bytes that do not lie in the Job buffer (path sources read
+ * from disk, Jobs parsed by copy): what a backend reusing the buffer for
+ * the output still holds besides it. */
+uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g);
+/* Hands the Job buffer to the caller, who frees it through g->alloc (its
+ * pixels may have been overwritten: a backend downloaded the output into
+ * it); the graph then frees no buffer. */
+uint8_t *ib_graph_take_buffer(ib_graph *g);
+
 /* Builds graph nodes from job->nodes and validates them in order (shapes,
  * params, modes, cycles). Sources must already be filled in. */
 ib_status ib_graph_validate(ib_graph *g, ib_error *err);

@@ -355,12 +355,30 @@ void ib_graph_free(ib_graph *g) {
   /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
   for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
   if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->alloc);
-  buffer_free(g->alloc, g->buffer);
+  if (g->buffer) buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);
 }
 
 const ib_key *ib_graph_key(const ib_graph *g) { return &g->key; }
+
+bool ib_graph_in_buffer(const ib_graph *g, const void *p) {
+  const uint8_t *b = g->buffer, *q = p;
+  return b && q >= b && q < b + g->buffer_len;
+}
+
+uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < g->n_sources; i++)
+    if (!ib_graph_in_buffer(g, g->sources[i].bytes)) n += g->sources[i].len;
+  return n;
+}
+
+uint8_t *ib_graph_take_buffer(ib_graph *g) {
+  uint8_t *b = g->buffer;
+  g->buffer = NULL;
+  return b;
+}
 
 ib_status ib_key_copy(ib_key *dst, const ib_key *src) {
   *dst = *src;
