@@ -204,6 +204,10 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
   ib_wpublish_poll(w, 0);
   /* Encodes in flight come back soon: do not sleep past them. */
   if (wait_ms > 2 && w->pool && ib_wpool_outstanding(w->pool)) wait_ms = 2;
+  /* Delivery reports (the producer's poll) and commit acknowledgements
+   * (the consumer's) settle jobs and reopen the max_jobs gate: while any
+   * is outstanding, no poll may sleep long on the other's behalf. */
+  if (wait_ms > 1 && (w->undelivered || w->unsettled)) wait_ms = 1;
   ib_wconsume_poll(w, wait_ms);
   if (w->control) ib_wcontrol_poll(w);
   uint64_t now = ib_wnow_us();
