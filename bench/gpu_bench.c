@@ -60,6 +60,7 @@ static void tool_cuda_knobs(ib_executor_options *o) {
   const char *p = getenv("IB_CUDA_PROFILE"), *g = getenv("IB_BLUR_GLOBAL_ROWS");
   o->cuda_profile = p && *p == '1';
   o->cuda_blur_global_rows = g && *g == '1';
+  o->log_cb = ib_cli_log_stderr;
 }
 
 static double now_s(void) {

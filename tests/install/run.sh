@@ -24,6 +24,12 @@ includedir=$(pkg-config --variable=includedir imgbatch)
 [ -x "$tmp/prefix/bin/imgbatch" ] || fail "bin/imgbatch not installed"
 lib="$libdir/libimgbatch.so"
 [ -e "$lib" ] || fail "$lib not installed"
+# The library reads no environment, prints nothing and never exits (its
+# messages go through ib_executor_options.log_cb); fwrite is the frame
+# writer's, onto the caller's FILE.
+quiet=$(nm -D --undefined-only "$lib" | awk '{print $2}' | sed 's/@.*//' |
+  grep -xE 'getenv|secure_getenv|printf|fprintf|vprintf|vfprintf|__printf_chk|__fprintf_chk|__vfprintf_chk|puts|fputs|putchar|perror|exit|_exit|abort' || true)
+[ -z "$quiet" ] || fail "libimgbatch.so calls $(echo $quiet)"
 version=$(pkg-config --modversion imgbatch)
 "$tmp/prefix/bin/imgbatch" version | grep -qx "imgbatch $version" ||
   fail "imgbatch version does not say $version"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "core/frame.h"
+#include "imgbatch.h"
 
 /* Exit codes shared by all subcommands. */
 enum {
@@ -34,5 +35,10 @@ bool ib_cli_parse_u32(const char *v, uint32_t *out);
  * NULL when none is set or IB_CACHE_DIR is set but empty (no disk cache).
  * Static storage. */
 const char *ib_cli_cache_dir(void);
+
+/* An ib_log_fn printing "<opaque or imgbatch>: <level>: <message>" on
+ * stderr (imgbatch run, the GPU tools). */
+void ib_cli_log_stderr(void *opaque, ib_log_level level, const char *message);
+const char *ib_cli_log_level_name(ib_log_level level);
 
 #endif

@@ -114,6 +114,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   *o = (run_opts){0};
   ib_executor_options_default(&o->exec);
   o->exec.cache_dir = ib_cli_cache_dir();
+  o->exec.log_cb = ib_cli_log_stderr;
+  o->exec.log_opaque = "imgbatch run";
   for (int i = 1; i < argc; i += 2) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;

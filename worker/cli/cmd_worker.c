@@ -283,6 +283,14 @@ static void log_line(void *ctx, const char *level, const char *event, const char
   fflush(stderr);
 }
 
+/* The library's messages as worker log lines (event "library"). */
+static void library_log(void *opaque, ib_log_level level, const char *message) {
+  (void)opaque;
+  char esc[2200], fields[2300];
+  snprintf(fields, sizeof fields, "\"message\":\"%s\"", ib_json_escape(esc, sizeof esc, message));
+  log_line(NULL, ib_cli_log_level_name(level), "library", fields);
+}
+
 int ib_cmd_worker(int argc, char **argv) {
   if (ib_wants_help(argc, argv)) {
     worker_usage(stdout);
@@ -296,6 +304,7 @@ int ib_cmd_worker(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     c.cfg.log = log_line;
+    c.cfg.exec.log_cb = library_log;
     c.cfg.stop = &stop_requested;
     rc = ib_worker_run(&c.cfg);
   }

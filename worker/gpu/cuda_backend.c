@@ -10,6 +10,7 @@
 #include "gpu/cuda_resident.h"
 #include "gpu/gplan.h"
 #include "core/hostpar.h"
+#include "core/log.h"
 #include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pinned.h"
@@ -53,6 +54,7 @@ struct ib_cuda {
    * (plan, staging, launch = submit; device = blocked in wait; results =
    * result copies). */
   int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
+  ib_log_sink log;
   /* The last admission charge (be_job_bytes, driving thread): a graph whose
    * nodes equal these on the wire and in shape has the same charge, so a
    * stream of one operation over many images plans once for its charges. */
@@ -218,6 +220,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   const int mods_ok = ib_lru_init(&c->mods, mem_cap, unload_module, c) == 0;
   c->hp = ib_hostpar_new(opts->host_threads < 0 ? -1 : opts->host_threads > 0 ? opts->host_threads - 1 : 0);
   c->prof = opts->cuda_profile;
+  c->log = (ib_log_sink){opts->log_cb, opts->log_opaque};
   c->blur_global_rows = opts->cuda_blur_global_rows;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
@@ -247,8 +250,8 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
 
 void ib_cuda_profile_report(ib_cuda *c, const char *label) {
   if (c->prof && c->n_jobs)
-    fprintf(stderr,
-            "cuda host profile (%s): %llu submissions, %llu jobs; us per job: plan %.2f, staging "
+    ib_log(&c->log, IB_LOG_INFO,
+           "cuda host profile (%s): %llu submissions, %llu jobs; us per job: plan %.2f, staging "
             "%.2f, launch %.2f, blocked on device %.2f, result copies %.2f\n",
             label, (unsigned long long)c->n_sub, (unsigned long long)c->n_jobs,
             c->t_plan * 1e6 / (double)c->n_jobs, c->t_stage * 1e6 / (double)c->n_jobs,
@@ -660,10 +663,14 @@ static ib_status upload_direct(ib_backend_submission *s, ib_error *err) {
     if (m > 1 && cu->cuMemcpyBatchAsync && !c->no_batch_copy) {
       CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
       size_t at_idx = 0;
-      if (cu->cuMemcpyBatchAsync(dst + k0, src + k0, len + k0, m, &at, &at_idx, 1, s->stream) ==
-          CUDA_SUCCESS)
-        continue;
+      const CUresult rc0 =
+          cu->cuMemcpyBatchAsync(dst + k0, src + k0, len + k0, m, &at, &at_idx, 1, s->stream);
+      if (rc0 == CUDA_SUCCESS) continue;
       c->no_batch_copy = 1; /* refused on this driver: one by one from now on */
+      ib_log(&c->log, IB_LOG_WARN,
+             "cuda: cuMemcpyBatchAsync refused (%d); raw sources are uploaded one by one from now "
+             "on",
+             (int)rc0);
     }
     for (size_t k = k0; k < k0 + m && rs == IB_OK; k++)
       if ((rc = cu->cuMemcpyHtoDAsync(dst[k], (const void *)(uintptr_t)src[k], len[k], s->stream)) !=

@@ -201,6 +201,12 @@ IB_API const ib_key *ib_graph_key(const ib_graph *g);
 
 typedef enum ib_backend_kind { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_backend_kind;
 
+/* What the library has to say besides errors (a backend's profile, a
+ * fallback it took), handed to the options' log_cb - as librdkafka's log_cb
+ * - on the thread that noticed it; the library itself prints nothing. */
+typedef enum ib_log_level { IB_LOG_DEBUG = 0, IB_LOG_INFO = 1, IB_LOG_WARN = 2 } ib_log_level;
+typedef void (*ib_log_fn)(void *opaque, ib_log_level level, const char *message);
+
 typedef struct ib_executor_options {
   ib_backend_kind backend;
   int device;              /* CUDA device ordinal */
@@ -221,9 +227,11 @@ typedef struct ib_executor_options {
                             * copies (the driving thread included); -1 = the online
                             * CPUs, 0 or 1 = the driving thread alone. The cpu
                             * backend runs one job at a time. */
-  bool cuda_profile;          /* cuda: time the host side of submissions (printed on close
-                               * by the tools that ask) */
+  bool cuda_profile;          /* cuda: time the host side of submissions (logged, INFO, on
+                               * close) */
   bool cuda_blur_global_rows; /* cuda, tests: force the global-memory blur row passes */
+  ib_log_fn log_cb;           /* NULL: the library's messages are dropped */
+  void *log_opaque;
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,

@@ -49,4 +49,8 @@ typedef struct ib_worker_config {
  * fault (1). Returns the process exit code. */
 int ib_worker_run(const ib_worker_config *cfg);
 
+/* JSON string body of `s` (escaped, invalid UTF-8 as U+FFFD) into buf, for
+ * log fields. */
+const char *ib_json_escape(char *buf, size_t cap, const char *s);
+
 #endif

@@ -169,8 +169,6 @@ void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
 /* Logging (worker.c). */
 void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* JSON string body of `s` (escaped, invalid UTF-8 as U+FFFD) into buf. */
-const char *ib_json_escape(char *buf, size_t cap, const char *s);
 uint64_t ib_wnow_us(void);
 
 /* Queues (track.c). */
