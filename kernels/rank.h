@@ -81,9 +81,10 @@ IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_
  * four bytes. */
 #define IB_SORT9_NET(CE)                                                                        \
   CE(0, 1)                                                                                      \
-  CE(3, 4) CE(6, 7) CE(1, 2) CE(4, 5) CE(7, 8) CE(0, 1) CE(3, 4) CE(6, 7) CE(0, 3) CE(3, 6)     \
-      CE(0, 3) CE(1, 4) CE(4, 7) CE(1, 4) CE(2, 5) CE(5, 8) CE(2, 5) CE(1, 3) CE(5, 7) CE(2, 6) \
-          CE(4, 6) CE(2, 4) CE(2, 3) CE(5, 6)
+  CE(3, 4)                                                                                      \
+  CE(6, 7) CE(1, 2) CE(4, 5) CE(7, 8) CE(0, 1) CE(3, 4) CE(6, 7) CE(0, 3) CE(3, 6) CE(0, 3)     \
+      CE(1, 4) CE(4, 7) CE(1, 4) CE(2, 5) CE(5, 8) CE(2, 5) CE(1, 3) CE(5, 7) CE(2, 6) CE(4, 6) \
+          CE(2, 4) CE(2, 3) CE(5, 6)
 /* Sorts each triple (0,1,2) (3,4,5) (6,7,8). */
 #define IB_TRIPLES_NET(CE) \
   CE(0, 1) CE(1, 2) CE(0, 1) CE(3, 4) CE(4, 5) CE(3, 4) CE(6, 7) CE(7, 8) CE(6, 7)
@@ -96,21 +97,22 @@ IB_FN uint32_t ib_vmax4(uint32_t a, uint32_t b) {
   return __vmaxu4(a, b);
 }
 #else
+/* Per byte lane, 0xff where a >= b: (a | 0x80) - (b & 0x7f) never borrows
+ * across lanes and its bit 7 compares the low seven bits; the top bits
+ * decide when they differ. */
+IB_FN uint32_t ib_vge4(uint32_t a, uint32_t b) {
+  const uint32_t h = 0x80808080u;
+  const uint32_t low = (a | h) - (b & ~h);
+  const uint32_t ge = ((a & ~b) | (~(a ^ b) & low)) & h;
+  return (ge >> 7) * 0xffu;
+}
 IB_FN uint32_t ib_vmin4(uint32_t a, uint32_t b) {
-  uint32_t r = 0;
-  for (int s = 0; s < 32; s += 8) {
-    const uint32_t x = (a >> s) & 255u, y = (b >> s) & 255u;
-    r |= (x < y ? x : y) << s;
-  }
-  return r;
+  const uint32_t m = ib_vge4(a, b);
+  return (b & m) | (a & ~m);
 }
 IB_FN uint32_t ib_vmax4(uint32_t a, uint32_t b) {
-  uint32_t r = 0;
-  for (int s = 0; s < 32; s += 8) {
-    const uint32_t x = (a >> s) & 255u, y = (b >> s) & 255u;
-    r |= (x < y ? y : x) << s;
-  }
-  return r;
+  const uint32_t m = ib_vge4(a, b);
+  return (a & m) | (b & ~m);
 }
 #endif
 

@@ -462,20 +462,26 @@ static int compile_chain(ib_kcache *kc, const ib_gchain *c, int k, const ib_node
   cr_assert_not_null(src);
   compile_ok(kc, sig, src);
   free(src);
-  const ib_gstep *st = &c->steps[k];
-  size_t extra = k == 0 ? ib_gstep_extra_bytes(st, node) : 0, n = c->param_bytes + extra;
+  /* Table steps fold into 256 * bands; other steps write at most
+   * param_len bytes (the chain pads each step to 16). */
+  ib_gstep st = c->steps[k];
+  const size_t extra = k == 0 ? ib_gstep_extra_bytes(&st, node) : 0,
+               n = st.dev->role == IB_DEV_TABLE ? st.param_len : st.param_len + extra;
+  st.param_off = 0;
   uint8_t *block = calloc(n + 64, 1);
   cr_assert_not_null(block);
-  memset(block + n, 0xa5, 64);
-  if (st->dev->role == IB_DEV_TABLE)
-    ib_gtable_fold(st, &node, 1, block + st->param_off);
+  memset(block + st.param_len, 0xa5, n + 64 - st.param_len);
+  if (st.dev->role == IB_DEV_TABLE)
+    ib_gtable_fold(&st, &node, 1, block);
   else
-    ib_gstep_fill(st, node, block);
+    ib_gstep_fill(&st, node, block);
+  for (size_t i = st.param_len; i < n + 64; i++)
+    cr_assert_eq(block[i], 0xa5, "step %c fills past its %u bytes", st.dev->tag, st.param_len);
   if (extra) {
-    const ib_shape in = {(ib_mode)st->mode_in, 16, 12};
-    ib_gstep_fill_extra(st, node, &in, block + c->param_bytes);
+    const ib_shape in = {(ib_mode)st.mode_in, 16, 12};
+    ib_gstep_fill_extra(&st, node, &in, block + st.param_len);
   }
-  for (size_t i = n; i < n + 64; i++) cr_assert_eq(block[i], 0xa5, "fill past the block");
+  for (size_t i = n; i < n + 64; i++) cr_assert_eq(block[i], 0xa5, "extra tables overrun");
   free(block);
   return 1;
 }
@@ -538,6 +544,32 @@ Test(gpu_codegen, every_op_row_compiles_as_head_and_fused, .timeout = 900) {
   }
   cr_assert_gt(total, 100);
   ib_kcache_free(kc);
+}
+
+/* ChopsOp's charge is the block its device step uploads: float scale and
+ * int32 offset (the function is baked into the kernel), not 16. */
+Test(gpu_codegen, chops_charges_its_device_block) {
+  tnode t;
+  tnode_init(&t);
+  cr_assert(sample_node(&t, IMGBATCH__V1__NODE__OP_CHOPS, IB_CHOP_ADD, IB_MODE_RGB));
+  t.node.pb = &t.pb;
+  t.node.op = ib_op_for_case(IMGBATCH__V1__NODE__OP_CHOPS);
+  t.node.shape = (ib_shape){IB_MODE_RGB, 8, 8};
+  const int in_modes[2] = {IB_MODE_RGB, IB_MODE_RGB};
+  ib_gstep s;
+  ib_error err = {0};
+  cr_assert_eq(ib_gstep_for_node(&t.node, in_modes, &s, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(s.param_len, 8);
+  cr_assert_eq(t.node.op->param_bytes(&t.node), s.param_len);
+  uint8_t block[16];
+  memset(block, 0xa5, sizeof block);
+  ib_gstep_fill(&s, &t.node, block);
+  float scale;
+  int32_t offset;
+  memcpy(&scale, block, 4);
+  memcpy(&offset, block + 4, 4);
+  cr_assert(scale == 2.0f && offset == 3, "%g %d", (double)scale, offset);
+  cr_assert_eq(block[8], 0xa5, "nothing past the 8 bytes");
 }
 
 /* NVRTC's messages name the kernels/ file and line (cmake/embed.cmake
