@@ -38,6 +38,7 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/nvrtc_cache.h"
 #include "kernels/boxblur.h"
+#include "kernels/enhance.h"
 #include "kernels/tone.h"
 
 #define CK(x)                                                                  \
@@ -134,7 +135,7 @@ static void do_blur(void *p, CUstream s) {
   void *a1[] = {&b->table};
   CK(cu->cuLaunchKernel(b->rows, 4096 < b->cap ? 4096 : b->cap, 1, 1, 256, 1, 1, b->smem, s, a1,
                         NULL));
-  uint64_t items = 4096ull * 4 * ((4096 + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+  uint64_t items = 4096ull * 4 * ((4096 + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
   uint64_t blocks = (items + 255) / 256;
   unsigned gx = (unsigned)(blocks < b->cap ? blocks : b->cap);
   for (int k = 0; k < 3; k++) {
@@ -150,6 +151,20 @@ typedef struct floors {
 } floors;
 
 /* Both directions overlapped: the larger direction at the slower link. */
+/* A step as the planner makes it: the op row's device step for a node of
+ * `pb` over a 4096² image of `mode`. */
+static ib_gstep bench_step(Imgbatch__V1__Node *pb, ib_mode mode) {
+  ib_node n = {.pb = pb, .op = ib_op_for_case(pb->op_case), .shape = {mode, 4096, 4096}};
+  const int in_modes[2] = {(int)mode, 0};
+  ib_gstep s;
+  ib_error e = {0};
+  if (ib_gstep_for_node(&n, in_modes, &s, &e) != IB_OK) {
+    printf("bench: %s\n", e.message);
+    exit(1);
+  }
+  return s;
+}
+
 static double floor_overlap_ms(const floors *f, uint64_t in, uint64_t out) {
   double bw = f->h2d_bw < f->d2h_bw ? f->h2d_bw : f->d2h_bw;
   return (double)(in > out ? in : out) / bw / 1e6;
@@ -307,32 +322,30 @@ int main(int argc, char **argv) {
 
   ib_kcache *kc = ib_kcache_new(tool_cache_dir(), 256ull << 20, 2ull << 30);
   uint64_t per = (4096ull * 4096 / 4 + 255) / 256, capb = (uint64_t)sms * 8;
-  ib_gstep P = {
-      .kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
-  ib_gstep Bri = {.kind = IB_GS_ENHANCE,
-                  .a = 0,
-                  .mode_in = IB_MODE_RGBA,
-                  .mode_out = IB_MODE_RGBA,
-                  .param_len = 16};
-  ib_gstep Col = {.kind = IB_GS_ENHANCE,
-                  .a = 1,
-                  .mode_in = IB_MODE_RGBA,
-                  .mode_out = IB_MODE_RGBA,
-                  .param_len = 16};
-  ib_gstep Tone = {.kind = IB_GS_TONE,
-                   .mode_in = IB_MODE_RGBA,
-                   .mode_out = IB_MODE_RGBA,
-                   .param_len = sizeof(ib_tone_f32)};
-  ib_gstep Med = {.kind = IB_GS_RANK,
-                  .a = 3,
-                  .mode_in = IB_MODE_RGBA,
-                  .mode_out = IB_MODE_RGBA,
-                  .param_len = 4};
-  ib_gstep Ker = {.kind = IB_GS_KERNEL,
-                  .a = 3,
-                  .mode_in = IB_MODE_RGBA,
-                  .mode_out = IB_MODE_RGBA,
-                  .param_len = 40};
+  Imgbatch__V1__Node n_inv = IMGBATCH__V1__NODE__INIT, n_col = IMGBATCH__V1__NODE__INIT,
+                     n_tone = IMGBATCH__V1__NODE__INIT, n_med = IMGBATCH__V1__NODE__INIT,
+                     n_ker = IMGBATCH__V1__NODE__INIT, n_gb = IMGBATCH__V1__NODE__INIT;
+  Imgbatch__V1__InvertOp o_inv = IMGBATCH__V1__INVERT_OP__INIT;
+  Imgbatch__V1__EnhanceOp o_col = IMGBATCH__V1__ENHANCE_OP__INIT;
+  Imgbatch__V1__ToneOp o_tone = IMGBATCH__V1__TONE_OP__INIT;
+  Imgbatch__V1__RankFilterOp o_med = IMGBATCH__V1__RANK_FILTER_OP__INIT;
+  Imgbatch__V1__KernelOp o_ker = IMGBATCH__V1__KERNEL_OP__INIT;
+  Imgbatch__V1__GaussianBlurOp o_gb = IMGBATCH__V1__GAUSSIAN_BLUR_OP__INIT;
+  n_inv.op_case = IMGBATCH__V1__NODE__OP_INVERT, n_inv.invert = &o_inv;
+  o_col.kind = IMGBATCH__V1__ENHANCE_KIND__COLOR;
+  n_col.op_case = IMGBATCH__V1__NODE__OP_ENHANCE, n_col.enhance = &o_col;
+  n_tone.op_case = IMGBATCH__V1__NODE__OP_TONE, n_tone.tone = &o_tone;
+  o_med.size = 3, o_med.rank = 4;
+  n_med.op_case = IMGBATCH__V1__NODE__OP_RANK_FILTER, n_med.rank_filter = &o_med;
+  o_ker.size = 3, o_ker.n_kernel = 9;
+  n_ker.op_case = IMGBATCH__V1__NODE__OP_KERNEL, n_ker.kernel = &o_ker;
+  n_gb.op_case = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR, n_gb.gaussian_blur = &o_gb;
+  const ib_gstep P = bench_step(&n_inv, IB_MODE_RGBA), Col = bench_step(&n_col, IB_MODE_RGBA),
+                 Tone = bench_step(&n_tone, IB_MODE_RGBA), Med = bench_step(&n_med, IB_MODE_RGBA),
+                 Ker = bench_step(&n_ker, IB_MODE_RGBA);
+  /* Brightness unfolded: the float enhance step (as Color's) with kind 0. */
+  ib_gstep Bri = Col;
+  Bri.a = IB_ENHANCE_BRIGHTNESS;
   struct {
     const char *name;
     ib_gstep steps[4];
@@ -367,22 +380,22 @@ int main(int argc, char **argv) {
     memset(params, 0, sizeof params);
     for (int k = 0; k < ch.n_steps; k++) {
       uint8_t *q = params + ch.steps[k].param_off;
-      if (ch.steps[k].kind == IB_GS_POINT)
+      if (ch.steps[k].dev == P.dev)
         for (int i = 0; i < 1024; i++) q[i] = (uint8_t)((k ? (i & 255) & 0xf0 : 255 - (i & 255)));
-      if (ch.steps[k].kind == IB_GS_ENHANCE) {
+      if (ch.steps[k].dev == Col.dev) {
         float alpha = 1.25f;
         memcpy(q, &alpha, 4);
       }
-      if (ch.steps[k].kind == IB_GS_RANK) {
+      if (ch.steps[k].dev == Med.dev) {
         int rk = 4;
         memcpy(q, &rk, 4);
       }
-      if (ch.steps[k].kind == IB_GS_KERNEL) {
+      if (ch.steps[k].dev == Ker.dev) {
         float kw[10] = {0.0625f, 0.125f,  0.0625f, 0.125f,  0.25f,
                         0.125f,  0.0625f, 0.125f,  0.0625f, 0.5f};
         memcpy(q, kw, sizeof kw);
       }
-      if (ch.steps[k].kind == IB_GS_TONE) {
+      if (ch.steps[k].dev == Tone.dev) {
         ib_tone_f32 t = ib_tone_prepare_f32(3.0f, 0.2f, 0.1f, -0.2f, 0.05f, 0.1f);
         memcpy(q, &t, sizeof t);
       }
@@ -401,11 +414,7 @@ int main(int argc, char **argv) {
   float blur_ms = 0;
   {
     ib_gchain ch = {0};
-    ib_gstep G = {.kind = IB_GS_BLUR,
-                  .a = 3,
-                  .mode_in = IB_MODE_RGBA,
-                  .mode_out = IB_MODE_RGBA,
-                  .param_len = 32};
+    const ib_gstep G = bench_step(&n_gb, IB_MODE_RGBA);
     ib_gchain_push(&ch, &G);
     char *src = ib_gchain_source(&ch);
     void *img;
@@ -437,7 +446,7 @@ int main(int argc, char **argv) {
     CK(cu->cuMemAlloc(&btab2, sizeof d));
     CK(cu->cuMemcpyHtoDAsync(btab2, &d, sizeof d, s));
     CK(cu->cuStreamSynchronize(s));
-    /* as launch_blur in cuda_backend.c: rows in shared memory (2 rows of
+    /* as launch_passes in cuda_backend.c: rows in shared memory (2 rows of
      * 16 KiB), then 3 column passes */
     blur_ctx bc = {fr, fc, btab2, (unsigned)(sms * 32), 2u * 4096u * 4u};
     blur_ms = time_ms(do_blur, &bc, s, 10);
@@ -458,8 +467,7 @@ int main(int argc, char **argv) {
   double pipe_small_ips = 0, pipe_big_ms = 0;
   {
     ib_gchain ch = {0};
-    ib_gstep P3 = {
-        .kind = IB_GS_POINT, .mode_in = IB_MODE_RGB, .mode_out = IB_MODE_RGB, .param_len = 768};
+    const ib_gstep P3 = bench_step(&n_inv, IB_MODE_RGB);
     ib_gchain_push(&ch, &P3);
     char *src = ib_gchain_source(&ch);
     void *img;

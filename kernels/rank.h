@@ -18,7 +18,9 @@
 /* Largest window side admitted (Pillow takes any odd size; we bound it). */
 #define IB_RANK_MAX_SIZE 9
 
-IB_FN int ib_rank_clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+IB_FN int ib_rank_clamp(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
 
 /* The k'th smallest (0-based) of v[0..n-1]: the largest r in 0..255 with
  * #{v < r} <= k, found one bit at a time from the top. */
@@ -66,83 +68,105 @@ IB_FN uint8_t ib_rank_sample_inside(const uint8_t *c, int64_t row_stride, int64_
   return ib_rank_select8(win, n, rank);
 }
 
-/* 3x3 windows (the GPU's MedianFilter(3) / Min / Max / RankFilter(3, k)):
- * nine values in registers, any order. The median (k == 4) comes from sorted
- * triples: med3(max of minima, med3 of medians, min of maxima) (Paeth's
- * median-of-9 network); other ranks from the 25-comparator sorting network
- * for 9 inputs (Floyd; tests/unit/test_gpu_math.c checks it on all 2^9 0-1
- * inputs, which proves it sorts). Exact order statistics, so the bytes
- * equal ib_rank_select8's. The networks are X-macros over a compare-exchange
- * CE(i, j) (v[i] = min, v[j] = max) so the scalar versions here and the
- * device's packed ones (four bands per 32-bit word, __vminu4/__vmaxu4)
- * run the very same comparators. */
-#define IB_SORT9_NET(CE)                                                                 \
-  CE(0, 1) CE(3, 4) CE(6, 7) CE(1, 2) CE(4, 5) CE(7, 8) CE(0, 1) CE(3, 4) CE(6, 7)       \
-  CE(0, 3) CE(3, 6) CE(0, 3) CE(1, 4) CE(4, 7) CE(1, 4) CE(2, 5) CE(5, 8) CE(2, 5)       \
-  CE(1, 3) CE(5, 7) CE(2, 6) CE(4, 6) CE(2, 4) CE(2, 3) CE(5, 6)
+/* 3x3 windows (MedianFilter(3), Min/Max, RankFilter(3, k)) on both
+ * backends: the nine neighbour pixels, edges replicated, each packed into
+ * one 32-bit word (a band per byte), go through compare-exchange networks
+ * with per-byte min/max, every band in one pass. The median (k == 4) comes
+ * from sorted triples: med3(max of minima, med3 of medians, min of maxima)
+ * (Paeth's median-of-9 network); other ranks from the 25-comparator sorting
+ * network for 9 inputs (Floyd; tests/unit/test_gpu_math.c checks it on all
+ * 2^9 0-1 inputs, which proves it sorts). Exact order statistics, so the
+ * bytes equal ib_rank_select8's. The device's per-byte min/max are single
+ * instructions (__vminu4/__vmaxu4); the host's are the same functions of
+ * four bytes. */
+#define IB_SORT9_NET(CE)                                                                        \
+  CE(0, 1)                                                                                      \
+  CE(3, 4)                                                                                      \
+  CE(6, 7) CE(1, 2) CE(4, 5) CE(7, 8) CE(0, 1) CE(3, 4) CE(6, 7) CE(0, 3) CE(3, 6) CE(0, 3)     \
+      CE(1, 4) CE(4, 7) CE(1, 4) CE(2, 5) CE(5, 8) CE(2, 5) CE(1, 3) CE(5, 7) CE(2, 6) CE(4, 6) \
+          CE(2, 4) CE(2, 3) CE(5, 6)
 /* Sorts each triple (0,1,2) (3,4,5) (6,7,8). */
 #define IB_TRIPLES_NET(CE) \
   CE(0, 1) CE(1, 2) CE(0, 1) CE(3, 4) CE(4, 5) CE(3, 4) CE(6, 7) CE(7, 8) CE(6, 7)
 
-#define IB_CE8(i, j)                                   \
-  {                                                    \
-    const uint8_t lo_ = v[i] < v[j] ? v[i] : v[j];     \
-    v[j] = v[i] < v[j] ? v[j] : v[i];                  \
-    v[i] = lo_;                                        \
-  }
-IB_FN uint8_t ib_rank_min8(uint8_t a, uint8_t b) { return a < b ? a : b; }
-IB_FN uint8_t ib_rank_max8(uint8_t a, uint8_t b) { return a < b ? b : a; }
-IB_FN uint8_t ib_rank_med3(uint8_t a, uint8_t b, uint8_t c) {
-  return ib_rank_max8(ib_rank_min8(a, b), ib_rank_min8(ib_rank_max8(a, b), c));
-}
-IB_FN void ib_rank_sort9(uint8_t *v) { IB_SORT9_NET(IB_CE8) }
-IB_FN uint8_t ib_rank_select9(uint8_t *v, int k) {
-  if (k == 4) {
-    IB_TRIPLES_NET(IB_CE8)
-    return ib_rank_med3(ib_rank_max8(ib_rank_max8(v[0], v[3]), v[6]), ib_rank_med3(v[1], v[4], v[7]),
-                        ib_rank_min8(ib_rank_min8(v[2], v[5]), v[8]));
-  }
-  ib_rank_sort9(v);
-  uint8_t r = v[0];
-  for (int i = 1; i < 9; i++) r = i == k ? v[i] : r;
-  return r;
-}
-#undef IB_CE8
-
 #ifdef __CUDACC_RTC__
-/* The same selection for up to four bands at once, one per byte lane. */
-#define IB_CE4(i, j)                                    \
-  {                                                     \
-    const uint32_t lo_ = __vminu4(v[i], v[j]);          \
-    v[j] = __vmaxu4(v[i], v[j]);                        \
-    v[i] = lo_;                                         \
+IB_FN uint32_t ib_vmin4(uint32_t a, uint32_t b) {
+  return __vminu4(a, b);
+}
+IB_FN uint32_t ib_vmax4(uint32_t a, uint32_t b) {
+  return __vmaxu4(a, b);
+}
+#else
+/* Per byte lane, 0xff where a >= b: (a | 0x80) - (b & 0x7f) never borrows
+ * across lanes and its bit 7 compares the low seven bits; the top bits
+ * decide when they differ. */
+IB_FN uint32_t ib_vge4(uint32_t a, uint32_t b) {
+  const uint32_t h = 0x80808080u;
+  const uint32_t low = (a | h) - (b & ~h);
+  const uint32_t ge = ((a & ~b) | (~(a ^ b) & low)) & h;
+  return (ge >> 7) * 0xffu;
+}
+IB_FN uint32_t ib_vmin4(uint32_t a, uint32_t b) {
+  const uint32_t m = ib_vge4(a, b);
+  return (b & m) | (a & ~m);
+}
+IB_FN uint32_t ib_vmax4(uint32_t a, uint32_t b) {
+  const uint32_t m = ib_vge4(a, b);
+  return (a & m) | (b & ~m);
+}
+#endif
+
+#define IB_CE4(i, j)                           \
+  {                                            \
+    const uint32_t lo_ = ib_vmin4(v[i], v[j]); \
+    v[j] = ib_vmax4(v[i], v[j]);               \
+    v[i] = lo_;                                \
   }
 IB_FN uint32_t ib_rank_med3x4(uint32_t a, uint32_t b, uint32_t c) {
-  return __vmaxu4(__vminu4(a, b), __vminu4(__vmaxu4(a, b), c));
+  return ib_vmax4(ib_vmin4(a, b), ib_vmin4(ib_vmax4(a, b), c));
 }
+IB_FN void ib_rank_sort9x4(uint32_t *v){IB_SORT9_NET(IB_CE4)}
+/* The k'th smallest (0-based) of v[0..8], per byte lane; v is clobbered. */
 IB_FN uint32_t ib_rank_select9x4(uint32_t *v, int k) {
   if (k == 4) {
     IB_TRIPLES_NET(IB_CE4)
-    return ib_rank_med3x4(__vmaxu4(__vmaxu4(v[0], v[3]), v[6]), ib_rank_med3x4(v[1], v[4], v[7]),
-                          __vminu4(__vminu4(v[2], v[5]), v[8]));
+    return ib_rank_med3x4(ib_vmax4(ib_vmax4(v[0], v[3]), v[6]), ib_rank_med3x4(v[1], v[4], v[7]),
+                          ib_vmin4(ib_vmin4(v[2], v[5]), v[8]));
   }
-  IB_SORT9_NET(IB_CE4)
+  ib_rank_sort9x4(v);
   uint32_t r = v[0];
+#ifdef __CUDACC_RTC__
 #pragma unroll
+#endif
   for (int i = 1; i < 9; i++) r = i == k ? v[i] : r;
   return r;
 }
 #undef IB_CE4
-#endif
 
-/* One 3x3 sample with edges replicated (as ib_rank_sample with size 3). */
-IB_FN uint8_t ib_rank_sample3(const uint8_t *c, int64_t row_stride, int64_t step, int x, int y,
-                              int width, int height, int rank) {
-  const int64_t dl = x > 0 ? -step : 0, dr = x < width - 1 ? step : 0;
-  const int64_t du = y > 0 ? -row_stride : 0, dd = y < height - 1 ? row_stride : 0;
-  const uint8_t *u = c + du, *m = c, *w = c + dd;
-  uint8_t v[9] = {u[dl], u[0], u[dr], m[dl], m[0], m[dr], w[dl], w[0], w[dr]};
-  return ib_rank_select9(v, rank);
+/* One pixel of `bands` (1..4) bytes as a word, band b in byte b. */
+IB_FN uint32_t ib_rank_load4(const uint8_t *p, int bands) {
+#ifdef __CUDACC_RTC__
+  if (bands == 4) return *(const uint32_t *)p; /* pixels of 4 bytes are 4-byte aligned */
+#endif
+  return bands == 1   ? (uint32_t)p[0]
+         : bands == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8
+         : bands == 3
+             ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
+             : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The 3x3 rank filter at pixel (x, y), all bands at once (band b of the
+ * result in byte b): `c` points at the pixel, pixels are `bands` bytes
+ * apart, rows `row_stride` bytes; edges replicated as ib_rank_sample's. */
+IB_FN uint32_t ib_rank_sample3x4(const uint8_t *c, int64_t row_stride, int bands, int x, int y,
+                                 int width, int height, int rank) {
+  const int64_t dl = x > 0 ? -bands : 0, dr = x < width - 1 ? bands : 0;
+  const uint8_t *u = c + (y > 0 ? -row_stride : 0), *w = c + (y < height - 1 ? row_stride : 0);
+  uint32_t v[9] = {
+      ib_rank_load4(u + dl, bands), ib_rank_load4(u, bands), ib_rank_load4(u + dr, bands),
+      ib_rank_load4(c + dl, bands), ib_rank_load4(c, bands), ib_rank_load4(c + dr, bands),
+      ib_rank_load4(w + dl, bands), ib_rank_load4(w, bands), ib_rank_load4(w + dr, bands)};
+  return ib_rank_select9x4(v, rank);
 }
 
 #endif

@@ -1,9 +1,12 @@
 /* CUDA backend pieces that need no GPU: fused-chain codegen compiled by
- * NVRTC for sm_90 (a few hundred random chains, built from nodes by the real
- * step builder), each embedded kernel header alone, the module cache
- * (memory, disk, compile errors with the log), the size-class pool. */
+ * NVRTC for sm_90 (every op row's device step as a head and fused, and a
+ * few hundred random chains, all built from nodes by the real step
+ * builder), each embedded kernel header alone, compile errors naming the
+ * kernels/ file and line, the module cache (memory, disk, compile errors
+ * with the log), the size-class pool. */
 #include <criterion/criterion.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,15 +315,14 @@ Test(gpu_codegen, signature_determines_source) {
 
 Test(gpu_codegen, pixels_per_thread_keep_accesses_at_most_16_bytes) {
   ib_gchain c = {0};
-  ib_gstep s = {.kind = IB_GS_COPY, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA};
+  ib_gstep s = {.dev = &ib_dev_copy, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA};
   ib_gchain_push(&c, &s);
   cr_assert_eq(ib_gchain_ppt(&c), 4);
   c = (ib_gchain){0};
   s.mode_in = s.mode_out = IB_MODE_L;
   ib_gchain_push(&c, &s);
   cr_assert_eq(ib_gchain_ppt(&c), 16);
-  s = (ib_gstep){
-      .kind = IB_GS_CONVERT, .a = IB_MODE_L, .mode_in = IB_MODE_L, .mode_out = IB_MODE_RGB};
+  s.mode_out = IB_MODE_RGB; /* a step widening the pixel */
   ib_gchain_push(&c, &s);
   cr_assert_eq(ib_gchain_ppt(&c), 4);
 }
@@ -328,11 +330,277 @@ Test(gpu_codegen, pixels_per_thread_keep_accesses_at_most_16_bytes) {
 Test(gpu_codegen, chain_limits) {
   ib_gchain c = {0};
   ib_gstep s = {
-      .kind = IB_GS_POINT, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
+      .dev = &ib_gdev_table, .mode_in = IB_MODE_RGBA, .mode_out = IB_MODE_RGBA, .param_len = 1024};
   int pushed = 0;
   while (ib_gchain_push(&c, &s)) pushed++;
   cr_assert_eq(pushed, IB_CHAIN_MAX_PARAMS / 1024);
   cr_assert_leq(c.param_bytes, IB_CHAIN_MAX_PARAMS);
+}
+
+/* Variant `v` of a node of op `c` on a `mode` input: each static parameter
+ * that changes the generated source (kinds, sizes, methods, functions,
+ * target modes) gets a variant. false past the op's last one. */
+static bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, int mode) {
+  static int32_t lut[1024];
+  static double weights[25];
+  const unsigned bands = ib_mode_bands((ib_mode)mode);
+  switch (c) {
+    case IMGBATCH__V1__NODE__OP_COPY: TN_SET(t, copy, COPY); return v < 1;
+    case IMGBATCH__V1__NODE__OP_POINT:
+      TN_SET(t, point, POINT);
+      t->point.n_lut = 256u * bands;
+      t->point.lut = lut;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_INVERT: TN_SET(t, invert, INVERT); return v < 1;
+    case IMGBATCH__V1__NODE__OP_SOLARIZE:
+      TN_SET(t, solarize, SOLARIZE);
+      t->solarize.threshold = 100;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_POSTERIZE:
+      TN_SET(t, posterize, POSTERIZE);
+      t->posterize.bits = 3;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_CONVERT:
+      TN_SET(t, convert, CONVERT);
+      t->convert.mode = (char *)ib_mode_name((ib_mode)(1 + v));
+      return v < 6;
+    case IMGBATCH__V1__NODE__OP_GETCHANNEL:
+      TN_SET(t, getchannel, GETCHANNEL);
+      t->getchannel.band = (uint32_t)v;
+      return v < (int)bands;
+    case IMGBATCH__V1__NODE__OP_CONSTANT:
+      TN_SET(t, constant, CONSTANT);
+      t->constant.value = 77;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_ENHANCE:
+      TN_SET(t, enhance, ENHANCE);
+      t->enhance.kind = (Imgbatch__V1__EnhanceKind)v;
+      t->enhance.factor = 1.5;
+      return v < 3;
+    case IMGBATCH__V1__NODE__OP_TONE:
+      TN_SET(t, tone, TONE);
+      t->tone.exposure_ev = 0.5;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_CHOPS:
+      TN_SET(t, chops, CHOPS);
+      t->chops.function = (Imgbatch__V1__ChopsFunction)v;
+      t->chops.scale = 2.0;
+      t->chops.offset = 3.0;
+      return v < IB_CHOP_COUNT;
+    case IMGBATCH__V1__NODE__OP_BLEND:
+      TN_SET(t, blend, BLEND);
+      t->blend.alpha = 0.25;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_TRANSPOSE:
+      TN_SET(t, transpose, TRANSPOSE);
+      t->transpose.method = (Imgbatch__V1__TransposeMethod)v;
+      return v < 7;
+    case IMGBATCH__V1__NODE__OP_CROP:
+      TN_SET(t, crop, CROP);
+      t->crop.left = -1;
+      t->crop.top = 2;
+      t->crop.right = 9;
+      t->crop.bottom = 8;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_EXPAND:
+      TN_SET(t, expand, EXPAND);
+      t->expand.left = t->expand.top = t->expand.right = t->expand.bottom = 2;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_PASTE:
+      TN_SET(t, paste, PASTE);
+      t->paste.left = -3;
+      t->paste.top = 4;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_RESIZE:
+      TN_SET(t, resize, RESIZE);
+      t->resize.width = 7;
+      t->resize.height = 5;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_RANK_FILTER:
+      TN_SET(t, rank_filter, RANK_FILTER);
+      t->rank_filter.size = 3u + 2u * (uint32_t)v;
+      t->rank_filter.rank = t->rank_filter.size;
+      return v < 4;
+    case IMGBATCH__V1__NODE__OP_KERNEL:
+      TN_SET(t, kernel, KERNEL);
+      t->kernel.size = v ? 5 : 3;
+      t->kernel.n_kernel = t->kernel.size * t->kernel.size;
+      t->kernel.kernel = weights;
+      t->kernel.scale = 1.0;
+      return v < 2;
+    case IMGBATCH__V1__NODE__OP_BOX_BLUR:
+      TN_SET(t, box_blur, BOX_BLUR);
+      t->box_blur.radius_x = t->box_blur.radius_y = 2.0;
+      return v < 1;
+    case IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR:
+      TN_SET(t, gaussian_blur, GAUSSIAN_BLUR);
+      t->gaussian_blur.radius_x = t->gaussian_blur.radius_y = 2.0;
+      return v < 1;
+    default: return false;
+  }
+}
+
+/* A signature letter stands for one device template: two descriptions
+ * sharing a tag must generate the same code. */
+static void check_tag(const ib_dev_op **by_tag, const ib_dev_op *d, const char *op) {
+  const ib_dev_op *o = by_tag[(unsigned char)d->tag];
+  if (!o) {
+    by_tag[(unsigned char)d->tag] = d;
+    return;
+  }
+  cr_assert(o->role == d->role && o->flags == d->flags && strcmp(o->header, d->header) == 0 &&
+                ((!o->fn && !d->fn) || (o->fn && d->fn && strcmp(o->fn, d->fn) == 0)),
+            "op %s: tag %c names two device steps", op, d->tag);
+}
+
+/* Compiles the chain, then fills step `k`'s values from `node` (and, for
+ * a head, its extra tables): they must stay inside the reserved block. */
+static int compile_chain(ib_kcache *kc, const ib_gchain *c, int k, const ib_node *node) {
+  char sig[512];
+  ib_gchain_signature(c, sig, sizeof sig);
+  char *src = ib_gchain_source(c);
+  cr_assert_not_null(src);
+  compile_ok(kc, sig, src);
+  free(src);
+  /* Table steps fold into 256 * bands; other steps write at most
+   * param_len bytes (the chain pads each step to 16). */
+  ib_gstep st = c->steps[k];
+  const size_t extra = k == 0 ? ib_gstep_extra_bytes(&st, node) : 0,
+               n = st.dev->role == IB_DEV_TABLE ? st.param_len : st.param_len + extra;
+  st.param_off = 0;
+  uint8_t *block = calloc(n + 64, 1);
+  cr_assert_not_null(block);
+  memset(block + st.param_len, 0xa5, n + 64 - st.param_len);
+  if (st.dev->role == IB_DEV_TABLE)
+    ib_gtable_fold(&st, &node, 1, block);
+  else
+    ib_gstep_fill(&st, node, block);
+  for (size_t i = st.param_len; i < n + 64; i++)
+    cr_assert_eq(block[i], 0xa5, "step %c fills past its %u bytes", st.dev->tag, st.param_len);
+  if (extra) {
+    const ib_shape in = {(ib_mode)st.mode_in, 16, 12};
+    ib_gstep_fill_extra(&st, node, &in, block + st.param_len);
+  }
+  for (size_t i = n; i < n + 64; i++) cr_assert_eq(block[i], 0xa5, "extra tables overrun");
+  free(block);
+  return 1;
+}
+
+/* Every op row's device step, built by the real step builder from a node
+ * its row admits (infer), compiles with NVRTC: in the head position (with
+ * a table step fused after it unless it has its own pass kernels) and,
+ * when it is fusable, fused after another step. Every admitted mode is
+ * tried on the first variant, one mode on each other. */
+Test(gpu_codegen, every_op_row_compiles_as_head_and_fused, .timeout = 900) {
+  size_t n_rows;
+  const ib_op_desc *const *rows = ib_op_all(&n_rows);
+  ib_kcache *kc = ib_kcache_new(NULL, 256ull << 20, 0);
+  const ib_dev_op *by_tag[256] = {0};
+  by_tag['P'] = &ib_gdev_table;
+  int total = 0;
+  for (size_t r = 0; r < n_rows; r++) {
+    const ib_op_desc *op = rows[r];
+    if (op->n_inputs == 0) continue;
+    cr_assert_not_null(op->dev, "op %s has no device step", op->name);
+    int compiled = 0;
+    for (int v = 0, more = 1; more; v++) {
+      int tried = 0;
+      for (int m = 1; m < IB_MODE_COUNT; m++) {
+        if (!(op->modes & IB_MODE_BIT(m))) continue;
+        tnode t;
+        tnode_init(&t);
+        if (!(more = sample_node(&t, op->op_case, v, m))) break;
+        if (v > 0 && tried++ != v % 2) continue;
+        t.node.pb = &t.pb;
+        t.node.op = op;
+        const ib_shape in[2] = {{(ib_mode)m, 16, 12}, {(ib_mode)m, 16, 12}};
+        ib_error err = {0};
+        if (op->infer(&t.node, in, &t.node.shape, &err) != IB_OK) continue;
+        const int in_modes[2] = {m, m};
+        ib_gstep s;
+        cr_assert_eq(ib_gstep_for_node(&t.node, in_modes, &s, &err), IB_OK, "%s", err.message);
+        check_tag(by_tag, s.dev, op->name);
+        const ib_node *node = &t.node;
+        const int out = (int)t.node.shape.mode;
+        ib_gstep after = {.dev = &ib_gdev_table,
+                          .mode_in = out,
+                          .mode_out = out,
+                          .param_len = 256u * ib_mode_bands((ib_mode)out)};
+        ib_gchain c = {0};
+        cr_assert(ib_gchain_push(&c, &s));
+        if (c.n_inputs == 2) c.mode_in1 = in_modes[1];
+        if (s.dev->role != IB_DEV_PASSES) cr_assert(ib_gchain_push(&c, &after));
+        compiled += compile_chain(kc, &c, 0, node);
+        if (ib_gstep_fusable(&s)) {
+          ib_gstep first = {.dev = &ib_dev_copy, .mode_in = m, .mode_out = m};
+          c = (ib_gchain){0};
+          cr_assert(ib_gchain_push(&c, &first) && ib_gchain_push(&c, &s));
+          compiled += compile_chain(kc, &c, 1, node);
+        }
+      }
+    }
+    cr_assert_gt(compiled, 0, "op %s: no sample node compiled (add its variants)", op->name);
+    total += compiled;
+  }
+  cr_assert_gt(total, 100);
+  ib_kcache_free(kc);
+}
+
+/* ChopsOp's charge is the block its device step uploads: float scale and
+ * int32 offset (the function is baked into the kernel), not 16. */
+Test(gpu_codegen, chops_charges_its_device_block) {
+  tnode t;
+  tnode_init(&t);
+  cr_assert(sample_node(&t, IMGBATCH__V1__NODE__OP_CHOPS, IB_CHOP_ADD, IB_MODE_RGB));
+  t.node.pb = &t.pb;
+  t.node.op = ib_op_for_case(IMGBATCH__V1__NODE__OP_CHOPS);
+  t.node.shape = (ib_shape){IB_MODE_RGB, 8, 8};
+  const int in_modes[2] = {IB_MODE_RGB, IB_MODE_RGB};
+  ib_gstep s;
+  ib_error err = {0};
+  cr_assert_eq(ib_gstep_for_node(&t.node, in_modes, &s, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(s.param_len, 8);
+  cr_assert_eq(t.node.op->param_bytes(&t.node), s.param_len);
+  uint8_t block[16];
+  memset(block, 0xa5, sizeof block);
+  ib_gstep_fill(&s, &t.node, block);
+  float scale;
+  int32_t offset;
+  memcpy(&scale, block, 4);
+  memcpy(&offset, block + 4, 4);
+  cr_assert(scale == 2.0f && offset == 3, "%g %d", (double)scale, offset);
+  cr_assert_eq(block[8], 0xa5, "nothing past the 8 bytes");
+}
+
+/* NVRTC's messages name the kernels/ file and line (cmake/embed.cmake
+ * starts each embedded file with a #line). */
+Test(gpu_kernels, compile_errors_name_the_kernels_file_and_line) {
+  const char *root = getenv("IB_SOURCE_DIR");
+  cr_assert_not_null(root, "ctest sets IB_SOURCE_DIR");
+  char path[4096], line[512];
+  snprintf(path, sizeof path, "%s/kernels/blur.cuh", root);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  int want = 0;
+  for (int n = 1; !want && fgets(line, sizeof line, f); n++)
+    if (strstr(line, "(W + IB_SEG")) want = n;
+  fclose(f);
+  cr_assert_gt(want, 0);
+  ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
+  void *img;
+  size_t len;
+  char *log = NULL;
+  ib_error err = {0};
+  const char *src = "#define IB_SEG ib_no_such_value\n#define IB_CSEG 32\n#include \"blur.cuh\"\n";
+  cr_assert_eq(
+      ib_kcache_get(kc, "broken.cu", src, "sm_90", fmad_opt, 1, &img, &len, NULL, &log, &err),
+      IB_DEVICE);
+  char expect[64];
+  snprintf(expect, sizeof expect, "kernels/blur.cuh(%d)", want);
+  cr_assert_not_null(log);
+  cr_assert_not_null(strstr(log, expect), "want %s in:\n%s", expect, log);
+  free(log);
+  ib_kcache_free(kc);
 }
 
 /* Every file of kernels/ is embedded, and each compiles on its own under

@@ -1,7 +1,8 @@
 /*
  * Kernel-header functions the GPU backend uses in place of the CPU's loops,
  * proven equal to them here: ib_box_blur_span over any split of a line gives
- * ib_box_blur_line's bytes; the 3x3 rank networks give ib_rank_select8's.
+ * ib_box_blur_line's bytes; the 3x3 rank networks (which both backends run,
+ * four bands per word) give ib_rank_select8's.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -35,43 +36,83 @@ Test(boxblur, span_equals_line) {
         for (int x0 = 0; x0 < n; x0 += seg)
           ib_box_blur_span(got, 2, in + 1, 2, n, x0, x0 + seg < n ? x0 + seg : n, p);
         for (int i = 0; i < n; i++)
-          cr_assert_eq(got[2 * i], ref[2 * i], "r=%g n=%d seg=%d x=%d: %d != %d", radii[ri], n,
-                       seg, i, got[2 * i], ref[2 * i]);
+          cr_assert_eq(got[2 * i], ref[2 * i], "r=%g n=%d seg=%d x=%d: %d != %d", radii[ri], n, seg,
+                       i, got[2 * i], ref[2 * i]);
       }
 }
 
 /* 0-1 principle: a comparator network sorts every input iff it sorts every
- * 0/1 input. */
+ * 0/1 input. Each byte lane gets its own input. */
 Test(rank, sort9_network_sorts_all_0_1_inputs) {
   for (unsigned m = 0; m < 512; m++) {
-    uint8_t v[9];
-    for (int i = 0; i < 9; i++) v[i] = (uint8_t)((m >> i) & 1);
-    ib_rank_sort9(v);
-    for (int i = 1; i < 9; i++) cr_assert_leq(v[i - 1], v[i], "input %u", m);
+    uint32_t v[9];
+    for (int i = 0; i < 9; i++) {
+      v[i] = 0;
+      for (int lane = 0; lane < 4; lane++)
+        v[i] |= (uint32_t)((((m * (2u * lane + 1u)) & 511u) >> i) & 1u) << (8 * lane);
+    }
+    ib_rank_sort9x4(v);
+    for (int i = 1; i < 9; i++)
+      for (int lane = 0; lane < 4; lane++)
+        cr_assert_leq((v[i - 1] >> (8 * lane)) & 255u, (v[i] >> (8 * lane)) & 255u,
+                      "input %u lane %d", m, lane);
   }
 }
 
-Test(rank, select9_equals_select8_for_every_rank) {
+/* The host's per-byte min/max (the device's are __vminu4/__vmaxu4): every
+ * pair of byte values, in every lane, beside random neighbours. */
+Test(rank, byte_lane_min_max) {
+  for (unsigned x = 0; x < 256; x++)
+    for (unsigned y = 0; y < 256; y++) {
+      const int lane = (int)((x + y) & 3u), s = 8 * lane;
+      const uint32_t keep = ~(0xffu << s), ra = rnd(), rb = rnd();
+      const uint32_t a = (ra & keep) | x << s, b = (rb & keep) | y << s;
+      const uint32_t lo = ib_vmin4(a, b), hi = ib_vmax4(a, b);
+      cr_assert_eq((lo >> s) & 255u, x < y ? x : y, "min %u %u lane %d", x, y, lane);
+      cr_assert_eq((hi >> s) & 255u, x < y ? y : x, "max %u %u lane %d", x, y, lane);
+      for (int o = 0; o < 32; o += 8) {
+        const unsigned p = (a >> o) & 255u, q = (b >> o) & 255u;
+        cr_assert_eq((lo >> o) & 255u, p < q ? p : q);
+        cr_assert_eq((hi >> o) & 255u, p < q ? q : p);
+      }
+    }
+}
+
+Test(rank, select9x4_equals_select8_for_every_rank_and_lane) {
   for (int trial = 0; trial < 200000; trial++) {
-    uint8_t v[9], w[9];
+    uint8_t v[4][9];
+    uint32_t w[9] = {0};
     unsigned range = trial % 3 == 0 ? 4u : 256u; /* many ties too */
-    for (int i = 0; i < 9; i++) v[i] = (uint8_t)(rnd() % range);
+    for (int lane = 0; lane < 4; lane++)
+      for (int i = 0; i < 9; i++) {
+        v[lane][i] = (uint8_t)(rnd() % range);
+        w[i] |= (uint32_t)v[lane][i] << (8 * lane);
+      }
     int k = trial % 9;
-    memcpy(w, v, sizeof v);
-    cr_assert_eq(ib_rank_select9(w, k), ib_rank_select8(v, 9, k), "trial %d rank %d", trial, k);
+    const uint32_t r = ib_rank_select9x4(w, k);
+    for (int lane = 0; lane < 4; lane++)
+      cr_assert_eq((r >> (8 * lane)) & 255u, ib_rank_select8(v[lane], 9, k),
+                   "trial %d rank %d lane %d", trial, k, lane);
   }
 }
 
-Test(rank, sample3_equals_sample_with_clamped_edges) {
-  uint8_t im[5 * 4 * 2];
+/* The 3x3 function both backends run equals the general per-band window
+ * (ib_rank_sample, size 3) for every band count, edge and rank. */
+Test(rank, sample3x4_equals_sample_with_clamped_edges) {
+  uint8_t im[5 * 4 * 4];
   for (size_t i = 0; i < sizeof im; i++) im[i] = (uint8_t)rnd();
-  for (int w = 1; w <= 5; w++)
-    for (int h = 1; h <= 4; h++)
-      for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-          for (int k = 0; k < 9; k++) {
-            const uint8_t *c = im + ((size_t)y * w + x) * 2 + 1;
-            cr_assert_eq(ib_rank_sample3(c, 2 * w, 2, x, y, w, h, k),
-                         ib_rank_sample(c, 2 * w, 2, x, y, w, h, 3, k));
-          }
+  for (int bands = 1; bands <= 4; bands++)
+    for (int w = 1; w <= 5; w++)
+      for (int h = 1; h <= 4; h++)
+        for (int y = 0; y < h; y++)
+          for (int x = 0; x < w; x++)
+            for (int k = 0; k < 9; k++) {
+              const uint8_t *c = im + ((size_t)y * w + x) * bands;
+              const uint32_t r = ib_rank_sample3x4(c, (int64_t)w * bands, bands, x, y, w, h, k);
+              for (int b = 0; b < bands; b++)
+                cr_assert_eq((r >> (8 * b)) & 255u,
+                             ib_rank_sample(c + b, (int64_t)w * bands, bands, x, y, w, h, 3, k),
+                             "bands %d %dx%d (%d,%d) rank %d band %d", bands, w, h, x, y, k, b);
+              for (int b = bands; b < 4; b++) cr_assert_eq((r >> (8 * b)) & 255u, 0u);
+            }
 }

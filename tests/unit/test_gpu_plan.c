@@ -13,7 +13,9 @@ static jg_arena arena;
 static void setup(void) {
   arena = (jg_arena){malloc(1u << 24), 0, 1u << 24};
 }
-static void teardown(void) { free(arena.p); }
+static void teardown(void) {
+  free(arena.p);
+}
 
 TestSuite(gpu_plan, .init = setup, .fini = teardown);
 
@@ -41,10 +43,11 @@ Test(gpu_plan, pointwise_chain_is_one_stage_with_folded_tables) {
   cr_assert_eq(pl.n_bufs, 2, "source upload + output only: no intermediate buffers");
   const ib_gstage *s = &pl.stages[0];
   cr_assert_eq(s->chain.n_steps, 3);
-  cr_assert_eq(s->chain.steps[0].kind, IB_GS_POINT);
+  cr_assert_eq(s->chain.steps[0].dev, &ib_gdev_table);
   cr_assert_eq(s->n_fold[0], 3);
-  cr_assert_eq(s->chain.steps[1].kind, IB_GS_CONVERT);
-  cr_assert_eq(s->chain.steps[2].kind, IB_GS_POINT);
+  cr_assert_eq(s->chain.steps[1].dev->role, IB_DEV_PIXEL);
+  cr_assert_str_eq(s->chain.steps[1].dev->fn, "ib_step_convert");
+  cr_assert_eq(s->chain.steps[2].dev, &ib_gdev_table);
   cr_assert_eq(s->chain.steps[2].mode_in, IB_MODE_L);
   cr_assert(pl.bufs[pl.out_buf].is_output);
   cr_assert_eq(pl.bufs[pl.out_buf].bytes, 31u * 7u);
@@ -56,8 +59,8 @@ Test(gpu_plan, shared_intermediate_is_materialised) {
   jg_rng r = {2};
   jg_job j;
   jg_begin(&j, &arena, &r, IB_MODE_L, 9, 9, 1);
-  int a = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_L, 9, 9, -1);        /* node 1, read twice */
-  int b = jg_op(&j, &r, JG_POINT, a, IB_MODE_L, 9, 9, -1);         /* node 2 */
+  int a = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_L, 9, 9, -1); /* node 1, read twice */
+  int b = jg_op(&j, &r, JG_POINT, a, IB_MODE_L, 9, 9, -1);  /* node 2 */
   Imgbatch__V1__Node *n = jg_node(&j, IMGBATCH__V1__NODE__OP_CHOPS, b, a);
   n->chops = jg_alloc(j.a, sizeof *n->chops);
   imgbatch__v1__chops_op__init(n->chops);
@@ -100,7 +103,7 @@ Test(gpu_plan, source_only_graph_gets_a_copy_stage) {
   ib_error err = {0};
   cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
   cr_assert_eq(pl.n_stages, 1);
-  cr_assert_eq(pl.stages[0].chain.steps[0].kind, IB_GS_COPY);
+  cr_assert_eq(pl.stages[0].chain.steps[0].dev, &ib_dev_copy);
   cr_assert_neq(pl.out_buf, pl.stages[0].in_buf[0]);
   ib_gplan_free(&pl);
   ib_graph_free(g);
@@ -159,7 +162,7 @@ Test(gpu_plan, blur_gets_scratch_and_its_own_stage) {
   ib_error err = {0};
   cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
   cr_assert_eq(pl.n_stages, 3, "invert | blur | point (nothing fuses into a blur)");
-  cr_assert_eq(pl.stages[1].chain.steps[0].kind, IB_GS_BLUR);
+  cr_assert(ib_gchain_passes(&pl.stages[1].chain));
   cr_assert_geq(pl.stages[1].scratch_buf, 0);
   cr_assert_eq(pl.bufs[pl.stages[1].scratch_buf].bytes, 20u * 10u * 3u);
   cr_assert_eq(pl.stages[0].scratch_buf, -1);

@@ -9,7 +9,7 @@
 
 bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
   const ib_node *n = &g->nodes[i];
-  if (n->op->cls != IB_CLASS_SOURCE || i + 1 == g->n_nodes) return false;
+  if (n->op->n_inputs != 0 || i + 1 == g->n_nodes) return false;
   const ib_source *s = &g->sources[n->pb->source->index];
   /* parse.c checked that raw bytes are exactly the shape's */
   return s->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && s->len > 0;
@@ -47,7 +47,7 @@ ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
     st = n->op->cpu(n, in, &ims[i], err);
     if (st != IB_OK) {
       if (err->stage == IB_STAGE_NONE || err->stage == IB_STAGE_VALIDATE)
-        err->stage = n->op->cls == IB_CLASS_SOURCE ? IB_STAGE_DECODE : IB_STAGE_EXECUTE;
+        err->stage = n->op->n_inputs == 0 ? IB_STAGE_DECODE : IB_STAGE_EXECUTE;
       break;
     }
     for (unsigned k = 0; k < n->n_inputs; k++)

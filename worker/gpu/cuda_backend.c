@@ -25,7 +25,7 @@ typedef struct kfunc {
   char sig[512];
   CUmodule mod;
   CUfunction chain, lsum, post;
-  unsigned smem_max; /* blur: dynamic shared bytes ib_chain may take */
+  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain may take */
 } kfunc;
 
 struct ib_cuda {
@@ -369,7 +369,7 @@ static ib_status chain_func(ib_cuda *c, const ib_gchain *ch, kfunc **out, ib_lru
   if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
   if (rc == CUDA_SUCCESS && ch->reduce_luma)
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
-  if (rc == CUDA_SUCCESS && ch->steps[0].kind == IB_GS_BLUR) {
+  if (rc == CUDA_SUCCESS && ib_gchain_passes(ch)) {
     rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
     /* cuda_blur_global_rows forces the global-memory row passes (tests). */
     f->smem_max = c->blur_global_rows ? 0 : 48 * 1024;
@@ -540,10 +540,10 @@ static bool same_params(const ib_graph *g, const ib_graph *h) {
   return true;
 }
 
-/* BoxBlur / GaussianBlur of one launch group (codegen.c blur_source): the
- * row passes in shared memory when two rows of the widest image fit (else
- * one global launch per row pass), then one launch per column pass. */
-static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_gchain *ch,
+/* A PASSES head (ops/op_dev.h; kernels/blur.cuh) over one launch group:
+ * the row passes in shared memory when two rows of the widest image fit
+ * (else one global launch per row pass), then one launch per column pass. */
+static ib_status launch_passes(ib_backend_submission *s, const kfunc *f, const ib_gchain *ch,
                              const ib_gdesc *descs, size_t e, size_t e_end, size_t k0,
                              unsigned gy, CUdeviceptr table, ib_error *err) {
   const ib_cu *cu = s->c->cu;
@@ -554,8 +554,8 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
     uint64_t w = descs[q].width, h = descs[q].height;
     if (w * bands > row_bytes) row_bytes = w * bands;
     if (h > rows) rows = h;
-    uint64_t ri = h * bands * ((w + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
-    uint64_t ci = w * bands * ((h + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+    uint64_t ri = h * bands * ((w + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
+    uint64_t ci = w * bands * ((h + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
     if (ri > row_items) row_items = ri;
     if (ci > col_items) col_items = ci;
   }
@@ -566,7 +566,7 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
   if (smem <= f->smem_max) {
     unsigned gx = (unsigned)(rows < 1 ? 1 : rows > cap ? cap : rows);
     rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, (unsigned)smem, s->stream, args1, NULL);
-    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur rows", k0, err);
+    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch pass rows", k0, err);
   } else {
     uint64_t b = (row_items + THREADS - 1) / THREADS;
     unsigned gx = (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
@@ -574,7 +574,7 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
       int dir = 0;
       void *args[] = {&table, &dir, &k};
       rc = cu->cuLaunchKernel(f->post, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
-      if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur row pass", k0, err);
+      if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch row pass", k0, err);
     }
   }
   uint64_t b = (col_items + THREADS - 1) / THREADS;
@@ -583,7 +583,7 @@ static ib_status launch_blur(ib_backend_submission *s, const kfunc *f, const ib_
     int dir = 1;
     void *args[] = {&table, &dir, &k};
     rc = cu->cuLaunchKernel(f->post, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);
-    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch blur column pass", k0, err);
+    if (rc != CUDA_SUCCESS) return device_fail(s, rc, "launch column pass", k0, err);
   }
   return IB_OK;
 }
@@ -994,7 +994,7 @@ static ib_status cuda_submit(void *state, ib_backend_job *jobs, size_t n,
             }
           }
           if (f->post) {
-            rs = launch_blur(s, f, ch, descs, e, e_end, ents[k].job, gy, table, err);
+            rs = launch_passes(s, f, ch, descs, e, e_end, ents[k].job, gy, table, err);
             continue;
           }
           rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, THREADS, 1, 1, 0, s->stream, args, NULL);

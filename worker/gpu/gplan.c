@@ -1,10 +1,9 @@
 /* Graph -> device stages and buffers (see gplan.h). */
+#include "gpu/gplan.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "gpu/gplan.h"
-#include "kernels/enhance.h"
 
 static size_t shape_bytes(const ib_shape *s) {
   return (size_t)s->width * s->height * ib_mode_bands(s->mode);
@@ -45,7 +44,7 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   for (size_t i = 0; i < n; i++) {
     const ib_node *nd = &g->nodes[i];
     node_stage[i] = -1;
-    if (nd->op->cls == IB_CLASS_SOURCE) {
+    if (nd->op->n_inputs == 0) {
       node_buf[i] = new_buf(p, shape_bytes(&nd->shape), (int)i);
       continue;
     }
@@ -55,20 +54,13 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
     ib_gstep step;
     st = ib_gstep_for_node(nd, in_modes, &step, err);
     if (st != IB_OK) goto out;
-    /* Brightness maps each band through a function of that band alone:
-     * a table, built on the host by the same ib_enhance_px. */
-    if (step.kind == IB_GS_ENHANCE && step.a == IB_ENHANCE_BRIGHTNESS) {
-      step.kind = IB_GS_POINT;
-      step.a = 0;
-      step.param_len = 256u * ib_mode_bands((ib_mode)step.mode_in);
-    }
     int in0 = (int)nd->inputs[0], sidx = node_stage[in0];
     if (nd->n_inputs == 1 && ib_gstep_fusable(&step) && sidx >= 0 && readers[in0] == 1 &&
-        p->stages[sidx].chain.steps[0].kind != IB_GS_BLUR) {
+        !ib_gchain_passes(&p->stages[sidx].chain)) {
       ib_gstage *s = &p->stages[sidx];
       int k = s->chain.n_steps;
       ib_gstep *lastp = &s->chain.steps[k - 1];
-      if (step.kind == IB_GS_POINT && lastp->kind == IB_GS_POINT &&
+      if (step.dev->role == IB_DEV_TABLE && lastp->dev->role == IB_DEV_TABLE &&
           lastp->mode_out == step.mode_in && s->n_fold[k - 1] < IB_FOLD_MAX) {
         /* Table after table: compose them into one lookup. */
         s->fold[k - 1][s->n_fold[k - 1]++] = (int)i;
@@ -100,7 +92,8 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->in_height[k] = g->nodes[nd->inputs[k]].shape.height;
     }
     s->extra_bytes = ib_gstep_extra_bytes(&step, nd);
-    s->scratch_buf = step.kind == IB_GS_BLUR ? new_buf(p, shape_bytes(&nd->shape), -1) : -1;
+    s->scratch_buf =
+        (step.dev->flags & IB_DEV_SCRATCH) ? new_buf(p, shape_bytes(&nd->shape), -1) : -1;
     if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
     s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
     s->width = nd->shape.width;
@@ -111,12 +104,12 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   {
     const ib_node *last = &g->nodes[n - 1];
     int ob = node_buf[n - 1];
-    if (last->op->cls == IB_CLASS_SOURCE) {
+    if (last->op->n_inputs == 0) {
       /* A graph that is only its source still returns a fresh output buffer. */
       ib_gstage *s = &p->stages[p->n_stages];
       memset(s, 0, sizeof *s);
-      ib_gstep cp = {.kind = IB_GS_COPY, .mode_in = (int)last->shape.mode,
-                     .mode_out = (int)last->shape.mode};
+      ib_gstep cp = {
+          .dev = &ib_dev_copy, .mode_in = (int)last->shape.mode, .mode_out = (int)last->shape.mode};
       ib_gchain_push(&s->chain, &cp);
       s->nodes[0] = (int)(n - 1);
       s->in_buf[0] = ob;
@@ -140,15 +133,17 @@ out:
   return st;
 }
 
-size_t ib_gplan_out_bytes(const ib_gplan *p) { return p->bufs[p->out_buf].bytes; }
+size_t ib_gplan_out_bytes(const ib_gplan *p) {
+  return p->bufs[p->out_buf].bytes;
+}
 
 void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block) {
   for (int k = 0; k < s->chain.n_steps; k++) {
     const ib_gstep *st = &s->chain.steps[k];
-    if (st->kind == IB_GS_POINT) {
+    if (st->dev->role == IB_DEV_TABLE) {
       const ib_node *nodes[IB_FOLD_MAX];
       for (int f = 0; f < s->n_fold[k]; f++) nodes[f] = &g->nodes[s->fold[k][f]];
-      ib_gpoint_fold(st, nodes, s->n_fold[k], block + st->param_off);
+      ib_gtable_fold(st, nodes, s->n_fold[k], block + st->param_off);
     } else {
       ib_gstep_fill(st, &g->nodes[s->nodes[k]], block);
     }

@@ -4,8 +4,8 @@
  * buffers (one per source upload and one per stage output). A pointwise node
  * joins the stage that produced its only input when that input has no other
  * reader, so a chain of pointwise ops reads once and writes once with no
- * intermediate buffers. Two-input ops and reductions (Contrast) start a
- * stage. Ops without a device step reject the job at admission
+ * intermediate buffers. Heads (ops/op_dev.h: two-input steps, gathers,
+ * reductions, passes) start a stage. Ops without a device step reject the job at admission
  * (IB_UNSUPPORTED naming op and mode): no CPU fallback, no readback.
  */
 #ifndef IB_GPU_GPLAN_H
@@ -19,18 +19,18 @@
 typedef struct ib_gstage {
   ib_gchain chain;
   int nodes[IB_CHAIN_MAX_STEPS]; /* graph node of each step */
-  /* A POINT step is a folded run of per-band table ops (point, invert,
-   * solarize, posterize, Brightness): the nodes, in order, whose
-   * composition its table holds (fold[k][0] == nodes[k]). */
+  /* A table step is a folded run of table nodes (IB_DEV_TABLE): the
+   * nodes, in order, whose composition its table holds
+   * (fold[k][0] == nodes[k]). */
   int fold[IB_CHAIN_MAX_STEPS][IB_FOLD_MAX];
   int n_fold[IB_CHAIN_MAX_STEPS];
   int in_buf[2];
   int out_buf;
-  uint32_t in_width[2];          /* row length of each input, pixels */
+  uint32_t in_width[2]; /* row length of each input, pixels */
   uint32_t in_height[2];
-  size_t extra_bytes;            /* after the shared parameter block (resize tables) */
-  int scratch_buf;               /* >= 0: device scratch (blur: 1 image), passed as in1 */
-  uint32_t width, height;        /* output shape */
+  size_t extra_bytes;     /* after the shared parameter block (the head's tables) */
+  int scratch_buf;        /* >= 0: device scratch (IB_DEV_SCRATCH: 1 image), as in1 */
+  uint32_t width, height; /* output shape */
 } ib_gstage;
 
 typedef struct ib_gbuf {

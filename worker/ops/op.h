@@ -1,28 +1,20 @@
 /*
  * op.h - the op registry contract. One row per op: name, the proto oneof it
- * parses from, class, admitted input modes, how many inputs, how it checks
- * parameters and derives its output shape, what it charges, and its CPU
- * reference implementation (which calls the pixel math in kernels/).
- * Validator, planner, CLI help and backends read this table; nothing else
- * re-lists ops.
+ * parses from, admitted input modes, how many inputs (0: a source), how it
+ * checks parameters and derives its output shape, what it charges, its CPU
+ * reference implementation (which calls the pixel math in kernels/) and its
+ * device step (op_dev.h). Validator, planner and backends read this table;
+ * nothing else re-lists ops.
  */
 #ifndef IB_OP_H
 #define IB_OP_H
 
 #include "imgbatch.h"
+#include "ops/op_dev.h"
 #include "proto/imgbatch.pb-c.h"
 
-typedef enum ib_op_class {
-  IB_CLASS_SOURCE,
-  IB_CLASS_POINTWISE,     /* out(x,y) depends on in(x,y) only: fusable */
-  IB_CLASS_NEIGHBOURHOOD, /* out(x,y) depends on a window of in */
-  IB_CLASS_GEOMETRIC,     /* out(x,y) = in(map(x,y)) or a fill */
-  IB_CLASS_TWO_INPUT,     /* reads two images */
-  IB_CLASS_REDUCTION      /* needs a whole-image statistic first */
-} ib_op_class;
-
-#define IB_MODES_ALL                                                                     \
-  (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_LA) | IB_MODE_BIT(IB_MODE_RGB) |                    \
+#define IB_MODES_ALL                                                             \
+  (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_LA) | IB_MODE_BIT(IB_MODE_RGB) | \
    IB_MODE_BIT(IB_MODE_RGBA) | IB_MODE_BIT(IB_MODE_CMYK) | IB_MODE_BIT(IB_MODE_RGBX))
 
 typedef struct ib_shape {
@@ -35,25 +27,28 @@ struct ib_node;
 typedef struct ib_op_desc {
   const char *name;
   Imgbatch__V1__Node__OpCase op_case;
-  ib_op_class cls;
-  uint32_t modes;     /* IB_MODE_BIT mask of admitted modes of input 0 */
-  unsigned n_inputs;  /* graph inputs the node reads (0 for sources) */
+  uint32_t modes;    /* IB_MODE_BIT mask of admitted modes of input 0 */
+  unsigned n_inputs; /* graph inputs the node reads (0: a source) */
   /* Checks parameters against their ranges and the input shapes, and
    * writes the output shape. Errors name op, mode and param; status is
    * IB_INVALID (bad params) or IB_UNSUPPORTED (context Pillow refuses or we
    * have not proven). `in` has n_inputs entries. */
-  ib_status (*infer)(const struct ib_node *node, const ib_shape *in, ib_shape *out,
-                     ib_error *err);
+  ib_status (*infer)(const struct ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err);
   /* Bytes of parameters / LUTs / tables the backend uploads (credit charge). */
   uint64_t (*param_bytes)(const struct ib_node *node);
   /* CPU reference: `out` is allocated by the caller with the inferred shape. */
   ib_status (*cpu)(const struct ib_node *node, const ib_image *const *in, ib_image *out,
                    ib_error *err);
+  /* Device step of a validated node (op_dev.h): sets s->dev, s->a and
+   * s->param_len (mode_in, mode_out are set by the caller; `in_modes` are
+   * the node's input modes). IB_UNSUPPORTED, naming op and mode, for a
+   * context without one; NULL when the op has no device step at all. */
+  ib_status (*dev)(const struct ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err);
 } ib_op_desc;
 
 /* Registry lookup; NULL for an op case without a row. */
 const ib_op_desc *ib_op_for_case(Imgbatch__V1__Node__OpCase c);
-/* All rows, for CLI help and tests. */
+/* All rows (tests walk every op through them). */
 const ib_op_desc *const *ib_op_all(size_t *count);
 
 /* Helpers shared by rows. */

@@ -10,6 +10,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/blend.h"
 #include "ops/op.h"
@@ -48,13 +49,34 @@ static uint64_t blend_param_bytes(const ib_node *node) {
   return 8; /* alpha as a kernel argument */
 }
 
+/* Device step: a two-input head, kernels/blend.cuh. */
+static void blend_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const float alpha = (float)node->pb->blend->alpha;
+  memcpy(p, &alpha, sizeof alpha);
+}
+
+static const ib_dev_op blend_dev_op = {.tag = 'B',
+                                       .role = IB_DEV_PIXEL,
+                                       .flags = IB_DEV_HEAD | IB_DEV_IN1,
+                                       .header = "blend.cuh",
+                                       .fn = "ib_step_blend",
+                                       .fill = blend_fill};
+
+static ib_status blend_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &blend_dev_op;
+  s->param_len = sizeof(float);
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_blend = {
     .name = "blend",
     .op_case = IMGBATCH__V1__NODE__OP_BLEND,
-    .cls = IB_CLASS_TWO_INPUT,
     .modes = IB_MODES_ALL,
     .n_inputs = 2,
     .infer = blend_infer,
     .param_bytes = blend_param_bytes,
     .cpu = blend_cpu,
+    .dev = blend_dev,
 };

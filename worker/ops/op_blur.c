@@ -140,24 +140,79 @@ static ib_status gaussian_cpu(const ib_node *node, const ib_image *const *in, ib
   return box_blur_image(in[0], out, rx, ry, IB_GAUSSIAN_PASSES, node->op->name, err);
 }
 
+/* Device step: a PASSES head (kernels/blur.cuh, a = passes per direction)
+ * with a scratch image. Parameters: struct ib_blurp {int hp, vp;
+ * ib_box_pass ph, pv;}, the pass counts per direction (0 for a zero radius:
+ * that direction is skipped, as box_blur_image skips it) and the passes
+ * for the radii box_cpu / gaussian_cpu take. */
+_Static_assert(sizeof(ib_box_pass) == 12, "struct ib_blurp in kernels/blur.cuh");
+
+static void blur_fill(const ib_gstep *s, float rx, float ry, uint8_t *p) {
+  const int32_t hv[2] = {rx != 0 ? s->a : 0, ry != 0 ? s->a : 0};
+  const ib_box_pass ph = ib_box_pass_for(rx != 0 ? rx : 1.0f),
+                    pv = ib_box_pass_for(ry != 0 ? ry : 1.0f);
+  memcpy(p, hv, 8);
+  memcpy(p + 8, &ph, sizeof ph);
+  memcpy(p + 20, &pv, sizeof pv);
+}
+
+static void box_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  const Imgbatch__V1__BoxBlurOp *b = node->pb->box_blur;
+  blur_fill(s, (float)b->radius_x, (float)b->radius_y, p);
+}
+
+static void gaussian_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  const Imgbatch__V1__GaussianBlurOp *g = node->pb->gaussian_blur;
+  blur_fill(s, ib_gaussian_box_radius((float)g->radius_x, IB_GAUSSIAN_PASSES),
+            ib_gaussian_box_radius((float)g->radius_y, IB_GAUSSIAN_PASSES), p);
+}
+
+static const ib_dev_op box_dev_op = {.tag = 'X',
+                                     .role = IB_DEV_PASSES,
+                                     .flags = IB_DEV_SCRATCH,
+                                     .header = "blur.cuh",
+                                     .fill = box_fill};
+static const ib_dev_op gaussian_dev_op = {.tag = 'X',
+                                          .role = IB_DEV_PASSES,
+                                          .flags = IB_DEV_SCRATCH,
+                                          .header = "blur.cuh",
+                                          .fill = gaussian_fill};
+
+static ib_status box_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &box_dev_op;
+  s->a = 1;
+  s->param_len = 32;
+  return IB_OK;
+}
+
+static ib_status gaussian_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
+                              ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &gaussian_dev_op;
+  s->a = IB_GAUSSIAN_PASSES;
+  s->param_len = 32;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_box_blur = {
     .name = "box_blur",
     .op_case = IMGBATCH__V1__NODE__OP_BOX_BLUR,
-    .cls = IB_CLASS_NEIGHBOURHOOD,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = box_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = box_cpu,
+    .dev = box_dev,
 };
 
 const ib_op_desc ib_op_gaussian_blur = {
     .name = "gaussian_blur",
     .op_case = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
-    .cls = IB_CLASS_NEIGHBOURHOOD,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = gaussian_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = gaussian_cpu,
+    .dev = gaussian_dev,
 };

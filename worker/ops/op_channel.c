@@ -44,15 +44,27 @@ static ib_status getchannel_cpu(const ib_node *node, const ib_image *const *in, 
   return IB_OK;
 }
 
+/* Device step: kernels/channel.cuh, the band baked in (a). */
+static const ib_dev_op getchannel_dev_op = {
+    .tag = 'G', .role = IB_DEV_PIXEL, .header = "channel.cuh", .fn = "ib_step_getchannel"};
+
+static ib_status getchannel_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
+                                ib_error *err) {
+  (void)in_modes, (void)err;
+  s->dev = &getchannel_dev_op;
+  s->a = (int)node->pb->getchannel->band;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_getchannel = {
     .name = "getchannel",
     .op_case = IMGBATCH__V1__NODE__OP_GETCHANNEL,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = getchannel_infer,
     .param_bytes = ib_op_no_params,
     .cpu = getchannel_cpu,
+    .dev = getchannel_dev,
 };
 
 /* ---------------------------------------------------------------- constant */
@@ -68,13 +80,34 @@ static ib_status constant_cpu(const ib_node *node, const ib_image *const *in, ib
   return IB_OK;
 }
 
+/* Device step: kernels/channel.cuh; the clipped value as an int32. */
+static void constant_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  int32_t v = node->pb->constant ? ib_clip8(node->pb->constant->value) : 0;
+  memcpy(p, &v, sizeof v);
+}
+
+static const ib_dev_op constant_dev_op = {.tag = 'K',
+                                          .role = IB_DEV_PIXEL,
+                                          .header = "channel.cuh",
+                                          .fn = "ib_step_constant",
+                                          .fill = constant_fill};
+
+static ib_status constant_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
+                              ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &constant_dev_op;
+  s->param_len = sizeof(int32_t);
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_constant = {
     .name = "constant",
     .op_case = IMGBATCH__V1__NODE__OP_CONSTANT,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = l_of_input_size,
     .param_bytes = ib_op_no_params,
     .cpu = constant_cpu,
+    .dev = constant_dev,
 };

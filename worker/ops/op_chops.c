@@ -8,6 +8,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/chops.h"
 #include "ops/op.h"
@@ -67,38 +68,74 @@ static ib_status chops_infer(const ib_node *node, const ib_shape *in, ib_shape *
   return IB_OK;
 }
 
+/* The per-job values the device step uploads (kernels/chops.cuh reads a
+ * float at +0 and an int32 at +4); the function is baked into the kernel.
+ * The CPU row passes them as arguments and allocates nothing. */
+typedef struct chops_params {
+  float scale;
+  int32_t offset;
+} chops_params;
+
+static chops_params chops_values(const Imgbatch__V1__ChopsOp *p) {
+  chops_params v = {1.0f, 0};
+  const int fn = (int)p->function;
+  if (fn == IB_CHOP_ADD || fn == IB_CHOP_SUBTRACT) {
+    v.scale = (float)p->scale;
+    v.offset = (int32_t)p->offset;
+  }
+  return v;
+}
+
 static ib_status chops_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                            ib_error *err) {
   (void)err;
   const Imgbatch__V1__ChopsOp *p = node->pb->chops;
-  int fn = (int)p->function;
-  float scale = 1.0f;
-  int offset = 0;
-  if (fn == IB_CHOP_ADD || fn == IB_CHOP_SUBTRACT) {
-    scale = (float)p->scale;
-    offset = (int)p->offset;
-  }
+  const int fn = (int)p->function;
+  const chops_params v = chops_values(p);
   size_t bands = ib_mode_bands(out->mode);
   size_t stride1 = in[0]->width * bands, stride2 = in[1]->width * bands;
   size_t row = out->width * bands;
   for (size_t y = 0; y < out->height; y++)
     ib_chops_row(fn, in[0]->data + y * stride1, in[1]->data + y * stride2, out->data + y * row,
-                 (int)row, scale, offset);
+                 (int)row, v.scale, v.offset);
   return IB_OK;
 }
 
 static uint64_t chops_param_bytes(const ib_node *node) {
   (void)node;
-  return 16; /* function, scale, offset as kernel arguments */
+  return sizeof(chops_params);
+}
+
+/* Device step: a two-input head (kernels/chops.cuh), the function baked in. */
+static void chops_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const chops_params v = chops_values(node->pb->chops);
+  memcpy(p, &v.scale, 4);
+  memcpy(p + 4, &v.offset, 4);
+}
+
+static const ib_dev_op chops_dev_op = {.tag = 'C',
+                                       .role = IB_DEV_PIXEL,
+                                       .flags = IB_DEV_HEAD | IB_DEV_IN1,
+                                       .header = "chops.cuh",
+                                       .fn = "ib_step_chops",
+                                       .fill = chops_fill};
+
+static ib_status chops_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)in_modes, (void)err;
+  s->dev = &chops_dev_op;
+  s->a = (int)node->pb->chops->function;
+  s->param_len = sizeof(chops_params);
+  return IB_OK;
 }
 
 const ib_op_desc ib_op_chops = {
     .name = "chops",
     .op_case = IMGBATCH__V1__NODE__OP_CHOPS,
-    .cls = IB_CLASS_TWO_INPUT,
     .modes = IB_MODES_ALL,
     .n_inputs = 2,
     .infer = chops_infer,
     .param_bytes = chops_param_bytes,
     .cpu = chops_cpu,
+    .dev = chops_dev,
 };

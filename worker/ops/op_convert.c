@@ -59,13 +59,25 @@ static ib_status convert_cpu(const ib_node *node, const ib_image *const *in, ib_
   return IB_OK;
 }
 
+/* Device step: kernels/convert.cuh (a: the source mode, as the signature
+ * has always spelled it). */
+static const ib_dev_op convert_dev_op = {
+    .tag = 'V', .role = IB_DEV_PIXEL, .header = "convert.cuh", .fn = "ib_step_convert"};
+
+static ib_status convert_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)err;
+  s->dev = &convert_dev_op;
+  s->a = in_modes[0];
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_convert = {
     .name = "convert",
     .op_case = IMGBATCH__V1__NODE__OP_CONVERT,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = convert_infer,
     .param_bytes = ib_op_no_params,
     .cpu = convert_cpu,
+    .dev = convert_dev,
 };

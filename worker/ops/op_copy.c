@@ -19,13 +19,24 @@ static ib_status copy_cpu(const ib_node *node, const ib_image *const *in, ib_ima
   return IB_OK;
 }
 
+/* The identity step (kernels/chain.cuh); also what a graph that is only its
+ * source runs on the device. */
+const ib_dev_op ib_dev_copy = {
+    .tag = 'Y', .role = IB_DEV_PIXEL, .header = "chain.cuh", .fn = "ib_step_copy"};
+
+static ib_status copy_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &ib_dev_copy;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_copy = {
     .name = "copy",
     .op_case = IMGBATCH__V1__NODE__OP_COPY,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = copy_infer,
     .param_bytes = ib_op_no_params,
     .cpu = copy_cpu,
+    .dev = copy_dev,
 };

@@ -5,6 +5,8 @@
  * before any pixel is written, so the row is a reduction (Brightness and
  * Color alone would be pointwise).
  */
+#include <string.h>
+
 #include "kernels/enhance.h"
 #include "ops/op.h"
 #include "plan/graph.h"
@@ -51,13 +53,61 @@ static ib_status enhance_cpu(const ib_node *node, const ib_image *const *in, ib_
   return IB_OK;
 }
 
+/* Device steps. Brightness maps each band through a function of that band
+ * alone: a table (folded with its neighbours), by the same ib_enhance_px.
+ * Color and Contrast: kernels/enhance.cuh, parameters float alpha (as
+ * _imaging.c _blend narrows it), then the u64 luma sum that Contrast's
+ * ib_lsum pre-pass accumulates on the device (so Contrast heads a stage). */
+static void brightness_table(const ib_gstep *s, const ib_node *node, uint8_t *t) {
+  const unsigned bands = ib_mode_bands((ib_mode)s->mode_in);
+  const float alpha = (float)node->pb->enhance->factor;
+  for (int v = 0; v < 256; v++) {
+    const uint8_t px[4] = {(uint8_t)v, (uint8_t)v, (uint8_t)v, (uint8_t)v};
+    uint8_t out[4];
+    ib_enhance_px(IB_ENHANCE_BRIGHTNESS, s->mode_in, 0, alpha, px, out);
+    for (unsigned b = 0; b < bands && b < 4; b++) t[b * 256u + (unsigned)v] = out[b];
+  }
+}
+
+static void enhance_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const float alpha = (float)node->pb->enhance->factor;
+  memcpy(p, &alpha, sizeof alpha);
+  memset(p + 4, 0, 12);
+}
+
+static const ib_dev_op brightness_dev_op = {
+    .tag = 'P', .role = IB_DEV_TABLE, .table = brightness_table};
+static const ib_dev_op color_dev_op = {.tag = 'E',
+                                       .role = IB_DEV_PIXEL,
+                                       .header = "enhance.cuh",
+                                       .fn = "ib_step_enhance",
+                                       .fill = enhance_fill};
+static const ib_dev_op contrast_dev_op = {.tag = 'Q',
+                                          .role = IB_DEV_PIXEL,
+                                          .flags = IB_DEV_HEAD | IB_DEV_LUMA,
+                                          .header = "enhance.cuh",
+                                          .fn = "ib_step_enhance",
+                                          .fill = enhance_fill};
+
+static ib_status enhance_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)in_modes, (void)err;
+  const int kind = (int)node->pb->enhance->kind;
+  s->a = kind;
+  s->dev = kind == IB_ENHANCE_BRIGHTNESS ? &brightness_dev_op
+           : kind == IB_ENHANCE_COLOR    ? &color_dev_op
+                                         : &contrast_dev_op;
+  if (kind != IB_ENHANCE_BRIGHTNESS) s->param_len = 16;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_enhance = {
     .name = "enhance",
     .op_case = IMGBATCH__V1__NODE__OP_ENHANCE,
-    .cls = IB_CLASS_REDUCTION,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = enhance_infer,
     .param_bytes = ib_op_no_params,
     .cpu = enhance_cpu,
+    .dev = enhance_dev,
 };

@@ -73,15 +73,27 @@ static ib_status transpose_cpu(const ib_node *node, const ib_image *const *in, i
   return IB_OK;
 }
 
+/* Device step: a gather head (kernels/geometry.cuh), the method baked in. */
+static const ib_dev_op transpose_dev_op = {
+    .tag = 'R', .role = IB_DEV_GATHER, .header = "geometry.cuh", .fn = "ib_head_transpose"};
+
+static ib_status transpose_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
+                               ib_error *err) {
+  (void)in_modes, (void)err;
+  s->dev = &transpose_dev_op;
+  s->a = (int)node->pb->transpose->method;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_transpose = {
     .name = "transpose",
     .op_case = IMGBATCH__V1__NODE__OP_TRANSPOSE,
-    .cls = IB_CLASS_GEOMETRIC,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = transpose_infer,
     .param_bytes = ib_op_no_params,
     .cpu = transpose_cpu,
+    .dev = transpose_dev,
 };
 
 /* ---------------------------------------------------------------- crop */
@@ -122,15 +134,38 @@ static ib_status crop_cpu(const ib_node *node, const ib_image *const *in, ib_ima
   return IB_OK;
 }
 
+/* Device step of crop and expand: the window head (kernels/geometry.cuh),
+ * parameters int64 dx, dy and the fill pixel. Crop reads source
+ * (x + left, y + top), zeros outside (ImagingCrop). */
+static void crop_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const int64_t d[2] = {node->pb->crop->left, node->pb->crop->top};
+  memcpy(p, d, sizeof d);
+  memset(p + 16, 0, 8);
+}
+
+static const ib_dev_op crop_dev_op = {.tag = 'W',
+                                      .role = IB_DEV_GATHER,
+                                      .header = "geometry.cuh",
+                                      .fn = "ib_head_window",
+                                      .fill = crop_fill};
+
+static ib_status crop_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &crop_dev_op;
+  s->param_len = 24;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_crop = {
     .name = "crop",
     .op_case = IMGBATCH__V1__NODE__OP_CROP,
-    .cls = IB_CLASS_GEOMETRIC,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = crop_infer,
     .param_bytes = ib_op_no_params,
     .cpu = crop_cpu,
+    .dev = crop_dev,
 };
 
 /* ---------------------------------------------------------------- expand */
@@ -173,13 +208,35 @@ static ib_status expand_cpu(const ib_node *node, const ib_image *const *in, ib_i
   return IB_OK;
 }
 
+/* Expand reads source (x - left, y - top), the border colour outside. */
+static void expand_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  const Imgbatch__V1__ExpandOp *e = node->pb->expand;
+  const int64_t d[2] = {-(int64_t)e->left, -(int64_t)e->top};
+  memcpy(p, d, sizeof d);
+  memset(p + 16, 0, 8);
+  if (e->fill.len == ib_mode_bands((ib_mode)s->mode_in)) memcpy(p + 16, e->fill.data, e->fill.len);
+}
+
+static const ib_dev_op expand_dev_op = {.tag = 'W',
+                                        .role = IB_DEV_GATHER,
+                                        .header = "geometry.cuh",
+                                        .fn = "ib_head_window",
+                                        .fill = expand_fill};
+
+static ib_status expand_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &expand_dev_op;
+  s->param_len = 24;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_expand = {
     .name = "expand",
     .op_case = IMGBATCH__V1__NODE__OP_EXPAND,
-    .cls = IB_CLASS_GEOMETRIC,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = expand_infer,
     .param_bytes = expand_param_bytes,
     .cpu = expand_cpu,
+    .dev = expand_dev,
 };

@@ -61,13 +61,42 @@ static ib_status kernel_cpu(const ib_node *node, const ib_image *const *in, ib_i
   return IB_OK;
 }
 
+/* Device step: a window head (kernels/convolve.cuh), the size baked in;
+ * parameters: the size*size weights and the bias kernel_cpu uses. */
+static void kernel_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const Imgbatch__V1__KernelOp *k = node->pb->kernel;
+  const size_t n = (size_t)k->size * k->size;
+  for (size_t i = 0; i < n && i < k->n_kernel; i++) {
+    const float w = ib_convolve_weight(k->kernel[i], k->scale);
+    memcpy(p + 4 * i, &w, 4);
+  }
+  const float bias = ib_convolve_bias(k->offset);
+  memcpy(p + 4 * n, &bias, 4);
+}
+
+static const ib_dev_op kernel_dev_op = {.tag = 'F',
+                                        .role = IB_DEV_GATHER,
+                                        .header = "convolve.cuh",
+                                        .fn = "ib_head_kernel",
+                                        .fill = kernel_fill};
+
+static ib_status kernel_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)in_modes, (void)err;
+  const uint32_t size = node->pb->kernel->size;
+  s->dev = &kernel_dev_op;
+  s->a = (int)size;
+  s->param_len = 4u * (size * size + 1u);
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_kernel = {
     .name = "kernel",
     .op_case = IMGBATCH__V1__NODE__OP_KERNEL,
-    .cls = IB_CLASS_NEIGHBOURHOOD,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = kernel_infer,
     .param_bytes = kernel_param_bytes,
     .cpu = kernel_cpu,
+    .dev = kernel_dev,
 };

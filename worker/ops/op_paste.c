@@ -51,13 +51,35 @@ static ib_status paste_cpu(const ib_node *node, const ib_image *const *in, ib_im
   return IB_OK;
 }
 
+/* Device step: a two-input gather head (kernels/geometry.cuh) over
+ * (base, im); parameters int64 dx, dy. */
+static void paste_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const int64_t d[2] = {-(int64_t)node->pb->paste->left, -(int64_t)node->pb->paste->top};
+  memcpy(p, d, sizeof d);
+}
+
+static const ib_dev_op paste_dev_op = {.tag = 'S',
+                                       .role = IB_DEV_GATHER,
+                                       .flags = IB_DEV_IN1,
+                                       .header = "geometry.cuh",
+                                       .fn = "ib_head_paste",
+                                       .fill = paste_fill};
+
+static ib_status paste_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &paste_dev_op;
+  s->param_len = 16;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_paste = {
     .name = "paste",
     .op_case = IMGBATCH__V1__NODE__OP_PASTE,
-    .cls = IB_CLASS_TWO_INPUT,
     .modes = IB_MODES_ALL,
     .n_inputs = 2,
     .infer = paste_infer,
     .param_bytes = ib_op_no_params,
     .cpu = paste_cpu,
+    .dev = paste_dev,
 };

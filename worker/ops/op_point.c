@@ -13,7 +13,6 @@
 
 #include "kernels/point.h"
 #include "ops/op.h"
-#include "ops/op_point.h"
 #include "plan/graph.h"
 
 #define IB_LUT_MODES (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_RGB))
@@ -24,7 +23,11 @@ static uint64_t point_table_bytes(const ib_node *node) {
   return 256u * 4u;
 }
 
-void ib_point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *table) {
+/* The 256 * bands table, band-major: entry [b * 256 + v]. Image.point
+ * clamps the given entries (at most 256 * bands are read); the ImageOps
+ * rows build one 256-entry table and, as ImageOps._lut does for RGB, repeat
+ * it per band. The CPU rows and the device's table step map through it. */
+static void point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *table) {
   if (pb->op_case == IMGBATCH__V1__NODE__OP_POINT) {
     for (size_t i = 0; i < pb->point->n_lut && i < 256u * bands; i++)
       table[i] = ib_point_entry(pb->point->lut[i]);
@@ -41,6 +44,20 @@ void ib_point_table(const Imgbatch__V1__Node *pb, unsigned bands, uint8_t *table
   for (unsigned b = 1; b < bands; b++) memcpy(table + 256u * b, table, 256);
 }
 
+/* Device step of all four: a table, folded with its neighbours
+ * (op_dev.h IB_DEV_TABLE). */
+static void table_dev_table(const ib_gstep *s, const ib_node *node, uint8_t *t) {
+  point_table(node->pb, ib_mode_bands((ib_mode)s->mode_in), t);
+}
+
+static const ib_dev_op table_dev_op = {.tag = 'P', .role = IB_DEV_TABLE, .table = table_dev_table};
+
+static ib_status table_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &table_dev_op;
+  return IB_OK;
+}
+
 /* CPU row of all four ops: build the table, map every byte through it. */
 static ib_status table_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                            ib_error *err) {
@@ -48,7 +65,7 @@ static ib_status table_cpu(const ib_node *node, const ib_image *const *in, ib_im
   const ib_image *src = in[0];
   unsigned bands = ib_mode_bands(src->mode);
   uint8_t table[256 * 4];
-  ib_point_table(node->pb, bands, table);
+  point_table(node->pb, bands, table);
   size_t row = (size_t)src->width * bands;
   for (uint32_t y = 0; y < src->height; y++)
     ib_point_row(table, bands, src->data + y * row, out->data + y * row, src->width);
@@ -80,12 +97,12 @@ static ib_status point_infer(const ib_node *node, const ib_shape *in, ib_shape *
 const ib_op_desc ib_op_point = {
     .name = "point",
     .op_case = IMGBATCH__V1__NODE__OP_POINT,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = point_infer,
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
+    .dev = table_dev,
 };
 
 /* ---------------------------------------------------------------- ImageOps tables */
@@ -93,24 +110,24 @@ const ib_op_desc ib_op_point = {
 const ib_op_desc ib_op_invert = {
     .name = "invert",
     .op_case = IMGBATCH__V1__NODE__OP_INVERT,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_LUT_MODES,
     .n_inputs = 1,
     .infer = same_shape_infer,
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
+    .dev = table_dev,
 };
 
 /* Any threshold is valid (Pillow compares i < threshold). */
 const ib_op_desc ib_op_solarize = {
     .name = "solarize",
     .op_case = IMGBATCH__V1__NODE__OP_SOLARIZE,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_LUT_MODES,
     .n_inputs = 1,
     .infer = same_shape_infer,
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
+    .dev = table_dev,
 };
 
 /* ImageOps.posterize takes bits <= 8 (0 or less keeps no bit: an all-zero
@@ -128,10 +145,10 @@ static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_sha
 const ib_op_desc ib_op_posterize = {
     .name = "posterize",
     .op_case = IMGBATCH__V1__NODE__OP_POSTERIZE,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_LUT_MODES,
     .n_inputs = 1,
     .infer = posterize_infer,
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
+    .dev = table_dev,
 };

@@ -2,6 +2,8 @@
  * every band filtered on its own with edge-replicated borders (Pillow 12.3
  * Image.filter -> RankFilter.filter -> ImagingExpand + ImagingRankFilter);
  * the per-sample math is kernels/rank.h. */
+#include <string.h>
+
 #include "kernels/rank.h"
 #include "ops/op.h"
 #include "plan/graph.h"
@@ -56,34 +58,63 @@ static inline __attribute__((always_inline)) void rank_image(const ib_image *src
   }
 }
 
+/* 3x3: every band at once through ib_rank_sample3x4, the very function
+ * the device's rank head runs (kernels/rank.cuh). */
+static void rank_image3(const ib_image *src, ib_image *out, int rank) {
+  const int w = (int)src->width, h = (int)src->height, bands = (int)ib_mode_bands(src->mode);
+  const int64_t stride = (int64_t)w * bands;
+  for (int y = 0; y < h; y++) {
+    const uint8_t *srow = src->data + y * stride;
+    uint8_t *orow = out->data + y * stride;
+    for (int x = 0; x < w; x++) {
+      const uint32_t r = ib_rank_sample3x4(srow + x * bands, stride, bands, x, y, w, h, rank);
+      for (int b = 0; b < bands; b++) orow[x * bands + b] = (uint8_t)(r >> (8 * b));
+    }
+  }
+}
+
 static ib_status rank_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                           ib_error *err) {
   (void)err;
   const int rank = (int)node->pb->rank_filter->rank;
   switch (node->pb->rank_filter->size) {
-    case 3:
-      rank_image(in[0], out, 3, rank);
-      break;
-    case 5:
-      rank_image(in[0], out, 5, rank);
-      break;
-    case 7:
-      rank_image(in[0], out, 7, rank);
-      break;
-    default:
-      rank_image(in[0], out, 9, rank);
-      break;
+    case 3: rank_image3(in[0], out, rank); break;
+    case 5: rank_image(in[0], out, 5, rank); break;
+    case 7: rank_image(in[0], out, 7, rank); break;
+    default: rank_image(in[0], out, 9, rank); break;
   }
+  return IB_OK;
+}
+
+/* Device step: a window head (kernels/rank.cuh), the size baked in; the
+ * rank as an int parameter. */
+static void rank_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const int32_t rank = (int32_t)node->pb->rank_filter->rank;
+  memcpy(p, &rank, sizeof rank);
+}
+
+static const ib_dev_op rank_dev_op = {.tag = 'M',
+                                      .role = IB_DEV_GATHER,
+                                      .header = "rank.cuh",
+                                      .fn = "ib_head_rank",
+                                      .fill = rank_fill};
+
+static ib_status rank_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)in_modes, (void)err;
+  s->dev = &rank_dev_op;
+  s->a = (int)node->pb->rank_filter->size;
+  s->param_len = sizeof(int32_t);
   return IB_OK;
 }
 
 const ib_op_desc ib_op_rank_filter = {
     .name = "rank_filter",
     .op_case = IMGBATCH__V1__NODE__OP_RANK_FILTER,
-    .cls = IB_CLASS_NEIGHBOURHOOD,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = rank_infer,
     .param_bytes = ib_op_no_params,
     .cpu = rank_cpu,
+    .dev = rank_dev,
 };

@@ -115,13 +115,43 @@ static ib_status resize_cpu(const ib_node *node, const ib_image *const *in, ib_i
   return IB_OK;
 }
 
+/* Device step: a gather head (kernels/geometry.cuh) reading the two axis
+ * tables resize_cpu builds, uploaded after the chain's shared block. */
+static size_t resize_extra_bytes(const ib_node *node) {
+  return ((size_t)node->shape.width + node->shape.height) * sizeof(int32_t);
+}
+
+static void resize_fill_extra(const ib_node *node, const ib_shape *in, uint8_t *extra) {
+  float box[4];
+  resize_box(node, in, box);
+  int32_t *xtab = (int32_t *)(void *)extra, *ytab = xtab + node->shape.width;
+  double scale, offset;
+  ib_resize_axis_coeffs(box[0], box[2], node->shape.width, &scale, &offset);
+  ib_resize_axis_table(scale, offset, node->shape.width, (int)in->width, xtab);
+  ib_resize_axis_coeffs(box[1], box[3], node->shape.height, &scale, &offset);
+  ib_resize_axis_table(scale, offset, node->shape.height, (int)in->height, ytab);
+}
+
+static const ib_dev_op resize_dev_op = {.tag = 'N',
+                                        .role = IB_DEV_GATHER,
+                                        .header = "geometry.cuh",
+                                        .fn = "ib_head_resize",
+                                        .extra_bytes = resize_extra_bytes,
+                                        .fill_extra = resize_fill_extra};
+
+static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &resize_dev_op;
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_resize = {
     .name = "resize",
     .op_case = IMGBATCH__V1__NODE__OP_RESIZE,
-    .cls = IB_CLASS_GEOMETRIC,
     .modes = IB_MODES_ALL,
     .n_inputs = 1,
     .infer = resize_infer,
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,
+    .dev = resize_dev,
 };

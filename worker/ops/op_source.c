@@ -31,15 +31,13 @@ static ib_status source_cpu(const ib_node *node, const ib_image *const *in, ib_i
       for (size_t i = 0; i < n; i++) memcpy(out->data + i * bands, s->bytes, bands);
       return IB_OK;
     }
-    default:
-      return ib_codec_decode_into(s->bytes, s->len, &s->shape, out->data, err);
+    default: return ib_codec_decode_into(s->bytes, s->len, &s->shape, out->data, err);
   }
 }
 
 const ib_op_desc ib_op_source = {
     .name = "source",
     .op_case = IMGBATCH__V1__NODE__OP_SOURCE,
-    .cls = IB_CLASS_SOURCE,
     .modes = IB_MODES_ALL,
     .n_inputs = 0,
     .infer = source_infer,

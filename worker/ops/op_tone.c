@@ -4,6 +4,7 @@
  * The CPU backend runs the float32 path, as the GPU does.
  */
 #include <math.h>
+#include <string.h>
 
 #include "kernels/tone.h"
 #include "ops/op.h"
@@ -57,13 +58,36 @@ static uint64_t tone_param_bytes(const ib_node *node) {
   return sizeof(ib_tone_f32);
 }
 
+/* Device step: kernels/tone.cuh over ib_tone_prepare_f32's constants. */
+static void tone_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  const Imgbatch__V1__ToneOp *t = node->pb->tone;
+  ib_tone_f32 f =
+      ib_tone_prepare_f32((float)t->exposure_ev, (float)t->contrast, (float)t->highlights,
+                          (float)t->shadows, (float)t->whites, (float)t->blacks);
+  memcpy(p, &f, sizeof f);
+}
+
+static const ib_dev_op tone_dev_op = {.tag = 'T',
+                                      .role = IB_DEV_PIXEL,
+                                      .header = "tone.cuh",
+                                      .fn = "ib_step_tone",
+                                      .fill = tone_fill};
+
+static ib_status tone_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &tone_dev_op;
+  s->param_len = sizeof(ib_tone_f32);
+  return IB_OK;
+}
+
 const ib_op_desc ib_op_tone = {
     .name = "tone",
     .op_case = IMGBATCH__V1__NODE__OP_TONE,
-    .cls = IB_CLASS_POINTWISE,
     .modes = IB_MODE_BIT(IB_MODE_RGB) | IB_MODE_BIT(IB_MODE_RGBA),
     .n_inputs = 1,
     .infer = tone_infer,
     .param_bytes = tone_param_bytes,
     .cpu = tone_cpu,
+    .dev = tone_dev,
 };

@@ -1,0 +1,116 @@
+/*
+ * blur.cuh - BoxBlur / GaussianBlur on the device (NVRTC only), as
+ * worker/ops/op_blur.c runs them on the host (kernels/boxblur.h): hp passes
+ * over rows, then vp passes over columns (per-job counts in the parameters;
+ * 0 for a zero radius). in1 is a scratch image S1. The T = hp + vp passes
+ * alternate between S1 and the output so the last one lands in the output
+ * (pass k writes the output when T-1-k is even), never reading and writing
+ * one buffer in the same pass; T == 0 copies. Each thread computes a span
+ * of one line with ib_box_blur_span (the same bytes as ib_box_blur_line,
+ * tests/unit/test_gpu_math.c):
+ *  - ib_chain: every row pass at once, one row per block in shared memory
+ *    (dynamic, 2 row buffers), threads over (band, span of IB_SEG pixels);
+ *    coalesced row loads and stores. Launched when two rows fit.
+ *  - ib_post(dir, k): pass k over rows (dir 0, the fallback for rows too
+ *    wide for shared memory) or columns (dir 1) in global memory, threads
+ *    over (line, span of IB_CSEG samples), line index fastest so a warp
+ *    reads 32 adjacent bytes of a row in the column passes.
+ * worker/gpu/codegen.c defines IB_B0 (bands), IB_SEG and IB_CSEG.
+ */
+#ifndef IB_BLUR_CUH
+#define IB_BLUR_CUH
+
+#include "boxblur.h"
+#include "gpu_io.h"
+
+#ifndef IB_B0
+#define IB_B0 1
+#endif
+#ifndef IB_SEG
+#define IB_SEG 15
+#define IB_CSEG 32
+#endif
+
+/* The per-job parameters (op_blur.c blur_fill writes them). */
+struct ib_blurp {
+  int hp, vp;
+  ib_box_pass ph, pv;
+};
+
+static __device__ __forceinline__ uint8_t *ib_pass_dst(const ib_desc &d, int k, int T) {
+  return ((T - 1 - k) & 1) == 0 ? d.out : (uint8_t *)d.in1;
+}
+
+extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {
+  extern __shared__ __align__(16) uint8_t sm[];
+  const ib_desc d = descs[blockIdx.y];
+  const ib_blurp q = *(const ib_blurp *)d.params;
+  const int T = q.hp + q.vp, W = (int)d.width;
+  if (q.hp == 0 && T != 0) return;
+  uint8_t *dst = T == 0 ? d.out : ib_pass_dst(d, q.hp - 1, T);
+  const unsigned rb = d.width * IB_B0, rb16 = (rb + 15u) & ~15u;
+  const int segs = (W + IB_SEG - 1) / IB_SEG;
+  const bool wide = (rb & 15u) == 0;
+  for (unsigned y = blockIdx.x; y < d.height; y += gridDim.x) {
+    uint8_t *A = sm, *Bf = sm + rb16;
+    const uint8_t *src = d.in0 + (unsigned long long)y * rb;
+    if (wide)
+      for (unsigned i = threadIdx.x; i < rb / 16; i += blockDim.x)
+        ((uint4 *)A)[i] = __ldg((const uint4 *)src + i);
+    else
+      for (unsigned i = threadIdx.x; i < rb; i += blockDim.x) A[i] = src[i];
+    __syncthreads();
+    for (int k = 0; k < q.hp; k++) {
+      for (int t = threadIdx.x; t < segs * IB_B0; t += blockDim.x) {
+        const int bd = t % IB_B0, x0 = (t / IB_B0) * IB_SEG, x1 = x0 + IB_SEG < W ? x0 + IB_SEG : W;
+        ib_box_blur_span(Bf + bd, IB_B0, A + bd, IB_B0, W, x0, x1, q.ph);
+      }
+      __syncthreads();
+      uint8_t *t = A;
+      A = Bf;
+      Bf = t;
+    }
+    uint8_t *o = dst + (unsigned long long)y * rb;
+    if (wide)
+      for (unsigned i = threadIdx.x; i < rb / 16; i += blockDim.x)
+        ((uint4 *)o)[i] = ((const uint4 *)A)[i];
+    else
+      for (unsigned i = threadIdx.x; i < rb; i += blockDim.x) o[i] = A[i];
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) ib_post(const ib_desc *descs, int dir, int k) {
+  const ib_desc d = descs[blockIdx.y];
+  const ib_blurp q = *(const ib_blurp *)d.params;
+  const int T = q.hp + q.vp;
+  int kk;
+  if (dir == 0) {
+    if (k >= q.hp && !(T == 0 && k == 0)) return;
+    kk = k;
+  } else {
+    if (k >= q.vp) return;
+    kk = q.hp + k;
+  }
+  const uint8_t *src = kk == 0 ? d.in0 : ib_pass_dst(d, kk - 1, T);
+  uint8_t *dst = T == 0 ? d.out : ib_pass_dst(d, kk, T);
+  const unsigned long long W = d.width, H = d.height;
+  const unsigned long long lines = dir == 0 ? H * IB_B0 : W * IB_B0;
+  const int n = dir == 0 ? (int)W : (int)H;
+  const long long step = dir == 0 ? IB_B0 : (long long)(W * IB_B0);
+  const ib_box_pass p = dir == 0 ? q.ph : q.pv;
+  const unsigned long long items = lines * (unsigned long long)((n + IB_CSEG - 1) / IB_CSEG);
+  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
+    const unsigned long long l = it % lines;
+    const int x0 = (int)(it / lines) * IB_CSEG, x1 = x0 + IB_CSEG < n ? x0 + IB_CSEG : n;
+    const unsigned long long off = dir == 0 ? (l / IB_B0) * W * IB_B0 + l % IB_B0 : l;
+    if (T == 0) {
+      for (int x = x0; x < x1; x++) dst[off + (long long)x * step] = src[off + (long long)x * step];
+    } else {
+      ib_box_blur_span(dst + off, step, src + off, step, n, x0, x1, p);
+    }
+  }
+}
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * chain.cuh - the building blocks of a fused chain (device only; NVRTC).
+ *
+ * worker/gpu/codegen.c writes a few lines per chain: the configuration
+ * (IB_B0 ... IB_GATHER), an #include of every step's kernels/ file, the
+ * head (IB_HEAD) and the steps (IB_STEPS) as template instances, and then
+ * #include "chain_kernels.cuh", which holds the kernels. Each step is a
+ * template of one uniform shape (worker/ops/op_dev.h), so the generator
+ * composes steps without knowing any op:
+ *
+ *   template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
+ *   struct ib_step_x : ib_step_base {
+ *     static void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+ *                     uint8_t *q, int ctx);
+ *   };
+ *
+ * A: the step's static parameter; MI/MO its modes and NI/NO their bands;
+ * OFF its offset in the shared parameter block sp. run reads p[0..NI) (and
+ * b2, input 1's pixel, for a two-input head) and writes q[0..NO). ctx is
+ * what the first step's prep(sp, n) returned for the image of n pixels.
+ *
+ * A gather head loads the pixel (x, y) of its output into a0:
+ *
+ *   template <int A, int MI, int N0, int N1, unsigned OFF, unsigned PB>
+ *   struct ib_head_x { static void load(const ib_desc &d, const uint8_t *sp,
+ *                                        int x, int y, uint8_t *a0); };
+ *
+ * N0/N1: bands of inputs 0 and 1; PB: the shared block's size (per-job
+ * tables may follow it in d.params).
+ */
+#ifndef IB_CHAIN_CUH
+#define IB_CHAIN_CUH
+
+#include "gpu_io.h"
+#include "point.h"
+
+struct ib_step_base {
+  static __device__ __forceinline__ int prep(const uint8_t *sp, unsigned long long n) {
+    (void)sp, (void)n;
+    return 0;
+  }
+};
+
+/* The steps in order: each reads p, writes q, and q becomes the next p. */
+template <class... S>
+struct ib_steps;
+template <>
+struct ib_steps<> {
+  static __device__ __forceinline__ void run(const uint8_t *, uint8_t *, uint8_t *, const uint8_t *,
+                                             int) {}
+};
+template <class S, class... R>
+struct ib_steps<S, R...> {
+  static __device__ __forceinline__ int prep(const uint8_t *sp, unsigned long long n) {
+    return S::prep(sp, n);
+  }
+  static __device__ __forceinline__ void run(const uint8_t *sp, uint8_t *p, uint8_t *q,
+                                             const uint8_t *b2, int ctx) {
+    S::run(sp, p, b2, q, ctx);
+    for (int k = 0; k < 4; k++) p[k] = q[k];
+    ib_steps<R...>::run(sp, p, q, b2, ctx);
+  }
+};
+
+/* The identity (CopyOp; the pixel a gather head already loaded). */
+template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
+struct ib_step_copy : ib_step_base {
+  static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    for (int k = 0; k < NI; k++) q[k] = p[k];
+  }
+};
+
+/* A per-band table, 256 * NI bytes at OFF: the folded run of table steps. */
+template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
+struct ib_step_table : ib_step_base {
+  static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    ib_point_px(sp + OFF, NI, p, q);
+  }
+};
+
+/* No gather head: the kernel reads input 0 (and 1) at the output pixel. */
+struct ib_head_none {
+  static __device__ __forceinline__ void load(const ib_desc &, const uint8_t *, int, int,
+                                              uint8_t *) {}
+};
+
+#endif

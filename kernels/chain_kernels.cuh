@@ -1,0 +1,109 @@
+/*
+ * chain_kernels.cuh - the fused chain's kernels (device only; NVRTC),
+ * included last by the source worker/gpu/codegen.c generates, which
+ * defines the configuration below and the chain (IB_HEAD, IB_STEPS; see
+ * chain.cuh). The defaults make a 1-band copy so the file compiles alone.
+ *
+ * ib_chain: one thread per pixel group, grid-stride over the image; the
+ * parameter block is staged into shared memory once per block. Three
+ * paths: a gather head walks output coordinates; contiguous inputs move
+ * IB_PPT pixels per thread with vector loads (gpu_io.h); others index
+ * rows by their strides.
+ * ib_lsum (IB_LUMA_OFF defined): the luma sum of input 0, added into the
+ * u64 at IB_LUMA_OFF + 8 of the global parameter block before ib_chain.
+ */
+#ifndef IB_CHAIN_KERNELS_CUH
+#define IB_CHAIN_KERNELS_CUH
+
+#include "chain.cuh"
+#include "convert.h"
+
+#ifndef IB_B0
+#define IB_B0 1     /* bands of input 0 */
+#define IB_B1 1     /* bands of input 1 (1 when there is none) */
+#define IB_BO 1     /* bands of the output */
+#define IB_PPT 16   /* pixels per thread on the contiguous path */
+#define IB_NIN 1    /* inputs */
+#define IB_PBYTES 0 /* shared parameter block bytes */
+#define IB_GATHER 0 /* the head walks output coordinates */
+#endif
+#ifndef IB_STEPS
+#define IB_HEAD ib_head_none
+#define IB_STEPS ib_steps<ib_step_copy<0, 1, 1, 1, 1, 0u> >
+#endif
+
+static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a, const uint8_t *b2,
+                                             uint8_t *o, int ctx) {
+  uint8_t p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+  for (int i = 0; i < IB_B0; i++) p[i] = a[i];
+  IB_STEPS::run(sp, p, q, b2, ctx);
+  for (int i = 0; i < IB_BO; i++) o[i] = p[i];
+}
+
+extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {
+  const ib_desc d = descs[blockIdx.y];
+  __shared__ __align__(16) uint8_t sp[IB_PBYTES > 0 ? IB_PBYTES : 16];
+  for (unsigned i = threadIdx.x; i < IB_PBYTES / 4; i += blockDim.x)
+    ((uint32_t *)sp)[i] = ((const uint32_t *)d.params)[i];
+  __syncthreads();
+  const unsigned long long n = (unsigned long long)d.width * d.height;
+  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+  const unsigned long long t0 = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const int ctx = IB_STEPS::prep(sp, n);
+  if (IB_GATHER) {
+    for (unsigned long long i = t0; i < n; i += step) {
+      const int y = (int)(i / d.width), x = (int)(i - (unsigned long long)y * d.width);
+      uint8_t a0[4] = {0, 0, 0, 0};
+      IB_HEAD::load(d, sp, x, y, a0);
+      ib_px(sp, a0, a0, d.out + i * IB_BO, ctx);
+    }
+  } else if (d.contig) {
+    const unsigned long long groups = n / IB_PPT;
+    for (unsigned long long g = t0; g < groups; g += step) {
+      ib_vec<IB_PPT * IB_B0> va;
+      ib_ld<IB_PPT * IB_B0>(d.in0 + g * (IB_PPT * IB_B0), va);
+      ib_vec<(IB_NIN == 2 ? IB_PPT * IB_B1 : 4)> vb;
+      if (IB_NIN == 2) ib_ld<(IB_NIN == 2 ? IB_PPT * IB_B1 : 4)>(d.in1 + g * (IB_PPT * IB_B1), vb);
+      ib_vec<IB_PPT * IB_BO> vo;
+#pragma unroll
+      for (int k = 0; k < IB_PPT; k++)
+        ib_px(sp, va.b + k * IB_B0, IB_NIN == 2 ? vb.b + k * IB_B1 : va.b, vo.b + k * IB_BO, ctx);
+      ib_st<IB_PPT * IB_BO>(d.out + g * (IB_PPT * IB_BO), vo);
+    }
+    for (unsigned long long i = groups * IB_PPT + t0; i < n; i += step)
+      ib_px(sp, d.in0 + i * IB_B0, IB_NIN == 2 ? d.in1 + i * IB_B1 : d.in0, d.out + i * IB_BO, ctx);
+  } else {
+    for (unsigned long long i = t0; i < n; i += step) {
+      unsigned long long y = i / d.width, x = i - y * d.width;
+      ib_px(sp, d.in0 + (y * d.stride0 + x) * IB_B0,
+            IB_NIN == 2 ? d.in1 + (y * d.stride1 + x) * IB_B1 : d.in0, d.out + i * IB_BO, ctx);
+    }
+  }
+}
+
+#ifdef IB_LUMA_OFF
+/* IB_MI0: input 0's mode. */
+extern "C" __global__ void __launch_bounds__(256) ib_lsum(const ib_desc *descs) {
+  const ib_desc d = descs[blockIdx.y];
+  const unsigned long long n = (unsigned long long)d.width * d.height;
+  unsigned long long s = 0;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long y = i / d.width, x = i - y * d.width;
+    uint8_t l;
+    ib_convert_px(IB_MI0, 1, d.in0 + (y * d.stride0 + x) * IB_B0, &l);
+    s += l;
+  }
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  __shared__ unsigned long long ws[8];
+  if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t = 0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += ws[w];
+    atomicAdd((unsigned long long *)(d.params + IB_LUMA_OFF + 8), t);
+  }
+}
+#endif
+
+#endif

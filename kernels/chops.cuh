@@ -1,0 +1,20 @@
+/* chops.cuh - the ImageChops two-image functions (function A) as a
+ * two-input chain head (device only; the shapes are chain.cuh's).
+ * Parameters at OFF: float scale, int32 offset. */
+#ifndef IB_CHOPS_CUH
+#define IB_CHOPS_CUH
+
+#include "chain.cuh"
+#include "chops.h"
+
+template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
+struct ib_step_chops : ib_step_base {
+  static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    for (int k = 0; k < NI; k++)
+      q[k] =
+          ib_chops_px(A, p[k], b2[k], *(const float *)(sp + OFF), *(const int32_t *)(sp + OFF + 4));
+  }
+};
+
+#endif
