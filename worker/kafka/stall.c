@@ -22,24 +22,44 @@
 #include <string.h>
 
 #include "kafka/wstate.h"
-#include "proto/imgbatch.pb-c.h"
+#include "plan/wire_check.h"
 
 /* The Job's input key, for the Timeout Result to carry like any error
- * Result does (the executor, which parsed it, still holds the job). */
+ * Result does (the executor, which parsed it, still holds the job). Read
+ * off the wire (Job fields 1 key_string, 2 key_u64; the last one wins, as
+ * in a oneof): no unpack, so no copy of a large payload and no recursion
+ * into hostile nesting. */
 static void take_key(ib_wjob *j) {
   if (j->has_key || !j->msg->len) return;
-  Imgbatch__V1__Job *job = imgbatch__v1__job__unpack(NULL, j->msg->len, j->msg->payload);
-  if (!job) return; /* not a Job: the Result has no key, as for poison */
+  const uint8_t *p = j->msg->payload, *end = p + j->msg->len;
+  ib_wire_field f;
   ib_key k = {0};
-  if (job->input_key_case == IMGBATCH__V1__JOB__INPUT_KEY_KEY_U64) {
-    k.is_u64 = true;
-    k.u64 = job->key_u64;
-    j->has_key = ib_key_copy(&j->key, &k) == IB_OK;
-  } else if (job->input_key_case == IMGBATCH__V1__JOB__INPUT_KEY_KEY_STRING) {
-    k.str = job->key_string;
-    j->has_key = ib_key_copy(&j->key, &k) == IB_OK;
+  bool found = false;
+  int r;
+  while ((r = ib_wire_next(&p, end, &f)) == 1) {
+    if (f.fn == 1 && f.wt == IB_WT_LEN) {
+      char *s = malloc(f.vlen + 1);
+      if (!s) return;
+      memcpy(s, f.val, f.vlen);
+      s[f.vlen] = 0;
+      ib_key_clear(&k);
+      k = (ib_key){.str = s};
+      found = true;
+    } else if (f.fn == 2 && f.wt == IB_WT_VARINT) {
+      const uint8_t *v = f.val;
+      uint64_t u = 0;
+      if (!ib_wire_varint(&v, f.end, &u)) break;
+      ib_key_clear(&k);
+      k = (ib_key){.is_u64 = true, .u64 = u};
+      found = true;
+    }
   }
-  imgbatch__v1__job__free_unpacked(job, NULL);
+  if (r == 0 && found) {
+    j->key = k; /* takes the string */
+    j->has_key = true;
+  } else {
+    ib_key_clear(&k); /* not a Job: the Result has no key, as for poison */
+  }
 }
 
 /* The stage p's head is stuck in, with when it entered it; false when it
