@@ -31,8 +31,9 @@ static void worker_usage(FILE *f) {
       "  [--dlq-topic NAME] [--backend cuda|cpu] [--device N] [--source-root DIR]\n"
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
-      "  [--transactional] [--grace-seconds S] [--worker-id ID] [--lease-seconds S]\n"
-      "  [--metrics-addr HOST:PORT] [-X librdkafka.key=value]... [--config FILE]"
+      "  [--transactional] [--grace-seconds S] [--stall-seconds S] [--worker-id ID]\n"
+      "  [--lease-seconds S] [--metrics-addr HOST:PORT] [-X librdkafka.key=value]...\n"
+      "  [--config FILE]"
 #ifdef IB_FAULTS
       " [--fault SPEC]"
 #endif
@@ -45,11 +46,14 @@ static void worker_usage(FILE *f) {
       "the environment over the file. -X passes any librdkafka property (SASL/SSL included) to\n"
       "every client; in the file: `X = key=value`.\n"
       "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
+      "--stall-seconds S (default 60; 0: off): the oldest unfinished job of a partition, older\n"
+      "than S and stuck in its stage, is answered with a Timeout Result so that the offsets\n"
+      "commit past it; its real result, if it comes later, is dropped.\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
       "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
 #ifdef IB_FAULTS
-      "--fault SPEC (test builds only): device@N, device@N+, alloc@N, key=K, sink.\n"
+      "--fault SPEC (test builds only): device@N, device@N+, alloc@N, key=K, stall=MS:K, sink.\n"
 #endif
       "exit codes: 0 drained shutdown, 1 failure (start-up, fatal Kafka error, sticky worker\n"
       "fault, grace period exceeded, second signal), 2 usage error\n");
@@ -146,6 +150,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->output_ttl_s = n;
   else if (strcmp(name, "grace-seconds") == 0)
     w->grace_s = n;
+  else if (strcmp(name, "stall-seconds") == 0 && n <= 1000000000u)
+    w->stall_s = n;
   else if (strcmp(name, "lease-seconds") == 0 && n)
     w->lease_s = n;
   else
@@ -173,6 +179,7 @@ static const char *const flag_names[] = {"brokers",
                                          "decode-threads",
                                          "output-ttl",
                                          "grace-seconds",
+                                         "stall-seconds",
                                          "lease-seconds",
                                          "metrics-addr",
                                          "fault",

@@ -146,6 +146,7 @@ static ib_status issue_one(ib_executor *ex) {
   ex->submissions_issued++;
   ib_status st;
 #ifdef IB_FAULTS
+  ib_fault_stall(ex, s);
   if (ib_fault_submission(ex, s, ex->submissions_issued))
     st = ib_error_set(&err, IB_DEVICE, IB_STAGE_EXECUTE,
                       "submission %llu: device launch failed (injected fault)",

@@ -78,6 +78,8 @@ typedef struct ib_fault_plan {
   uint64_t jobs_run;
   bool has_key;
   char key[128];       /* every submission holding a job with this string key fails */
+  uint64_t stall_ms;   /* the first submission holding a job keyed stall_key blocks this long */
+  char stall_key[128];
 } ib_fault_plan;
 
 struct ib_executor {
@@ -145,6 +147,7 @@ bool ib_exec_has_live(const ib_executor *ex);
 #ifdef IB_FAULTS
 bool ib_fault_submission(ib_executor *ex, ib_sub *s, uint64_t n);
 void ib_fault_job(ib_executor *ex, const ib_job *j, ib_backend_job *bj);
+void ib_fault_stall(ib_executor *ex, const ib_sub *s);
 #endif
 
 /* Jobs (job.c). */

@@ -6,9 +6,11 @@
  * to nothing in a normal build.
  */
 #ifdef IB_FAULTS
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "exec/executor.h"
@@ -22,14 +24,21 @@ ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *er
     if (f.device_sticky) end++;
   } else if (strncmp(spec, "alloc@", 6) == 0) {
     f.alloc_at = strtoull(spec + 6, &end, 10);
+  } else if (strncmp(spec, "stall=", 6) == 0) {
+    f.stall_ms = strtoull(spec + 6, &end, 10);
+    if (*end == ':' && end[1]) {
+      snprintf(f.stall_key, sizeof f.stall_key, "%s", end + 1);
+      end = (char *)"";
+    }
   } else if (strncmp(spec, "key=", 4) == 0) {
     snprintf(f.key, sizeof f.key, "%s", spec + 4);
     f.has_key = true;
     end = (char *)"";
   }
-  if (!end || *end || (!f.device_at && !f.alloc_at && !f.has_key))
+  if (!end || *end || (!f.device_at && !f.alloc_at && !f.has_key && !f.stall_ms))
     return ib_error_set(err, IB_INVALID, IB_STAGE_NONE,
-                        "fault: '%s' is not device@N, device@N+, alloc@N or key=K", spec);
+                        "fault: '%s' is not device@N, device@N+, alloc@N, key=K or stall=MS:K",
+                        spec);
   ex->fault = f;
   return IB_OK;
 }
@@ -45,6 +54,23 @@ void ib_fault_job(ib_executor *ex, const ib_job *j, ib_backend_job *bj) {
   bj->status = IB_INTERNAL;
   ib_error_set(&bj->err, IB_INTERNAL, IB_STAGE_EXECUTE,
                "job %llu: host allocation failed (injected fault)", (unsigned long long)j->id);
+}
+
+/* A hung job: the first submission holding a job keyed stall_key blocks
+ * the driving thread for stall_ms before the backend runs it, as a decode
+ * or a kernel that does not return would (its credits stay held). Once. */
+void ib_fault_stall(ib_executor *ex, const ib_sub *s) {
+  ib_fault_plan *f = &ex->fault;
+  if (!f->stall_ms) return;
+  for (size_t i = 0; i < s->n; i++) {
+    const ib_key *k = &s->jobs[i]->key;
+    if (k->is_u64 || !k->str || strcmp(k->str, f->stall_key) != 0) continue;
+    struct timespec ts = {(time_t)(f->stall_ms / 1000), (long)(f->stall_ms % 1000) * 1000000L};
+    f->stall_ms = 0;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    return;
+  }
 }
 
 /* Whether submission number `n` fails as a whole, before the backend

@@ -615,7 +615,9 @@ IB_API void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out)
  * backend's driver calls. `spec`: "device@N" (the Nth submission fails with
  * IB_DEVICE, once), "device@N+" (the Nth and every later one), "alloc@N"
  * (the Nth job to run fails with IB_INTERNAL, host allocation), "key=K" (every
- * submission holding a job keyed K fails with IB_DEVICE). */
+ * submission holding a job keyed K fails with IB_DEVICE), "stall=MS:K" (the
+ * first submission holding a job keyed K blocks MS milliseconds before it
+ * runs, as a hung decode or kernel would). */
 ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *err);
 #endif
 

@@ -312,13 +312,15 @@ static ib_wjob *next_job(ib_worker *w) {
   return ib_wq_pop(&w->waiting);
 }
 
-ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
-  ib_worker *w = user;
+static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
   if (w->stopping) return IB_END;
   ib_wjob *j = next_job(w);
   if (!j) return IB_AGAIN;
   j->state = IB_WJOB_RUNNING;
   j->start_seq = ++w->started;
+  /* From here its tag is the executor's until the result comes back. */
+  j->in_exec = true;
+  j->exec_since_us = ib_wnow_us();
 
   w->running++;
   in->tag = j;
@@ -345,5 +347,15 @@ ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
   } else {
     ib_key_clear(&key);
   }
+  return st;
+}
+
+/* Called on the driving thread from inside ib_results_next, which runs
+ * without the worker's lock (the standby thread may hold it meanwhile). */
+ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
+  ib_worker *w = user;
+  pthread_mutex_lock(&w->mu);
+  ib_status st = next_input(w, in, err);
+  pthread_mutex_unlock(&w->mu);
   return st;
 }

@@ -207,6 +207,13 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
          "Results produced again after a failed delivery.", s->counters[IB_WC_REPRODUCED]);
   scalar(&b, "imgbatch_commits_total", "counter", "Partition offsets committed.",
          s->counters[IB_WC_COMMITS]);
+  scalar(&b, "imgbatch_jobs_timed_out_total", "counter",
+         "Jobs answered with Timeout: the oldest unfinished job of a partition, stuck past "
+         "--stall-seconds.",
+         s->counters[IB_WC_TIMED_OUT]);
+  scalar(&b, "imgbatch_late_results_dropped_total", "counter",
+         "Real results of timed-out jobs that came back later, dropped (one Result per message).",
+         s->counters[IB_WC_LATE_DROPPED]);
   scalar(&b, "imgbatch_jobs_waiting", "gauge",
          "Jobs consumed, not yet in the executor (retries included).", s->waiting);
   scalar(&b, "imgbatch_jobs_running", "gauge", "Jobs in the executor.", s->running);

@@ -13,7 +13,7 @@
 enum { IB_CREDIT_GPU, IB_CREDIT_HOST, IB_CREDIT_JOBS, IB_CREDIT_IN_FLIGHT, IB_CREDIT_N };
 
 typedef struct ib_wsnap {
-  uint64_t counters[8], outcomes[IB_WO_N], faults[IB_WF_N];
+  uint64_t counters[IB_WC_N], outcomes[IB_WO_N], faults[IB_WF_N];
   uint64_t consumed_bytes, result_bytes;
   ib_hist queue, exec, encode;
   uint64_t waiting, running, undelivered, handles, partitions, oldest_us;

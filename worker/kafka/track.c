@@ -37,6 +37,22 @@ ib_wjob *ib_wq_pop(ib_wjob_queue *q) {
   return j;
 }
 
+bool ib_wq_remove(ib_wjob_queue *q, ib_wjob *j) {
+  ib_wjob *prev = NULL;
+  for (ib_wjob *c = q->head; c; prev = c, c = c->qnext) {
+    if (c != j) continue;
+    if (prev)
+      prev->qnext = c->qnext;
+    else
+      q->head = c->qnext;
+    if (q->tail == c) q->tail = prev;
+    q->n--;
+    c->qnext = NULL;
+    return true;
+  }
+  return false;
+}
+
 ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create) {
   if (id < 0) return NULL;
   if (id >= w->n_parts) {
@@ -89,6 +105,20 @@ void ib_wjob_free(ib_worker *w, ib_wjob *j) {
   free(j);
 }
 
+/* A job off its partition's list: freed, unless the executor or the encode
+ * pool still holds it (timed out): then freed when it comes back. */
+static void release(ib_worker *w, ib_wjob *j) {
+  j->part = NULL;
+  j->next = NULL;
+  if (!j->in_exec && !j->in_pool) ib_wjob_free(w, j);
+}
+
+void ib_wjob_returned(ib_worker *w, ib_wjob *j) {
+  /* Still linked in its partition (done behind an unfinished one, or its
+   * Timeout not yet acknowledged): freed when popped. */
+  if (j->state == IB_WJOB_DONE && !j->part && !j->in_exec && !j->in_pool) ib_wjob_free(w, j);
+}
+
 /* A job done in order: its count waits in the partition until a commit
  * covers its offset. */
 static void settle_later(ib_worker *w, ib_wpart *p, ib_wjob *j) {
@@ -125,7 +155,7 @@ void ib_wjob_done(ib_worker *w, ib_wjob *j) {
   j->state = IB_WJOB_DONE;
   ib_wpart *p = j->part;
   if (!p) {
-    ib_wjob_free(w, j);
+    release(w, j);
     return;
   }
   /* Only a done prefix moves the watermark; later done jobs wait in place. */
@@ -135,7 +165,7 @@ void ib_wjob_done(ib_worker *w, ib_wjob *j) {
     if (!p->head) p->tail = NULL;
     p->done_upto = h->offset + 1;
     settle_later(w, p, h);
-    ib_wjob_free(w, h);
+    release(w, h);
   }
 }
 
@@ -181,7 +211,7 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
     ib_wjob *next = j->next;
     j->next = NULL;
     if (j->state == IB_WJOB_DONE)
-      ib_wjob_free(w, j);
+      release(w, j);
     else
       j->part = NULL;
     j = next;

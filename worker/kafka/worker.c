@@ -27,6 +27,10 @@
 #define TXN_EVERY_US 200000u
 #define STATUS_EVERY_US 1000000u
 #define SWEEP_EVERY_US 60000000u
+/* The driving thread inside the executor this long: the standby thread
+ * does its Kafka work meanwhile (see wstate.h). */
+#define STANDBY_AFTER_US 200000u
+#define STANDBY_TICK_MS 50
 
 uint64_t ib_wnow_us(void) {
   struct timespec ts;
@@ -92,11 +96,13 @@ static void status_log(ib_worker *w) {
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
           ",\"republished\":%" PRIu64 ",\"waiting\":%zu,\"running\":%zu,\"undelivered\":%" PRIu64
           ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
-          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64,
+          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64
+          ",\"timed_out\":%" PRIu64 ",\"late_results_dropped\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->undelivered, w->n_handles,
-          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled);
+          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false",
+          w->unsettled, w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED]);
 }
 
 static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *deadline) {
@@ -159,10 +165,25 @@ static bool is_worker_fault(const ib_result *res) {
   return !res->ok && (res->error.status == IB_DEVICE || res->error.status == IB_INTERNAL);
 }
 
+/* The real result of a job answered with Timeout meanwhile: dropped (one
+ * Result per message); its credits return as the caller frees it. */
+static void drop_late(ib_worker *w, ib_wjob *j) {
+  w->counters[IB_WC_LATE_DROPPED]++;
+  ib_wlog(w, "warn", "late_result_dropped", "\"partition\":%" PRId32 ",\"offset\":%" PRId64,
+          j->partition, j->offset);
+  ib_wjob_returned(w, j);
+}
+
 static void on_result(ib_worker *w, ib_result *res) {
   ib_wjob *j = res->tag;
   if (!j) return; /* every input carries its job */
   w->running--;
+  w->last_exec_result_us = ib_wnow_us();
+  j->in_exec = false;
+  if (j->timed_out) {
+    drop_late(w, j);
+    return;
+  }
   ib_hist_observe(&w->queue_hist, res->queue_us);
   ib_hist_observe(&w->exec_hist, res->exec_us);
   if (is_worker_fault(res)) {
@@ -178,6 +199,8 @@ static void on_result(ib_worker *w, ib_result *res) {
     if (o) {
       *o = (ib_wout){.j = j, .res = *res};
       *res = (ib_result){0}; /* the pool owns it now */
+      j->in_pool = true;
+      j->pool_since_us = ib_wnow_us();
       ib_wpool_push(w->pool, o);
       return;
     }
@@ -190,7 +213,11 @@ static void send_prepared(ib_worker *w) {
   ib_wout *o = w->pool ? ib_wpool_take(w->pool) : NULL;
   while (o) {
     ib_wout *next = o->next;
-    if (ib_wout_send(w, o)) job_succeeded(w, o->j);
+    o->j->in_pool = false;
+    if (o->j->timed_out)
+      drop_late(w, o->j);
+    else if (ib_wout_send(w, o))
+      job_succeeded(w, o->j);
     free(o->packed);
     free(o);
     o = next;
@@ -199,7 +226,7 @@ static void send_prepared(ib_worker *w) {
 
 /* Everything but the executor: deliveries, the consumer (rebalances, the
  * next message), control commands, commits, backpressure, housekeeping. */
-static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
+static void service(ib_worker *w, int wait_ms) {
   send_prepared(w);
   ib_wpublish_poll(w, 0);
   /* Encodes in flight come back soon: do not sleep past them. */
@@ -219,9 +246,10 @@ static void service(ib_worker *w, int wait_ms, uint64_t *last_status) {
     ib_woutdir_sweep(w);
     w->last_sweep_us = now;
   }
-  if (now - *last_status >= STATUS_EVERY_US) {
+  ib_wstall_check(w);
+  if (now - w->last_status_us >= STATUS_EVERY_US) {
     status_log(w);
-    *last_status = now;
+    w->last_status_us = now;
   }
   ib_wmetrics_refresh(w, false);
   /* Backpressure: messages pile up only when the executor takes none. */
@@ -346,52 +374,122 @@ static void drain_deliveries(ib_worker *w, uint64_t deadline) {
   ib_wcommit(w, true);
 }
 
-int ib_worker_run(const ib_worker_config *cfg) {
-  ib_worker w = {.cfg = cfg};
-  make_worker_id(&w);
-  int rc = start(&w);
+/* The standby servicer: Kafka work while the driving thread is held up
+ * inside the executor (a hung job), so that polls, deliveries, commits and
+ * the hung-job rule go on. */
+static void *standby(void *arg) {
+  ib_worker *w = arg;
+  pthread_mutex_lock(&w->mu);
+  while (!w->standby_quit) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += STANDBY_TICK_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&w->standby_cv, &w->mu, &ts);
+    if (!w->standby_quit && w->in_exec_since_us &&
+        ib_wnow_us() - w->in_exec_since_us >= STANDBY_AFTER_US)
+      service(w, 0);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+static bool standby_start(ib_worker *w) {
+  pthread_condattr_t a;
+  if (pthread_condattr_init(&a) != 0) return false;
+  bool ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
+            pthread_cond_init(&w->standby_cv, &a) == 0;
+  pthread_condattr_destroy(&a);
+  if (!ok) return false;
+  if (pthread_create(&w->standby, NULL, standby, w) != 0) {
+    pthread_cond_destroy(&w->standby_cv);
+    return false;
+  }
+  w->standby_started = true;
+  return true;
+}
+
+/* Called with mu held; returns with it held. */
+static void standby_stop(ib_worker *w) {
+  if (!w->standby_started) return;
+  w->standby_quit = true;
+  pthread_cond_signal(&w->standby_cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->standby, NULL);
+  pthread_mutex_lock(&w->mu);
+  pthread_cond_destroy(&w->standby_cv);
+  w->standby_started = false;
+}
+
+/* The loop; the driving thread holds w->mu except inside the executor. */
+static int run(ib_worker *w) {
+  const ib_worker_config *cfg = w->cfg;
+  make_worker_id(w);
+  int rc = start(w);
   if (rc) {
-    stop_clients(&w);
-    ib_wmetrics_stop(&w);
+    stop_clients(w);
+    ib_wmetrics_stop(w);
     return rc;
   }
-  uint64_t deadline = UINT64_MAX, last_status = ib_wnow_us();
+  uint64_t deadline = UINT64_MAX;
+  w->last_status_us = w->last_exec_result_us = ib_wnow_us();
+  if (!standby_start(w)) {
+    ib_wlog(w, "error", "start_failed", "\"stage\":\"standby\",\"message\":\"no thread\"");
+    stop_clients(w);
+    ib_wmetrics_stop(w);
+    return 1;
+  }
   for (;;) {
     if (*cfg->stop >= 2) break;
-    if (*cfg->stop == 1) begin_stop(&w, 0, "signal", &deadline);
-    if (w.fatal) begin_stop(&w, 1, "fatal librdkafka error", &deadline);
-    if (w.sick) begin_stop(&w, 1, "sticky worker fault", &deadline);
+    if (*cfg->stop == 1) begin_stop(w, 0, "signal", &deadline);
+    if (w->fatal) begin_stop(w, 1, "fatal librdkafka error", &deadline);
+    if (w->sick) begin_stop(w, 1, "sticky worker fault", &deadline);
     if (ib_wnow_us() > deadline) {
-      ib_wlog(&w, "error", "grace_expired", "\"running\":%zu", w.running);
-      w.exit_code = 1;
+      ib_wlog(w, "error", "grace_expired", "\"running\":%zu", w->running);
+      w->exit_code = 1;
       break;
     }
     ib_result res;
-    ib_status st = ib_results_next(w.rs, &res);
+    w->in_exec_since_us = ib_wnow_us();
+    pthread_mutex_unlock(&w->mu);
+    ib_status st = ib_results_next(w->rs, &res);
+    pthread_mutex_lock(&w->mu);
+    w->in_exec_since_us = 0;
     if (st == IB_OK) {
-      on_result(&w, &res);
+      on_result(w, &res);
       ib_result_free(&res);
-      service(&w, 0, &last_status);
+      service(w, 0);
     } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
-      service(&w, 50, &last_status);
+      service(w, 50);
     } else if (st == IB_END) {
-      while (ib_wpool_outstanding(w.pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
-        service(&w, 2, &last_status);
-      send_prepared(&w);
-      drain_deliveries(&w, deadline);
+      while (ib_wpool_outstanding(w->pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
+        service(w, 2);
+      send_prepared(w);
+      drain_deliveries(w, deadline);
       break;
     } else {
-      ib_wlog(&w, "error", "executor_failed", "\"status\":\"%s\"", ib_status_name(st));
-      w.exit_code = 1;
+      ib_wlog(w, "error", "executor_failed", "\"status\":\"%s\"", ib_status_name(st));
+      w->exit_code = 1;
       break;
     }
   }
-  if (*cfg->stop >= 2) w.exit_code = 1;
-  status_log(&w);
-  w.stopping = true; /* the listener answers until the clients are closed */
-  ib_wmetrics_refresh(&w, true);
-  stop_clients(&w);
-  ib_wmetrics_stop(&w);
-  ib_wlog(&w, w.exit_code ? "error" : "info", "exit", "\"code\":%d", w.exit_code);
-  return w.exit_code;
+  standby_stop(w);
+  if (*cfg->stop >= 2) w->exit_code = 1;
+  status_log(w);
+  w->stopping = true; /* the listener answers until the clients are closed */
+  ib_wmetrics_refresh(w, true);
+  stop_clients(w);
+  ib_wmetrics_stop(w);
+  ib_wlog(w, w->exit_code ? "error" : "info", "exit", "\"code\":%d", w->exit_code);
+  return w->exit_code;
+}
+
+int ib_worker_run(const ib_worker_config *cfg) {
+  ib_worker w = {.cfg = cfg};
+  if (pthread_mutex_init(&w.mu, NULL) != 0) return 1;
+  pthread_mutex_lock(&w.mu);
+  int rc = run(&w);
+  pthread_mutex_unlock(&w.mu);
+  pthread_mutex_destroy(&w.mu);
+  return rc;
 }

@@ -9,6 +9,7 @@
 #define IB_KAFKA_WSTATE_H
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "kafka/worker.h"
@@ -46,7 +47,16 @@ typedef struct ib_wjob {
   uint64_t job_id;
   uint64_t not_before_us; /* retry backoff */
   uint64_t consumed_us;
-  uint8_t *result; /* packed Result, kept until acknowledged */
+  /* The hung-job rule (stall.c): a job answered with Timeout in place of
+   * its Result. While the executor or the encode pool still has it, it
+   * stays allocated (detached from its partition once done) until its late
+   * result comes back and is dropped. */
+  bool timed_out;
+  bool in_exec;           /* handed to the executor, its result not yet back */
+  bool in_pool;           /* its Result being prepared on the encode pool */
+  uint64_t exec_since_us; /* when it was handed to the executor */
+  uint64_t pool_since_us; /* when its Result went to the encode pool */
+  uint8_t *result;        /* packed Result, kept until acknowledged */
   size_t result_len;
   char result_key[96];
   rd_kafka_headers_t *result_headers; /* template, copied per produce */
@@ -106,6 +116,20 @@ typedef struct ib_hist {
 enum { IB_WO_IMAGE, IB_WO_ERROR, IB_WO_FILE, IB_WO_RESIDENT, IB_WO_N };
 enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_WF_OTHER, IB_WF_N };
 
+enum {
+  IB_WC_CONSUMED,
+  IB_WC_RESULTS,
+  IB_WC_ERRORS,
+  IB_WC_FAULTS,
+  IB_WC_RETRIES,
+  IB_WC_RESETS,
+  IB_WC_COMMITS,
+  IB_WC_REPRODUCED,
+  IB_WC_TIMED_OUT,    /* jobs answered with Timeout by the hung-job rule */
+  IB_WC_LATE_DROPPED, /* their real results, come back later, dropped */
+  IB_WC_N
+};
+
 typedef struct ib_worker {
   const ib_worker_config *cfg;
   char worker_id[128];
@@ -141,7 +165,7 @@ typedef struct ib_worker {
   ib_wpool *pool; /* encodes Results off the driving thread */
   ib_handle_slot *handles;
   size_t n_handles, cap_handles;
-  uint64_t counters[8];
+  uint64_t counters[IB_WC_N];
   uint64_t outcomes[IB_WO_N];            /* Results sent, by outcome */
   uint64_t faults[IB_WF_N];              /* worker faults, by kind */
   uint64_t consumed_bytes, result_bytes; /* Job payloads in, Results out */
@@ -149,18 +173,20 @@ typedef struct ib_worker {
   bool joined;            /* in the group: an assignment (possibly empty) was served */
   uint64_t stop_deadline; /* while stopping: the end of the grace period */
   ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
+  uint64_t last_status_us;
+  /* The standby servicer (worker.c): the driving thread holds `mu` except
+   * while it is inside the executor (ib_results_next, which takes it again
+   * in the input callback). A job that hangs there (a decode that never
+   * ends, a device that never answers) blocks that thread; the standby
+   * thread then takes `mu` and does its Kafka work: polls, deliveries,
+   * commits, metrics and the hung-job rule. */
+  pthread_mutex_t mu;
+  pthread_cond_t standby_cv;
+  pthread_t standby;
+  bool standby_started, standby_quit;
+  uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
+  uint64_t last_exec_result_us; /* the executor last handed back a result */
 } ib_worker;
-
-enum {
-  IB_WC_CONSUMED,
-  IB_WC_RESULTS,
-  IB_WC_ERRORS,
-  IB_WC_FAULTS,
-  IB_WC_RETRIES,
-  IB_WC_RESETS,
-  IB_WC_COMMITS,
-  IB_WC_REPRODUCED
-};
 
 /* A worker fault met by job j (worker.c): no Result, no commit; the job
  * is resubmitted, judged alone, or the worker stops on a sticky fault. */
@@ -175,6 +201,8 @@ uint64_t ib_wnow_us(void);
 void ib_wq_push(ib_wjob_queue *q, ib_wjob *j);
 void ib_wq_push_front(ib_wjob_queue *q, ib_wjob *j);
 ib_wjob *ib_wq_pop(ib_wjob_queue *q);
+/* Takes j out of q wherever it is; false when it was not there. */
+bool ib_wq_remove(ib_wjob_queue *q, ib_wjob *j);
 
 /* Partitions and watermarks (track.c). */
 ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create);
@@ -194,6 +222,14 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p);
 void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset);
 /* Frees a job (its message, Result bytes, headers). */
 void ib_wjob_free(ib_worker *w, ib_wjob *j);
+/* A timed-out job's late result came back (dropped): frees the job once
+ * nothing else refers to it. */
+void ib_wjob_returned(ib_worker *w, ib_wjob *j);
+
+/* The hung-job rule (stall.c): answers with Timeout the oldest unfinished
+ * job of each assigned partition that is older than --stall-seconds and
+ * stuck in its stage. */
+void ib_wstall_check(ib_worker *w);
 
 /* Consumer side (consume.c). */
 ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
