@@ -88,6 +88,7 @@ def main():
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per case and process count")
     ap.add_argument("--max-n", type=int, default=2000)
     ap.add_argument("--part", default="pillow")
+    ap.add_argument("--label", help="workload name in the rows (default: the workload id)")
     ap.add_argument("--csv", required=True)
     a = ap.parse_args()
     NS = W.Namespace("pillow")
@@ -119,11 +120,11 @@ def main():
             impl += f"-{codec}" if codec else ""
             for metric, v, unit in (("ms_per_img", t * 1e3, "ms"), ("img_per_s", 1 / t, "img/s"),
                                     ("mb_per_s", mb / t, "MB/s")):
-                rows.append(csvrows.row(a.part, impl, wid, mode, side, n, metric, v, unit, setting,
+                rows.append(csvrows.row(a.part, impl, a.label or wid, mode, side, n, metric, v, unit, setting,
                                         note=note))
             line.append(f"{impl} {t * 1e3:.3f} ms/img")
         csvrows.append(a.csv, rows)
-        print(f"  {a.part}: {wid} {mode} {side}^2: " + ", ".join(line), flush=True)
+        print(f"  {a.part}: {a.label or wid} {mode} {side}^2: " + ", ".join(line), flush=True)
 
 
 if __name__ == "__main__":

@@ -23,21 +23,20 @@ def wall(cmd, reps, **kw):
     return best
 
 
-def first_frame(src, dst):
-    """The first delimited frame of src copied to dst (a one-job file)."""
-    with open(src, "rb") as f:
-        n = shift = 0
-        head = b""
-        while True:
-            b = f.read(1)
-            head += b
-            n |= (b[0] & 0x7F) << shift
-            shift += 7
-            if not b[0] & 0x80:
-                break
-        body = f.read(n)
-    with open(dst, "wb") as g:
-        g.write(head + body)
+def head(src, dst, k):
+    """The first k delimited frames of src copied to dst."""
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        for _ in range(k):
+            n = shift = 0
+            hdr = b""
+            while True:
+                b = f.read(1)
+                hdr += b
+                n |= (b[0] & 0x7F) << shift
+                shift += 7
+                if not b[0] & 0x80:
+                    break
+            g.write(hdr + f.read(n))
 
 
 def main():
@@ -46,7 +45,8 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--jobs", required=True)
     ap.add_argument("--results", required=True, help="where the Results go (kept for the check)")
-    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--n", type=int, required=True, help="jobs in the file")
+    ap.add_argument("--limit", type=int, default=0, help="time only the first LIMIT jobs")
     ap.add_argument("--caps", default="", help="extra `imgbatch run` flags, e.g. --max-in-flight 3")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--row", required=True, help="part,workload,mode,side")
@@ -57,11 +57,16 @@ def main():
     part, wl, mode, side = a.row.split(",")
     impl = f"imgbatch-run-{a.backend}"
     run = [a.bin, "run", "--backend", a.backend, *a.caps.split()]
-    size = os.path.getsize(a.jobs)
-    t_n = wall(run + ["--in", a.jobs, "--out", a.results], a.reps)
+    jobs = a.jobs
+    if a.limit and a.limit < a.n:
+        jobs = a.results + ".head"
+        head(a.jobs, jobs, a.limit)
+        a.n = a.limit
+    size = os.path.getsize(jobs)
+    t_n = wall(run + ["--in", jobs, "--out", a.results], a.reps)
     out_size = os.path.getsize(a.results)
-    one = a.jobs + ".one"
-    first_frame(a.jobs, one)
+    one = a.results + ".one.in"
+    head(jobs, one, 1)
     t_1 = wall(run + ["--in", one, "--out", a.results + ".one"], a.reps)
     os.unlink(one)
     os.unlink(a.results + ".one")
@@ -82,7 +87,7 @@ def main():
         t_cat = None
         for _ in range(3):
             with open(cat_out, "wb") as g:
-                t = wall(["cat", a.jobs], 1, stdout=g)
+                t = wall(["cat", jobs], 1, stdout=g)
             t_cat = t if t_cat is None else min(t_cat, t)
         os.unlink(cat_out)
         rows += [
@@ -91,6 +96,8 @@ def main():
             csvrows.row(part, "cat-floor", wl, mode, side, a.n, "ms_per_img", t_cat / a.n * 1e3, "ms"),
         ]
         line += f"; cat {size / t_cat / 1e6:.0f} MB/s ({100 * t_cat / a.n / steady:.0f} % reached)"
+    if jobs != a.jobs:
+        os.unlink(jobs)
     csvrows.append(a.csv, rows)
     print(f"  {part}: {wl} {mode} {side}^2 x{a.n}: {line}", flush=True)
 
