@@ -7,7 +7,11 @@
 # targets table last. Plots are drawn afterwards, off the GPU machine:
 # bench/plot.py OUT... (needs bench/requirements.txt).
 #
-#   bench/run.sh [--quick] [--backend cuda|cpu] [--out DIR] [PART...]
+#   bench/run.sh [--quick] [--backend cuda|cpu] [--out DIR] [--keep] [PART...]
+#
+# DIR: --out, else $OUT, else /tmp/ib_bench; its CSV files, log and summary
+# are replaced unless --keep (then rows are appended; summary.py and plot.py
+# also take several folders, e.g. those of two device calls).
 #
 # PARTs (default: all, in this order):
 #   floors   gpu_bench sections 1, 2, 5 (D2D copy, pinned H2D/D2H, kernel-only
@@ -37,12 +41,13 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
 all_parts="floors api kernels cold pillow peers run codecs kafka"
-quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} parts=()
+quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
     --backend) backend=${2:-}; shift ;;
     --out) out=${2:-}; shift ;;
+    --keep) keep=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) [[ " $all_parts " == *" $1 "* ]] || { echo "run.sh: unknown part $1 ($all_parts)" >&2; exit 2; }
@@ -77,6 +82,7 @@ if [ "$backend" = cuda ] && [ $gpu = 0 ]; then
 fi
 
 mkdir -p "$out" || exit 2
+[ $keep = 1 ] || rm -f "$out"/*.csv "$out"/log.txt "$out"/summary.md "$out"/kafka.txt
 log=$out/log.txt
 scratch=/dev/shm/ib_bench.$$
 [ -d /dev/shm ] || scratch=$out/scratch
@@ -137,14 +143,15 @@ part_floors() {
 
 part_api() {
   if [ $gpu = 0 ]; then skip api "no GPU (--backend cpu)"; return; fi
-  say "api: every family x modes x sizes through the executor API, default caps (max_in_flight 2)"
-  step api 420 gpu_bench --sections 3,4 --inflight 2 --feeds zc --families "$fams_all" \
+  say "api: every family x modes x sizes through the executor API at the default caps (max_in_flight 2; 256^2 invert max_jobs 64)"
+  step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
-    --images "$(q 2048 20480)" --batch "$(q 128 512)" --csv "$out/api.csv"
+    --images "$(q 2048 20480)" --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
-    say "api: max_in_flight $f at $(q 1024 2048,4096) RGBA (looking for the best setting)"
-    step api 240 gpu_bench --sections 3 --inflight "$f" --feeds zc --families all \
-      --sizes "$(q 1024 2048,4096)" --modes RGBA --big "$(q 2 12)" --csv "$out/api_sweep.csv"
+    say "api: max_in_flight $f at $(q 1024 2048,4096) RGBA$([ "$f" = 3 ] && echo ", 256^2 invert max_jobs 512") (looking for the best setting)"
+    step api 150 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
+      --feeds zc --families all --sizes "$(q 1024 2048,4096)" --modes RGBA --big "$(q 2 12)" \
+      --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
   done
 }
 
