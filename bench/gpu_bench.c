@@ -205,7 +205,7 @@ static bool parse_modes(matrix *m, char *list) {
     ib_mode md = !strcmp(t, "L")      ? IB_MODE_L
                  : !strcmp(t, "RGB")  ? IB_MODE_RGB
                  : !strcmp(t, "RGBA") ? IB_MODE_RGBA
-                                      : (ib_mode)0;
+                                      : IB_MODE_NONE;
     if (!md || m->n_modes == 3) return false;
     m->modes[m->n_modes++] = md;
   }
