@@ -199,11 +199,12 @@ def speedups(R):
     """Markdown rows: imgbatch (API, best setting) against Pillow and peers per case."""
     lines = ["| workload | mode | side | imgbatch API ms | Pillow seq ms | speedup | Pillow all cores ms | "
              "speedup | OpenCV ms* | torchvision ms* |", "|---|---|---|---|---|---|---|---|---|---|"]
+    api = lambda i: i in ("imgbatch-api-cuda", "imgbatch-api-cuda-batched")  # noqa: E731
     keys = sorted({(r["workload"], r["mode"], int(num(r["side"]))) for r in
-                   R.find(part="api", impl="imgbatch-api-cuda", metric="ms_per_img")},
+                   R.find(part="api", impl=api, metric="ms_per_img")},
                   key=lambda k: (k[0], k[2], k[1]))
     for w, m, s in keys:
-        ib = R.best(part="api", impl="imgbatch-api-cuda", workload=w, mode=m, side=s, metric="ms_per_img")
+        ib = R.best(part="api", impl=api, workload=w, mode=m, side=s, metric="ms_per_img")
         seq = R.best(part="pillow", impl="pillow-seq", workload=w, mode=m, side=s, metric="ms_per_img")
         mp = R.best(part="pillow", impl=lambda i: i.startswith("pillow-mp"), workload=w, mode=m, side=s,
                     metric="ms_per_img")
