@@ -54,14 +54,15 @@ def fmt(v, unit=""):
     return s + (f" {unit}" if unit else "")
 
 
-def verdict(v, target, higher_better):
+def verdict(v, target, higher_better, unit=""):
+    """met, or missed by the gap in the target's unit (and relative to the target)."""
     if v is None:
         return "not measured"
     ok = v >= target if higher_better else v <= target
     if ok:
         return "met"
-    miss = (target - v) / target if higher_better else (v - target) / target
-    return f"missed by {100 * miss:.0f} %"
+    gap = target - v if higher_better else v - target
+    return f"missed by {fmt(gap, unit)} ({100 * gap / target:.0f} %)"
 
 
 # Issue 15's "today" column, keyed by the start of the row's label.
@@ -94,7 +95,7 @@ def targets(R):
                    side=256, metric="img_per_s", setting=pick or (lambda s: True))
         v = num(r["value"]) if r else None
         out.append((f"256² RGB invert through the API, {label}" + (f" ({r['setting']})" if r and not pick else ""),
-                    fmt(v, "/s") + fl, "≥ 200k/s", verdict(v, 200000, True)))
+                    fmt(v, "/s") + fl, "≥ 200k/s", verdict(v, 200000, True, "/s")))
 
     big = lambda s: num(s) is not None and num(s) >= 2048  # noqa: E731
     for label, pick in (("default caps (max_in_flight 2)", "max_in_flight=2"), ("best setting", None)):
@@ -113,22 +114,30 @@ def targets(R):
         if pick is None and settings:
             what += f" ({', '.join(sorted(settings))})"
         out.append((what, f"worst {fmt(worst, 'x')} overlapped floor ({where}, {len(cases)} cases)"
-                    if worst else "-", "≤ 1.10x", verdict(worst, 1.10, False)))
+                    if worst else "-", "≤ 1.10x", verdict(worst, 1.10, False, "x")))
 
-    worst, where = None, ""
+    per_case = defaultdict(list)  # (workload, mode, side) -> [(% of cat, row, cat row)]
     for r in R.find(part="run", metric="mb_per_s", side=lambda s: num(s) is not None and num(s) >= 1024,
-                    impl=lambda i: i == f"imgbatch-run-{B}"):
+                    impl=f"imgbatch-run-{B}"):
         cat = R.best(lower=False, part="run", impl="cat-floor", workload=r["workload"], mode=r["mode"],
                      side=r["side"], metric="mb_per_s")
         if cat:
-            pct = 100 * num(r["value"]) / num(cat["value"])
-            if worst is None or pct < worst:
-                worst = pct
-                where = (f"{r['workload']} {r['mode']} {r['side']}² [{r['setting']}]: "
-                         f"{fmt(num(r['value']), 'MB/s')} vs cat {fmt(num(cat['value']), 'MB/s')}")
-    out.append(("`imgbatch run`, ≥ 1024² images, vs `cat` of the same bytes",
-                f"worst {fmt(worst, '%')} ({where})" if worst else "-", "≥ 70 %",
-                verdict(worst, 70, True)))
+            per_case[(r["workload"], r["mode"], r["side"])].append(
+                (100 * num(r["value"]) / num(cat["value"]), r, cat))
+    for label, pick in (("default caps", "default caps"), ("best setting", None)):
+        worst = None
+        for key, vs in per_case.items():
+            vs = [v for v in vs if pick is None or v[1]["setting"] == pick]
+            if vs:
+                b = max(vs, key=lambda v: v[0])
+                worst = b if worst is None or b[0] < worst[0] else worst
+        meas = "-"
+        if worst:
+            pct, r, cat = worst
+            meas = (f"worst {fmt(pct, '%')} ({r['workload']} {r['mode']} {r['side']}² [{r['setting']}]: "
+                    f"{fmt(num(r['value']), 'MB/s')} vs cat {fmt(num(cat['value']), 'MB/s')})")
+        out.append((f"`imgbatch run`, ≥ 1024² images, vs `cat` of the same bytes, {label}", meas, "≥ 70 %",
+                    verdict(worst[0] if worst else None, 70, True, "%-points")))
 
     for wid, label, tgt in (("k_median3", "median 3×3, 4096² RGBA, kernel only", 0.18),
                             ("k_tone", "tone, 4096² RGBA, kernel only", 0.5),
@@ -144,18 +153,18 @@ def targets(R):
         if npp:
             extra.append(f"NPP {fmt(num(npp['value']), 'ms')}")
         out.append((label, fmt(v, "ms") + (f" ({', '.join(extra)})" if extra else ""), f"≤ {tgt} ms",
-                    verdict(v, tgt, False)))
+                    verdict(v, tgt, False, "ms")))
 
     r = R.best(lower=False, part="kernels", impl="imgbatch-events", workload="k_chain_fold", metric="pct_copy_bw")
     v = num(r["value"]) if r else None
     out.append(("fused pointwise chain that folds (point > brightness > point)", fmt(v, "% of copy bw"),
-                "≥ 90 %", verdict(v, 90, True)))
+                "≥ 90 %", verdict(v, 90, True, "%-points")))
     vals = [(num(r["value"]), r["workload"]) for r in
             R.find(part="kernels", impl="imgbatch-events", metric="pct_copy_bw",
                    workload=lambda w: w in ("k_color_point", "k_chain_unfold3", "k_mix5"))]
     v, w = min(vals) if vals else (None, "")
     out.append(("fused chain that does not fold (color>point, 3 unfolded, 5-op mix)",
-                f"worst {fmt(v, '%')} ({w})" if vals else "-", "≥ 85 %", verdict(v, 85, True)))
+                f"worst {fmt(v, '%')} ({w})" if vals else "-", "≥ 85 %", verdict(v, 85, True, "%-points")))
 
     worst, where = None, ""
     for t in R.find(part="peers", impl="torchvision-cuda", metric="ms_per_img"):
@@ -166,14 +175,14 @@ def targets(R):
             if worst is None or x < worst:
                 worst, where = x, f"{t['workload']} {t['mode']} {t['side']}²"
     out.append(("vs torchvision GPU on shared ops, end to end with PCIe",
-                f"worst {fmt(worst, 'x')} ({where})" if worst else "-", "≥ 1.5x", verdict(worst, 1.5, True)))
+                f"worst {fmt(worst, 'x')} ({where})" if worst else "-", "≥ 1.5x", verdict(worst, 1.5, True, "x")))
 
     relay = R.best(lower=False, part="kafka", impl="kafka-relay", workload="raw", metric="mb_per_s")
     wk = R.best(lower=False, part="kafka", impl=f"imgbatch-worker-{B}", workload="raw", metric="mb_per_s")
     v = 100 * num(wk["value"]) / num(relay["value"]) if relay and wk else None
     out.append(("Kafka, raw in and out, copy graph, vs a librdkafka relay",
                 f"{fmt(v, '%')} ({fmt(num(wk['value']), 'MB/s')} vs {fmt(num(relay['value']), 'MB/s')})"
-                if v else "-", "≥ 85 %", verdict(v, 85, True)))
+                if v else "-", "≥ 85 %", verdict(v, 85, True, "%-points")))
 
     wk = R.find(part="kafka", impl=f"imgbatch-worker-{B}",
                 workload=lambda w: w.startswith("png-t"), metric="jobs_per_s")
@@ -183,12 +192,12 @@ def targets(R):
     v = num(wk["value"]) / num(pil["value"]) if wk and pil else None
     out.append(("PNG → GaussianBlur(2) → PNG, 128², most decode threads, vs Pillow on every core",
                 f"{fmt(v, 'x')} ({wk['workload']}: {fmt(num(wk['value']), 'jobs/s')} vs "
-                f"{pil['impl']} {fmt(num(pil['value']), '/s')})" if v else "-", "≥ 2x", verdict(v, 2, True)))
+                f"{pil['impl']} {fmt(num(pil['value']), '/s')})" if v else "-", "≥ 2x", verdict(v, 2, True, "x")))
 
     for state, tgt in (("cold", 2.0), ("warm", 0.5)):
         r = R.best(part="cold", impl=f"imgbatch-run-{B}", metric=f"s_first_result_{state}")
         v = num(r["value"]) if r else None
-        out.append((f"first result, {state} NVRTC cache", fmt(v, "s"), f"≤ {tgt} s", verdict(v, tgt, False)))
+        out.append((f"first result, {state} NVRTC cache", fmt(v, "s"), f"≤ {tgt} s", verdict(v, tgt, False, "s")))
     if B == "cpu":
         out = [(w, m, t, "cpu backend only" if m != "-" and not m.startswith("- ") else v)
                for w, m, t, v in out]
@@ -270,9 +279,9 @@ def main():
     T = [(w, m, t, "MISMATCH" if any(w.startswith(k) and set(p.split()) & bad_parts for k, p in PARTS.items())
           else v) for w, m, t, v in T]
     w = max(len(t[0]) for t in T)
-    print(f"\n{'target (issue 15)':<{w}}  {'target':<9} verdict            measured")
+    print(f"\n{'target (issue 15)':<{w}}  {'target':<9} {'verdict':<32} measured")
     for what, meas, tgt, ver in T:
-        print(f"{what:<{w}}  {tgt:<9} {ver:<18} {meas}")
+        print(f"{what:<{w}}  {tgt:<9} {ver:<32} {meas}")
     fl = {k: R.best(lower=False, part="floors", workload=k, metric="gbps") for k in
           ("h2d_pinned", "d2h_pinned", "d2d_copy")}
     print("floors: " + ", ".join(f"{k} {fmt(num(r['value']), 'GB/s')}" for k, r in fl.items() if r) if any(
