@@ -132,9 +132,11 @@ def main():
             if wid == "convert_l" and mode == "L":
                 continue
 
+            two = W.WORKLOADS[wid][2]
+
             def step():
                 x = torch.from_numpy(arrs[0]).cuda()
-                y = torch.from_numpy(arrs[1]).cuda()
+                y = torch.from_numpy(arrs[1]).cuda() if two else None
                 out = op(x, y, mode)
                 out.cpu().numpy().tobytes()  # synchronises
         try:
