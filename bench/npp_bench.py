@@ -9,6 +9,7 @@ BoxBlur(5)'s window): reference points, not equivalents. Appends rows
 (ms_kernel) to --csv; prints "skipped: ..." without CuPy, a GPU or NPP."""
 import argparse
 import ctypes as C
+import functools
 import glob
 import os
 import statistics
@@ -55,8 +56,9 @@ def load_npp(libdir):
     return libs
 
 
+@functools.lru_cache(maxsize=None)
 def fn(lib, name, *argtypes):
-    """The NPP function with its C signature (ctypes caches it: no cost per call)."""
+    """The NPP function with its C signature, looked up once."""
     f = getattr(lib, name)
     f.restype = C.c_int
     f.argtypes = list(argtypes)
