@@ -252,9 +252,14 @@ part_kafka() {
   step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
 }
 
-for p in "${parts[@]}"; do "part_$p"; done
+times=""
+for p in "${parts[@]}"; do
+  t0=$(date +%s)
+  "part_$p"
+  times+=" $p $(($(date +%s) - t0))s"
+done
 
-say "done in $(($(date +%s) - t_start)) s; summary:"
+say "done in $(($(date +%s) - t_start)) s (parts:$times); summary:"
 "$PY" bench/summary.py "$out" | tee -a "$log"
 rc_sum=${PIPESTATUS[0]}
 [ $nerr = 0 ] || echo "run.sh: $nerr step(s) failed (see $log and status.csv)"
