@@ -121,10 +121,17 @@ q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 
 {
   echo "bench/run.sh $(date -u +%FT%TZ) quick=$quick backend=$backend parts=${parts[*]}"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (+ uncommitted changes)')"
+  else
+    echo "commit: ? (no git metadata here; say which commit was packed)"
+  fi
   imgbatch version 2>&1
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
   "$PY" -c 'import PIL, numpy, platform; print("python", platform.python_version(), "Pillow", PIL.__version__, "numpy", numpy.__version__)'
+  for m in cv2 torch torchvision cupy; do
+    "$PY" -c "import $m; print('$m', $m.__version__)" 2>/dev/null || echo "$m: not installed"
+  done
   echo "cores: $(nproc)"
 } >"$out/versions.txt" 2>&1
 cat "$out/versions.txt" | tee -a "$log"
