@@ -85,9 +85,9 @@ def main():
     P, I, sz, VP = C.c_void_p, C.c_int, Size, C.c_void_p
     stream = cp.cuda.Stream(non_blocking=True)
     props = cp.cuda.runtime.getDeviceProperties(0)
-    ctx = StreamCtx(stream.ptr, 0, props["multiProcessorCount"],
-                    props["maxThreadsPerMultiProcessor"], props["maxThreadsPerBlock"],
-                    props["sharedMemPerBlock"], props["major"], props["minor"],
+    g = lambda k: props.get(k, props.get(k.encode()))  # noqa: E731 (str keys; bytes in old CuPy)
+    ctx = StreamCtx(stream.ptr, 0, g("multiProcessorCount"), g("maxThreadsPerMultiProcessor"),
+                    g("maxThreadsPerBlock"), g("sharedMemPerBlock"), g("major"), g("minor"),
                     1, 0)  # cudaStreamNonBlocking
     rng = np.random.default_rng(1)
     src = cp.asarray(rng.integers(0, 256, (s, s, 4), dtype=np.uint8))
