@@ -10,6 +10,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import csvrows  # noqa: E402
+import workloads as W  # noqa: E402
 
 
 def num(v):
@@ -249,8 +250,12 @@ def run_table(R, part):
 
 
 def kernel_table(R):
-    lines = ["| kernel, 4096² RGBA | imgbatch (events) ms | imgbatch (ncu) ms | NPP ms | % of copy bw |",
-             "|---|---|---|---|---|"]
+    """Kernel-only times per family, 4096² RGBA, against the device-memory floor
+    (bytes read + written at the measured copy bandwidth) and NPP."""
+    bw = R.best(lower=False, part="floors", workload="d2d_copy", metric="gbps")
+    bw = num(bw["value"]) if bw else None
+    lines = ["| kernel, 4096² RGBA | imgbatch (events) ms | imgbatch (ncu) ms | memory floor ms | x floor | NPP ms | "
+             "% of copy bw (events) |", "|---|---|---|---|---|---|---|"]
     names = sorted({r["workload"] for r in R.find(part="kernels")} - {""})
     fams = sorted({n[2:] if n.startswith("k_") else n for n in names})
     for f in fams:
@@ -259,7 +264,11 @@ def kernel_table(R):
         nc = R.best(part="kernels", impl="imgbatch-ncu", workload=f, mode="RGBA", metric="ms_kernel")
         npp = R.best(part="kernels", impl="npp", workload=f, metric="ms_kernel")
         pct = R.best(part="kernels", impl="imgbatch-events", workload="k_" + f, metric="pct_copy_bw")
-        lines.append(f"| {f} | {g(ev)} | {g(nc)} | {g(npp)} | {g(pct)} |")
+        floor = x = None
+        if bw and f in W.WORKLOADS and nc:
+            floor = W.bytes_moved(f, "RGBA", int(num(nc["side"]))) / (bw * 1e9) * 1e3
+            x = num(nc["value"]) / floor
+        lines.append(f"| {f} | {g(ev)} | {g(nc)} | {fmt(floor)} | {fmt(x)} | {g(npp)} | {g(pct)} |")
     return lines
 
 

@@ -94,6 +94,15 @@ def sample(mode, side, seed, smooth=False):
     return (img % 256).astype(np.uint8).tobytes()
 
 
+def bytes_moved(wid, mode, side):
+    """Bytes a kernel of the workload must read and write at least (the
+    device-memory floor is this over the copy bandwidth, read + write)."""
+    b = BANDS[mode]
+    n_in = side * side * b * (2 if WORKLOADS[wid][2] else 1)
+    out = side * side * (1 if wid == "convert_l" else b)
+    return n_in + (out // 4 if wid == "resize_half" else out)
+
+
 def parse_grid(spec):
     """"gauss8:RGB:2048,median3:L:256" or "FAMILY|all:MODES:SIDES" with '/'-separated
     lists ("all:L/RGB/RGBA:256/1024") -> [(id, mode, side)], skipping what a mode
