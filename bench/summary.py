@@ -230,14 +230,15 @@ def speedups(R):
 
 def run_table(R, part):
     lines = ["| workload | mode | side | impl | setting | ms/img | MB/s | % of cat | speedup vs Pillow seq | "
-             "vs Pillow all cores |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "vs Pillow all cores | one-job process s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in R.find(part=part, metric="ms_per_img", impl=lambda i: i.startswith("imgbatch-run")):
         k = dict(workload=r["workload"], mode=r["mode"], side=r["side"])
         mb = R.best(lower=False, part=part, impl=r["impl"], setting=r["setting"], metric="mb_per_s", **k)
         cat = R.best(lower=False, part=part, impl="cat-floor", metric="mb_per_s", **k)
         seq = R.best(part=part, impl=lambda i: i.startswith("pillow-seq"), metric="ms_per_img", **k)
         mp = R.best(part=part, impl=lambda i: i.startswith("pillow-mp"), metric="ms_per_img", **k)
+        one = R.best(part=part, impl=r["impl"], setting=r["setting"], metric="s_one_job", **k)
         v = num(r["value"])
         if R.rows and any(b["status"] == "MISMATCH" and b["part"] == part and b["workload"] == r["workload"]
                           and b["side"] == r["side"] for b in R.rows):
@@ -245,7 +246,8 @@ def run_table(R, part):
         pct = f"{100 * num(mb['value']) / num(cat['value']):.0f} %" if mb and cat else "-"
         x = lambda p: f"{num(p['value']) / v:.1f}x" if p else "-"  # noqa: E731
         lines.append(f"| {r['workload']} | {r['mode']} | {r['side']} | {r['impl']} | {r['setting']} | {fmt(v)} | "
-                     f"{fmt(num(mb['value']) if mb else None)} | {pct} | {x(seq)} | {x(mp)} |")
+                     f"{fmt(num(mb['value']) if mb else None)} | {pct} | {x(seq)} | {x(mp)} | "
+                     f"{fmt(num(one['value']) if one else None)} |")
     return lines
 
 
