@@ -74,12 +74,20 @@ enum {
   AB_CHOPS,
   AB_BLEND,
   AB_FAMILIES,
-  AB_INVERT = AB_FAMILIES
+  AB_INVERT = AB_FAMILIES,
+  AB_CHAIN5,   /* point > brightness > color > gaussian r2 > mirror */
+  AB_CHAIN_PW, /* point > brightness > point: pointwise, folds into one table */
+  AB_ALL
 };
-static const char *const ab_names[] = {"point (LUT)", "convert ->L", "tone",        "median 3",
-                                       "kernel 3x3",  "gaussian r2", "gaussian r8", "box blur r5",
-                                       "resize 0.5x", "transpose",   "chops add",   "blend 0.5",
-                                       "invert"};
+static const char *const ab_names[] = {
+    "point (LUT)", "convert ->L", "tone",        "median 3",    "kernel 3x3",
+    "gaussian r2", "gaussian r8", "box blur r5", "resize 0.5x", "transpose",
+    "chops add",   "blend 0.5",   "invert",      "chain5",      "point>bri>point"};
+/* Short names of the families in bench CSV files (bench/workloads.py uses
+ * the same ones for the Pillow and peer baselines). */
+static const char *const ab_ids[] = {"point",  "convert_l", "tone",   "median3",     "kernel3",
+                                     "gauss2", "gauss8",    "box5",   "resize_half", "transpose",
+                                     "add",    "blend",     "invert", "chain5",      "chain_pw"};
 
 /* N packed Jobs of one case, handed out round robin; Job i carries key i. */
 typedef struct ab_set {
@@ -107,6 +115,21 @@ static void ab_build(jg_job *j, jg_arena *a, jg_rng *r, int fam, ib_mode m, uint
   switch (fam) {
     case AB_POINT: jg_op(j, r, JG_POINT, 0, m, side, side, -1); break;
     case AB_INVERT: jg_op(j, r, JG_INVERT, 0, m, side, side, -1); break;
+    case AB_CHAIN5: {
+      int k = jg_op(j, r, JG_POINT, 0, m, side, side, -1);
+      k = jg_op(j, r, JG_BRIGHTNESS, k, m, side, side, -1);
+      k = jg_op(j, r, JG_COLOR, k, m, side, side, -1);
+      n = j->nodes[k = jg_op(j, r, JG_GAUSS, k, m, side, side, -1)];
+      n->gaussian_blur->radius_x = n->gaussian_blur->radius_y = 2.0;
+      jg_op(j, r, JG_TRANSPOSE, k, m, side, side, IMGBATCH__V1__TRANSPOSE_METHOD__FLIP_LEFT_RIGHT);
+      break;
+    }
+    case AB_CHAIN_PW: {
+      int k = jg_op(j, r, JG_POINT, 0, m, side, side, -1);
+      k = jg_op(j, r, JG_BRIGHTNESS, k, m, side, side, -1);
+      jg_op(j, r, JG_POINT, k, m, side, side, -1);
+      break;
+    }
     case AB_CONVERT: jg_op(j, r, JG_CONVERT, 0, m, side, side, 0); break; /* sub 0: "L" */
     case AB_TONE: jg_op(j, r, JG_TONE, 0, m, side, side, -1); break;
     case AB_RANK:
@@ -549,6 +572,7 @@ typedef struct ab_case {
   ab_run copy_one;       /* ib_executor_parse in the run callback */
   ab_run copy_threaded;  /* ib_executor_parse on producer threads */
   ab_run copy_threaded2; /* the same with producers2 threads */
+  int timed;             /* images per timed stream */
 } ab_case;
 
 typedef struct ab_params {
@@ -559,6 +583,7 @@ typedef struct ab_params {
   int qcap;               /* their queue */
   int producers2;         /* a second threaded copy-parse feed; 0 = none */
   uint64_t prefill_bytes; /* Job bytes written ahead per round of the zero-copy feed */
+  bool zc_only;           /* time only the zero-copy feed written ahead */
 } ab_params;
 
 typedef struct ab_builder {
@@ -594,7 +619,15 @@ static void ab_case_time(ib_executor *ex, ab_case *c, const ab_params *p) {
   ab_feed_spec one = {.kind = AB_COPY_PARSE, .producers = 0, .qcap = 0};
   ab_feed_spec thr = {.kind = AB_COPY_PARSE, .producers = p->producers, .qcap = p->qcap};
   ab_feed_spec thr2 = {.kind = AB_COPY_PARSE, .producers = p->producers2, .qcap = p->qcap};
+  c->timed = p->images;
   c->zc = ab_stream_prefilled(ex, &c->set, p->images, p->prefill_bytes, c->label);
+  if (p->zc_only) {
+    printf(
+        "  %-26s zero copy %.3f ms/img (parse_buffer %.4f; ahead: buffer %.4f, ingest copy %.3f)\n",
+        c->label, c->zc.ms, c->zc.parse_ms, c->zc.buffer_ms, c->zc.copy_ms);
+    fflush(stdout);
+    return;
+  }
   c->zc_threaded = ab_stream(ex, &c->set, p->images, &zc, NULL, c->label);
   c->copy_one = ab_stream(ex, &c->set, p->images, &one, NULL, c->label);
   c->copy_threaded = ab_stream(ex, &c->set, p->images, &thr, NULL, c->label);

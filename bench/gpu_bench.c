@@ -17,6 +17,8 @@
  * computed in print_api_table.
  *
  *   gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]
+ *             [--sizes LIST] [--modes LIST] [--families LIST] [--feeds all|zc]
+ *             [--sections LIST] [--csv FILE]
  *     --images     256² images per timed stream (sections 4, 5); 20480
  *     --batch      max_jobs of the 256² executor (B/2 jobs per submission)
  *                  and images per launch in section 5; 512
@@ -173,8 +175,88 @@ static double floor_serial_ms(const floors *f, uint64_t in, uint64_t out) {
   return (double)in / f->h2d_bw / 1e6 + (double)out / f->d2h_bw / 1e6;
 }
 
-/* ---- 3. every op family at 2048² and 4096² through the executor API. */
-static int run_api_families(ab_case *cs, int big, int producers, int inflight) {
+/* ---- --csv: one row per number, the schema of bench/run.sh's CSV files */
+static FILE *g_csv;
+static char g_setting[64];
+
+static void csv_row(const char *part, const char *impl, const char *workload, const char *mode,
+                    unsigned side, int n, const char *metric, double value, const char *unit) {
+  if (!g_csv) return;
+  fprintf(g_csv, "%s,%s,%s,%s,%u,%d,%s,%.6g,%s,%s,ok,\n", part, impl, workload, mode, side, n,
+          metric, value, unit, g_setting);
+  fflush(g_csv);
+}
+
+static bool csv_open(const char *path) {
+  if (!(g_csv = fopen(path, "a"))) return false;
+  if (ftell(g_csv) == 0)
+    fprintf(g_csv, "part,impl,workload,mode,side,n,metric,value,unit,setting,status,note\n");
+  return true;
+}
+
+/* Section-3 selection from the command line. */
+typedef struct matrix {
+  uint32_t sides[8];
+  int n_sides;
+  ib_mode modes[3];
+  int n_modes;
+  int fams[AB_ALL];
+  int n_fams;
+  bool zc_only;
+} matrix;
+
+static bool parse_sizes(matrix *m, char *list) {
+  m->n_sides = 0;
+  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+    int v = atoi(t);
+    if (v < 16 || v > 4096 || v % 2 || m->n_sides == 8) return false;
+    m->sides[m->n_sides++] = (uint32_t)v;
+  }
+  return m->n_sides > 0;
+}
+
+static bool parse_modes(matrix *m, char *list) {
+  m->n_modes = 0;
+  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+    ib_mode md = !strcmp(t, "L")      ? IB_MODE_L
+                 : !strcmp(t, "RGB")  ? IB_MODE_RGB
+                 : !strcmp(t, "RGBA") ? IB_MODE_RGBA
+                                      : IB_MODE_NONE;
+    if (!md || m->n_modes == 3) return false;
+    m->modes[m->n_modes++] = md;
+  }
+  return m->n_modes > 0;
+}
+
+static bool parse_families(matrix *m, char *list) {
+  m->n_fams = 0;
+  if (!strcmp(list, "all")) {
+    for (int f = 0; f < AB_FAMILIES; f++) m->fams[m->n_fams++] = f;
+    return true;
+  }
+  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+    int f = 0;
+    while (f < AB_ALL && strcmp(ab_ids[f], t)) f++;
+    if (f == AB_ALL || m->n_fams == AB_ALL) return false;
+    m->fams[m->n_fams++] = f;
+  }
+  return m->n_fams > 0;
+}
+
+/* Families Pillow (and so the backends) refuse in a mode. */
+static bool fam_admits(int fam, ib_mode m) {
+  if (fam == AB_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
+  if (fam == AB_INVERT) return m == IB_MODE_L || m == IB_MODE_RGB;
+  return true;
+}
+
+static int images_for(int big, uint32_t side) {
+  return side >= 4096 ? big : side >= 2048 ? 2 * big : side >= 1024 ? 8 * big : 64 * big;
+}
+
+/* ---- 3. every op family (default: at 2048² and 4096², RGBA) through the
+ * executor API; one group of cases per (side, mode). */
+static int run_api_families(ab_case *cs, int big, int producers, int inflight, const matrix *mx) {
   if (big <= 0) return 0;
   /* One job per submission (max_jobs = max_in_flight), so consecutive
    * images overlap their H2D and D2H on separate streams. host_bytes covers
@@ -184,22 +266,32 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight) {
    * up to a power of two). */
   ib_executor *ex = ab_executor(4ull << 30, 8ull << 30, (uint32_t)inflight, (uint32_t)inflight);
   int n = 0;
-  const uint32_t sides[] = {2048, 4096};
-  for (int si = 0; si < 2; si++) {
-    int first = n;
-    for (int fam = 0; fam < AB_FAMILIES; fam++)
-      cs[n++] = (ab_case){.fam = fam, .mode = IB_MODE_RGBA, .side = sides[si]};
-    int images = sides[si] == 4096 ? big : 2 * big;
-    ab_params p = {.images = images,
-                   .distinct = sides[si] == 4096 ? 4 : 8,
-                   .producers = producers,
-                   .qcap = 4,
-                   .warmup = 4 + producers + inflight + 1,
-                   .prefill_bytes = 2ull << 30};
-    printf("section 3: %d op families at %u^2, %d images per feed\n", AB_FAMILIES, sides[si],
-           images);
-    fflush(stdout);
-    ab_cases_run(ex, cs + first, n - first, &p);
+  for (int si = 0; si < mx->n_sides; si++) {
+    uint32_t side = mx->sides[si];
+    for (int mi = 0; mi < mx->n_modes; mi++) {
+      int first = n;
+      for (int k = 0; k < mx->n_fams; k++)
+        if (fam_admits(mx->fams[k], mx->modes[mi]))
+          cs[n++] = (ab_case){.fam = mx->fams[k], .mode = mx->modes[mi], .side = side};
+      if (n == first) continue;
+      int images = images_for(big, side);
+      ab_params p = {.images = images,
+                     .distinct = side >= 4096   ? 4
+                                 : side >= 2048 ? 8
+                                                : 16,
+                     .producers = producers,
+                     .qcap = 4,
+                     .warmup = 4 + producers + inflight + 1,
+                     .prefill_bytes = 2ull << 30,
+                     .zc_only = mx->zc_only};
+      if (mx->n_modes == 1 && mx->modes[0] == IB_MODE_RGBA)
+        printf("section 3: %d op families at %u^2, %d images per feed\n", n - first, side, images);
+      else
+        printf("section 3: %d op families at %u^2 %s, %d images per feed\n", n - first, side,
+               ib_mode_name(mx->modes[mi]), images);
+      fflush(stdout);
+      ab_cases_run(ex, cs + first, n - first, &p);
+    }
   }
   fflush(stdout);
   fprintf(stderr,
@@ -260,27 +352,130 @@ static void print_api_table(const ab_case *cs, int n, const floors *f, int produ
   }
 }
 
+/* Every number of the run as --csv rows (the text table stays as it was). */
+static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool *sec,
+                     const char *const *chain_ids, const float *chains_ms, int n_chains,
+                     float blur_ms, const ab_case *cs, int ncs, const ab_case *small,
+                     double pipe_big_ms, double pipe_small_ips, int producers, int batch) {
+  const uint64_t N = 4096ull * 4096 * 4;
+  csv_row("floors", "cuda", "d2d_copy", "RGBA", 4096, 30, "ms_kernel", copy_ms, "ms");
+  csv_row("floors", "cuda", "d2d_copy", "RGBA", 4096, 30, "gbps", copy_bw, "GB/s r+w");
+  csv_row("floors", "cuda", "h2d_pinned", "-", 4096, 10, "gbps", fl->h2d_bw, "GB/s");
+  csv_row("floors", "cuda", "d2h_pinned", "-", 4096, 10, "gbps", fl->d2h_bw, "GB/s");
+  csv_row("floors", "cuda", "pcie_overlap", "RGBA", 4096, 0, "ms_per_img",
+          floor_overlap_ms(fl, N, N), "ms");
+  for (int ci = 0; sec[1] && ci < n_chains; ci++) {
+    csv_row("kernels", "imgbatch-events", chain_ids[ci], "RGBA", 4096, 30, "ms_kernel",
+            chains_ms[ci], "ms");
+    csv_row("kernels", "imgbatch-events", chain_ids[ci], "RGBA", 4096, 30, "pct_copy_bw",
+            100.0 * copy_ms / chains_ms[ci], "%");
+  }
+  if (sec[1])
+    csv_row("kernels", "imgbatch-events", "k_gauss8", "RGBA", 4096, 10, "ms_kernel", blur_ms, "ms");
+  for (int i = 0; i < ncs; i++) {
+    const ab_case *c = &cs[i];
+    const char *md = ib_mode_name(c->mode);
+    double ov = floor_overlap_ms(fl, c->in_bytes, c->out_bytes);
+    int n = c->timed;
+    csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, n, "ms_per_img", c->zc.ms,
+            "ms");
+    csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, n, "x_floor_overlap",
+            c->zc.ms / ov, "x");
+    csv_row("api", "pcie-floor", ab_ids[c->fam], md, c->side, 0, "ms_per_img", ov, "ms");
+    if (c->zc_threaded.ms > 0) {
+      char impl[48];
+      snprintf(impl, sizeof impl, "imgbatch-api-cuda-%dprod", producers);
+      csv_row("api", impl, ab_ids[c->fam], md, c->side, n, "ms_per_img", c->zc_threaded.ms, "ms");
+      csv_row("api", "imgbatch-api-cuda-copyparse", ab_ids[c->fam], md, c->side, n, "ms_per_img",
+              c->copy_one.ms, "ms");
+    }
+  }
+  if (sec[4]) { /* its own executor: max_jobs = --batch, max_in_flight 2 */
+    char keep[sizeof g_setting];
+    memcpy(keep, g_setting, sizeof keep);
+    snprintf(g_setting, sizeof g_setting, "max_jobs=%d max_in_flight=2", batch);
+    csv_row("api", "imgbatch-api-cuda-batched", "invert", "RGB", 256, batch, "img_per_s",
+            1e3 / small->zc.ms, "img/s");
+    csv_row("api", "imgbatch-api-cuda-batched", "invert", "RGB", 256, batch, "ms_per_img",
+            small->zc.ms, "ms");
+    csv_row("api", "pcie-floor", "invert", "RGB", 256, 0, "img_per_s",
+            1e3 / floor_overlap_ms(fl, small->in_bytes, small->out_bytes), "img/s");
+    memcpy(g_setting, keep, sizeof keep);
+  }
+  if (sec[5]) {
+    csv_row("floors", "cuda-pipeline-only", "point", "RGBA", 4096, 16, "ms_per_img", pipe_big_ms,
+            "ms");
+    csv_row("floors", "cuda-pipeline-only", "invert", "RGB", 256, batch, "img_per_s",
+            pipe_small_ips, "img/s");
+  }
+}
+
+static void usage(void) {
+  printf(
+      "usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n"
+      "                 [--sizes 256,1024,2048,4096] [--modes L,RGB,RGBA] [--families all|ID,...]\n"
+      "                 [--feeds all|zc] [--sections 1,3,4,5] [--csv FILE]\n");
+}
+
 int main(int argc, char **argv) {
   int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3;
+  matrix mx = {.sides = {2048, 4096}, .n_sides = 2, .modes = {IB_MODE_RGBA}, .n_modes = 1};
+  char all[] = "all";
+  parse_families(&mx, all);
+  bool sec[6] = {false, true, true, true, true, true};
+  const char *csv_path = NULL;
   for (int i = 1; i < argc; i += 2) {
-    int *opt = !strcmp(argv[i], "--images")      ? &images
-               : !strcmp(argv[i], "--batch")     ? &batch
-               : !strcmp(argv[i], "--big")       ? &big
-               : !strcmp(argv[i], "--producers") ? &producers
-               : !strcmp(argv[i], "--inflight")  ? &inflight
-                                                 : NULL;
-    if (!opt || i + 1 >= argc) {
-      printf(
-          "usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n");
+    if (i + 1 >= argc) {
+      usage();
       return 2;
     }
-    *opt = atoi(argv[i + 1]);
+    char *v = argv[i + 1];
+    bool ok = true;
+    if (!strcmp(argv[i], "--sizes")) {
+      ok = parse_sizes(&mx, v);
+    } else if (!strcmp(argv[i], "--modes")) {
+      ok = parse_modes(&mx, v);
+    } else if (!strcmp(argv[i], "--families")) {
+      ok = parse_families(&mx, v);
+    } else if (!strcmp(argv[i], "--feeds")) {
+      ok = !strcmp(v, "all") || !strcmp(v, "zc");
+      mx.zc_only = !strcmp(v, "zc");
+    } else if (!strcmp(argv[i], "--sections")) {
+      for (int k = 1; k < 6; k++) sec[k] = k == 2;
+      for (char *t = strtok(v, ","); t; t = strtok(NULL, ",")) {
+        int k = atoi(t);
+        if (k < 1 || k > 5)
+          ok = false;
+        else
+          sec[k] = true;
+      }
+    } else if (!strcmp(argv[i], "--csv")) {
+      csv_path = v;
+    } else {
+      int *opt = !strcmp(argv[i], "--images")      ? &images
+                 : !strcmp(argv[i], "--batch")     ? &batch
+                 : !strcmp(argv[i], "--big")       ? &big
+                 : !strcmp(argv[i], "--producers") ? &producers
+                 : !strcmp(argv[i], "--inflight")  ? &inflight
+                                                   : NULL;
+      if (opt) *opt = atoi(v);
+      ok = opt != NULL;
+    }
+    if (!ok) {
+      usage();
+      return 2;
+    }
   }
   if (images < 1 || batch < 2 || big < 0 || producers < 1 || producers > 32 || inflight < 1) {
     printf(
         "gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1\n");
     return 2;
   }
+  if (csv_path && !csv_open(csv_path)) {
+    printf("bench: cannot open %s\n", csv_path);
+    return 2;
+  }
+  snprintf(g_setting, sizeof g_setting, "max_in_flight=%d", inflight);
   ib_error err = {0};
   ib_executor_options opts = {.backend = IB_BACKEND_CUDA,
                               .gpu_bytes = 1024ull << 20,
@@ -348,7 +543,7 @@ int main(int argc, char **argv) {
   Bri.a = IB_ENHANCE_BRIGHTNESS;
   struct {
     const char *name;
-    ib_gstep steps[4];
+    ib_gstep steps[5];
     int n;
     float ms;
   } chains[] = {
@@ -358,8 +553,12 @@ int main(int argc, char **argv) {
       {"tone (Oklab, kernels/tone.h)", {Tone}, 1, 0},
       {"median 3x3 (rank head, 3x3 network)", {Med}, 1, 0},
       {"kernel 3x3 (convolve head)", {Ker}, 1, 0},
+      {"color>point>brightness>tone>point (5-op mix)", {Col, P, Bri, Tone, P}, 5, 0},
   };
-  for (size_t ci = 0; ci < sizeof chains / sizeof chains[0]; ci++) {
+  static const char *const chain_ids[] = {"k_chain_fold", "k_chain_unfold3", "k_color_point",
+                                          "k_tone",       "k_median3",       "k_kernel3",
+                                          "k_mix5"};
+  for (size_t ci = 0; sec[1] && ci < sizeof chains / sizeof chains[0]; ci++) {
     ib_gchain ch = {0};
     for (int k = 0; k < chains[ci].n; k++) ib_gchain_push(&ch, &chains[ci].steps[k]);
     char *src = ib_gchain_source(&ch);
@@ -412,7 +611,7 @@ int main(int argc, char **argv) {
 
   /* GaussianBlur(8) on 4096² RGBA: rows then columns, 3 box passes each. */
   float blur_ms = 0;
-  {
+  if (sec[1]) {
     ib_gchain ch = {0};
     const ib_gstep G = bench_step(&n_gb, IB_MODE_RGBA);
     ib_gchain_push(&ch, &G);
@@ -465,7 +664,7 @@ int main(int argc, char **argv) {
    * (as when the decoder writes there) and read back into pinned staging;
    * H2D -> LUT kernel over a descriptor table -> D2H, two streams. */
   double pipe_small_ips = 0, pipe_big_ms = 0;
-  {
+  if (sec[5]) {
     ib_gchain ch = {0};
     const ib_gstep P3 = bench_step(&n_inv, IB_MODE_RGB);
     ib_gchain_push(&ch, &P3);
@@ -590,53 +789,69 @@ int main(int argc, char **argv) {
     CK(cu->cuMemFreeHost(ht));
     CK(cu->cuMemFreeHost(bin));
     CK(cu->cuMemFreeHost(bout));
-    CK(cu->cuMemFreeHost(hbuf));
-    CUdeviceptr dfree[] = {din, dout, dtab, bdin, bdout, btab, dpar, a, b};
+    CUdeviceptr dfree[] = {din, dout, dtab, bdin, bdout, btab, dpar};
     for (size_t k = 0; k < sizeof dfree / sizeof dfree[0]; k++) CK(cu->cuMemFree(dfree[k]));
     CK(cu->cuStreamDestroy(ps[0]));
     CK(cu->cuStreamDestroy(ps[1]));
   }
+  CK(cu->cuMemFreeHost(hbuf));
+  CK(cu->cuMemFree(a));
+  CK(cu->cuMemFree(b));
   floors fl = {h2d_bw, d2h_bw};
 
-  ab_case *cs = calloc(2 * AB_FAMILIES, sizeof *cs);
+  ab_case *cs = calloc((size_t)(mx.n_sides * mx.n_modes * mx.n_fams), sizeof *cs);
   if (!cs) return 1;
-  int ncs = run_api_families(cs, big, producers, inflight);
-  ab_case small = run_api_small(images, batch, producers);
+  int ncs = sec[3] ? run_api_families(cs, big, producers, inflight, &mx) : 0;
+  ab_case small = {0};
+  if (sec[4]) small = run_api_small(images, batch, producers);
+  enum { n_chains = sizeof chains / sizeof chains[0] };
+  float chains_ms[n_chains];
+  for (int ci = 0; ci < n_chains; ci++) chains_ms[ci] = chains[ci].ms;
+  csv_rows(&fl, copy_ms, copy_bw, sec, chain_ids, chains_ms, n_chains, blur_ms, cs, ncs, &small,
+           pipe_big_ms, pipe_small_ips, producers, batch);
 
   printf("\n%-44s %12s %12s\n", "measure", "value", "target");
   printf("%-44s %9.3f ms %12s\n", "D2D copy 64 MiB", copy_ms, "");
   printf("%-44s %7.0f GB/s %12s\n", "  copy bandwidth (read+write)", copy_bw, "");
-  for (size_t ci = 0; ci < sizeof chains / sizeof chains[0]; ci++) {
+  for (size_t ci = 0; sec[1] && ci < sizeof chains / sizeof chains[0]; ci++) {
     printf("chain 4096^2 RGBA %-46s %7.3f ms %6.1f %% of copy bw %s\n", chains[ci].name,
            chains[ci].ms, 100.0 * copy_ms / chains[ci].ms, ci == 0 ? "(target >= 85 %)" : "");
   }
-  printf("%-44s %9.3f ms %12s\n", "GaussianBlur(8) 4096^2 RGBA (rows + columns)", blur_ms, "");
+  if (sec[1])
+    printf("%-44s %9.3f ms %12s\n", "GaussianBlur(8) 4096^2 RGBA (rows + columns)", blur_ms, "");
   printf("%-44s %7.1f GB/s %12s\n", "pinned H2D", h2d_bw, "");
   printf("%-44s %7.1f GB/s %12s\n", "pinned D2H", d2h_bw, "");
   double floor_ms = floor_serial_ms(&fl, N, N), floor_ov_ms = floor_overlap_ms(&fl, N, N);
   printf("%-44s %9.3f ms %12s\n", "PCIe floor 4096^2 RGBA (H2D + D2H serial)", floor_ms, "");
   printf("%-44s %9.3f ms %12s\n", "  (both directions overlapped)", floor_ov_ms, "");
-  printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert API zero copy, images/s", 1e3 / small.zc.ms,
-         ">= 150000");
-  printf("%-44s %9.4f ms %12s\n", "  parse_buffer per image", small.zc.parse_ms, "");
-  printf("%-44s %9.4f ms %12s\n", "  ingest copy per image (off the clock)", small.zc.copy_ms, "");
-  char lab[64];
-  snprintf(lab, sizeof lab, "  ... zero copy, %d producers", producers);
-  printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.zc_threaded.ms, ">= 150000");
-  printf("%-44s %10.0f/s %12s\n", "  ... copy-parse, 1 thread", 1e3 / small.copy_one.ms, "");
-  snprintf(lab, sizeof lab, "  ... copy-parse, %d threads", producers);
-  printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.copy_threaded.ms, "");
-  snprintf(lab, sizeof lab, "  ... copy-parse, %d threads", 2 * producers);
-  printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.copy_threaded2.ms, "");
-  printf("%-44s %9.4f ms %12s\n", "  copy-parse per image (1 thread)", small.copy_one.parse_ms, "");
-  printf("%-44s %10.0f/s %12s\n", "  PCIe floor, images/s (overlapped)",
-         1e3 / floor_overlap_ms(&fl, small.in_bytes, small.out_bytes), "");
-  printf("%-44s %9.3f ms %12s\n", "pipeline only (pinned->pinned) 4096^2 RGBA", pipe_big_ms, "");
-  printf("%-44s %11.2fx %12s\n", "  pipeline per image / serial floor", pipe_big_ms / floor_ms, "");
-  printf("%-44s %11.2fx %12s\n", "  pipeline per image / overlapped floor",
-         pipe_big_ms / floor_ov_ms, "<= 1.25x");
-  printf("%-44s %10.0f/s %12s\n", "pipeline only 256^2 RGB invert, images/s", pipe_small_ips,
-         ">= 150000");
+  if (sec[4]) {
+    printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert API zero copy, images/s", 1e3 / small.zc.ms,
+           ">= 150000");
+    printf("%-44s %9.4f ms %12s\n", "  parse_buffer per image", small.zc.parse_ms, "");
+    printf("%-44s %9.4f ms %12s\n", "  ingest copy per image (off the clock)", small.zc.copy_ms,
+           "");
+    char lab[64];
+    snprintf(lab, sizeof lab, "  ... zero copy, %d producers", producers);
+    printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.zc_threaded.ms, ">= 150000");
+    printf("%-44s %10.0f/s %12s\n", "  ... copy-parse, 1 thread", 1e3 / small.copy_one.ms, "");
+    snprintf(lab, sizeof lab, "  ... copy-parse, %d threads", producers);
+    printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.copy_threaded.ms, "");
+    snprintf(lab, sizeof lab, "  ... copy-parse, %d threads", 2 * producers);
+    printf("%-44s %10.0f/s %12s\n", lab, 1e3 / small.copy_threaded2.ms, "");
+    printf("%-44s %9.4f ms %12s\n", "  copy-parse per image (1 thread)", small.copy_one.parse_ms,
+           "");
+    printf("%-44s %10.0f/s %12s\n", "  PCIe floor, images/s (overlapped)",
+           1e3 / floor_overlap_ms(&fl, small.in_bytes, small.out_bytes), "");
+  }
+  if (sec[5]) {
+    printf("%-44s %9.3f ms %12s\n", "pipeline only (pinned->pinned) 4096^2 RGBA", pipe_big_ms, "");
+    printf("%-44s %11.2fx %12s\n", "  pipeline per image / serial floor", pipe_big_ms / floor_ms,
+           "");
+    printf("%-44s %11.2fx %12s\n", "  pipeline per image / overlapped floor",
+           pipe_big_ms / floor_ov_ms, "<= 1.25x");
+    printf("%-44s %10.0f/s %12s\n", "pipeline only 256^2 RGB invert, images/s", pipe_small_ips,
+           ">= 150000");
+  }
   print_api_table(cs, ncs, &fl, producers);
   free(cs);
   ib_backend_cuda.close(state);

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# bench/run.sh - issue 15's benchmark (SPEC §7) in one command: imgbatch on
+# every path a user takes, against Pillow 12.3 (sequential and on every core),
+# OpenCV / torchvision / NPP (not bit-exact) and the physical floors, all
+# measured in the same run. Writes CSV files (one schema: bench/csvrows.py),
+# log.txt and summary.md to the output folder; prints a line per step and the
+# targets table last. Plots are drawn afterwards, off the GPU machine:
+# bench/plot.py OUT... (needs bench/requirements.txt).
+#
+#   bench/run.sh [--quick] [--backend cuda|cpu] [--out DIR] [--keep] [PART...]
+#
+# DIR: --out, else $OUT, else /tmp/ib_bench; its CSV files, log and summary
+# are replaced unless --keep (then rows are appended; summary.py and plot.py
+# also take several folders, e.g. those of two device calls).
+#
+# PARTs (default: all, in this order):
+#   floors   gpu_bench sections 1, 2, 5 (D2D copy, pinned H2D/D2H, kernel-only
+#            events for the fused chains, median, tone, GaussianBlur(8)) + NPP
+#   api      gpu_bench: every family x L/RGB/RGBA x 256..4096 + chains through
+#            the executor API at the default caps (max_in_flight 2), then
+#            max_in_flight 3 and 4 at 2048/4096 RGBA (the best is reported too)
+#   kernels  kernel-only time of every family as launched (ncu, one job each)
+#   cold     time to the first result, empty and warm NVRTC cache
+#   pillow   Pillow sequential and on every core over the API matrix
+#   peers    OpenCV (CPU) and torchvision (GPU) over the API matrix
+#   run      `imgbatch run --in F --out G` on tmpfs vs `cat F > G`, default caps
+#            and a larger setting, the cpu backend, Pillow on the same jobs
+#   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
+#            vs Pillow doing the same decode, op and encode
+#   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
+# GPU-only parts print "skipped: no GPU" with --backend cpu. --quick: small
+# sizes and few images (CI smoke test; numbers mean nothing).
+# Every benchmarked output is checked (against Pillow, or for the API against
+# the CPU backend); a MISMATCH fails the run (exit 1). Exit 2: usage/setup.
+#
+# Binaries: imgbatch, gpu_bench, kafka_bench from PATH, else .devpack (sourced
+# when present), else build/ and build/tests/. Python: $IB_PYTHON, else
+# .venv/bin/python, else python3; the client (import imgbatch) from there,
+# else installed from .whl/ into /tmp/ib_site (as tests/gpu/run.sh does).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+all_parts="floors api kernels cold pillow peers run codecs kafka"
+quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --backend) backend=${2:-}; shift ;;
+    --out) out=${2:-}; shift ;;
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) [[ " $all_parts " == *" $1 "* ]] || { echo "run.sh: unknown part $1 ($all_parts)" >&2; exit 2; }
+       parts+=("$1") ;;
+  esac
+  shift
+done
+[ "$backend" = cuda ] || [ "$backend" = cpu ] || { echo "run.sh: --backend cuda|cpu" >&2; exit 2; }
+[ ${#parts[@]} -gt 0 ] || read -r -a parts <<<"$all_parts"
+
+# ---- tools
+if ! command -v imgbatch >/dev/null && [ -f .devpack/env.sh ]; then source .devpack/env.sh; fi
+command -v imgbatch >/dev/null || export PATH=$root/build:$root/build/tests:$PATH
+export PATH=$PATH:/usr/local/cuda/bin
+command -v imgbatch >/dev/null || { echo "run.sh: no imgbatch binary (build it or pack .devpack)" >&2; exit 2; }
+PY=${IB_PYTHON:-}
+[ -n "$PY" ] || { [ -x .venv/bin/python ] && PY=$root/.venv/bin/python || PY=python3; }
+if ! "$PY" -c "import imgbatch" 2>/dev/null && ls .whl/imgbatch_client-*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/ib_site .whl/imgbatch_client-*.whl .whl/protobuf-*.whl >/dev/null 2>&1
+  # The machine's own newer protobuf has a compiled upb module that the
+  # pure-Python 4.21 runtime would try (and crash) to load.
+  mkdir -p /tmp/ib_site/google/_upb
+  echo 'raise ImportError("pure-Python protobuf 4.21 only")' >/tmp/ib_site/google/_upb/__init__.py
+  export PYTHONPATH=/tmp/ib_site${PYTHONPATH:+:$PYTHONPATH} PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
+fi
+"$PY" -c "import imgbatch, PIL, numpy" || { echo "run.sh: $PY lacks imgbatch/Pillow/numpy" >&2; exit 2; }
+gpu=0
+[ "$backend" = cuda ] && nvidia-smi -L >/dev/null 2>&1 && gpu=1
+if [ "$backend" = cuda ] && [ $gpu = 0 ]; then
+  echo "run.sh: no GPU here (nvidia-smi): run with --backend cpu" >&2; exit 2
+fi
+
+mkdir -p "$out" || exit 2
+[ $keep = 1 ] || rm -f "$out"/*.csv "$out"/log.txt "$out"/summary.md "$out"/kafka.txt
+log=$out/log.txt
+scratch=/dev/shm/ib_bench.$$
+[ -d /dev/shm ] || scratch=$out/scratch
+mkdir -p "$scratch"
+trap 'rm -rf "$scratch"' EXIT
+# The kernel cache: warm after the first part (the cold part uses its own).
+export IB_CACHE_DIR=${IB_CACHE_DIR:-$scratch/kernel_cache}
+t_start=$(date +%s)
+nerr=0 nbad=0
+
+say() { printf '[%4ds] %s\n' $(($(date +%s) - t_start)) "$*" | tee -a "$log"; }
+status_row() { # part status note
+  "$PY" -c 'import sys; sys.path.insert(0, "bench"); import csvrows as c
+c.append(sys.argv[1], [c.row(sys.argv[2], "run.sh", "", "", "", "", "", "", "", status=sys.argv[3], note=sys.argv[4])])' \
+    "$out/status.csv" "$1" "$2" "$3"
+}
+skip() { say "$1: skipped: $2"; status_row "$1" skipped "$2"; }
+# step PART TIMEOUT CMD...: runs CMD, its output into the log, its progress
+# lines ("  ..." and MISMATCH/skipped/error lines) on the terminal too.
+step() {
+  local part=$1 to=$2 rc
+  shift 2
+  timeout "$to" "$@" >"$scratch/step.txt" 2>&1
+  rc=$?
+  cat "$scratch/step.txt" >>"$log"
+  grep -E '^  |^section|^relay|^worker|MISMATCH|skipped|error|^bench:' "$scratch/step.txt" | head -n 400
+  if grep -q MISMATCH "$scratch/step.txt"; then
+    nbad=$((nbad + 1)); status_row "$part" MISMATCH "$(grep -m1 MISMATCH "$scratch/step.txt")"
+  elif [ $rc -ne 0 ]; then
+    nerr=$((nerr + 1)); say "$part: FAILED (rc $rc): $*"
+    status_row "$part" error "rc $rc: $(basename "$1") $(tail -n 1 "$scratch/step.txt" | cut -c1-150)"
+  fi
+  return $rc
+}
+q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
+
+{
+  echo "bench/run.sh $(date -u +%FT%TZ) quick=$quick backend=$backend parts=${parts[*]}"
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (+ uncommitted changes)')"
+  else
+    echo "commit: ? (no git metadata here; say which commit was packed)"
+  fi
+  imgbatch version 2>&1
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+  "$PY" -c 'import PIL, numpy, platform; print("python", platform.python_version(), "Pillow", PIL.__version__, "numpy", numpy.__version__)'
+  for m in cv2 torch torchvision cupy; do
+    "$PY" -c "import $m; print('$m', $m.__version__)" 2>/dev/null || echo "$m: not installed"
+  done
+  echo "cores: $(nproc)"
+} >"$out/versions.txt" 2>&1
+cat "$out/versions.txt" | tee -a "$log"
+
+fams_all=point,convert_l,tone,median3,kernel3,gauss2,gauss8,box5,resize_half,transpose,add,blend,chain5,chain_pw
+grid=$(q "all:RGB:64/128,invert:RGB:256" "all:L/RGB/RGBA:256/1024/2048/4096,invert:RGB:256")
+budget=$(q 0.02 0.25)
+
+part_floors() {
+  if [ $gpu = 0 ]; then skip floors "no GPU (--backend cpu)"; return; fi
+  say "floors: gpu_bench sections 1, 2, 5 (copy, PCIe, kernel-only events, pipeline)"
+  step floors 240 gpu_bench --sections 1,5 --images "$(q 2048 20480)" --batch "$(q 128 512)" \
+    --csv "$out/floors.csv"
+  say "floors: NPP kernel-only (CuPy + ctypes)"
+  step floors 120 "$PY" bench/npp_bench.py --side "$(q 1024 4096)" --csv "$out/npp.csv"
+}
+
+part_api() {
+  if [ $gpu = 0 ]; then skip api "no GPU (--backend cpu)"; return; fi
+  say "api: every family x modes x sizes through the executor API at the default caps (max_in_flight 2; 256^2 invert max_jobs 64)"
+  step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
+    --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
+    --images "$(q 2048 20480)" --csv "$out/api.csv"
+  for f in $(q "3" "3 4"); do
+    say "api: max_in_flight $f at $(q 1024 2048,4096) RGBA$([ "$f" = 3 ] && echo ", 256^2 invert max_jobs 512") (looking for the best setting)"
+    step api 150 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
+      --feeds zc --families all --sizes "$(q 1024 2048,4096)" --modes RGBA --big "$(q 2 12)" \
+      --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
+  done
+}
+
+part_kernels() {
+  if [ $gpu = 0 ]; then skip kernels "no GPU (--backend cpu)"; return; fi
+  say "kernels: every family as launched, one job per process under ncu"
+  step kernels 300 "$PY" bench/ncu_kernels.py --grid "$(q all:RGBA:512 all:RGBA:4096)" \
+    --dir "$scratch/ncu" --csv "$out/kernels.csv"
+}
+
+part_cold() {
+  say "cold: first result with an empty and a warm kernel cache"
+  local f=$scratch/cold.bin
+  : >"$f"
+  for w in gauss8 median3 chain5 tone; do
+    "$PY" bench/make_jobs.py --workload "$w" --mode RGB --side "$(q 128 1024)" --n 1 --distinct 1 \
+      --sample 0 --jobs "$scratch/c1.bin" --expect "$scratch/c1.exp" && cat "$scratch/c1.bin" >>"$f"
+  done
+  step cold 120 "$PY" bench/cold_bench.py --backend "$backend" --jobs "$f" --n 4 \
+    --cache "$scratch/cold_cache" --workload "gauss8+median3+chain5+tone RGB $(q 128 1024)^2" \
+    --csv "$out/cold.csv"
+}
+
+part_pillow() {
+  say "pillow: Pillow sequential and on every core over the API matrix (${budget}s a case)"
+  step pillow 600 "$PY" bench/pillow_bench.py --grid "$grid" --procs 1,0 --budget "$budget" \
+    --csv "$out/pillow.csv"
+}
+
+part_peers() {
+  say "peers: OpenCV on the CPU (not bit-exact)"
+  step peers 300 "$PY" bench/peers_bench.py --impl opencv --grid "$grid" --budget "$(q 0.01 0.1)" \
+    --csv "$out/peers.csv"
+  if [ $gpu = 0 ]; then skip peers "torchvision: no GPU (--backend cpu)"; return; fi
+  say "peers: torchvision on the GPU, end to end with PCIe (not bit-exact)"
+  step peers 300 "$PY" bench/peers_bench.py --impl torchvision --grid "$grid" --budget "$(q 0.01 0.1)" \
+    --csv "$out/peers.csv"
+}
+
+best_caps="--max-in-flight 4 --max-jobs 256 --gpu-bytes 8G --host-bytes 8G"
+# run_case PART WORKLOAD MODE SIDE N SOURCE [PILLOW_GRID_EXTRA]: jobs file ->
+# imgbatch run (default caps, best caps, cpu backend) each checked -> Pillow.
+run_case() {
+  local part=$1 w=$2 m=$3 s=$4 n=$5 src=$6 j=$scratch/jobs.bin e=$scratch/jobs.exp r=$scratch/results.bin
+  local outfmt=raw label=$w
+  [ "$src" = raw ] || outfmt=png label=$w-$src
+  local row="$part,$label,$m,$s"
+  say "$part: $w $m ${s}^2, $n jobs, $src in, $outfmt out"
+  step "$part" 300 "$PY" bench/make_jobs.py --workload "$w" --mode "$m" --side "$s" --n "$n" \
+    --distinct 4 --sample "$([ "$s" -ge 2048 ] && echo 1 || echo 2)" --source "$src" --output "$outfmt" \
+    --jobs "$j" --expect "$e" || return
+  local -a settings=("default caps|")
+  [ "$backend" = cuda ] && settings+=("$best_caps|$best_caps")
+  local setting caps nocat=()
+  for sc in "${settings[@]}"; do
+    setting=${sc%%|*} caps=${sc#*|}
+    step "$part" 300 "$PY" bench/run_bench.py --backend "$backend" --jobs "$j" --results "$r" --n "$n" \
+      --caps "$caps" --row "$row" --setting "$setting" "${nocat[@]}" --csv "$out/$part.csv" &&
+      step "$part" 300 "$PY" bench/check_results.py --results "$r" --expect "$e" --n "$n" \
+        --csv "$out/$part.csv" --row "$part,imgbatch-run-$backend,$label,$m,$s" --setting "$setting"
+    nocat=(--no-cat) # the cat floor once per jobs file
+  done
+  if [ "$backend" = cuda ]; then # imgbatch's own CPU backend on the first jobs
+    local k=$((n / 4 > 2 ? n / 4 : 2))
+    step "$part" 300 "$PY" bench/run_bench.py --backend cpu --jobs "$j" --results "$r" --n "$n" \
+      --limit "$k" --row "$row" --no-cat --reps 1 --csv "$out/$part.csv" &&
+      step "$part" 300 "$PY" bench/check_results.py --results "$r" --expect "$e" --n "$k" \
+        --csv "$out/$part.csv" --row "$part,imgbatch-run-cpu,$label,$m,$s"
+  fi
+  step "$part" 300 "$PY" bench/pillow_bench.py --part "$part" --label "$label" --grid "$w:$m:$s" --source "$src" \
+    --output "$outfmt" --procs 1,0 --budget "$budget" --csv "$out/$part.csv"
+  rm -f "$j" "$e" "$r"
+}
+
+part_run() {
+  run_case run invert RGB "$(q 64 256)" "$(q 200 2000)" raw
+  run_case run chain5 RGB "$(q 128 1024)" "$(q 40 100)" raw
+  run_case run gauss8 RGB "$(q 128 2048)" "$(q 20 30)" raw
+  run_case run median3 RGB "$(q 128 2048)" "$(q 20 30)" raw
+  run_case run copy RGBA "$(q 256 4096)" "$(q 20 10)" raw
+}
+
+part_codecs() {
+  run_case codecs gauss2 RGB "$(q 128 1024)" "$(q 16 48)" png
+  run_case codecs gauss2 RGB "$(q 128 1024)" "$(q 16 48)" jpeg
+  say "codecs: Pillow PNG 128^2 -> GaussianBlur(2) -> PNG (the Kafka codec case)"
+  step codecs 120 "$PY" bench/pillow_bench.py --part codecs --label gauss2-png --grid gauss2:RGB:128 --source png \
+    --output png --procs 1,0 --budget "$(q 0.05 1)" --csv "$out/codecs.csv"
+}
+
+part_kafka() {
+  command -v kafka_bench >/dev/null || { skip kafka "no kafka_bench binary"; return; }
+  say "kafka: worker vs a plain librdkafka relay on the embedded broker"
+  OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 3000)" \
+    --codec-n "$(q 100 600)" --threads "$(q 2 "1 4 16")"
+  cp "$scratch/step.txt" "$out/kafka.txt"
+  step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
+}
+
+times=""
+for p in "${parts[@]}"; do
+  t0=$(date +%s)
+  "part_$p"
+  times+=" $p $(($(date +%s) - t0))s"
+done
+
+say "done in $(($(date +%s) - t_start)) s (parts:$times); summary:"
+"$PY" bench/summary.py "$out" | tee -a "$log"
+rc_sum=${PIPESTATUS[0]}
+[ $nerr = 0 ] || echo "run.sh: $nerr step(s) failed (see $log and status.csv)"
+if [ $nbad -gt 0 ] || [ "$rc_sum" -ne 0 ]; then echo "run.sh: MISMATCH: a benchmarked output is wrong"; exit 1; fi
+[ $nerr = 0 ] || exit 1
+exit 0
