@@ -26,7 +26,7 @@
 #include "codec/codec.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_probe.h"
-#include "jobgen.h"
+#include "tools/jobgen.h"
 
 typedef struct ccase {
   ib_graph *g;

@@ -4,7 +4,7 @@
  * the CPU reference's bytes. */
 #include <criterion/criterion.h>
 
-#include "../gpu/jobgen.h"
+#include "tools/jobgen.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_internal.h"
 #include "gpu/gplan.h"

@@ -12,7 +12,7 @@
 
 #include "exec/backend.h"
 #include "gpu/cu.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Called by ib_cuda_submit for a resident job whose terminal image lies at
  * `src` in the submission's device block: enqueues a device-to-device copy

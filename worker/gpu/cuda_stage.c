@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpu/cuda_internal.h"
+#include "ops/op.h"
 
 #define CHUNK (1u << 20)
 typedef enum { HT_COPY, HT_SOURCE, HT_PARAMS } htask_kind;
