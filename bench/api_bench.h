@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../tests/gpu/jobgen.h"
+#include "tools/jobgen.h"
 #include "imgbatch.h"
 
 static double ab_now(void) {

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "core/frame.h"
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "fuzz_util.h"
 #include "imgbatch.h"
 

@@ -3,7 +3,10 @@
  * byte: every device op x admitted mode (x variant), random fused chains,
  * batches of same-signature small images, 4096-side images. Jobs are built
  * and parsed here (jobgen.h); the CPU result is ib_cpu_execute, the device
- * result ib_cuda_execute_batch over submissions of several jobs.
+ * result comes through an executor on the CUDA backend (ib_executor_submit
+ * of a run of jobs, then ib_executor_join: the production submissions,
+ * results lent from their download arena or own Job buffer). --cpu-only 1
+ * runs the same executor on the CPU backend.
  *
  *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--log FILE]
  *
@@ -22,14 +25,21 @@
 #include "cli/cli.h"
 #include "codec/codec.h"
 #include "cpu/cpu_backend.h"
-#include "gpu/cuda_backend.h"
-#include "jobgen.h"
+#include "gpu/cuda_probe.h"
+#include "tools/jobgen.h"
 
 typedef struct ccase {
   ib_graph *g;
   int op;        /* JG_* for single-op cases, -1 random chain, -2 batch, -3 big */
   int has_tone;
   char label[160];
+  ib_status ref_st; /* the CPU reference (ib_cpu_execute) */
+  ib_error ref_err;
+  ib_image ref;
+  uint64_t id;      /* through the executor: its job id, result or refusal */
+  ib_status st;
+  ib_error err;
+  ib_result res;
 } ccase;
 
 typedef struct tally {
@@ -390,6 +400,73 @@ static tally capacity_check(ib_backend_kind backend, jg_rng *r, jg_job *j, jg_ar
   return t;
 }
 
+/* Cases [i, i + b): the CPU reference of each, then all of them submitted
+ * to `ex` (which takes the graphs) and joined: each case gets its result
+ * or its refusal. Returns the CPU seconds of submit + join. */
+static double run_cases(ib_executor *ex, ccase *cs, size_t i, size_t b) {
+  for (size_t k = i; k < i + b; k++)
+    cs[k].ref_st = ib_cpu_execute(cs[k].g, &cs[k].ref, &cs[k].ref_err);
+  clock_t t0 = clock();
+  for (size_t k = i; k < i + b; k++) {
+    ccase *c = &cs[k];
+    c->st = ib_executor_submit(ex, c->g, NULL, &c->id, &c->err);
+    if (c->st == IB_OK) {
+      c->g = NULL; /* the executor's now */
+      c->st = IB_DEVICE; /* until its result says otherwise */
+      snprintf(c->err.message, sizeof c->err.message, "no result");
+    }
+  }
+  ib_results *rs = NULL;
+  ib_status st = ib_executor_join(ex, &rs);
+  ib_result res;
+  while (st == IB_OK && (st = ib_results_next(rs, &res)) == IB_OK) {
+    size_t k = i;
+    while (k < i + b && !(cs[k].g == NULL && cs[k].id == res.job_id)) k++;
+    if (k == i + b) {
+      fprintf(logf_, "submission at job %zu: result for unknown job %llu\n", i,
+              (unsigned long long)res.job_id);
+      ib_result_free(&res);
+      continue;
+    }
+    cs[k].res = res;
+    cs[k].st = res.ok ? IB_OK : res.error.status ? res.error.status : IB_INTERNAL;
+    cs[k].err = res.error;
+  }
+  if (st != IB_END)
+    fprintf(logf_, "submission at job %zu: join: %s\n", i, ib_status_name(st));
+  ib_results_close(rs);
+  return (double)(clock() - t0) / CLOCKS_PER_SEC;
+}
+
+/* Tallies one case (CPU reference against the executor's result); returns
+ * 1 when the device failed it. */
+static int judge(const ccase *c, tally *t) {
+  t->cases++;
+  if (c->st != IB_OK || c->ref_st != IB_OK) {
+    if (c->ref_st != IB_OK && c->st != IB_OK) {
+      t->skipped++;
+      fprintf(logf_, "both refused %s: cpu %s / cuda %s\n", c->label, c->ref_err.message,
+              c->err.message);
+      return 0;
+    }
+    t->failed++;
+    fprintf(logf_, "FAIL %s: cpu %s, cuda %s: %s\n", c->label, ib_status_name(c->ref_st),
+            ib_status_name(c->st), c->st != IB_OK ? c->err.message : c->ref_err.message);
+    return c->st == IB_DEVICE;
+  }
+  int md = 0;
+  if (compare(&c->ref, &c->res.image, &md)) {
+    t->equal++;
+    return 0;
+  }
+  if (md > t->maxdiff) t->maxdiff = md;
+  int tol = getenv("IB_TONE_TOLERANCE") ? atoi(getenv("IB_TONE_TOLERANCE")) : 0;
+  int ok_tone = c->has_tone && md <= tol;
+  if (!ok_tone) t->failed++;
+  fprintf(logf_, "%s %s: max |diff| %d\n", ok_tone ? "TONE-LSB" : "DIFF", c->label, md);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
   uint64_t seed = 20261202;
@@ -407,17 +484,12 @@ int main(int argc, char **argv) {
   logf_ = log_path ? fopen(log_path, "w") : stderr;
   if (!logf_) logf_ = stderr;
   ib_error err = {0};
-  ib_cuda *cu = NULL;
-  ib_executor_options opts = {.backend = IB_BACKEND_CUDA, .gpu_bytes = 2048ull << 20,
-                              .host_bytes = 2048ull << 20, .max_in_flight = 2,
-                              .host_threads = -1, .cache_dir = tool_cache_dir(),
-                              .module_cache_bytes = module_cache};
-  tool_cuda_knobs(&opts);
-  if (!cpu_only && ib_cuda_open(&opts, &cu, &err) != IB_OK) {
-    printf("gpu_check: %s\n", err.message);
+  char dev_desc[256] = "none (--cpu-only: generation and CPU runs only)";
+  if (!cpu_only && ib_cuda_probe(0, dev_desc, sizeof dev_desc) != IB_OK) {
+    printf("gpu_check: %s\n", dev_desc);
     return 2;
   }
-  printf("device: %s\n", cu ? ib_cuda_device_desc(cu) : "none (--cpu-only: generation and CPU runs only)");
+  printf("device: %s\n", dev_desc);
   jg_arena arena = {malloc(1u << 28), 0, 1u << 28};
   jg_rng r = {seed};
   size_t cap = 4096, nc = 0;
@@ -580,65 +652,46 @@ int main(int argc, char **argv) {
     free(bigarena.p);
   }
 
-  /* Run: CPU one by one, CUDA in submissions of `batch` jobs (the batch
-   * section as one submission of 200). */
+  /* Run: the CPU reference one by one; the device through an executor,
+   * runs of `batch` jobs (the batch and png sections each as one run, split
+   * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
         pngs = {0};
   int device_errors = 0;
-  ib_backend_job *jobs = calloc(nc, sizeof *jobs);
-  for (size_t i = 0; i < nc; i++) {
-    jobs[i].graph = cs[i].g;
-    jobs[i].job_id = i + 1;
+  size_t most = (size_t)batch;
+  if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
+  if ((size_t)(n_png_end - n_png_begin) > most) most = (size_t)(n_png_end - n_png_begin);
+  ib_executor_options opts;
+  ib_executor_options_default(&opts);
+  opts.backend = cpu_only ? IB_BACKEND_CPU : IB_BACKEND_CUDA;
+  opts.gpu_bytes = opts.host_bytes = 2048ull << 20;
+  opts.max_in_flight = 2;
+  opts.max_jobs = (uint32_t)(2 * most); /* a full batch: a whole run */
+  opts.cache_dir = tool_cache_dir();
+  opts.module_cache_bytes = module_cache;
+  tool_cuda_knobs(&opts);
+  ib_executor *main_ex = NULL;
+  if (ib_executor_create(&opts, &main_ex, &err) != IB_OK) {
+    printf("gpu_check: %s\n", err.message);
+    return 2;
   }
-  clock_t t0 = clock();
+  double gpu_s = 0;
   for (size_t i = 0; i < nc;) {
     size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i)
                : (int)i >= n_png_begin && (int)i < n_png_end ? (size_t)(n_png_end - (int)i)
                                                                : (size_t)batch;
     if (i + b > nc) b = nc - i;
-    ib_error e = {0};
-    if (cpu_only) {
-      for (size_t k = i; k < i + b; k++) {
-        jobs[k].status = ib_cpu_execute(jobs[k].graph, &jobs[k].out, &jobs[k].err);
-      }
-    } else if (ib_cuda_execute_batch(cu, &jobs[i], b, &e) != IB_OK)
-      fprintf(logf_, "submission at job %zu: %s\n", i, e.message);
-    i += b;
-  }
-  double gpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  for (size_t i = 0; i < nc; i++) {
-    ccase *c = &cs[i];
-    tally *t = c->op >= 0 ? &per_op[c->op] : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
-               : c->op == -2 ? &batches : c->op == -4 ? &pngs : &bigs;
-    t->cases++;
-    ib_image ref = {0};
-    ib_error e = {0};
-    ib_status cst = ib_cpu_execute(c->g, &ref, &e);
-    if (jobs[i].status != IB_OK || cst != IB_OK) {
-      if (cst != IB_OK && jobs[i].status != IB_OK) {
-        t->skipped++;
-        fprintf(logf_, "both refused %s: cpu %s / cuda %s\n", c->label, e.message, jobs[i].err.message);
-      } else {
-        t->failed++;
-        if (jobs[i].status == IB_DEVICE) device_errors++;
-        fprintf(logf_, "FAIL %s: cpu %s, cuda %s: %s\n", c->label, ib_status_name(cst),
-                ib_status_name(jobs[i].status), jobs[i].status != IB_OK ? jobs[i].err.message : e.message);
-      }
-    } else {
-      int md = 0;
-      if (compare(&ref, &jobs[i].out, &md)) {
-        t->equal++;
-      } else {
-        if (md > t->maxdiff) t->maxdiff = md;
-        int tol = getenv("IB_TONE_TOLERANCE") ? atoi(getenv("IB_TONE_TOLERANCE")) : 0;
-        int ok_tone = c->has_tone && md <= tol;
-        if (!ok_tone) t->failed++;
-        fprintf(logf_, "%s %s: max |diff| %d\n", ok_tone ? "TONE-LSB" : "DIFF", c->label, md);
-      }
+    gpu_s += run_cases(main_ex, cs, i, b);
+    for (size_t k = i; k < i + b; k++) {
+      ccase *c = &cs[k];
+      tally *t = c->op >= 0 ? &per_op[c->op] : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
+                 : c->op == -2 ? &batches : c->op == -4 ? &pngs : &bigs;
+      device_errors += judge(c, t);
+      ib_image_release(&c->ref);
+      ib_result_free(&c->res);
+      ib_graph_free(c->g);
     }
-    ib_image_release(&ref);
-    ib_image_release(&jobs[i].out);
-    ib_graph_free(c->g);
+    i += b;
   }
   int fails = 0, total = 0, equal = 0;
   printf("\n%-12s %6s %6s %6s %6s %8s\n", "op", "cases", "equal", "fail", "skip", "maxdiff");
@@ -792,11 +845,19 @@ int main(int argc, char **argv) {
            cap_t.skipped, cap_t.maxdiff);
     fails += cap_t.failed;
   }
-  char cdesc[600] = "";
-  if (cu) ib_cuda_cache_desc(cu, cdesc, sizeof cdesc);
-  printf("%s\n", cdesc);
-  if (cu) ib_cuda_close(cu);
-  free(jobs);
+  ib_executor_counters mc;
+  ib_executor_counters_get(main_ex, &mc);
+  if (cpu_only)
+    printf("\n");
+  else
+    printf("nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
+           "evicted; cache dir '%s'\n",
+           (unsigned long long)mc.nvrtc_compiles, (double)mc.nvrtc_compile_us * 1e-6,
+           (unsigned long long)mc.module_cache_hits_disk, (unsigned long long)mc.disk_cache_corrupt,
+           (unsigned long long)mc.module_cache_hits_memory,
+           (unsigned long long)mc.module_cache_evictions,
+           opts.cache_dir ? opts.cache_dir : "");
+  ib_executor_destroy(main_ex);
   free(cs);
   free(arena.p);
   if (logf_ != stderr) fclose(logf_);

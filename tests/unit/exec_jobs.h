@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 typedef struct test_job {
   const char *mode; /* default "L" */

@@ -9,7 +9,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "../gpu/jobgen.h"
+#include "parse/parse.h"
+#include "tools/jobgen.h"
 #include "cpu/cpu_backend.h"
 #include "exec/backend.h"
 #include "exec/credits.h"

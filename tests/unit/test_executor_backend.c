@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "cpu/cpu_backend.h"
 #include "exec/executor.h"
 #include "exec_jobs.h"

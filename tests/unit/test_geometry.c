@@ -5,7 +5,7 @@
 
 #include "kernels/geometry.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Pillow: Image.frombytes("L", (3, 2), bytes(range(6))).transpose(m).tobytes() */
 Test(geometry, transpose_maps_equal_pillow_for_all_seven_methods) {

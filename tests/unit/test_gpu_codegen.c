@@ -17,6 +17,7 @@
 #include "gpu/pool.h"
 #include "kernels/chops.h"
 #include "kernels/enhance.h"
+#include "ops/op.h"
 
 static const char *const fmad_opt[] = {"--fmad=false"};
 

@@ -11,6 +11,7 @@
 
 #include "exec_jobs.h"
 #include "gpu/pinned.h"
+#include "parse/parse.h"
 
 static atomic_int host_allocs, host_frees;
 

@@ -4,8 +4,9 @@
  * the CPU reference's bytes. */
 #include <criterion/criterion.h>
 
-#include "../gpu/jobgen.h"
+#include "tools/jobgen.h"
 #include "cpu/cpu_backend.h"
+#include "gpu/cuda_internal.h"
 #include "gpu/gplan.h"
 #include "kernels/point.h"
 
@@ -168,4 +169,58 @@ Test(gpu_plan, blur_gets_scratch_and_its_own_stage) {
   cr_assert_eq(pl.stages[0].scratch_buf, -1);
   ib_gplan_free(&pl);
   ib_graph_free(g);
+}
+
+/* The one "same plan" check (ib_cuda_same_nodes) that lets a submission
+ * copy an equal predecessor's parameter blocks and admission reuse the last
+ * charge: graphs whose nodes are equal on the wire and in shape, over other
+ * pixels, are the same and fill byte-equal parameter blocks; other
+ * parameters, another size or missing wire bytes are not the same. */
+static ib_graph *one_op(int op, uint64_t pixels, uint64_t params, uint32_t w) {
+  jg_rng r = {pixels}, same = {params};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGB, w, 19, 1);
+  jg_op(&j, &same, op, 0, IB_MODE_RGB, w, 19, -1);
+  return finish(&j);
+}
+
+static void blocks_equal(const ib_graph *a, const ib_graph *b, const char *name) {
+  ib_gplan pa, pb;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(a, &pa, &err), IB_OK, "%s: %s", name, err.message);
+  cr_assert_eq(ib_gplan_build(b, &pb, &err), IB_OK, "%s: %s", name, err.message);
+  cr_assert_eq(pa.n_stages, pb.n_stages, "%s", name);
+  for (int q = 0; q < pa.n_stages; q++) {
+    const size_t n = pa.stages[q].chain.param_bytes + pa.stages[q].extra_bytes;
+    cr_assert_eq(n, pb.stages[q].chain.param_bytes + pb.stages[q].extra_bytes, "%s", name);
+    uint8_t *x = calloc(1, n + 1), *y = calloc(1, n + 1);
+    ib_gstage_fill(&pa.stages[q], a, x);
+    ib_gstage_fill(&pb.stages[q], b, y);
+    cr_assert_eq(memcmp(x, y, n), 0, "%s: stage %d parameter blocks differ", name, q);
+    free(x);
+    free(y);
+  }
+  ib_gplan_free(&pa);
+  ib_gplan_free(&pb);
+}
+
+Test(gpu_plan, same_nodes_means_same_parameter_blocks) {
+  for (int op = 0; op < JG_COUNT; op++) {
+    ib_graph *a = one_op(op, 1, 500 + (uint64_t)op, 37), *b = one_op(op, 2, 500 + (uint64_t)op, 37);
+    cr_assert(ib_cuda_same_nodes(a, b), "%s over other pixels", jg_names[op]);
+    blocks_equal(a, b, jg_names[op]);
+    ib_graph *wider = one_op(op, 1, 500 + (uint64_t)op, 38);
+    cr_assert_not(ib_cuda_same_nodes(a, wider), "%s: another source size", jg_names[op]);
+    ib_graph_free(wider);
+    free(b->nodes_wire);
+    b->nodes_wire = NULL;
+    cr_assert_not(ib_cuda_same_nodes(a, b), "%s: no wire bytes, never the same", jg_names[op]);
+    cr_assert_not(ib_cuda_same_nodes(b, b));
+    ib_graph_free(a);
+    ib_graph_free(b);
+  }
+  ib_graph *a = one_op(JG_GAUSS, 1, 7, 37), *b = one_op(JG_GAUSS, 1, 8, 37);
+  cr_assert_not(ib_cuda_same_nodes(a, b), "another radius");
+  ib_graph_free(a);
+  ib_graph_free(b);
 }

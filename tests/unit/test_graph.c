@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static uint8_t raw_px[4097];
 

@@ -1,5 +1,5 @@
 /*
- * Zero-copy ingest (worker/plan/hollow.c, ib_graph_parse_buffer): a Job
+ * Zero-copy ingest (worker/parse/hollow.c, ib_graph_parse_buffer): a Job
  * parsed in place must be the same graph as the copying unpack of the same
  * bytes - same sources byte for byte (large raw pixels pointing into the
  * buffer), same CPU output, same verdict on broken bytes - for jobs with
@@ -11,8 +11,9 @@
 
 #include "cpu/cpu_backend.h"
 #include "imgbatch.h"
-#include "plan/graph.h"
-#include "plan/hollow.h"
+#include "model/graph.h"
+#include "parse/hollow.h"
+#include "parse/parse.h"
 
 typedef struct rng {
   uint64_t s;

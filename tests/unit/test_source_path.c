@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plan/source_path.h"
+#include "parse/source_path.h"
 
 static char base[64]; /* holds root/ and outside.png */
 static char root[128];

@@ -1,5 +1,5 @@
 /*
- * The wire walk that runs before protobuf-c (worker/plan/wire_check.c) and
+ * The wire walk that runs before protobuf-c (worker/parse/wire_check.c) and
  * the UTF-8 rules of error messages (worker/core/utf8.c, error.c): nesting
  * is bounded at exactly IB_WIRE_MAX_DEPTH, strings are checked by RFC 3629
  * and named by their field path, what the contract lacks is noted, and a
@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
-#include "plan/wire_check.h"
+#include "parse/wire_check.h"
 #include "proto/imgbatch.pb-c.h"
 
 typedef struct buf {

@@ -1,6 +1,6 @@
 /* Copies of wire constants against the protobuf-c descriptors of
  * proto/imgbatch.proto: the field numbers the worker reads off the wire by
- * hand (plan/wire_fields.h), the enum mirrors the kernels and the public
+ * hand (parse/wire_fields.h), the enum mirrors the kernels and the public
  * header keep (IB_CHOP_*, IB_ENHANCE_*, IB_TRANSPOSE_*, ib_stage), the
  * ib_status -> ErrorKind mapping of result messages, and the op registry
  * (one row per Node oneof case). A proto edit that moves a number, renames
@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "kernels/chops.h"
 #include "kernels/enhance.h"
 #include "kernels/geometry.h"
 #include "ops/op.h"
-#include "plan/wire_fields.h"
+#include "parse/wire_fields.h"
 #include "proto/imgbatch.pb-c.h"
 
 /* ------------------------------------------------------------ field numbers */

@@ -22,7 +22,7 @@
 
 #include "cli/cli.h"
 #include "core/error.h"
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 
 #define MAX_FRAME (512u << 20)
 

@@ -8,7 +8,8 @@
 #define IB_CODEC_H
 
 #include "imgbatch.h"
-#include "ops/op.h"
+#include "model/shape.h"
+#include "proto/imgbatch.pb-c.h"
 
 /* Process-wide libvips start-up; safe to call repeatedly and from threads. */
 ib_status ib_codec_init(ib_error *err);

@@ -3,7 +3,7 @@
 #ifndef IB_CPU_BACKEND_H
 #define IB_CPU_BACKEND_H
 
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Executes `g`; on success `out` holds the last node's image (caller releases). */
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err);
@@ -13,5 +13,9 @@ ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err);
  * but the terminal one (the result must outlive the graph). The credits
  * charge such a node nothing beyond its source bytes. */
 bool ib_cpu_source_borrowed(const ib_graph *g, size_t i);
+
+/* The CPU backend's working set (backend.h host_working_set): the most
+ * bytes alive at once while ib_cpu_execute runs `g`. */
+uint64_t ib_cpu_working_set(const ib_graph *g);
 
 #endif

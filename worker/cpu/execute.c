@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cpu/cpu_backend.h"
+#include "ops/op.h"
 
 bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
   const ib_node *n = &g->nodes[i];
@@ -13,6 +14,40 @@ bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
   const ib_source *s = &g->sources[n->pb->source->index];
   /* parse.c checked that raw bytes are exactly the shape's */
   return s->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && s->len > 0;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t shape_bytes(const ib_shape *s) {
+  return (uint64_t)s->width * s->height * ib_mode_bands(s->mode);
+}
+
+/* The most bytes alive at once when nodes run in order (ib_cpu_execute):
+ * every node output not yet past its last reader (outputs nobody reads
+ * stay alive to the end; a node's inputs are still alive while its output
+ * is written) plus the running node's own scratch (op param_bytes: blur's
+ * transpose image, resize's tables), which the op frees before the next
+ * node runs. A raw source the CPU reads where
+ * it lies (ib_cpu_source_borrowed) has no output of its own: its bytes are
+ * the source bytes, charged once as such. */
+uint64_t ib_cpu_working_set(const ib_graph *g) {
+  uint64_t live = 0, peak = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_node *n = &g->nodes[i];
+    uint64_t own = ib_cpu_source_borrowed(g, i) ? 0 : shape_bytes(&n->shape);
+    live = sat_add(live, own);
+    uint64_t now = sat_add(live, n->op->param_bytes(n));
+    if (now > peak) peak = now;
+    for (unsigned k = 0; k < n->n_inputs; k++) {
+      uint32_t in = n->inputs[k];
+      bool seen = k == 1 && n->inputs[0] == in; /* the same node read twice frees once */
+      if (!seen && g->nodes[in].last_use == i && !ib_cpu_source_borrowed(g, in))
+        live -= shape_bytes(&g->nodes[in].shape);
+    }
+  }
+  return peak;
 }
 
 /* A borrowed source's pixels belong to the graph. */

@@ -11,7 +11,7 @@
 #define IB_EXEC_BACKEND_H
 
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* One job as the backend sees it. The core fills graph, job_id and
  * resident; the backend fills status/err and, on success, out (the terminal
@@ -51,9 +51,11 @@ typedef struct ib_backend_submission ib_backend_submission;
 
 typedef struct ib_backend {
   const char *name;
-  /* True when the backend's working buffers live in host memory (the CPU
-   * backend): the core then charges them to host_bytes as well. */
-  bool host_memory;
+  /* Set for a backend whose working buffers live in host memory (the CPU
+   * backend): the most bytes they hold at once while running `g`, which
+   * the core charges to gpu_bytes and host_bytes alike (imgbatch.h
+   * "Credits"). NULL for a device backend. */
+  uint64_t (*host_working_set)(const ib_graph *g);
   /* Creates backend state for an executor. */
   ib_status (*open)(const ib_executor_options *opts, void **state, ib_error *err);
   void (*close)(void *state);

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "cpu/cpu_backend.h"
 #include "exec/backend.h"
+#include "ops/op.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b) {
   return a + b < a ? UINT64_MAX : a + b;
@@ -29,38 +29,12 @@ void ib_credits_destroy(ib_credits *cr) {
   pthread_mutex_destroy(&cr->lock);
 }
 
-/* The CPU backend's working set: the most bytes alive at once when nodes
- * run in order (ib_cpu_execute): every node output not yet past its last
- * reader (outputs nobody reads stay alive to the end; a node's inputs are
- * still alive while its output is written) plus the running node's own
- * scratch (op param_bytes: blur's transpose image, resize's tables), which
- * the op frees before the next node runs. A raw source the CPU reads where
- * it lies (ib_cpu_source_borrowed) has no output of its own: its bytes are
- * the source bytes, charged once as such. */
-static uint64_t cpu_peak(const ib_graph *g) {
-  uint64_t live = 0, peak = 0;
-  for (size_t i = 0; i < g->n_nodes; i++) {
-    const ib_node *n = &g->nodes[i];
-    uint64_t own = ib_cpu_source_borrowed(g, i) ? 0 : shape_bytes(&n->shape);
-    live = sat_add(live, own);
-    uint64_t now = sat_add(live, n->op->param_bytes(n));
-    if (now > peak) peak = now;
-    for (unsigned k = 0; k < n->n_inputs; k++) {
-      uint32_t in = n->inputs[k];
-      bool seen = k == 1 && n->inputs[0] == in; /* the same node read twice frees once */
-      if (!seen && g->nodes[in].last_use == i && !ib_cpu_source_borrowed(g, in))
-        live -= shape_bytes(&g->nodes[in].shape);
-    }
-  }
-  return peak;
-}
-
 ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_graph *g,
                                    uint64_t echo_bytes, bool resident) {
   const bool lends = be->lent_release != NULL;
   return (ib_charge_rules){
       .echo_bytes = echo_bytes,
-      .host_memory = be->host_memory,
+      .host_working_set = be->host_working_set,
       .resident = resident,
       .staging_by_backend = be->job_bytes_stages,
       .lends = lends,
@@ -69,7 +43,8 @@ ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_g
 
 /* Every buffer that really exists is charged once, at its largest (the
  * formulas, per backend, are in imgbatch.h "Credits"):
- * - host-memory backend (CPU): the source bytes, the working set (cpu_peak)
+ * - host-memory backend (CPU): the source bytes, the working set (its
+ *   host_working_set: ib_cpu_working_set)
  *   while running; its terminal buffer (it becomes the result) and the
  *   snapshot until delivered. The device charge is the working set (the
  *   device is the host).
@@ -91,8 +66,8 @@ ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
   }
   uint64_t out = shape_bytes(&g->nodes[g->n_nodes - 1].shape);
   ib_charge c = {0};
-  if (r->host_memory) {
-    uint64_t work = cpu_peak(g); /* >= out: the terminal is alive at the end */
+  if (r->host_working_set) {
+    uint64_t work = r->host_working_set(g); /* >= out: the terminal is alive at the end */
     c.gpu_work = work;
     c.host_work = sat_add(src, work - out);
     c.host_held = sat_add(out, r->echo_bytes);

@@ -10,7 +10,7 @@
 #include <pthread.h>
 
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* A job's reservation. The working part returns when its submission
  * completes, the held part when its result is delivered or discarded. */
@@ -31,7 +31,9 @@ void ib_credits_destroy(ib_credits *cr);
  * "Credits" for the formulas). */
 typedef struct ib_charge_rules {
   uint64_t echo_bytes; /* the metadata/output-spec snapshot */
-  bool host_memory;    /* working buffers are host memory (the CPU backend) */
+  /* Working buffers are host memory (the CPU backend): their peak while
+   * running (backend.h host_working_set); NULL for a device backend. */
+  uint64_t (*host_working_set)(const ib_graph *g);
   bool resident;       /* output gpu */
   /* Device backends: the backend's job_bytes host figure covers the source
    * bytes and every upload/parameter staging it will use, so the core

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "exec/test_hooks.h"
+#include "parse/parse.h"
 
 void ib_executor_options_default(ib_executor_options *o) {
   *o = (ib_executor_options){

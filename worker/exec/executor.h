@@ -14,7 +14,7 @@
 #include "exec/backend.h"
 #include "exec/credits.h"
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 #define IB_MAX_OPS_PER_SUBMISSION 256u
 

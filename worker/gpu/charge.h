@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Every device-block range and pinned staging range of a submission starts
  * on this boundary (cuda_backend.c lays them out so). */

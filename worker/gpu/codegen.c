@@ -1,6 +1,7 @@
 /* Fused chain codegen (see codegen.h). Every step is an op row's device
  * description (ops/op_dev.h): nothing here names an op. */
 #include "gpu/codegen.h"
+#include "ops/op.h"
 
 #include <stdarg.h>
 #include <stdio.h>

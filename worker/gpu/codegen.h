@@ -19,7 +19,8 @@
 #include <stdint.h>
 
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
+#include "ops/op.h"
 
 #define IB_CHAIN_MAX_STEPS 16
 #define IB_CHAIN_MAX_PARAMS 8192 /* shared-memory bytes per block */

@@ -1,5 +1,5 @@
 /*
- * cuda_backend.h - the CUDA backend (ib_backend_cuda) and its direct entry.
+ * cuda_backend.h - the CUDA backend (ib_backend_cuda) and what tools ask of it.
  *
  * A submission is several admitted jobs: their sources are decoded or copied
  * straight into one pinned staging block together with every stage's
@@ -12,7 +12,7 @@
  * are copied into their own allocations; ONE device-to-host copy brings
  * every other terminal image into the submission's download arena, whose
  * ranges are lent to the results (no host copy); ONE event completes the
- * submission. Launch arguments point into the
+ * submission (the passes: cuda_internal.h). Launch arguments point into the
  * submission's own device block, which nothing else reuses before wait, so a
  * later enqueue can never overwrite an earlier launch's parameters.
  * Device and pinned blocks come from size-class pools (no cuMemAlloc or
@@ -30,12 +30,6 @@ typedef struct ib_cuda ib_cuda;
 
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err);
 void ib_cuda_close(ib_cuda *c);
-/* submit + wait: every job's status/out final on return (the out images are
- * the caller's: copied out of the lent arena, released with
- * ib_image_release). The return is IB_OK unless the device failed as a
- * whole (then every job carries IB_DEVICE). */
-ib_status ib_cuda_execute_batch(ib_cuda *c, ib_backend_job *jobs, size_t n, ib_error *err);
-
 /* The allocator ib_executor_parse unpacks Jobs with (pinned.h): tools that
  * drive the backend directly parse with it to get pinned sources. */
 ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c);
@@ -45,9 +39,9 @@ ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c);
 ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
                             ib_error *err);
 
-/* With IB_CUDA_PROFILE=1 in the environment at open: prints the host time
- * per job of each phase since the last report (plan, staging, launch,
- * blocked on the device, result copies) to stderr, then resets. */
+/* With cuda_profile set at open: logs (INFO, log_cb) the host time per job
+ * of each phase since the last report (plan, staging, launch, blocked on
+ * the device, result copies), then resets. */
 void ib_cuda_profile_report(ib_cuda *c, const char *label);
 
 /* Diagnostics for bench/tests: "NVIDIA H200, sm_90, 132 SMs". */

@@ -12,9 +12,9 @@
 
 #include "exec/backend.h"
 #include "gpu/cu.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
-/* Called by cuda_submit for a resident job whose terminal image lies at
+/* Called by ib_cuda_submit for a resident job whose terminal image lies at
  * `src` in the submission's device block: enqueues a device-to-device copy
  * into a new allocation on `stream`, before the submission's event (so the
  * event covers it and the block can be reused after it), and sets j->dev

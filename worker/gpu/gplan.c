@@ -1,5 +1,6 @@
 /* Graph -> device stages and buffers (see gplan.h). */
 #include "gpu/gplan.h"
+#include "ops/op.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #define IB_GPU_GPLAN_H
 
 #include "gpu/codegen.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 #define IB_FOLD_MAX 16
 

@@ -300,7 +300,8 @@ IB_API void ib_executor_options_default(ib_executor_options *o);
  * decoded(s) + sum scratch(n), held = (2 x out if it lends nothing) + echo,
  * raised to its job_bytes estimate if it has one (a backend estimate only
  * ever raises a charge). Exact code: ib_charge_for in
- * worker/exec/credits.c, ib_cuda_charge in worker/gpu/charge.c, pinned by
+ * worker/exec/credits.c, ib_cpu_working_set (peak) in worker/cpu/execute.c,
+ * ib_cuda_charge in worker/gpu/charge.c, pinned by
  * tests/unit/test_charge.c.
  *
  * At the defaults (256 MiB host, 512 MiB gpu) a 4096^2 RGBA image is 64

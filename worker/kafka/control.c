@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "kafka/wstate.h"
 #include "proto/imgbatch.pb-c.h"
 

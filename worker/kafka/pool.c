@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "kafka/wstate.h"
 
 struct ib_wpool {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 #include "kafka/wstate.h"
 
 /* Room kept for the Result envelope, key and headers inside a message. */

@@ -10,17 +10,13 @@
 #define IB_OP_H
 
 #include "imgbatch.h"
+#include "model/graph.h"
 #include "ops/op_dev.h"
 #include "proto/imgbatch.pb-c.h"
 
 #define IB_MODES_ALL                                                             \
   (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_LA) | IB_MODE_BIT(IB_MODE_RGB) | \
    IB_MODE_BIT(IB_MODE_RGBA) | IB_MODE_BIT(IB_MODE_CMYK) | IB_MODE_BIT(IB_MODE_RGBX))
-
-typedef struct ib_shape {
-  ib_mode mode;
-  uint32_t width, height;
-} ib_shape;
 
 struct ib_node;
 

@@ -14,7 +14,7 @@
 
 #include "kernels/blend.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status blend_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                              ib_error *err) {

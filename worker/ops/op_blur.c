@@ -9,7 +9,7 @@
 
 #include "kernels/boxblur.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Radius bound (either axis, either op). Pillow takes any finite radius; the
  * bound keeps Pillow's int arithmetic ((radius + 1) * 255) far from

@@ -6,7 +6,7 @@
 
 #include "kernels/ib_kernel.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* Checks the input's mode and makes the output an L image of its size. */
 static ib_status l_of_input_size(const ib_node *node, const ib_shape *in, ib_shape *out,

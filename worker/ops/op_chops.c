@@ -12,7 +12,7 @@
 
 #include "kernels/chops.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static const char *const chop_names[IB_CHOP_COUNT] = {
     "multiply", "screen",  "overlay", "hard_light", "soft_light", "difference",

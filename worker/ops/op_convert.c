@@ -10,7 +10,7 @@
 
 #include "kernels/convert.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 _Static_assert(IB_KMODE_L == IB_MODE_L && IB_KMODE_LA == IB_MODE_LA &&
                    IB_KMODE_RGB == IB_MODE_RGB && IB_KMODE_RGBA == IB_MODE_RGBA &&

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status copy_infer(const ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err) {
   ib_status st = ib_op_check_mode(node->op, &in[0], err);

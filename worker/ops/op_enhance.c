@@ -9,7 +9,7 @@
 
 #include "kernels/enhance.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status enhance_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                                ib_error *err) {

@@ -10,7 +10,7 @@
 
 #include "kernels/geometry.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t side, ib_error *err) {
   if (side > (int64_t)IB_MAX_SIDE)

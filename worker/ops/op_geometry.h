@@ -4,7 +4,7 @@
 #define IB_OP_GEOMETRY_H
 
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* IB_LIMIT naming op and param when an output side exceeds IB_MAX_SIDE. */
 ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t side, ib_error *err);

@@ -6,7 +6,7 @@
 
 #include "kernels/convolve.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* ImagingFilter copies an image smaller than the kernel before it checks the
  * kernel size, so e.g. a 7x7 kernel is an identity on a 6-pixel-wide image

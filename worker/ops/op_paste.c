@@ -20,7 +20,7 @@
 
 #include "ops/op.h"
 #include "ops/op_geometry.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status paste_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                              ib_error *err) {

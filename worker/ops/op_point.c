@@ -13,7 +13,7 @@
 
 #include "kernels/point.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 #define IB_LUT_MODES (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_RGB))
 

@@ -15,7 +15,7 @@
 #include "kernels/geometry.h"
 #include "ops/op.h"
 #include "ops/op_geometry.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static const char *const resample_names[] = {"NEAREST", "LANCZOS", "BILINEAR",
                                              "BICUBIC", "BOX",     "HAMMING"};

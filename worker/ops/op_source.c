@@ -5,7 +5,7 @@
 
 #include "codec/codec.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status source_infer(const ib_node *node, const ib_shape *in, ib_shape *out,
                               ib_error *err) {

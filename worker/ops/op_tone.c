@@ -8,7 +8,7 @@
 
 #include "kernels/tone.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 static ib_status check_range(const char *param, double v, double max, ib_error *err) {
   if (isfinite(v) && v >= -max && v <= max) return IB_OK;

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "ops/op.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 
 extern const ib_op_desc ib_op_source;
 extern const ib_op_desc ib_op_copy;

@@ -16,7 +16,7 @@ from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
 CONTRACT_VERSION = 2  # IB_CONTRACT_VERSION in worker/include/imgbatch.h
-MAX_SOURCES = 64      # IB_MAX_SOURCES in worker/plan/parse.c
+MAX_SOURCES = 64      # IB_MAX_SOURCES in worker/parse/parse.c
 
 # ---------------------------------------------------------------- wire helpers
 

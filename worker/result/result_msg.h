@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "plan/graph.h"
+#include "model/graph.h"
 #include "proto/imgbatch.pb-c.h"
 
 typedef struct ib_result_msg {

@@ -1,11 +1,11 @@
 /* Hollowing a serialized Job (see hollow.h). Field numbers: wire_fields.h. */
-#include "plan/hollow.h"
+#include "parse/hollow.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/wire_check.h"
-#include "plan/wire_fields.h"
+#include "parse/wire_check.h"
+#include "parse/wire_fields.h"
 
 enum {
   JOB_SOURCE = IB_FIELD_JOB_SOURCE,

@@ -11,8 +11,8 @@
  * else (merged duplicates, groups, malformed bytes) is left to the normal
  * copying unpack, which applies protobuf's merge rules and reports errors.
  */
-#ifndef IB_PLAN_HOLLOW_H
-#define IB_PLAN_HOLLOW_H
+#ifndef IB_PARSE_HOLLOW_H
+#define IB_PARSE_HOLLOW_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * source_path.c - path sources: resolve beneath the source root, refuse
  * special files, admit the sizes, then read.
  */
-#include "plan/source_path.h"
+#include "parse/source_path.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * backend_cpu.c - the CPU reference backend behind the executor interface.
  * A submission runs its jobs inside submit, one after another on the
  * driving thread (the host is the device, so working buffers are host
- * memory: host_memory = true); wait and ready only hand the finished
+ * memory: host_working_set); wait and ready only hand the finished
  * submission back.
  */
 #include <stdlib.h>
@@ -85,7 +85,7 @@ static bool cpu_ready(void *state, ib_backend_submission *sub) {
 
 const ib_backend ib_backend_cpu = {
     .name = "cpu",
-    .host_memory = true,
+    .host_working_set = ib_cpu_working_set, /* execute.c */
     .open = cpu_open,
     .close = cpu_close,
     .admit = cpu_admit,

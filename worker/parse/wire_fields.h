@@ -5,8 +5,8 @@
  * these are copies: tests/unit/test_wire_constants.c checks every one (and
  * its field's type) against the generated descriptors.
  */
-#ifndef IB_PLAN_WIRE_FIELDS_H
-#define IB_PLAN_WIRE_FIELDS_H
+#ifndef IB_PARSE_WIRE_FIELDS_H
+#define IB_PARSE_WIRE_FIELDS_H
 
 enum {
   IB_FIELD_JOB_SOURCE = 3,        /* Job.source (Source) */

@@ -9,8 +9,8 @@
  * does not know (fields, enum values), all in one pass and without
  * recursing past the bound.
  */
-#ifndef IB_PLAN_WIRE_CHECK_H
-#define IB_PLAN_WIRE_CHECK_H
+#ifndef IB_PARSE_WIRE_CHECK_H
+#define IB_PARSE_WIRE_CHECK_H
 
 #include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "plan/graph.h"
+#include "model/graph.h"
+#include "ops/op.h"
 
 #define MAX_OPS 256
 

@@ -1,15 +1,23 @@
 /*
- * graph.h - the parsed job graph (internal). Nodes keep a pointer to their
- * protobuf message, so op rows read their typed params straight from the wire
- * struct; the graph owns the unpacked Job.
+ * graph.h - the job graph model (internal), the bottom layer every other
+ * folder includes: sources, nodes and their shapes. Nodes keep a pointer to
+ * their protobuf message, so op rows read their typed params straight from
+ * the wire struct; the graph owns the unpacked Job. Built by parse/
+ * (parse.h); a node's op row is ops/op.h's.
  */
-#ifndef IB_GRAPH_H
-#define IB_GRAPH_H
+#ifndef IB_MODEL_GRAPH_H
+#define IB_MODEL_GRAPH_H
 
 #include "imgbatch.h"
-#include "ops/op.h"
-#include "plan/hollow.h"
+#include "model/shape.h"
 #include "proto/imgbatch.pb-c.h"
+
+/* Raw sources a graph may read in place from its Job buffer: one per
+ * source a Job may carry (parse/parse.c IB_MAX_SOURCES; equal to
+ * IB_HOLLOW_MAX_SPANS, asserted there). */
+#define IB_GRAPH_MAX_BORROWED 64
+
+struct ib_op_desc;
 
 typedef struct ib_source {
   const Imgbatch__V1__Source *pb;
@@ -21,7 +29,7 @@ typedef struct ib_source {
 
 typedef struct ib_node {
   const Imgbatch__V1__Node *pb;
-  const ib_op_desc *op;
+  const struct ib_op_desc *op; /* ops/op.h */
   ib_graph *graph;
   unsigned n_inputs;
   uint32_t inputs[2];
@@ -48,31 +56,9 @@ struct ib_graph {
    * device plan with the same parameters (the CUDA backend reuses them). */
   uint8_t *nodes_wire;
   size_t nodes_wire_len;
-  Imgbatch__V1__RawImage *borrowed[IB_HOLLOW_MAX_SPANS]; /* data points into buffer */
+  Imgbatch__V1__RawImage *borrowed[IB_GRAPH_MAX_BORROWED]; /* data points into buffer */
   size_t n_borrowed;
 };
-
-/* Where a graph's unpacked Job lives: protobuf-c's allocator (NULL = the
- * heap) and a reference on the allocator's owner, which the graph drops
- * (unref(owner)) after freeing the Job, also when parsing fails. */
-typedef struct ib_graph_memory {
-  ProtobufCAllocator *alloc;
-  void (*unref)(void *owner);
-  void *owner;
-} ib_graph_memory;
-
-/* ib_graph_parse_in that takes `buf` (allocated through mem's allocator, or
- * malloc'd when mem has none) and keeps raw source pixels where they lie in
- * it (hollow.h) instead of copying them; buf is freed with the graph, or
- * before returning on failure. */
-ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits *limits,
-                                const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
-                                ib_error *err);
-
-/* ib_graph_parse with the Job unpacked through `mem` (NULL = the heap). */
-ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
-                            const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
-                            ib_error *err);
 
 /* True when `p` lies in the graph's Job buffer (ib_graph_parse_buffer). */
 bool ib_graph_in_buffer(const ib_graph *g, const void *p);
@@ -84,9 +70,5 @@ uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g);
  * pixels may have been overwritten: a backend downloaded the output into
  * it); the graph then frees no buffer. */
 uint8_t *ib_graph_take_buffer(ib_graph *g);
-
-/* Builds graph nodes from job->nodes and validates them in order (shapes,
- * params, modes, cycles). Sources must already be filled in. */
-ib_status ib_graph_validate(ib_graph *g, ib_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* Building and framing Result messages. */
-#include "core/result_msg.h"
+#include "result/result_msg.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,10 +14,12 @@
 
 #include "codec/codec.h"
 #include "core/error.h"
-#include "plan/graph.h"
-#include "plan/source_path.h"
-#include "plan/wire_check.h"
-#include "plan/wire_fields.h"
+#include "model/graph.h"
+#include "parse/hollow.h"
+#include "parse/parse.h"
+#include "parse/source_path.h"
+#include "parse/wire_check.h"
+#include "parse/wire_fields.h"
 
 #define DEFAULT_MAX_SOURCE_BYTES (256ull << 20)
 #define DEFAULT_MAX_METADATA_BYTES (64ull << 10)
@@ -27,6 +29,8 @@
  * the per-source work of parsing (and a producer's mistake) small, and
  * equals IB_HOLLOW_MAX_SPANS, so every raw source can stay in place. */
 #define IB_MAX_SOURCES 64
+_Static_assert(IB_MAX_SOURCES == IB_HOLLOW_MAX_SPANS && IB_MAX_SOURCES == IB_GRAPH_MAX_BORROWED,
+               "every raw source of a Job can be read in place");
 
 static int value_depth(const Imgbatch__V1__Value *v) {
   int deepest = 0;
@@ -358,26 +362,6 @@ void ib_graph_free(ib_graph *g) {
   if (g->buffer) buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);
-}
-
-const ib_key *ib_graph_key(const ib_graph *g) { return &g->key; }
-
-bool ib_graph_in_buffer(const ib_graph *g, const void *p) {
-  const uint8_t *b = g->buffer, *q = p;
-  return b && q >= b && q < b + g->buffer_len;
-}
-
-uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g) {
-  uint64_t n = 0;
-  for (size_t i = 0; i < g->n_sources; i++)
-    if (!ib_graph_in_buffer(g, g->sources[i].bytes)) n += g->sources[i].len;
-  return n;
-}
-
-uint8_t *ib_graph_take_buffer(ib_graph *g) {
-  uint8_t *b = g->buffer;
-  g->buffer = NULL;
-  return b;
 }
 
 ib_status ib_key_copy(ib_key *dst, const ib_key *src) {

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "plan/graph.h"
+#include "model/graph.h"
 
 /* The source root: a directory fd opened once per parse, and the name it
  * was opened by (NULL: none). */

@@ -5,8 +5,8 @@
  * ib_graph_parse exactly as a worker would (or handed out packed by jg_pack).
  * Header-only, tools only.
  */
-#ifndef IB_TESTS_JOBGEN_H
-#define IB_TESTS_JOBGEN_H
+#ifndef IB_TOOLS_JOBGEN_H
+#define IB_TOOLS_JOBGEN_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "imgbatch.h"
-#include "plan/graph.h"
+#include "model/graph.h"
 #include "proto/imgbatch.pb-c.h"
 
 typedef struct jg_rng {

@@ -1,6 +1,6 @@
 /* The wire walk of wire_check.h. Depth is counted in messages below the top
  * one; the walk itself recurses at most IB_WIRE_MAX_DEPTH levels. */
-#include "plan/wire_check.h"
+#include "parse/wire_check.h"
 
 #include <stdarg.h>
 #include <stdio.h>

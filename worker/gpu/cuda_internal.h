@@ -1,0 +1,209 @@
+/*
+ * cuda_internal.h - the CUDA backend's state and the passes of a submission
+ * (internal to worker/gpu/cuda_*.c). ib_cuda_submit runs, in order:
+ *   plan    (cuda_layout.c) each job's device plan;
+ *   layout  (cuda_layout.c) the submission's offsets: device block
+ *           [upload | direct | inter | download], pinned staging = upload,
+ *           download arena = the download region's arena part;
+ *   stage   (cuda_stage.c)  sources and parameter blocks into pinned staging,
+ *           on the host pool;
+ *   groups  (cuda_launch.c) launch groups per level and chain signature,
+ *           their descriptor tables written into staging;
+ *   enqueue (cuda_submit.c) upload, direct uploads, launches
+ *           (cuda_launch.c), resident copies, the arena download, own-buffer
+ *           downloads, the event;
+ * and ib_cuda_wait (cuda_submit.c) hands the results their lent memory.
+ */
+#ifndef IB_GPU_CUDA_INTERNAL_H
+#define IB_GPU_CUDA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hostpar.h"
+#include "core/log.h"
+#include "exec/backend.h"
+#include "gpu/charge.h"
+#include "gpu/codegen.h"
+#include "gpu/cu.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/gplan.h"
+#include "gpu/module_store.h"
+#include "gpu/nvrtc_cache.h"
+#include "gpu/pinned.h"
+#include "gpu/pool.h"
+
+#define IB_MAX_STREAMS 8
+#define IB_CUDA_THREADS 256u
+
+/* A loaded kernel module, an entry of ib_cuda.mods. */
+typedef struct ib_kfunc {
+  char sig[512];
+  CUmodule mod;
+  CUfunction chain, lsum, post;
+  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain may take */
+} ib_kfunc;
+
+/* The last admission charge (be_job_bytes, driving thread): a graph whose
+ * nodes equal `like`'s (ib_cuda_same_nodes) with the same sources in place
+ * has the same charge but for its source bytes, so a stream of one
+ * operation over many images plans once for its charges. `like` holds only
+ * the nodes' wire bytes, ops and shapes. */
+typedef struct ib_charge_memo {
+  ib_graph like;
+  bool valid;
+  uint64_t in_place;       /* bit i: source i uploaded in place */
+  uint64_t gpu, host_plan; /* host_plan: the host charge less the source bytes */
+} ib_charge_memo;
+
+struct ib_cuda {
+  const ib_cu *cu;
+  CUdevice dev;
+  CUcontext ctx;
+  int sm_count;
+  int smem_optin; /* opt-in dynamic shared memory per block */
+  char arch[16];
+  char desc[200];
+  ib_kcache *kc;
+  ib_pool dpool;
+  ib_pinned *pin; /* upload staging, download arenas, parsed Jobs */
+  CUstream streams[IB_MAX_STREAMS];
+  unsigned n_streams, next_stream;
+  /* Loaded modules by chain signature: the in-memory module cache, an LRU
+   * bounded by module_cache_bytes (a module counts its image's bytes).
+   * The rule that keeps eviction safe: every module a submission launches
+   * from is pinned from the lookup in submit until ib_cuda_sub_release,
+   * which runs only once the submission's work is complete or fenced; the
+   * LRU never evicts a pinned entry, so cuModuleUnload never races a launch.
+   * The memory layer of kc is off: a module is kept here or read from disk. */
+  ib_lru mods;
+  ib_hostpar *hp;
+  int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
+  ib_log_sink log;
+  ib_charge_memo memo;
+  /* cuda_profile: host seconds per phase, logged at close (plan, staging,
+   * launch = submit; device = blocked in wait; results = result copies). */
+  int prof;
+  bool blur_global_rows;
+  double t_plan, t_stage, t_launch, t_device, t_results;
+  uint64_t n_sub, n_jobs;
+};
+
+/* One job of a submission. */
+typedef struct ib_jstate {
+  ib_gplan plan;
+  int planned;
+  size_t *buf_off; /* per plan buffer: offset in the device block */
+  size_t *par_off; /* per stage: offset of its parameter block (host = device) */
+  size_t dl_off;   /* terminal image: offset in the download region */
+  bool own;        /* terminal image downloaded into the Job buffer */
+  uint8_t *direct; /* per plan buffer: 1 = a raw source uploaded from its
+                    * own pinned memory (ib_executor_parse), not staged */
+} ib_jstate;
+
+/* A submission's download arena, lent to its results (backend.h), or one
+ * job's own Job buffer holding its output (job_buf set). */
+typedef struct ib_lent_arena {
+  ib_cuda *c;
+  ib_pool_block blk;
+  uint8_t *job_buf;
+} ib_lent_arena;
+
+/* The submission's layout (ib_cuda_sub_layout). Device block:
+ * [upload | direct | inter | download]. */
+typedef struct ib_sub_layout {
+  size_t upload;       /* staged sources, parameter blocks, descriptor tables */
+  size_t direct;       /* raw sources copied from where they lie in pinned memory */
+  size_t inter;        /* stage outputs that stay on the device, resident outputs */
+  size_t download;     /* the other terminal images: the arena's, then own-buffer ones */
+  size_t arena_bytes;  /* the download region's arena part (one copy) */
+  size_t desc_off;     /* descriptor tables, in the upload region */
+  size_t out_base;     /* device offset of the download region */
+  size_t total_stages; /* descriptors: one per job and stage */
+  int max_stages;      /* levels */
+} ib_sub_layout;
+
+/* One launch of a stage of one job: group `group` at level `stage`. */
+typedef struct ib_launch_ent {
+  int group;
+  size_t job;
+  int stage;
+} ib_launch_ent;
+
+/* Launch groups (ib_cuda_sub_groups): entries sorted by group, then job;
+ * group g launches kernel gfunc[g] at level glevel[g]; entry e's
+ * descriptor is descs[e]. */
+typedef struct ib_launch_plan {
+  ib_launch_ent *ents;
+  size_t n_ent;
+  ib_kfunc **gfunc;
+  int *glevel;
+  int n_groups;
+  ib_gdesc *descs; /* in the pinned staging block, at desc_off */
+} ib_launch_plan;
+
+struct ib_backend_submission {
+  ib_cuda *c;
+  ib_lru_entry **pins; /* modules this submission launches from (see mods) */
+  size_t n_pins;
+  CUstream stream;
+  CUevent ev;
+  ib_pool_block hblk, dblk;
+  ib_lent_arena *arena; /* NULL when nothing comes back to the host */
+  ib_backend_job *jobs;
+  size_t n;
+  ib_jstate *js;
+  ib_sub_layout lay;
+  ib_launch_plan lp;
+  ib_status device_status;
+  ib_error device_err;
+};
+
+static inline size_t ib_cuda_up(size_t v) {
+  return (v + IB_CUDA_ALIGN - 1) & ~(size_t)(IB_CUDA_ALIGN - 1);
+}
+static inline uint8_t *ib_sub_host(const ib_backend_submission *s) {
+  return (uint8_t *)(uintptr_t)s->hblk.addr;
+}
+static inline CUdeviceptr ib_sub_dev(const ib_backend_submission *s) {
+  return (CUdeviceptr)s->dblk.addr;
+}
+
+/* cuda_module.c: the compiled kernel of a chain signature, pinned in *pin
+ * until the work launched from it completed (see ib_cuda.mods). */
+ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
+                             ib_error *err);
+/* Equal chains have equal signatures, so they share a kernel. */
+bool ib_cuda_chain_eq(const ib_gchain *a, const ib_gchain *b);
+/* The module cache's drop (ib_lru_init). */
+void ib_cuda_unload_module(void *ctx, void *value);
+
+/* cuda_layout.c */
+bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);
+bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index);
+bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g);
+void ib_cuda_sub_plan(ib_backend_submission *s);
+void ib_cuda_sub_layout(ib_backend_submission *s);
+ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err);
+
+/* cuda_stage.c */
+ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err);
+
+/* cuda_launch.c */
+ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err);
+ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err);
+
+/* cuda_submit.c */
+void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
+ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
+                              ib_error *err);
+ib_status ib_cuda_oom(ib_error *err);
+ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **out,
+                         ib_error *err);
+ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err);
+bool ib_cuda_ready(void *state, ib_backend_submission *s);
+void ib_cuda_lent_release(void *state, void *token);
+double ib_cuda_prof_now(const ib_cuda *c);
+
+#endif

@@ -1,0 +1,207 @@
+/* A CUDA submission's launches (cuda_internal.h): level k = stage k of
+ * every job; within a level, one launch per chain signature runs that stage
+ * for every job of the signature through a descriptor table (blockIdx.y). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+
+static int ent_cmp(const void *a, const void *b) {
+  const ib_launch_ent *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return x->job < y->job ? -1 : x->job > y->job;
+}
+
+/* The kernel of the previous job's chain, reused when the next job's chain
+ * is equal (no signature text). */
+typedef struct last_kernel {
+  const ib_gchain *ch;
+  ib_kfunc *f;
+} last_kernel;
+
+/* The entries of level `lv`: each job's stage lv joins the level's group of
+ * its kernel (a new group when the level has none yet). A job whose kernel
+ * cannot be had fails alone. */
+static void group_level(ib_backend_submission *s, int lv, last_kernel *last) {
+  ib_launch_plan *lp = &s->lp;
+  const int level_first = lp->n_groups;
+  for (size_t i = 0; i < s->n; i++) {
+    ib_backend_job *j = &s->jobs[i];
+    ib_jstate *js = &s->js[i];
+    if (!js->planned || j->status != IB_OK || lv >= js->plan.n_stages) continue;
+    ib_kfunc *f = NULL;
+    ib_error e = {0};
+    const ib_gchain *ch = &js->plan.stages[lv].chain;
+    if (last->ch && ib_cuda_chain_eq(ch, last->ch)) {
+      f = last->f;
+    } else if (ib_cuda_chain_func(s->c, ch, &f, &s->pins[s->n_pins], &e) != IB_OK) {
+      ib_cuda_job_fail(j, &e, IB_STAGE_EXECUTE);
+      continue;
+    } else {
+      s->n_pins++; /* at most one per stage: total_stages bounds them */
+      *last = (last_kernel){ch, f};
+    }
+    int g = level_first;
+    while (g < lp->n_groups && lp->gfunc[g] != f) g++;
+    if (g == lp->n_groups) {
+      lp->gfunc[g] = f;
+      lp->glevel[g] = lv;
+      lp->n_groups++;
+    }
+    lp->ents[lp->n_ent++] = (ib_launch_ent){g, i, lv};
+  }
+}
+
+/* Entry e's descriptor: where its stage reads and writes in the device
+ * block, its parameter block and its shapes. */
+static void fill_desc(const ib_backend_submission *s, const ib_launch_ent *en, ib_gdesc *d) {
+  const CUdeviceptr dev = ib_sub_dev(s);
+  const ib_jstate *js = &s->js[en->job];
+  const ib_gstage *st = &js->plan.stages[en->stage];
+  const bool two = st->chain.n_inputs == 2;
+  d->in0 = dev + js->buf_off[st->in_buf[0]];
+  d->in1 = two                    ? dev + js->buf_off[st->in_buf[1]]
+           : st->scratch_buf >= 0 ? dev + js->buf_off[st->scratch_buf]
+                                  : d->in0;
+  d->out = dev + js->buf_off[st->out_buf];
+  d->params = dev + js->par_off[en->stage];
+  d->width = st->width;
+  d->height = st->height;
+  d->stride0 = st->in_width[0];
+  d->stride1 = two ? st->in_width[1] : st->in_width[0];
+  d->contig =
+      st->in_width[0] == st->width && (st->chain.n_inputs < 2 || st->in_width[1] == st->width);
+  d->job = (uint32_t)en->job;
+  d->height0 = st->in_height[0];
+  d->height1 = two ? st->in_height[1] : st->in_height[0];
+}
+
+/* Groups every job's stages into launches (pinning their modules) and
+ * writes the descriptor tables into the pinned staging block, ahead of the
+ * upload. A job that failed at a later level may have entries at earlier
+ * ones: they still run (harmless, their output is dropped). */
+ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err) {
+  ib_launch_plan *lp = &s->lp;
+  const size_t n = s->lay.total_stages ? s->lay.total_stages : 1;
+  lp->ents = calloc(n, sizeof *lp->ents);
+  lp->gfunc = calloc(n, sizeof *lp->gfunc);
+  lp->glevel = calloc(n, sizeof *lp->glevel);
+  s->pins = calloc(n, sizeof *s->pins);
+  if (!lp->ents || !lp->gfunc || !lp->glevel || !s->pins) return ib_cuda_oom(err);
+  last_kernel last = {0};
+  for (int lv = 0; lv < s->lay.max_stages; lv++) group_level(s, lv, &last);
+  qsort(lp->ents, lp->n_ent, sizeof *lp->ents, ent_cmp);
+  lp->descs = (ib_gdesc *)(ib_sub_host(s) + s->lay.desc_off);
+  for (size_t e = 0; e < lp->n_ent; e++) fill_desc(s, &lp->ents[e], &lp->descs[e]);
+  return IB_OK;
+}
+
+static unsigned clamp_grid(uint64_t blocks, uint64_t cap) {
+  return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+}
+
+/* A PASSES head (ops/op_dev.h; kernels/blur.cuh) over one launch group:
+ * the row passes in shared memory when two rows of the widest image fit
+ * (else one global launch per row pass), then one launch per column pass. */
+static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, const ib_gchain *ch,
+                               size_t e, size_t e_end, size_t k0, unsigned gy, CUdeviceptr table,
+                               ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  const ib_gdesc *descs = s->lp.descs;
+  const uint64_t bands = ib_mode_bands((ib_mode)ib_gchain_mode_in(ch));
+  const int passes = ch->steps[0].a;
+  uint64_t row_bytes = 0, rows = 0, row_items = 0, col_items = 0;
+  for (size_t q = e; q < e_end; q++) {
+    uint64_t w = descs[q].width, h = descs[q].height;
+    if (w * bands > row_bytes) row_bytes = w * bands;
+    if (h > rows) rows = h;
+    uint64_t ri = h * bands * ((w + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
+    uint64_t ci = w * bands * ((h + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
+    if (ri > row_items) row_items = ri;
+    if (ci > col_items) col_items = ci;
+  }
+  const uint64_t cap = (uint64_t)s->c->sm_count * 32;
+  const uint64_t smem = 2 * ((row_bytes + 15) & ~(uint64_t)15);
+  const unsigned T = IB_CUDA_THREADS;
+  CUresult rc;
+  void *args1[] = {&table};
+  if (smem <= f->smem_max) {
+    rc = cu->cuLaunchKernel(f->chain, clamp_grid(rows, cap), gy, 1, T, 1, 1, (unsigned)smem,
+                            s->stream, args1, NULL);
+    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch pass rows", k0, err);
+  } else {
+    const unsigned gx = clamp_grid((row_items + T - 1) / T, cap);
+    for (int k = 0; k < passes; k++) {
+      int dir = 0;
+      void *args[] = {&table, &dir, &k};
+      rc = cu->cuLaunchKernel(f->post, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
+      if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch row pass", k0, err);
+    }
+  }
+  const unsigned gx = clamp_grid((col_items + T - 1) / T, cap);
+  for (int k = 0; k < passes; k++) {
+    int dir = 1;
+    void *args[] = {&table, &dir, &k};
+    rc = cu->cuLaunchKernel(f->post, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
+    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch column pass", k0, err);
+  }
+  return IB_OK;
+}
+
+/* One launch group: entries [e, e_end), in slices of 65535 descriptors
+ * (gridDim.y). Blocks per image: enough for the largest one, capped so a
+ * block loops (grid stride) rather than re-staging its parameters. */
+static ib_status launch_group(ib_backend_submission *s, size_t e, size_t e_end, ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  const ib_launch_plan *lp = &s->lp;
+  const ib_kfunc *f = lp->gfunc[lp->ents[e].group];
+  const ib_gchain *ch = &s->js[lp->ents[e].job].plan.stages[lp->ents[e].stage].chain;
+  const unsigned T = IB_CUDA_THREADS;
+  uint64_t most = 0;
+  for (size_t k = e; k < e_end; k++) {
+    uint64_t px = (uint64_t)lp->descs[k].width * lp->descs[k].height;
+    if (px > most) most = px;
+  }
+  const uint64_t cap = (uint64_t)s->c->sm_count * 8;
+  const unsigned gx = clamp_grid((most / (uint64_t)ib_gchain_ppt(ch) + T - 1) / T, cap);
+  ib_status rs = IB_OK;
+  for (size_t k = e; k < e_end && rs == IB_OK; k += 65535) {
+    unsigned gy = (unsigned)(e_end - k < 65535 ? e_end - k : 65535);
+    CUdeviceptr table = ib_sub_dev(s) + s->lay.desc_off + k * sizeof(ib_gdesc);
+    void *args[] = {&table};
+    CUresult rc;
+    if (f->lsum) {
+      rc = cu->cuLaunchKernel(f->lsum, clamp_grid((most + T - 1) / T, cap), gy, 1, T, 1, 1, 0,
+                              s->stream, args, NULL);
+      if (rc != CUDA_SUCCESS)
+        return ib_cuda_device_fail(s, rc, "launch ib_lsum", lp->ents[k].job, err);
+    }
+    if (f->post) {
+      rs = launch_passes(s, f, ch, e, e_end, lp->ents[k].job, gy, table, err);
+      continue;
+    }
+    rc = cu->cuLaunchKernel(f->chain, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
+    if (rc != CUDA_SUCCESS)
+      rs = ib_cuda_device_fail(s, rc, "launch ib_chain", lp->ents[k].job, err);
+  }
+  return rs;
+}
+
+/* Enqueues the launches level by level: a level's groups in group order. */
+ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err) {
+  const ib_launch_plan *lp = &s->lp;
+  for (int lv = 0; lv < s->lay.max_stages; lv++) {
+    size_t e = 0;
+    while (e < lp->n_ent) {
+      const int g = lp->ents[e].group;
+      size_t e_end = e;
+      while (e_end < lp->n_ent && lp->ents[e_end].group == g) e_end++;
+      if (lp->glevel[g] == lv) {
+        ib_status rs = launch_group(s, e, e_end, err);
+        if (rs != IB_OK) return rs;
+      }
+      e = e_end;
+    }
+  }
+  return IB_OK;
+}

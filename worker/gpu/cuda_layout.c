@@ -1,0 +1,215 @@
+/* A CUDA submission's plan and layout passes (cuda_internal.h): each job's
+ * device plan, then where every buffer, parameter block and descriptor lies
+ * in the submission's device block, its pinned staging and its download
+ * arena; and the questions admission asks the same way (sources uploaded
+ * in place, outputs downloaded into their own Job buffer, graphs that plan
+ * alike). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+
+/* Two graphs whose nodes are equal on the wire (parse.c kept their bytes)
+ * and in shape get equal device plans, equal parameter blocks and equal
+ * charges: the staging pass copies an equal predecessor's parameter blocks
+ * (a folded point table costs 2.7 us to build, the copy nothing; batches of
+ * one operation over many images are the common case) and admission reuses
+ * the last charge (ib_charge_memo). A graph without its wire bytes equals
+ * none. */
+bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like) {
+  if (!g->nodes_wire || !like->nodes_wire || g->n_nodes != like->n_nodes ||
+      g->nodes_wire_len != like->nodes_wire_len ||
+      memcmp(g->nodes_wire, like->nodes_wire, g->nodes_wire_len) != 0)
+    return false;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_node *a = &g->nodes[i], *b = &like->nodes[i];
+    if (a->op != b->op || memcmp(&a->shape, &b->shape, sizeof a->shape) != 0) return false;
+  }
+  return true;
+}
+
+/* A raw source whose bytes lie in this backend's pinned memory (the Job was
+ * unpacked by ib_executor_parse): uploaded from there, no staging copy.
+ * Admission (be_job_bytes) asks the same question, so the charge knows. */
+bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index) {
+  ib_cuda *c = state;
+  const ib_source *src = &g->sources[index];
+  size_t bytes = (size_t)src->shape.width * src->shape.height * ib_mode_bands(src->shape.mode);
+  if (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->len < bytes || !bytes)
+    return false;
+  /* Unpacked by ib_executor_parse: the pixels are an allocation of their
+   * own; parsed in place: they lie in the graph's Job buffer. */
+  const uint8_t *buf = g->buffer;
+  const uint8_t *base =
+      buf && src->bytes >= buf && src->bytes < buf + g->buffer_len ? buf : src->bytes;
+  return ib_pinned_holds(c->pin, base, src->bytes, bytes);
+}
+
+/* A terminal image of 1 MiB or more goes back into its own Job buffer
+ * (ib_executor_parse_buffer) when that buffer is pinned and large enough:
+ * its source pixels are dead once uploaded, and the job then holds one
+ * host copy, not two (at the default caps, two 4096^2 RGBA jobs in flight
+ * instead of one). Smaller outputs share the submission's arena: one
+ * download copy for all of them. Decided on the graph alone, so that the
+ * charge (be_out_in_buffer) and the submission agree. */
+#define OWN_DOWNLOAD_MIN ((uint64_t)1 << 20)
+bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g) {
+  if (!g->buffer || !g->n_nodes) return false;
+  const ib_shape *sh = &g->nodes[g->n_nodes - 1].shape;
+  const uint64_t out = (uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode);
+  return out >= OWN_DOWNLOAD_MIN && out <= g->buffer_len &&
+         ib_pinned_holds(c->pin, g->buffer, g->buffer, g->buffer_len);
+}
+
+/* One job's device plan and offset tables. A failure is the job's own. */
+static void plan_job(ib_backend_job *j, ib_jstate *js) {
+  j->status = IB_OK;
+  memset(&j->err, 0, sizeof j->err);
+  memset(&j->out, 0, sizeof j->out);
+  ib_error e = {0};
+  if (ib_gplan_build(j->graph, &js->plan, &e) != IB_OK) {
+    ib_cuda_job_fail(j, &e, IB_STAGE_ADMIT);
+    return;
+  }
+  js->planned = 1;
+  js->buf_off = calloc((size_t)js->plan.n_bufs, sizeof *js->buf_off);
+  js->par_off = calloc((size_t)js->plan.n_stages + 1, sizeof *js->par_off);
+  js->direct = calloc((size_t)js->plan.n_bufs, 1);
+  if (!js->buf_off || !js->par_off || !js->direct) {
+    e = (ib_error){.status = IB_INTERNAL};
+    snprintf(e.message, sizeof e.message, "backend cuda: out of memory");
+    ib_cuda_job_fail(j, &e, IB_STAGE_ADMIT);
+    js->planned = 0;
+  }
+}
+
+/* Inline: a plan is a fraction of a microsecond, while waking the host pool
+ * costs far more (measured on the H200 host: 1.6 us per 256^2 job with the
+ * pool against 0.3 serial). */
+void ib_cuda_sub_plan(ib_backend_submission *s) {
+  for (size_t i = 0; i < s->n; i++) plan_job(&s->jobs[i], &s->js[i]);
+}
+
+/* Sources: staged in the upload region, or, raw ones lying in pinned
+ * memory, in the direct region (offsets relative to it until rebased);
+ * parameter blocks after each job's staged sources. */
+static void place_sources(ib_backend_submission *s) {
+  ib_sub_layout *l = &s->lay;
+  for (size_t i = 0; i < s->n; i++) {
+    ib_jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    const ib_graph *g = s->jobs[i].graph;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      if (js->plan.bufs[b].source_node < 0) continue;
+      const ib_node *nd = &g->nodes[js->plan.bufs[b].source_node];
+      size_t *region = (js->direct[b] = ib_cuda_source_pinned(s->c, g, nd->pb->source->index))
+                           ? &l->direct
+                           : &l->upload;
+      js->buf_off[b] = *region;
+      *region += ib_cuda_up(js->plan.bufs[b].bytes);
+    }
+    for (int k = 0; k < js->plan.n_stages; k++) {
+      js->par_off[k] = l->upload;
+      l->upload +=
+          ib_cuda_up(js->plan.stages[k].chain.param_bytes + js->plan.stages[k].extra_bytes);
+    }
+    l->total_stages += (size_t)js->plan.n_stages;
+    if (js->plan.n_stages > l->max_stages) l->max_stages = js->plan.n_stages;
+  }
+}
+
+/* Stage outputs that stay on the device (resident outputs included), in
+ * the inter region (relative until rebased). */
+static void place_inter(ib_backend_submission *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    ib_jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++)
+      if (js->plan.bufs[b].source_node < 0 &&
+          (!js->plan.bufs[b].is_output || s->jobs[i].resident)) {
+        js->buf_off[b] = s->lay.inter;
+        s->lay.inter += ib_cuda_up(js->plan.bufs[b].bytes);
+      }
+  }
+}
+
+/* Terminal images coming back to the host: arena outputs first (one
+ * download copy for all of them), own-buffer ones after. */
+static void place_downloads(ib_backend_submission *s) {
+  ib_sub_layout *l = &s->lay;
+  for (int own = 0; own < 2; own++) {
+    for (size_t i = 0; i < s->n; i++) {
+      ib_jstate *js = &s->js[i];
+      const ib_backend_job *j = &s->jobs[i];
+      if (!js->planned || j->resident) continue;
+      const size_t bytes = js->plan.bufs[js->plan.out_buf].bytes;
+      js->own = ib_cuda_own_download(s->c, j->graph) && bytes <= j->graph->buffer_len;
+      if (js->own != (own == 1)) continue;
+      js->buf_off[js->plan.out_buf] = l->download;
+      js->dl_off = l->download;
+      l->download += ib_cuda_up(bytes);
+    }
+    if (!own) l->arena_bytes = l->download;
+  }
+}
+
+/* Makes the direct, inter and download offsets absolute. */
+static void rebase(ib_backend_submission *s) {
+  const size_t direct_base = s->lay.upload, inter_base = s->lay.upload + s->lay.direct;
+  s->lay.out_base = inter_base + s->lay.inter;
+  for (size_t i = 0; i < s->n; i++) {
+    ib_jstate *js = &s->js[i];
+    if (!js->planned) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      if (js->plan.bufs[b].source_node >= 0) {
+        if (js->direct[b]) js->buf_off[b] += direct_base;
+        continue;
+      }
+      js->buf_off[b] +=
+          js->plan.bufs[b].is_output && !s->jobs[i].resident ? s->lay.out_base : inter_base;
+    }
+  }
+}
+
+/* Upload (host = device layout, one copy from the pinned staging block):
+ * staged sources, parameter blocks, descriptor tables. Direct: raw sources
+ * whose bytes already lie in pinned memory (Jobs unpacked by
+ * ib_executor_parse), each copied from there. Inter: stage outputs that
+ * stay on the device. Download: the other terminal images, packed so one
+ * copy brings the arena's back into the arena lent to the results. */
+void ib_cuda_sub_layout(ib_backend_submission *s) {
+  s->lay = (ib_sub_layout){0};
+  place_sources(s);
+  s->lay.desc_off = s->lay.upload;
+  s->lay.upload += ib_cuda_up(s->lay.total_stages * sizeof(ib_gdesc));
+  place_inter(s);
+  place_downloads(s);
+  rebase(s);
+}
+
+/* The submission's pinned staging, device block and download arena. */
+ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  const ib_sub_layout *l = &s->lay;
+  bool got = ib_pinned_get(c->pin, l->upload, &s->hblk) &&
+             ib_pool_get(&c->dpool, l->out_base + l->download, &s->dblk);
+  if (got && l->arena_bytes) {
+    got = (s->arena = calloc(1, sizeof *s->arena)) != NULL;
+    if (got) s->arena->c = c;
+    if (got && !ib_pinned_get(c->pin, l->arena_bytes, &s->arena->blk)) {
+      free(s->arena);
+      s->arena = NULL;
+      got = false;
+    }
+  }
+  if (got) return IB_OK;
+  err->status = IB_DEVICE;
+  err->stage = IB_STAGE_UPLOAD;
+  snprintf(err->message, sizeof err->message,
+           "backend cuda: cannot get %zu + %zu pinned / %zu device bytes for a submission of "
+           "%zu job(s) (job %llu)",
+           l->upload, l->arena_bytes, l->out_base + l->download, s->n,
+           s->n ? (unsigned long long)s->jobs[0].job_id : 0ull);
+  return IB_DEVICE;
+}

@@ -1,0 +1,118 @@
+/* The CUDA backend's kernels: a chain signature's module, from the loaded
+ * modules (ib_cuda.mods) or the module cache (disk, else NVRTC). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+
+static const char *const nvrtc_opts[] = {"--fmad=false"};
+
+/* Runs when an unpinned module is evicted (no submission uses it, see
+ * ib_cuda.mods) or at close. */
+void ib_cuda_unload_module(void *ctx, void *value) {
+  ib_cuda *c = ctx;
+  ib_kfunc *f = value;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  c->cu->cuModuleUnload(f->mod);
+  free(f);
+}
+
+/* 128-bit key of a signature (two FNV-1a style streams). */
+static void sig_key(const char *sig, uint64_t key[2]) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (const unsigned char *p = (const unsigned char *)sig; *p; p++) {
+    a = (a ^ *p) * 0x100000001b3ull;
+    b = (b ^ *p) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  }
+  key[0] = a;
+  key[1] = b;
+}
+
+static ib_status fail(ib_error *err, const char *what, const char *sig) {
+  err->status = IB_INTERNAL;
+  snprintf(err->message, sizeof err->message, "backend cuda: %s %.200s", what, sig);
+  return IB_INTERNAL;
+}
+
+/* The functions of a freshly loaded module (f->mod set). */
+static CUresult get_functions(ib_cuda *c, const ib_gchain *ch, ib_kfunc *f) {
+  CUresult rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
+  if (rc == CUDA_SUCCESS && ch->reduce_luma)
+    rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
+  if (rc == CUDA_SUCCESS && ib_gchain_passes(ch)) {
+    rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
+    /* cuda_blur_global_rows forces the global-memory row passes (tests). */
+    f->smem_max = c->blur_global_rows ? 0 : 48 * 1024;
+    if (rc == CUDA_SUCCESS && f->smem_max && c->smem_optin > 48 * 1024 &&
+        c->cu->cuFuncSetAttribute(f->chain, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  c->smem_optin) == CUDA_SUCCESS)
+      f->smem_max = (unsigned)c->smem_optin;
+  }
+  return rc;
+}
+
+/* Compiles (or reads from disk) and loads the module of `sig`. */
+static ib_status load_module(ib_cuda *c, const ib_gchain *ch, const char *sig, ib_kfunc **out,
+                             size_t *img_len, ib_error *err) {
+  char *src = ib_gchain_source(ch);
+  if (!src) return fail(err, "out of memory generating", sig);
+  void *img;
+  ib_status st =
+      ib_kcache_get(c->kc, "chain.cu", src, c->arch, nvrtc_opts, 1, &img, img_len, NULL, NULL, err);
+  free(src);
+  if (st != IB_OK) return st;
+  ib_kfunc *f = calloc(1, sizeof *f);
+  if (!f) {
+    free(img);
+    return fail(err, "out of memory loading", sig);
+  }
+  snprintf(f->sig, sizeof f->sig, "%s", sig);
+  CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
+  free(img);
+  if (rc == CUDA_SUCCESS) rc = get_functions(c, ch, f);
+  if (rc != CUDA_SUCCESS) {
+    if (f->mod) c->cu->cuModuleUnload(f->mod);
+    free(f);
+    return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
+  }
+  *out = f;
+  return IB_OK;
+}
+
+ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
+                             ib_error *err) {
+  char sig[512];
+  ib_gchain_signature(ch, sig, sizeof sig);
+  uint64_t key[2];
+  sig_key(sig, key);
+  ib_lru_entry *e = ib_lru_get(&c->mods, key, true);
+  if (e) {
+    ib_kfunc *f = ib_lru_value(e);
+    if (strcmp(f->sig, sig) != 0) { /* a key collision: never run the other kernel */
+      ib_lru_unpin(&c->mods, e);
+      return fail(err, "module key collision for", sig);
+    }
+    *out = f;
+    *pin = e;
+    return IB_OK;
+  }
+  ib_kfunc *f = NULL;
+  size_t len = 0;
+  ib_status st = load_module(c, ch, sig, &f, &len, err);
+  if (st != IB_OK) return st;
+  /* Inserted pinned: the bound may evict older unpinned modules, never this. */
+  if (!(e = ib_lru_put(&c->mods, key, f, len, true)))
+    return fail(err, "out of memory keeping", sig);
+  *out = ib_lru_value(e);
+  *pin = e;
+  return IB_OK;
+}
+
+/* ib_gchain_signature reads only these fields. */
+bool ib_cuda_chain_eq(const ib_gchain *a, const ib_gchain *b) {
+  if (a->n_inputs != b->n_inputs || a->mode_in1 != b->mode_in1 || a->n_steps != b->n_steps ||
+      a->param_bytes != b->param_bytes || a->reduce_luma != b->reduce_luma)
+    return false;
+  return memcmp(a->steps, b->steps, (size_t)a->n_steps * sizeof a->steps[0]) == 0;
+}

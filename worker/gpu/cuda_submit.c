@@ -1,0 +1,332 @@
+/* A CUDA submission (cuda_internal.h): its passes in order, the enqueue of
+ * its copies and its event, and the wait that lends the results their
+ * memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/cuda_internal.h"
+#include "gpu/cuda_resident.h"
+
+double ib_cuda_prof_now(const ib_cuda *c) {
+  if (!c->prof) return 0.0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage) {
+  j->status = e->status ? e->status : IB_DEVICE;
+  j->err = *e;
+  j->err.status = j->status;
+  if (j->err.stage == IB_STAGE_NONE || j->err.stage == IB_STAGE_VALIDATE) j->err.stage = stage;
+}
+
+ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
+                              ib_error *err) {
+  ib_cu_fail(s->c->cu, rc, &s->device_err, IB_STAGE_EXECUTE, "%s (job %llu)", what,
+             (unsigned long long)s->jobs[job].job_id);
+  s->device_status = IB_DEVICE;
+  if (err) *err = s->device_err;
+  return IB_DEVICE;
+}
+
+ib_status ib_cuda_oom(ib_error *err) {
+  err->status = IB_INTERNAL;
+  snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
+  return IB_INTERNAL;
+}
+
+static void free_launch_plan(ib_launch_plan *lp) {
+  free(lp->ents);
+  free(lp->gfunc);
+  free(lp->glevel);
+  *lp = (ib_launch_plan){0};
+}
+
+static void sub_release(ib_backend_submission *s) {
+  if (!s) return;
+  ib_cuda *c = s->c;
+  /* Complete or fenced by now (every caller): its modules may be evicted. */
+  for (size_t i = 0; i < s->n_pins; i++) ib_lru_unpin(&c->mods, s->pins[i]);
+  free(s->pins);
+  free_launch_plan(&s->lp);
+  if (s->ev) c->cu->cuEventDestroy(s->ev);
+  ib_pinned_put(c->pin, &s->hblk);
+  ib_pool_put(&c->dpool, &s->dblk);
+  if (s->arena) { /* not lent to any result */
+    ib_pinned_put(c->pin, &s->arena->blk);
+    free(s->arena);
+  }
+  for (size_t i = 0; s->js && i < s->n; i++) {
+    ib_gplan_free(&s->js[i].plan);
+    free(s->js[i].buf_off);
+    free(s->js[i].par_off);
+    free(s->js[i].direct);
+  }
+  free(s->js);
+  free(s);
+}
+
+/* The pinned raw sources of a submission, each copied from where it lies:
+ * in batches of one driver call where the driver has cuMemcpyBatchAsync
+ * (small images: one enqueue instead of one per job), else one by one. */
+#define DIRECT_BATCH 256
+typedef struct direct_copies {
+  CUdeviceptr *dst, *src;
+  size_t *len, *job, n;
+} direct_copies;
+
+static ib_status collect_direct(const ib_backend_submission *s, direct_copies *d, ib_error *err) {
+  size_t cap = 0;
+  for (size_t i = 0; i < s->n; i++)
+    for (int b = 0; s->js[i].planned && b < s->js[i].plan.n_bufs; b++) cap += s->js[i].direct[b];
+  d->dst = malloc(cap * sizeof *d->dst);
+  d->src = malloc(cap * sizeof *d->src);
+  d->len = malloc(cap * sizeof *d->len);
+  d->job = malloc(cap * sizeof *d->job);
+  if (!d->dst || !d->src || !d->len || !d->job) return ib_cuda_oom(err);
+  for (size_t i = 0; i < s->n; i++) {
+    const ib_jstate *js = &s->js[i];
+    const ib_graph *g = s->jobs[i].graph;
+    if (!js->planned || s->jobs[i].status != IB_OK) continue;
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      if (!js->direct[b]) continue;
+      const ib_node *nd = &g->nodes[js->plan.bufs[b].source_node];
+      d->dst[d->n] = ib_sub_dev(s) + js->buf_off[b];
+      d->src[d->n] = (CUdeviceptr)(uintptr_t)g->sources[nd->pb->source->index].bytes;
+      d->len[d->n] = js->plan.bufs[b].bytes;
+      d->job[d->n++] = i;
+    }
+  }
+  return IB_OK;
+}
+
+/* Copies [k0, k0 + m) in one driver call; false when the driver refused
+ * (never asked again: copied one by one from then on). */
+static bool batch_copy(ib_backend_submission *s, const direct_copies *d, size_t k0, size_t m) {
+  ib_cuda *c = s->c;
+  if (m < 2 || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
+  CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+  size_t at_idx = 0;
+  const CUresult rc = c->cu->cuMemcpyBatchAsync(d->dst + k0, d->src + k0, d->len + k0, m, &at,
+                                                &at_idx, 1, s->stream);
+  if (rc == CUDA_SUCCESS) return true;
+  c->no_batch_copy = 1;
+  ib_log(&c->log, IB_LOG_WARN,
+         "cuda: cuMemcpyBatchAsync refused (%d); raw sources are uploaded one by one from now on",
+         (int)rc);
+  return false;
+}
+
+static ib_status upload_direct(ib_backend_submission *s, ib_error *err) {
+  direct_copies d = {0};
+  ib_status rs = collect_direct(s, &d, err);
+  for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += DIRECT_BATCH) {
+    const size_t m = d.n - k0 < DIRECT_BATCH ? d.n - k0 : DIRECT_BATCH;
+    if (batch_copy(s, &d, k0, m)) continue;
+    for (size_t k = k0; k < k0 + m && rs == IB_OK; k++) {
+      CUresult rc = s->c->cu->cuMemcpyHtoDAsync(d.dst[k], (const void *)(uintptr_t)d.src[k],
+                                                d.len[k], s->stream);
+      if (rc != CUDA_SUCCESS)
+        rs = ib_cuda_device_fail(s, rc, "upload of a pinned source", d.job[k], err);
+    }
+  }
+  free(d.dst), free(d.src), free(d.len), free(d.job);
+  return rs;
+}
+
+/* The staging block in one copy (descriptors included), then the sources
+ * copied from where they lie. */
+static ib_status enqueue_uploads(ib_backend_submission *s, ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  CUresult rc;
+  if (s->lay.upload && (rc = cu->cuMemcpyHtoDAsync(ib_sub_dev(s), ib_sub_host(s), s->lay.upload,
+                                                   s->stream)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "upload", 0, err);
+  return s->lay.direct ? upload_direct(s, err) : IB_OK;
+}
+
+static bool delivers(const ib_backend_submission *s, size_t i) {
+  return s->js[i].planned && s->jobs[i].status == IB_OK;
+}
+
+/* After the launches, in this order on the submission's stream: resident
+ * outputs copied into their own allocations (so the one event covers them
+ * too), the arena's outputs in one copy, then own-buffer outputs - after
+ * the upload on the same stream, so the source pixels they overwrite were
+ * already read. */
+static ib_status enqueue_downloads(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  const ib_cu *cu = c->cu;
+  const CUdeviceptr dev = ib_sub_dev(s), out = dev + s->lay.out_base;
+  for (size_t i = 0; i < s->n; i++) {
+    const ib_jstate *js = &s->js[i];
+    if (!delivers(s, i) || !s->jobs[i].resident) continue;
+    ib_cuda_keep(cu, c->ctx, s->stream, dev + js->buf_off[js->plan.out_buf], &js->plan.out_shape,
+                 &s->jobs[i]);
+  }
+  CUresult rc;
+  if (s->lay.arena_bytes &&
+      (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)s->arena->blk.addr, out, s->lay.arena_bytes,
+                                  s->stream)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "download", 0, err);
+  for (size_t i = 0; i < s->n; i++) {
+    const ib_jstate *js = &s->js[i];
+    if (!js->own || !delivers(s, i)) continue;
+    if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, out + js->dl_off,
+                                    js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
+        CUDA_SUCCESS)
+      return ib_cuda_device_fail(s, rc, "download", i, err);
+  }
+  return IB_OK;
+}
+
+/* Everything of the submission on its stream, then its one event. */
+static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  ib_status rs = enqueue_uploads(s, err);
+  if (rs == IB_OK) rs = ib_cuda_sub_launch(s, err);
+  if (rs == IB_OK) rs = enqueue_downloads(s, err);
+  CUresult rc;
+  if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+    rs = ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
+  if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
+    rs = ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
+  return rs;
+}
+
+/* Something may have been enqueued: fence before the blocks go back. */
+static ib_status abandon(ib_backend_submission *s, ib_status rs) {
+  s->c->cu->cuStreamSynchronize(s->stream);
+  for (size_t i = 0; i < s->n; i++) {
+    ib_cuda_resident_release(NULL, s->jobs[i].dev);
+    s->jobs[i].dev = NULL;
+  }
+  sub_release(s);
+  return rs;
+}
+
+static ib_backend_submission *sub_new(ib_cuda *c, ib_backend_job *jobs, size_t n) {
+  ib_backend_submission *s = calloc(1, sizeof *s);
+  if (!s || !(s->js = calloc(n ? n : 1, sizeof *s->js))) {
+    free(s);
+    return NULL;
+  }
+  s->c = c;
+  s->jobs = jobs;
+  s->n = n;
+  s->stream = c->streams[c->next_stream++ % c->n_streams];
+  return s;
+}
+
+ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **out,
+                         ib_error *err) {
+  ib_cuda *c = state;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  const double t0 = ib_cuda_prof_now(c);
+  ib_backend_submission *s = sub_new(c, jobs, n);
+  if (!s) return ib_cuda_oom(err);
+  ib_cuda_sub_plan(s);
+  ib_cuda_sub_layout(s);
+  const double t1 = ib_cuda_prof_now(c);
+  ib_status rs = ib_cuda_sub_blocks(s, err);
+  if (rs == IB_OK) rs = ib_cuda_sub_stage(s, err);
+  if (rs != IB_OK) {
+    sub_release(s); /* nothing enqueued */
+    return rs;
+  }
+  const double t2 = ib_cuda_prof_now(c);
+  rs = ib_cuda_sub_groups(s, err);
+  if (rs == IB_OK) rs = enqueue(s, err);
+  free_launch_plan(&s->lp);
+  if (rs != IB_OK) return abandon(s, rs);
+  if (c->prof) {
+    c->t_plan += t1 - t0;
+    c->t_stage += t2 - t1;
+    c->t_launch += ib_cuda_prof_now(c) - t2;
+    c->n_sub++;
+    c->n_jobs += n;
+  }
+  *out = s;
+  return IB_OK;
+}
+
+/* Job i's output: its own Job buffer (a token of its own) or its range of
+ * the arena (the submission's token); false when only the arena's. */
+static bool lend(ib_backend_submission *s, size_t i) {
+  ib_backend_job *j = &s->jobs[i];
+  const ib_jstate *js = &s->js[i];
+  const ib_shape *sh = &js->plan.out_shape;
+  j->out = (ib_image){.mode = sh->mode, .width = sh->width, .height = sh->height};
+  if (!js->own) {
+    j->out.data = (uint8_t *)(uintptr_t)s->arena->blk.addr + js->dl_off;
+    j->lent = s->arena;
+    return true;
+  }
+  ib_lent_arena *a = calloc(1, sizeof *a);
+  if (!a) {
+    ib_cuda_job_fail(j,
+                     &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory"},
+                     IB_STAGE_DOWNLOAD);
+    return false;
+  }
+  *a = (ib_lent_arena){.c = s->c, .job_buf = j->graph->buffer};
+  j->out.data = a->job_buf;
+  j->lent = a;
+  j->buffer_lent = true;
+  return false;
+}
+
+ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = state;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  const double w0 = ib_cuda_prof_now(c);
+  CUresult rc = c->cu->cuEventSynchronize(s->ev);
+  const double w1 = ib_cuda_prof_now(c);
+  ib_status rs = IB_OK;
+  if (rc != CUDA_SUCCESS) {
+    ib_cuda_device_fail(s, rc, "submission", 0, err);
+    rs = IB_DEVICE;
+  }
+  /* Results are ranges of the arena (no copy); it is lent once at least
+   * one of them succeeded, otherwise sub_release takes it back. */
+  bool lent = false;
+  for (size_t i = 0; i < s->n; i++) {
+    ib_backend_job *j = &s->jobs[i];
+    if (j->status != IB_OK) continue;
+    if (rs != IB_OK) {
+      j->status = IB_DEVICE;
+      j->err = s->device_err;
+      continue;
+    }
+    if (j->resident) continue; /* j->dev kept at submit */
+    lent |= lend(s, i);
+  }
+  if (lent) s->arena = NULL; /* the core gives it back through lent_release */
+  if (c->prof) {
+    c->t_device += w1 - w0;
+    c->t_results += ib_cuda_prof_now(c) - w1;
+  }
+  sub_release(s);
+  return rs;
+}
+
+bool ib_cuda_ready(void *state, ib_backend_submission *s) {
+  ib_cuda *c = state;
+  c->cu->cuCtxSetCurrent(c->ctx);
+  return c->cu->cuEventQuery(s->ev) != CUDA_ERROR_NOT_READY;
+}
+
+void ib_cuda_lent_release(void *state, void *token) {
+  (void)state;
+  ib_lent_arena *a = token;
+  if (a->job_buf) {
+    ProtobufCAllocator *al = ib_pinned_allocator(a->c->pin);
+    al->free(al->allocator_data, a->job_buf);
+  } else {
+    ib_pinned_put(a->c->pin, &a->blk);
+  }
+  free(a);
+}
