@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "kafka/wstate.h"
-#include "plan/wire_check.h"
+#include "parse/wire_check.h"
 
 /* The Job's input key, for the Timeout Result to carry like any error
  * Result does (the executor, which parsed it, still holds the job). Read
