@@ -19,6 +19,20 @@
  * b2, input 1's pixel, for a two-input head) and writes q[0..NO). ctx is
  * what the first step's prep(sp, n) returned for the image of n pixels.
  *
+ * Every PIXEL step's run() only calls its runtime twin, a struct of the
+ * same name with "_rt" whose run takes the template's constants as
+ * arguments (and whose prep, when the step has one, too):
+ *
+ *   struct ib_step_x_rt : ib_step_rt_base {
+ *     static void run(int a, int mi, int mo, int ni, int no, unsigned off,
+ *                     const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+ *                     uint8_t *q, int ctx);
+ *   };
+ *
+ * Inlined with constants, the specialised chain folds it to the code the
+ * template would have held; the interpreter (interp_kernels.cuh) calls it
+ * with a step table's values. One body, so both give the same bytes.
+ *
  * A gather head loads the pixel (x, y) of its output into a0:
  *
  *   template <int A, int MI, int N0, int N1, unsigned OFF, unsigned PB>
@@ -37,6 +51,15 @@
 struct ib_step_base {
   static __device__ __forceinline__ int prep(const uint8_t *sp, unsigned long long n) {
     (void)sp, (void)n;
+    return 0;
+  }
+};
+
+/* The runtime twins' default prep (ctx = 0). */
+struct ib_step_rt_base {
+  static __device__ __forceinline__ int prep(int a, int mi, unsigned off, const uint8_t *sp,
+                                             unsigned long long n) {
+    (void)a, (void)mi, (void)off, (void)sp, (void)n;
     return 0;
   }
 };
@@ -63,20 +86,34 @@ struct ib_steps<S, R...> {
 };
 
 /* The identity (CopyOp; the pixel a gather head already loaded). */
+struct ib_step_copy_rt : ib_step_rt_base {
+  static __device__ __forceinline__ void run(int a, int mi, int mo, int ni, int no, unsigned off,
+                                             const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    for (int k = 0; k < ni; k++) q[k] = p[k];
+  }
+};
 template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
 struct ib_step_copy : ib_step_base {
   static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
                                              uint8_t *q, int ctx) {
-    for (int k = 0; k < NI; k++) q[k] = p[k];
+    ib_step_copy_rt::run(A, MI, MO, NI, NO, OFF, sp, p, b2, q, ctx);
   }
 };
 
 /* A per-band table, 256 * NI bytes at OFF: the folded run of table steps. */
+struct ib_step_table_rt : ib_step_rt_base {
+  static __device__ __forceinline__ void run(int a, int mi, int mo, int ni, int no, unsigned off,
+                                             const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    ib_point_px(sp + off, ni, p, q);
+  }
+};
 template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
 struct ib_step_table : ib_step_base {
   static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
                                              uint8_t *q, int ctx) {
-    ib_point_px(sp + OFF, NI, p, q);
+    ib_step_table_rt::run(A, MI, MO, NI, NO, OFF, sp, p, b2, q, ctx);
   }
 };
 

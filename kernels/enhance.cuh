@@ -8,16 +8,27 @@
 #include "chain.cuh"
 #include "enhance.h"
 
+struct ib_step_enhance_rt {
+  static __device__ __forceinline__ int prep(int a, int mi, unsigned off, const uint8_t *sp,
+                                             unsigned long long n) {
+    return a == IB_ENHANCE_CONTRAST
+               ? ib_enhance_contrast_mean(*(const unsigned long long *)(sp + off + 8), n)
+               : 0;
+  }
+  static __device__ __forceinline__ void run(int a, int mi, int mo, int ni, int no, unsigned off,
+                                             const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
+                                             uint8_t *q, int ctx) {
+    ib_enhance_px(a, mi, a == IB_ENHANCE_CONTRAST ? ctx : 0, *(const float *)(sp + off), p, q);
+  }
+};
 template <int A, int MI, int MO, int NI, int NO, unsigned OFF>
 struct ib_step_enhance {
   static __device__ __forceinline__ int prep(const uint8_t *sp, unsigned long long n) {
-    return A == IB_ENHANCE_CONTRAST
-               ? ib_enhance_contrast_mean(*(const unsigned long long *)(sp + OFF + 8), n)
-               : 0;
+    return ib_step_enhance_rt::prep(A, MI, OFF, sp, n);
   }
   static __device__ __forceinline__ void run(const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
                                              uint8_t *q, int ctx) {
-    ib_enhance_px(A, MI, A == IB_ENHANCE_CONTRAST ? ctx : 0, *(const float *)(sp + OFF), p, q);
+    ib_step_enhance_rt::run(A, MI, MO, NI, NO, OFF, sp, p, b2, q, ctx);
   }
 };
 

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-const ib_dev_op ib_gdev_table = {
-    .tag = 'P', .role = IB_DEV_TABLE, .header = "chain.cuh", .fn = "ib_step_table"};
+const ib_dev_op ib_gdev_table = {.tag = 'P',
+                                 .role = IB_DEV_TABLE,
+                                 .header = "chain.cuh",
+                                 .fn = "ib_step_table",
+                                 .rt = "ib_step_table_rt"};
 
 /* ------------------------------------------------------------ steps from nodes */
 

@@ -356,6 +356,10 @@ typedef struct ib_executor_counters {
   uint64_t module_cache_evictions;   /* modules unloaded by the memory bound */
   uint64_t module_cache_bytes;    /* in use by loaded modules (their image sizes) */
   uint64_t disk_cache_corrupt;    /* cache files that failed their hash: deleted, recompiled */
+  uint64_t compile_queue_depth;   /* signatures queued or compiling now (compile pool) */
+  uint64_t compile_queue_full;    /* compile requests refused at the pool's bound (QueueFull) */
+  uint64_t jobs_waited_compile;   /* jobs held until their kernel compiled */
+  uint64_t interp_executions;     /* stages run on the pointwise interpreter tier */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 

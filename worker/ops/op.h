@@ -40,6 +40,9 @@ typedef struct ib_op_desc {
    * the node's input modes). IB_UNSUPPORTED, naming op and mode, for a
    * context without one; NULL when the op has no device step at all. */
   ib_status (*dev)(const struct ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err);
+  /* Every description `dev` may set, NULL-terminated (the interpreter's
+   * dispatch is generated from these; NULL when dev is). */
+  const ib_dev_op *const *dev_ops;
 } ib_op_desc;
 
 /* Registry lookup; NULL for an op case without a row. */

@@ -61,6 +61,7 @@ static const ib_dev_op blend_dev_op = {.tag = 'B',
                                        .flags = IB_DEV_HEAD | IB_DEV_IN1,
                                        .header = "blend.cuh",
                                        .fn = "ib_step_blend",
+                                       .rt = "ib_step_blend_rt",
                                        .fill = blend_fill};
 
 static ib_status blend_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
@@ -79,4 +80,5 @@ const ib_op_desc ib_op_blend = {
     .param_bytes = blend_param_bytes,
     .cpu = blend_cpu,
     .dev = blend_dev,
+    .dev_ops = (const ib_dev_op *const[]){&blend_dev_op, NULL},
 };

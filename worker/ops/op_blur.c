@@ -204,6 +204,7 @@ const ib_op_desc ib_op_box_blur = {
     .param_bytes = blur_scratch_bytes,
     .cpu = box_cpu,
     .dev = box_dev,
+    .dev_ops = (const ib_dev_op *const[]){&box_dev_op, NULL},
 };
 
 const ib_op_desc ib_op_gaussian_blur = {
@@ -215,4 +216,5 @@ const ib_op_desc ib_op_gaussian_blur = {
     .param_bytes = blur_scratch_bytes,
     .cpu = gaussian_cpu,
     .dev = gaussian_dev,
+    .dev_ops = (const ib_dev_op *const[]){&gaussian_dev_op, NULL},
 };

@@ -45,8 +45,11 @@ static ib_status getchannel_cpu(const ib_node *node, const ib_image *const *in, 
 }
 
 /* Device step: kernels/channel.cuh, the band baked in (a). */
-static const ib_dev_op getchannel_dev_op = {
-    .tag = 'G', .role = IB_DEV_PIXEL, .header = "channel.cuh", .fn = "ib_step_getchannel"};
+static const ib_dev_op getchannel_dev_op = {.tag = 'G',
+                                            .role = IB_DEV_PIXEL,
+                                            .header = "channel.cuh",
+                                            .fn = "ib_step_getchannel",
+                                            .rt = "ib_step_getchannel_rt"};
 
 static ib_status getchannel_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
                                 ib_error *err) {
@@ -65,6 +68,7 @@ const ib_op_desc ib_op_getchannel = {
     .param_bytes = ib_op_no_params,
     .cpu = getchannel_cpu,
     .dev = getchannel_dev,
+    .dev_ops = (const ib_dev_op *const[]){&getchannel_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- constant */
@@ -91,6 +95,7 @@ static const ib_dev_op constant_dev_op = {.tag = 'K',
                                           .role = IB_DEV_PIXEL,
                                           .header = "channel.cuh",
                                           .fn = "ib_step_constant",
+                                          .rt = "ib_step_constant_rt",
                                           .fill = constant_fill};
 
 static ib_status constant_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
@@ -110,4 +115,5 @@ const ib_op_desc ib_op_constant = {
     .param_bytes = ib_op_no_params,
     .cpu = constant_cpu,
     .dev = constant_dev,
+    .dev_ops = (const ib_dev_op *const[]){&constant_dev_op, NULL},
 };

@@ -119,6 +119,7 @@ static const ib_dev_op chops_dev_op = {.tag = 'C',
                                        .flags = IB_DEV_HEAD | IB_DEV_IN1,
                                        .header = "chops.cuh",
                                        .fn = "ib_step_chops",
+                                       .rt = "ib_step_chops_rt",
                                        .fill = chops_fill};
 
 static ib_status chops_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
@@ -138,4 +139,5 @@ const ib_op_desc ib_op_chops = {
     .param_bytes = chops_param_bytes,
     .cpu = chops_cpu,
     .dev = chops_dev,
+    .dev_ops = (const ib_dev_op *const[]){&chops_dev_op, NULL},
 };

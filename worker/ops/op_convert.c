@@ -61,8 +61,11 @@ static ib_status convert_cpu(const ib_node *node, const ib_image *const *in, ib_
 
 /* Device step: kernels/convert.cuh (a: the source mode, as the signature
  * has always spelled it). */
-static const ib_dev_op convert_dev_op = {
-    .tag = 'V', .role = IB_DEV_PIXEL, .header = "convert.cuh", .fn = "ib_step_convert"};
+static const ib_dev_op convert_dev_op = {.tag = 'V',
+                                         .role = IB_DEV_PIXEL,
+                                         .header = "convert.cuh",
+                                         .fn = "ib_step_convert",
+                                         .rt = "ib_step_convert_rt"};
 
 static ib_status convert_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   (void)node, (void)err;
@@ -80,4 +83,5 @@ const ib_op_desc ib_op_convert = {
     .param_bytes = ib_op_no_params,
     .cpu = convert_cpu,
     .dev = convert_dev,
+    .dev_ops = (const ib_dev_op *const[]){&convert_dev_op, NULL},
 };

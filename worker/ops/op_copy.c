@@ -21,8 +21,11 @@ static ib_status copy_cpu(const ib_node *node, const ib_image *const *in, ib_ima
 
 /* The identity step (kernels/chain.cuh); also what a graph that is only its
  * source runs on the device. */
-const ib_dev_op ib_dev_copy = {
-    .tag = 'Y', .role = IB_DEV_PIXEL, .header = "chain.cuh", .fn = "ib_step_copy"};
+const ib_dev_op ib_dev_copy = {.tag = 'Y',
+                               .role = IB_DEV_PIXEL,
+                               .header = "chain.cuh",
+                               .fn = "ib_step_copy",
+                               .rt = "ib_step_copy_rt"};
 
 static ib_status copy_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   (void)node, (void)in_modes, (void)err;
@@ -39,4 +42,5 @@ const ib_op_desc ib_op_copy = {
     .param_bytes = ib_op_no_params,
     .cpu = copy_cpu,
     .dev = copy_dev,
+    .dev_ops = (const ib_dev_op *const[]){&ib_dev_copy, NULL},
 };

@@ -58,6 +58,10 @@ typedef struct ib_dev_op {
   unsigned flags;     /* IB_DEV_* */
   const char *header; /* kernels/ file that defines fn ("rank.cuh") */
   const char *fn;     /* the step's template (PIXEL, GATHER) */
+  /* PIXEL: the template's runtime twin (fn + "_rt", kernels/chain.cuh),
+   * which the interpreter (worker/gpu/interp.h) dispatches to by tag. NULL:
+   * the interpreter cannot run the step. */
+  const char *rt;
   /* Writes the node's per-job values (s->param_len bytes at p). NULL: none. */
   void (*fill)(const struct ib_gstep *s, const struct ib_node *node, uint8_t *p);
   /* TABLE: the node's table for s->mode_in, band-major [b * 256 + v]. */

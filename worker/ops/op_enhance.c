@@ -82,12 +82,14 @@ static const ib_dev_op color_dev_op = {.tag = 'E',
                                        .role = IB_DEV_PIXEL,
                                        .header = "enhance.cuh",
                                        .fn = "ib_step_enhance",
+                                       .rt = "ib_step_enhance_rt",
                                        .fill = enhance_fill};
 static const ib_dev_op contrast_dev_op = {.tag = 'Q',
                                           .role = IB_DEV_PIXEL,
                                           .flags = IB_DEV_HEAD | IB_DEV_LUMA,
                                           .header = "enhance.cuh",
                                           .fn = "ib_step_enhance",
+                                          .rt = "ib_step_enhance_rt",
                                           .fill = enhance_fill};
 
 static ib_status enhance_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
@@ -110,4 +112,6 @@ const ib_op_desc ib_op_enhance = {
     .param_bytes = ib_op_no_params,
     .cpu = enhance_cpu,
     .dev = enhance_dev,
+    .dev_ops =
+        (const ib_dev_op *const[]){&brightness_dev_op, &color_dev_op, &contrast_dev_op, NULL},
 };

@@ -94,6 +94,7 @@ const ib_op_desc ib_op_transpose = {
     .param_bytes = ib_op_no_params,
     .cpu = transpose_cpu,
     .dev = transpose_dev,
+    .dev_ops = (const ib_dev_op *const[]){&transpose_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- crop */
@@ -166,6 +167,7 @@ const ib_op_desc ib_op_crop = {
     .param_bytes = ib_op_no_params,
     .cpu = crop_cpu,
     .dev = crop_dev,
+    .dev_ops = (const ib_dev_op *const[]){&crop_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- expand */
@@ -239,4 +241,5 @@ const ib_op_desc ib_op_expand = {
     .param_bytes = expand_param_bytes,
     .cpu = expand_cpu,
     .dev = expand_dev,
+    .dev_ops = (const ib_dev_op *const[]){&expand_dev_op, NULL},
 };

@@ -99,4 +99,5 @@ const ib_op_desc ib_op_kernel = {
     .param_bytes = kernel_param_bytes,
     .cpu = kernel_cpu,
     .dev = kernel_dev,
+    .dev_ops = (const ib_dev_op *const[]){&kernel_dev_op, NULL},
 };

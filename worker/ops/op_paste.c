@@ -82,4 +82,5 @@ const ib_op_desc ib_op_paste = {
     .param_bytes = ib_op_no_params,
     .cpu = paste_cpu,
     .dev = paste_dev,
+    .dev_ops = (const ib_dev_op *const[]){&paste_dev_op, NULL},
 };

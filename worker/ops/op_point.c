@@ -103,6 +103,7 @@ const ib_op_desc ib_op_point = {
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
     .dev = table_dev,
+    .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- ImageOps tables */
@@ -116,6 +117,7 @@ const ib_op_desc ib_op_invert = {
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
     .dev = table_dev,
+    .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},
 };
 
 /* Any threshold is valid (Pillow compares i < threshold). */
@@ -128,6 +130,7 @@ const ib_op_desc ib_op_solarize = {
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
     .dev = table_dev,
+    .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},
 };
 
 /* ImageOps.posterize takes bits <= 8 (0 or less keeps no bit: an all-zero
@@ -151,4 +154,5 @@ const ib_op_desc ib_op_posterize = {
     .param_bytes = point_table_bytes,
     .cpu = table_cpu,
     .dev = table_dev,
+    .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},
 };

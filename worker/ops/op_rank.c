@@ -117,4 +117,5 @@ const ib_op_desc ib_op_rank_filter = {
     .param_bytes = ib_op_no_params,
     .cpu = rank_cpu,
     .dev = rank_dev,
+    .dev_ops = (const ib_dev_op *const[]){&rank_dev_op, NULL},
 };

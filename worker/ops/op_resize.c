@@ -154,4 +154,5 @@ const ib_op_desc ib_op_resize = {
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,
     .dev = resize_dev,
+    .dev_ops = (const ib_dev_op *const[]){&resize_dev_op, NULL},
 };

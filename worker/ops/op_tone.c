@@ -72,6 +72,7 @@ static const ib_dev_op tone_dev_op = {.tag = 'T',
                                       .role = IB_DEV_PIXEL,
                                       .header = "tone.cuh",
                                       .fn = "ib_step_tone",
+                                      .rt = "ib_step_tone_rt",
                                       .fill = tone_fill};
 
 static ib_status tone_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
@@ -90,4 +91,5 @@ const ib_op_desc ib_op_tone = {
     .param_bytes = tone_param_bytes,
     .cpu = tone_cpu,
     .dev = tone_dev,
+    .dev_ops = (const ib_dev_op *const[]){&tone_dev_op, NULL},
 };

@@ -1,0 +1,110 @@
+/*
+ * compile_pool.h - kernel compiles off the submitting thread. N threads
+ * compile requested signatures through the module cache (nvrtc_cache.h:
+ * memory, disk, then NVRTC) while submissions of already compiled work go
+ * on; the submitting thread polls for the result and loads the module
+ * itself (the CUDA context stays on its thread).
+ *
+ * One request per signature: a request for a signature that is queued,
+ * compiling or done but not yet taken coalesces onto it. The table is
+ * bounded (`max_pending` entries, whatever their state): past the bound a
+ * request answers IB_CP_FULL, which admission turns into QueueFull, so a
+ * compile storm becomes backpressure. An entry leaves the table when its
+ * result is taken (ib_cpool_take, ib_cpool_next_done).
+ *
+ * Thread-safe; nothing blocks on a compile but ib_cpool_wait and
+ * ib_cpool_free, which lets running compiles finish (NVRTC cannot be
+ * interrupted), drops queued ones and frees every result nobody took.
+ */
+#ifndef IB_GPU_COMPILE_POOL_H
+#define IB_GPU_COMPILE_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/codegen.h"
+#include "gpu/nvrtc_cache.h"
+#include "imgbatch.h"
+
+#define IB_CPOOL_SIG_MAX 512
+
+typedef struct ib_cpool ib_cpool;
+
+typedef struct ib_cpool_options {
+  int threads;             /* compile threads, >= 1 */
+  uint32_t max_pending;    /* table bound (queued + compiling + done untaken), >= 1 */
+  const char *arch;        /* "sm_90": copied */
+  const char *const *opts; /* NVRTC options beyond the cache's standard ones: copied */
+  int n_opts;
+  /* Called (pool thread, no lock held) after each compile finishes, so the
+   * submitting thread can be woken to take it. NULL: none. */
+  void (*on_done)(void *ctx);
+  void *ctx;
+} ib_cpool_options;
+
+/* kc must outlive the pool. NULL and err filled when a thread cannot start
+ * or memory runs out. */
+ib_cpool *ib_cpool_new(ib_kcache *kc, const ib_cpool_options *o, ib_error *err);
+void ib_cpool_free(ib_cpool *p);
+
+typedef enum ib_cpool_state {
+  IB_CP_NONE = 0,  /* not in the table: never requested, or taken */
+  IB_CP_QUEUED,    /* request(): a new entry, waiting for a thread */
+  IB_CP_RUNNING,   /* a thread is compiling it */
+  IB_CP_DONE,      /* finished (image or error): take it */
+  IB_CP_COALESCED, /* request(): an entry for this signature was there already */
+  IB_CP_FULL,      /* request(): the table is at its bound; nothing queued */
+} ib_cpool_state;
+
+/* Requests the chain's module (its source is generated on a pool thread).
+ * Returns QUEUED, COALESCED or FULL; NONE only when out of memory. */
+ib_cpool_state ib_cpool_request_chain(ib_cpool *p, const ib_gchain *c);
+/* Requests a module from source text (copied) under signature `sig`
+ * (equal signatures must mean equal sources; < IB_CPOOL_SIG_MAX bytes). */
+ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char *name,
+                                       const char *src);
+
+/* Non-blocking: NONE, QUEUED, RUNNING or DONE. */
+ib_cpool_state ib_cpool_poll(ib_cpool *p, const char *sig);
+
+typedef struct ib_cpool_result {
+  char sig[IB_CPOOL_SIG_MAX];
+  ib_status status; /* IB_OK: image holds the cubin (the taker frees it) */
+  ib_error err;     /* the compile error otherwise */
+  void *image;
+  size_t len;
+  ib_kcache_origin origin;
+  uint64_t compile_us; /* wall time of the cache lookup and compile */
+} ib_cpool_result;
+
+/* Hands over the result of `sig` when it is DONE (the entry leaves the
+ * table; returns DONE), else returns its state and leaves *out alone. */
+ib_cpool_state ib_cpool_take(ib_cpool *p, const char *sig, ib_cpool_result *out);
+/* Hands over the oldest finished result, whatever its signature: DONE, or
+ * NONE when nothing has finished. */
+ib_cpool_state ib_cpool_next_done(ib_cpool *p, ib_cpool_result *out);
+/* Blocks until `sig` is DONE or NONE, or `timeout_ms` passed (< 0: no
+ * limit); returns the state then. */
+ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms);
+
+/* Counts kept for the executor's counters: the pool's own, and two the
+ * backend reports through it (ib_cpool_note). */
+typedef struct ib_cpool_stats {
+  uint64_t requests, coalesced, rejected_full;
+  uint64_t compiles;   /* finished requests that ran NVRTC (failed ones too) */
+  uint64_t cache_hits; /* finished requests the memory or disk cache answered */
+  uint64_t failed;
+  uint64_t compile_us; /* total wall time of the compiles */
+  uint64_t depth;      /* queued + compiling now */
+  uint64_t pending;    /* table entries now (depth + done untaken) */
+  uint64_t jobs_waited, interp_runs;
+} ib_cpool_stats;
+ib_cpool_stats ib_cpool_stats_get(ib_cpool *p);
+
+typedef enum ib_cpool_note_kind {
+  IB_CP_NOTE_WAITED, /* a job waited for a compile (its kernel was not ready) */
+  IB_CP_NOTE_INTERP, /* a job's stage ran on the interpreter tier */
+} ib_cpool_note_kind;
+void ib_cpool_note(ib_cpool *p, ib_cpool_note_kind k, uint64_t n);
+
+#endif
