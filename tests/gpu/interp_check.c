@@ -29,7 +29,7 @@
 #include "gpu/gplan.h"
 #include "gpu/interp.h"
 #include "gpu/nvrtc_cache.h"
-#include "jobgen.h"
+#include "tools/jobgen.h"
 
 static const char *const nvrtc_opts[] = {"--fmad=false"}; /* as cuda_backend.c */
 static FILE *logf_;
