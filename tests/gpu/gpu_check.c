@@ -59,6 +59,8 @@ static void tool_cuda_knobs(ib_executor_options *o) {
   o->cuda_profile = p && *p == '1';
   o->cuda_blur_global_rows = g && *g == '1';
   o->log_cb = ib_cli_log_stderr;
+  const char *ct = getenv("IB_COMPILE_THREADS");
+  o->compile_threads = ct ? atoi(ct) : 0;
 }
 
 

@@ -61,7 +61,8 @@ static void run_usage(FILE *f) {
   fprintf(f,
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
-          "                    [--gpu-bytes N] [--host-bytes N] [--download-resident]\n\n"
+          "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
+          "                    [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -70,6 +71,8 @@ static void run_usage(FILE *f) {
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
           "--device N picks the CUDA device (cuda backend).\n"
+          "--compile-threads N (cuda, default 0): N threads compile new kernel signatures off\n"
+          "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
           "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
           "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
           "nothing after it exits. --download-resident downloads each one instead and writes it\n"
@@ -98,6 +101,10 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     o->exec.device = (int)n;
   } else if (strcmp(a, "--max-jobs") == 0) {
     return ib_cli_parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
+  } else if (strcmp(a, "--compile-threads") == 0) {
+    uint32_t n = 0;
+    if (!ib_cli_parse_u32(v, &n) || n > 64) return false;
+    o->exec.compile_threads = (int)n;
   } else if (strcmp(a, "--max-in-flight") == 0) {
     return ib_cli_parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
   } else if (strcmp(a, "--gpu-bytes") == 0) {

@@ -123,6 +123,11 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
     ib_cuda_close(c);
     return IB_INTERNAL;
   }
+  ib_status tst = ib_cuda_tier_open(c, opts, err);
+  if (tst != IB_OK) {
+    ib_cuda_close(c);
+    return tst;
+  }
   *out = c;
   return IB_OK;
 }
@@ -147,6 +152,7 @@ void ib_cuda_close(ib_cuda *c) {
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
   for (unsigned i = 0; i < c->n_streams; i++) cu->cuStreamDestroy(c->streams[i]);
+  ib_cuda_tier_close(c);
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
   ib_pinned_free(c->pin);
@@ -184,6 +190,13 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_evictions = m.evictions;
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
+  if (c->cpool) {
+    ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
+    out->compile_queue_depth = p.depth;
+    out->compile_queue_full = p.rejected_full;
+    out->jobs_waited_compile = p.jobs_waited;
+    out->interp_executions = p.interp_runs;
+  }
 }
 
 ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c) {

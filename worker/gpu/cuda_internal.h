@@ -26,9 +26,11 @@
 #include "exec/backend.h"
 #include "gpu/charge.h"
 #include "gpu/codegen.h"
+#include "gpu/compile_pool.h"
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/gplan.h"
+#include "gpu/interp.h"
 #include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pinned.h"
@@ -37,12 +39,15 @@
 #define IB_MAX_STREAMS 8
 #define IB_CUDA_THREADS 256u
 
-/* A loaded kernel module, an entry of ib_cuda.mods. */
+/* A loaded kernel module, an entry of ib_cuda.mods; or (interp) a chain
+ * run by the interpreter tier, with its step table, for one submission. */
 typedef struct ib_kfunc {
   char sig[512];
   CUmodule mod;
   CUfunction chain, lsum, post;
   unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain may take */
+  bool interp;
+  ib_iprog prog;
 } ib_kfunc;
 
 /* The last admission charge (be_job_bytes, driving thread): a graph whose
@@ -79,6 +84,11 @@ struct ib_cuda {
    * The memory layer of kc is off: a module is kept here or read from disk. */
   ib_lru mods;
   ib_hostpar *hp;
+  /* compile_threads > 0: new signatures compile on the pool while the
+   * interpreter module (imod: ifn, ilsum) runs pointwise stages. */
+  ib_cpool *cpool;
+  CUmodule imod;
+  CUfunction ifn, ilsum;
   int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
   ib_log_sink log;
   ib_charge_memo memo;
@@ -141,6 +151,8 @@ typedef struct ib_launch_plan {
   int *glevel;
   int n_groups;
   ib_gdesc *descs; /* in the pinned staging block, at desc_off */
+  ib_kfunc **ikf;  /* interpreter-tier kernels of this submission (owned) */
+  size_t n_ikf;
 } ib_launch_plan;
 
 struct ib_backend_submission {
@@ -174,10 +186,31 @@ static inline CUdeviceptr ib_sub_dev(const ib_backend_submission *s) {
  * until the work launched from it completed (see ib_cuda.mods). */
 ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
                              ib_error *err);
+/* The module of `sig` (key: its hash) when loaded, pinned in *pin; NULL
+ * otherwise. */
+ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2],
+                              ib_lru_entry **pin, ib_error *err);
+/* Loads a compiled image as the module of `sig` and keeps it in the LRU
+ * (pinned in *pin when pin is not NULL). */
+ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, const void *img,
+                             size_t len, ib_kfunc **out, ib_lru_entry **pin, ib_error *err);
+void ib_cuda_sig_key(const char *sig, uint64_t key[2]);
 /* Equal chains have equal signatures, so they share a kernel. */
 bool ib_cuda_chain_eq(const ib_gchain *a, const ib_gchain *b);
 /* The module cache's drop (ib_lru_init). */
 void ib_cuda_unload_module(void *ctx, void *value);
+
+/* cuda_tier.c: the compile pool and the interpreter tier (compile_threads). */
+ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *err);
+void ib_cuda_tier_close(ib_cuda *c);
+/* The kernel of one stage: its module when compiled (pinned in the
+ * submission), else with the pool on, the interpreter while the module
+ * compiles (pointwise chains) or an inline compile (other heads). */
+ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_kfunc **out,
+                             ib_error *err);
+/* Launches an interpreter-tier group over `gy` descriptors at `table`. */
+ib_status ib_cuda_interp_launch(ib_backend_submission *s, const ib_kfunc *f, CUdeviceptr table,
+                                unsigned gy, uint64_t most_px, size_t job, ib_error *err);
 
 /* cuda_layout.c */
 bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);

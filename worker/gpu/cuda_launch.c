@@ -34,11 +34,10 @@ static void group_level(ib_backend_submission *s, int lv, last_kernel *last) {
     const ib_gchain *ch = &js->plan.stages[lv].chain;
     if (last->ch && ib_cuda_chain_eq(ch, last->ch)) {
       f = last->f;
-    } else if (ib_cuda_chain_func(s->c, ch, &f, &s->pins[s->n_pins], &e) != IB_OK) {
+    } else if (ib_cuda_stage_func(s, ch, &f, &e) != IB_OK) { /* pins: one per stage at most */
       ib_cuda_job_fail(j, &e, IB_STAGE_EXECUTE);
       continue;
     } else {
-      s->n_pins++; /* at most one per stage: total_stages bounds them */
       *last = (last_kernel){ch, f};
     }
     int g = level_first;
@@ -168,6 +167,10 @@ static ib_status launch_group(ib_backend_submission *s, size_t e, size_t e_end, 
   for (size_t k = e; k < e_end && rs == IB_OK; k += 65535) {
     unsigned gy = (unsigned)(e_end - k < 65535 ? e_end - k : 65535);
     CUdeviceptr table = ib_sub_dev(s) + s->lay.desc_off + k * sizeof(ib_gdesc);
+    if (f->interp) {
+      rs = ib_cuda_interp_launch(s, f, table, gy, most, lp->ents[k].job, err);
+      continue;
+    }
     void *args[] = {&table};
     CUresult rc;
     if (f->lsum) {

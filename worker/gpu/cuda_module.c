@@ -19,7 +19,7 @@ void ib_cuda_unload_module(void *ctx, void *value) {
 }
 
 /* 128-bit key of a signature (two FNV-1a style streams). */
-static void sig_key(const char *sig, uint64_t key[2]) {
+void ib_cuda_sig_key(const char *sig, uint64_t key[2]) {
   uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
   for (const unsigned char *p = (const unsigned char *)sig; *p; p++) {
     a = (a ^ *p) * 0x100000001b3ull;
@@ -52,32 +52,45 @@ static CUresult get_functions(ib_cuda *c, const ib_gchain *ch, ib_kfunc *f) {
   return rc;
 }
 
-/* Compiles (or reads from disk) and loads the module of `sig`. */
-static ib_status load_module(ib_cuda *c, const ib_gchain *ch, const char *sig, ib_kfunc **out,
-                             size_t *img_len, ib_error *err) {
-  char *src = ib_gchain_source(ch);
-  if (!src) return fail(err, "out of memory generating", sig);
-  void *img;
-  ib_status st =
-      ib_kcache_get(c->kc, "chain.cu", src, c->arch, nvrtc_opts, 1, &img, img_len, NULL, NULL, err);
-  free(src);
-  if (st != IB_OK) return st;
+ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, const void *img,
+                             size_t len, ib_kfunc **out, ib_lru_entry **pin, ib_error *err) {
   ib_kfunc *f = calloc(1, sizeof *f);
-  if (!f) {
-    free(img);
-    return fail(err, "out of memory loading", sig);
-  }
+  if (!f) return fail(err, "out of memory loading", sig);
   snprintf(f->sig, sizeof f->sig, "%s", sig);
   CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
-  free(img);
   if (rc == CUDA_SUCCESS) rc = get_functions(c, ch, f);
   if (rc != CUDA_SUCCESS) {
     if (f->mod) c->cu->cuModuleUnload(f->mod);
     free(f);
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_EXECUTE, "loading kernel %.150s", sig);
   }
-  *out = f;
+  uint64_t key[2];
+  ib_cuda_sig_key(sig, key);
+  /* Inserted pinned: the bound may evict older unpinned modules, never
+   * this. An entry already there is returned instead, and the LRU drops
+   * (unloads) f - as it does when f cannot be kept. */
+  ib_lru_entry *e = ib_lru_put(&c->mods, key, f, len, pin != NULL);
+  if (!e) {
+    if (!pin) return IB_OK; /* unpinned and over the bound: not kept */
+    return fail(err, "out of memory keeping", sig);
+  }
+  if (pin) *pin = e;
+  if (out) *out = ib_lru_value(e);
   return IB_OK;
+}
+
+ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2],
+                              ib_lru_entry **pin, ib_error *err) {
+  ib_lru_entry *e = ib_lru_get(&c->mods, key, true);
+  if (!e) return NULL;
+  ib_kfunc *f = ib_lru_value(e);
+  if (strcmp(f->sig, sig) != 0) { /* a key collision: never run the other kernel */
+    ib_lru_unpin(&c->mods, e);
+    fail(err, "module key collision for", sig);
+    return NULL;
+  }
+  *pin = e;
+  return f;
 }
 
 ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
@@ -85,28 +98,22 @@ ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib
   char sig[512];
   ib_gchain_signature(ch, sig, sizeof sig);
   uint64_t key[2];
-  sig_key(sig, key);
-  ib_lru_entry *e = ib_lru_get(&c->mods, key, true);
-  if (e) {
-    ib_kfunc *f = ib_lru_value(e);
-    if (strcmp(f->sig, sig) != 0) { /* a key collision: never run the other kernel */
-      ib_lru_unpin(&c->mods, e);
-      return fail(err, "module key collision for", sig);
-    }
-    *out = f;
-    *pin = e;
-    return IB_OK;
-  }
-  ib_kfunc *f = NULL;
+  ib_cuda_sig_key(sig, key);
+  err->status = IB_OK;
+  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return IB_OK;
+  if (err->status != IB_OK) return err->status;
+  /* Compiles (or reads from disk) and loads the module of `sig`. */
+  char *src = ib_gchain_source(ch);
+  if (!src) return fail(err, "out of memory generating", sig);
+  void *img;
   size_t len = 0;
-  ib_status st = load_module(c, ch, sig, &f, &len, err);
+  ib_status st =
+      ib_kcache_get(c->kc, "chain.cu", src, c->arch, nvrtc_opts, 1, &img, &len, NULL, NULL, err);
+  free(src);
   if (st != IB_OK) return st;
-  /* Inserted pinned: the bound may evict older unpinned modules, never this. */
-  if (!(e = ib_lru_put(&c->mods, key, f, len, true)))
-    return fail(err, "out of memory keeping", sig);
-  *out = ib_lru_value(e);
-  *pin = e;
-  return IB_OK;
+  st = ib_cuda_module_add(c, ch, sig, img, len, out, pin, err);
+  free(img);
+  return st;
 }
 
 /* ib_gchain_signature reads only these fields. */

@@ -39,6 +39,8 @@ ib_status ib_cuda_oom(ib_error *err) {
 }
 
 static void free_launch_plan(ib_launch_plan *lp) {
+  for (size_t i = 0; i < lp->n_ikf; i++) free(lp->ikf[i]);
+  free(lp->ikf);
   free(lp->ents);
   free(lp->gfunc);
   free(lp->glevel);

@@ -230,6 +230,14 @@ typedef struct ib_executor_options {
   bool cuda_profile;          /* cuda: time the host side of submissions (logged, INFO, on
                                * close) */
   bool cuda_blur_global_rows; /* cuda, tests: force the global-memory blur row passes */
+  int compile_threads;        /* cuda: 0 = a new kernel signature compiles inside its
+                               * submission; N > 0 = N threads compile new signatures
+                               * off the submission while the pointwise interpreter tier
+                               * runs pointwise stages at once (other heads still compile
+                               * inline). Default 0 */
+  uint32_t compile_queue;     /* compile pool bound (signatures queued, compiling or
+                               * done untaken); 0 = 64. Past it a new signature
+                               * compiles inline (counted in compile_queue_full) */
   ib_log_fn log_cb;           /* NULL: the library's messages are dropped */
   void *log_opaque;
 } ib_executor_options;

@@ -1,0 +1,166 @@
+/* The CUDA backend's kernel tiers (issue 14; cuda_internal.h). With
+ * compile_threads > 0 a stage whose module is not loaded does not wait for
+ * NVRTC inside its submission: the compile pool (compile_pool.h) compiles
+ * the signature on its own threads and, meanwhile, a pointwise stage runs
+ * on the interpreter (interp.h), which calls the same step functions and so
+ * gives the same bytes. Later submissions take the module once it is done
+ * (ib_cuda_tier_drain), as a JIT tiers up. A head the interpreter cannot
+ * run (gather, passes) still compiles inline, as does any signature past
+ * the pool's bound (counted as compile_queue_full). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+
+static const char *const nvrtc_opts[] = {"--fmad=false"};
+
+ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *err) {
+  if (o->compile_threads <= 0) return IB_OK;
+  /* The interpreter module: one compile per process (then on disk). */
+  char *src = ib_interp_source();
+  if (!src) {
+    err->status = IB_INTERNAL;
+    snprintf(err->message, sizeof err->message, "backend cuda: no interpreter source");
+    return IB_INTERNAL;
+  }
+  void *img = NULL;
+  size_t len = 0;
+  ib_status st =
+      ib_kcache_get(c->kc, "interp.cu", src, c->arch, nvrtc_opts, 1, &img, &len, NULL, NULL, err);
+  free(src);
+  if (st != IB_OK) return st;
+  CUresult rc = c->cu->cuModuleLoadData(&c->imod, img);
+  free(img);
+  if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&c->ifn, c->imod, IB_INTERP_KERNEL);
+  if (rc == CUDA_SUCCESS)
+    rc = c->cu->cuModuleGetFunction(&c->ilsum, c->imod, IB_INTERP_LSUM_KERNEL);
+  if (rc != CUDA_SUCCESS)
+    return ib_cu_fail(c->cu, rc, err, IB_STAGE_ADMIT, "loading the interpreter module");
+  ib_cpool_options po = {.threads = o->compile_threads,
+                         .max_pending = o->compile_queue ? o->compile_queue : 64,
+                         .arch = c->arch,
+                         .opts = nvrtc_opts,
+                         .n_opts = 1};
+  c->cpool = ib_cpool_new(c->kc, &po, err);
+  return c->cpool ? IB_OK : (err->status ? err->status : IB_INTERNAL);
+}
+
+void ib_cuda_tier_close(ib_cuda *c) {
+  ib_cpool_free(c->cpool); /* lets running compiles finish; before the cache goes */
+  c->cpool = NULL;
+  if (c->imod) c->cu->cuModuleUnload(c->imod);
+  c->imod = NULL;
+}
+
+/* A finished compile becomes a loaded, unpinned module. A failed one is
+ * dropped: the next stage of that signature compiles inline and reports
+ * the compile error to its job. */
+static void adopt(ib_cuda *c, const ib_gchain *ch, ib_cpool_result *r, ib_kfunc **out,
+                  ib_lru_entry **pin, ib_error *err) {
+  if (r->status == IB_OK) {
+    ib_status st = ib_cuda_module_add(c, ch, r->sig, r->image, r->len, out, pin, err);
+    if (st != IB_OK && out) *out = NULL;
+  }
+  free(r->image);
+  r->image = NULL;
+}
+
+/* Finished compiles nobody took yet hold places in the pool's bound: at the
+ * bound they are let go (their images stay in the disk cache, so a later
+ * stage of that signature loads from there instead of compiling). A module
+ * needs its chain to be loaded (ib_lsum, ib_post), so the pool's results
+ * are taken by the next stage of their signature, not drained ahead. */
+static void let_go_done(ib_cuda *c) {
+  ib_cpool_result r;
+  while (ib_cpool_next_done(c->cpool, &r) == IB_CP_DONE) free(r.image);
+}
+
+/* This submission's interpreter kernel of `sig` (one per signature, since
+ * the step table is a launch argument). */
+static ib_kfunc *interp_func(ib_backend_submission *s, const ib_gchain *ch, const char *sig,
+                             ib_error *err) {
+  ib_launch_plan *lp = &s->lp;
+  for (size_t i = 0; i < lp->n_ikf; i++)
+    if (strcmp(lp->ikf[i]->sig, sig) == 0) return lp->ikf[i];
+  ib_kfunc **grown = realloc(lp->ikf, (lp->n_ikf + 1) * sizeof *grown);
+  ib_kfunc *f = calloc(1, sizeof *f);
+  if (grown) lp->ikf = grown;
+  if (!grown || !f) {
+    free(f);
+    ib_cuda_oom(err);
+    return NULL;
+  }
+  if (ib_interp_prog(ch, &f->prog, err) != IB_OK) {
+    free(f);
+    return NULL;
+  }
+  snprintf(f->sig, sizeof f->sig, "%s", sig);
+  f->interp = true;
+  lp->ikf[lp->n_ikf++] = f;
+  return f;
+}
+
+ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_kfunc **out,
+                             ib_error *err) {
+  ib_cuda *c = s->c;
+  ib_lru_entry **pin = &s->pins[s->n_pins];
+  if (!c->cpool) {
+    ib_status st = ib_cuda_chain_func(c, ch, out, pin, err);
+    if (st == IB_OK) s->n_pins++;
+    return st;
+  }
+  char sig[512];
+  ib_gchain_signature(ch, sig, sizeof sig);
+  uint64_t key[2];
+  ib_cuda_sig_key(sig, key);
+  err->status = IB_OK;
+  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) {
+    s->n_pins++;
+    return IB_OK;
+  }
+  if (err->status != IB_OK) return err->status;
+  ib_cpool_result r;
+  if (ib_cpool_take(c->cpool, sig, &r) == IB_CP_DONE) {
+    adopt(c, ch, &r, out, pin, err);
+    if (*out) {
+      s->n_pins++;
+      return IB_OK;
+    }
+  } else if (ib_interp_can_run(ch)) {
+    ib_cpool_state q = ib_cpool_request_chain(c->cpool, ch);
+    if (q == IB_CP_FULL) {
+      let_go_done(c);
+      q = ib_cpool_request_chain(c->cpool, ch);
+    }
+    if (q == IB_CP_QUEUED || q == IB_CP_COALESCED) {
+      if (!(*out = interp_func(s, ch, sig, err))) return err->status ? err->status : IB_INTERNAL;
+      ib_cpool_note(c->cpool, IB_CP_NOTE_INTERP, 1);
+      return IB_OK;
+    }
+  }
+  /* A head the interpreter cannot run, a full pool or a failed compile:
+   * inline, as without the pool (the job waits for its kernel). */
+  ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
+  ib_status st = ib_cuda_chain_func(c, ch, out, pin, err);
+  if (st == IB_OK) s->n_pins++;
+  return st;
+}
+
+ib_status ib_cuda_interp_launch(ib_backend_submission *s, const ib_kfunc *f, CUdeviceptr table,
+                                unsigned gy, uint64_t most_px, size_t job, ib_error *err) {
+  const ib_cuda *c = s->c;
+  const unsigned T = IB_CUDA_THREADS;
+  uint64_t blocks = (most_px + T - 1) / T, cap = (uint64_t)c->sm_count * 8;
+  const unsigned gx = (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+  ib_iprog prog = f->prog;
+  void *args[] = {&table, &prog};
+  CUresult rc;
+  if (prog.luma && (rc = c->cu->cuLaunchKernel(c->ilsum, gx, gy, 1, T, 1, 1, 0, s->stream, args,
+                                               NULL)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "launch ib_interp_lsum", job, err);
+  if ((rc = c->cu->cuLaunchKernel(c->ifn, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL)) !=
+      CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "launch ib_interp", job, err);
+  return IB_OK;
+}
