@@ -136,8 +136,8 @@ static int relay(const char *brokers, long n) {
     if (!m->err) {
       while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.results"),
                                RD_KAFKA_V_VALUE(m->payload, m->len),
-                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) ==
-             RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                               RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
         rd_kafka_poll(p, 10);
       done++;
     }
@@ -201,11 +201,12 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   double span = last > t_warm ? last - t_warm : 1e-9;
   qsort(lat + warm, (size_t)(got - warm), sizeof *lat, cmp_double);
   long nl = got - warm;
-  printf("%ld of %ld results (window %ld, %zu-byte jobs): %.1f jobs/s, in %.1f MB/s, out %.1f MB/s, "
-         "latency p50 %.1f ms p99 %.1f ms\n",
-         got, n, window, len, (double)timed / span, (double)len * (double)timed / span / 1e6,
-         (double)out_bytes / span / 1e6, nl > 0 ? lat[warm + nl / 2] : 0.0,
-         nl > 0 ? lat[warm + nl * 99 / 100] : 0.0);
+  printf(
+      "%ld of %ld results (window %ld, %zu-byte jobs): %.1f jobs/s, in %.1f MB/s, out %.1f MB/s, "
+      "latency p50 %.1f ms p99 %.1f ms\n",
+      got, n, window, len, (double)timed / span, (double)len * (double)timed / span / 1e6,
+      (double)out_bytes / span / 1e6, nl > 0 ? lat[warm + nl / 2] : 0.0,
+      nl > 0 ? lat[warm + nl * 99 / 100] : 0.0);
   free(lat);
   free(sent);
   free(job);
@@ -221,13 +222,18 @@ int main(int argc, char **argv) {
   long n = 1000;
   uint32_t side = 256;
   for (int i = 2; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--brokers") == 0) brokers = argv[i + 1];
-    else if (strcmp(argv[i], "--n") == 0) n = atol(argv[i + 1]);
-    else if (strcmp(argv[i], "--kind") == 0) kind = argv[i + 1];
-    else if (strcmp(argv[i], "--side") == 0) side = (uint32_t)atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--brokers") == 0)
+      brokers = argv[i + 1];
+    else if (strcmp(argv[i], "--n") == 0)
+      n = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--kind") == 0)
+      kind = argv[i + 1];
+    else if (strcmp(argv[i], "--side") == 0)
+      side = (uint32_t)atoi(argv[i + 1]);
   }
   if (argc < 2 || !brokers || n < 2) {
-    fprintf(stderr, "usage: kafka_bench drive|relay --brokers B --n N [--kind raw|png] [--side S]\n");
+    fprintf(stderr,
+            "usage: kafka_bench drive|relay --brokers B --n N [--kind raw|png] [--side S]\n");
     return 2;
   }
   if (strcmp(argv[1], "relay") == 0) return relay(brokers, n);

@@ -35,9 +35,7 @@ enum {
 };
 
 /* ImagingChopMultiply: a * b / 255 (truncated). */
-IB_FN uint8_t ib_chop_multiply(uint8_t a, uint8_t b) {
-  return ib_clip8((int)a * (int)b / 255);
-}
+IB_FN uint8_t ib_chop_multiply(uint8_t a, uint8_t b) { return ib_clip8((int)a * (int)b / 255); }
 
 /* ImagingChopScreen: 255 - (255 - a) * (255 - b) / 255 (truncated product term). */
 IB_FN uint8_t ib_chop_screen(uint8_t a, uint8_t b) {
@@ -72,12 +70,8 @@ IB_FN uint8_t ib_chop_difference(uint8_t a, uint8_t b) {
   return (uint8_t)(d < 0 ? -d : d);
 }
 
-IB_FN uint8_t ib_chop_darker(uint8_t a, uint8_t b) {
-  return a < b ? a : b;
-}
-IB_FN uint8_t ib_chop_lighter(uint8_t a, uint8_t b) {
-  return a > b ? a : b;
-}
+IB_FN uint8_t ib_chop_darker(uint8_t a, uint8_t b) { return a < b ? a : b; }
+IB_FN uint8_t ib_chop_lighter(uint8_t a, uint8_t b) { return a > b ? a : b; }
 
 /* The int conversion + clip of Pillow's CHOP for a float expression:
  * Pillow does `int temp = v` (truncation) then clips to 0..255. Comparing the
@@ -105,9 +99,7 @@ IB_FN uint8_t ib_chop_subtract(uint8_t a, uint8_t b, float scale, int offset) {
 }
 
 /* ImagingChopAddModulo / SubtractModulo: a + b, a - b stored mod 256. */
-IB_FN uint8_t ib_chop_add_modulo(uint8_t a, uint8_t b) {
-  return (uint8_t)((int)a + (int)b);
-}
+IB_FN uint8_t ib_chop_add_modulo(uint8_t a, uint8_t b) { return (uint8_t)((int)a + (int)b); }
 IB_FN uint8_t ib_chop_subtract_modulo(uint8_t a, uint8_t b) {
   return (uint8_t)(unsigned)((int)a - (int)b);
 }

@@ -103,9 +103,7 @@ IB_FN void ib_resize_axis_coeffs(float lo, float hi, uint32_t n_out, double *sca
 }
 
 /* Pillow's COORD(v): -1 below zero, else truncation toward zero. */
-IB_FN int ib_resize_coord(double v) {
-  return v < 0.0 ? -1 : (int)v;
-}
+IB_FN int ib_resize_coord(double v) { return v < 0.0 ? -1 : (int)v; }
 
 /* ImagingScaleAffine pretabulates one axis by accumulation, not by
  * multiplication: c = offset + scale * 0.5, then per output index

@@ -3,9 +3,9 @@
  * host and under NVRTC. libm's and CUDA's powf/cbrtf/exp2f may differ in the
  * last bit, which would make a GPU pixel differ from the CPU reference. These
  * use only IEEE-754 double +, -, *, / and sqrt (correctly rounded on both
- * sides) and the exact frexp/ldexp (exponent moves, no rounding; --fmad=false keeps the device from contracting them), so a backend
- * that calls them reproduces the CPU byte for byte. Accuracy is close to
- * double precision before the final narrowing to float.
+ * sides) and the exact frexp/ldexp (exponent moves, no rounding; --fmad=false keeps the device from
+ * contracting them), so a backend that calls them reproduces the CPU byte for byte. Accuracy is
+ * close to double precision before the final narrowing to float.
  */
 #ifndef IB_MATHF_H
 #define IB_MATHF_H
@@ -28,10 +28,11 @@ IB_FN double ib_cbrt_d(double x) {
   double m = frexp(x, &e);
   const int q = ib_ceil_div(e, 3);
   x = ldexp(m, e - 3 * q);
-  double y = x < 0.35 ? ((3.3139677865482184 * x - 3.6966616976532256) * x + 2.0627590108463676) * x +
-                            0.29368613568394597
-                      : ((0.20559434170626478 * x - 0.6512894123530185) * x + 1.0305828987269838) * x +
-                            0.41536624850355686;
+  double y = x < 0.35
+                 ? ((3.3139677865482184 * x - 3.6966616976532256) * x + 2.0627590108463676) * x +
+                       0.29368613568394597
+                 : ((0.20559434170626478 * x - 0.6512894123530185) * x + 1.0305828987269838) * x +
+                       0.41536624850355686;
   for (int i = 0; i < 3; i++) y = y - (y * y * y - x) / (3.0 * y * y);
   return ldexp(y, q);
 }

@@ -60,10 +60,8 @@ static __device__ __forceinline__ int ib_interp_prep(const ib_istep &s, const ui
 
 static __device__ void ib_interp_step(const ib_istep &s, const uint8_t *sp, const uint8_t *p,
                                       const uint8_t *b2, uint8_t *q, int ctx) {
-#define IB_INTERP_RUN(t, fn)                                         \
-  case t:                                                           \
-    fn::run(s.a, s.mi, s.mo, s.ni, s.no, s.off, sp, p, b2, q, ctx); \
-    break;
+#define IB_INTERP_RUN(t, fn) \
+  case t: fn::run(s.a, s.mi, s.mo, s.ni, s.no, s.off, sp, p, b2, q, ctx); break;
   switch (s.tag) {
     IB_INTERP_OPS(IB_INTERP_RUN)
     default: break; /* never: the host builds tables from dispatched tags only */

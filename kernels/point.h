@@ -15,14 +15,10 @@
 
 /* _imaging.c _point: every int entry goes through CLIP8 (<= 0 -> 0,
  * >= 256 -> 255). */
-IB_FN uint8_t ib_point_entry(int32_t v) {
-  return ib_clip8(v);
-}
+IB_FN uint8_t ib_point_entry(int32_t v) { return ib_clip8(v); }
 
 /* ImageOps.invert: lut[i] = 255 - i. */
-IB_FN uint8_t ib_point_invert_entry(int i) {
-  return (uint8_t)(255 - i);
-}
+IB_FN uint8_t ib_point_invert_entry(int i) { return (uint8_t)(255 - i); }
 
 /* ImageOps.solarize: lut[i] = i if i < threshold else 255 - i (any
  * threshold: >= 256 is the identity, 0 inverts everything). */

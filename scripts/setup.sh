@@ -9,7 +9,7 @@ cd "$root"
 
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
       libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev python3-venv
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

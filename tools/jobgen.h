@@ -54,7 +54,8 @@ typedef struct jg_job {
   ib_shape shape[64]; /* our own tracking of node output shapes (approximate) */
 } jg_job;
 
-static inline Imgbatch__V1__Source *jg_raw(jg_job *j, jg_rng *r, ib_mode m, uint32_t w, uint32_t h) {
+static inline Imgbatch__V1__Source *jg_raw(jg_job *j, jg_rng *r, ib_mode m, uint32_t w,
+                                           uint32_t h) {
   Imgbatch__V1__Source *s = jg_alloc(j->a, sizeof *s);
   imgbatch__v1__source__init(s);
   Imgbatch__V1__RawImage *raw = jg_alloc(j->a, sizeof *raw);
@@ -96,7 +97,8 @@ static inline void jg_begin(jg_job *j, jg_arena *a, jg_rng *r, ib_mode m, uint32
 }
 
 /* Appends a node reading `in0` (and `in1` when >= 0); returns it. */
-static inline Imgbatch__V1__Node *jg_node(jg_job *j, Imgbatch__V1__Node__OpCase op, int in0, int in1) {
+static inline Imgbatch__V1__Node *jg_node(jg_job *j, Imgbatch__V1__Node__OpCase op, int in0,
+                                          int in1) {
   Imgbatch__V1__Node *n = jg_alloc(j->a, sizeof *n);
   imgbatch__v1__node__init(n);
   n->op_case = op;
@@ -153,14 +155,36 @@ static inline ib_graph *jg_finish(jg_job *j, ib_error *err) {
 /* ------------------------------------------------------------ op generators */
 
 enum {
-  JG_COPY, JG_POINT, JG_INVERT, JG_SOLARIZE, JG_POSTERIZE, JG_GETCHANNEL, JG_CONSTANT,
-  JG_CONVERT, JG_BRIGHTNESS, JG_COLOR, JG_CONTRAST, JG_TONE, JG_CHOPS, JG_BLEND,
-  JG_TRANSPOSE, JG_CROP, JG_EXPAND, JG_RESIZE, JG_PASTE, JG_RANK, JG_KERNEL, JG_BOXBLUR, JG_GAUSS, JG_COUNT
+  JG_COPY,
+  JG_POINT,
+  JG_INVERT,
+  JG_SOLARIZE,
+  JG_POSTERIZE,
+  JG_GETCHANNEL,
+  JG_CONSTANT,
+  JG_CONVERT,
+  JG_BRIGHTNESS,
+  JG_COLOR,
+  JG_CONTRAST,
+  JG_TONE,
+  JG_CHOPS,
+  JG_BLEND,
+  JG_TRANSPOSE,
+  JG_CROP,
+  JG_EXPAND,
+  JG_RESIZE,
+  JG_PASTE,
+  JG_RANK,
+  JG_KERNEL,
+  JG_BOXBLUR,
+  JG_GAUSS,
+  JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
-    "copy", "point", "invert", "solarize", "posterize", "getchannel", "constant",
-    "convert", "brightness", "color", "contrast", "tone", "chops", "blend",
-    "transpose", "crop", "expand", "resize", "paste", "rank", "kernel", "box_blur", "gaussian"};
+    "copy",     "point",   "invert",     "solarize", "posterize", "getchannel",
+    "constant", "convert", "brightness", "color",    "contrast",  "tone",
+    "chops",    "blend",   "transpose",  "crop",     "expand",    "resize",
+    "paste",    "rank",    "kernel",     "box_blur", "gaussian"};
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -217,7 +241,8 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n = jg_node(j, IMGBATCH__V1__NODE__OP_CONVERT, prev, -1);
       n->convert = jg_alloc(j->a, sizeof *n->convert);
       imgbatch__v1__convert_op__init(n->convert);
-      n->convert->mode = (char *)ib_mode_name((ib_mode)(sub >= 0 ? 1 + sub % 6 : 1 + (int)jg_below(r, 6)));
+      n->convert->mode =
+          (char *)ib_mode_name((ib_mode)(sub >= 0 ? 1 + sub % 6 : 1 + (int)jg_below(r, 6)));
       break;
     case JG_BRIGHTNESS:
     case JG_COLOR:
@@ -249,7 +274,8 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n = jg_node(j, IMGBATCH__V1__NODE__OP_CHOPS, prev, src2);
       n->chops = jg_alloc(j->a, sizeof *n->chops);
       imgbatch__v1__chops_op__init(n->chops);
-      n->chops->function = (Imgbatch__V1__ChopsFunction)(sub >= 0 ? sub % 12 : (int)jg_below(r, 12));
+      n->chops->function =
+          (Imgbatch__V1__ChopsFunction)(sub >= 0 ? sub % 12 : (int)jg_below(r, 12));
       n->chops->scale = 0.25 + jg_unit(r) * 3;
       n->chops->offset = (double)((int)jg_below(r, 200) - 100);
       break;
@@ -268,7 +294,8 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n = jg_node(j, IMGBATCH__V1__NODE__OP_TRANSPOSE, prev, -1);
       n->transpose = jg_alloc(j->a, sizeof *n->transpose);
       imgbatch__v1__transpose_op__init(n->transpose);
-      n->transpose->method = (Imgbatch__V1__TransposeMethod)(sub >= 0 ? sub % 7 : (int)jg_below(r, 7));
+      n->transpose->method =
+          (Imgbatch__V1__TransposeMethod)(sub >= 0 ? sub % 7 : (int)jg_below(r, 7));
       break;
     case JG_CROP: {
       n = jg_node(j, IMGBATCH__V1__NODE__OP_CROP, prev, -1);
@@ -343,14 +370,16 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n->kernel->n_kernel = size * size;
       n->kernel->kernel = jg_alloc(j->a, size * size * sizeof(double));
       double sum = 0;
-      for (uint32_t i = 0; i < size * size; i++) sum += n->kernel->kernel[i] = (double)((int)jg_below(r, 9) - 2);
+      for (uint32_t i = 0; i < size * size; i++)
+        sum += n->kernel->kernel[i] = (double)((int)jg_below(r, 9) - 2);
       n->kernel->scale = sum != 0 && jg_below(r, 2) ? sum : 1.0 + jg_unit(r) * 8;
       n->kernel->offset = jg_below(r, 2) ? 0.0 : (double)((int)jg_below(r, 64) - 32);
       break;
     }
     case JG_BOXBLUR:
     case JG_GAUSS: {
-      double rx = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12, ry = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12;
+      double rx = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12,
+             ry = jg_below(r, 4) == 0 ? 0.0 : jg_unit(r) * 12;
       if (jg_below(r, 3) == 0) rx = (double)jg_below(r, 6); /* integral radii too */
       if (op == JG_BOXBLUR) {
         n = jg_node(j, IMGBATCH__V1__NODE__OP_BOX_BLUR, prev, -1);

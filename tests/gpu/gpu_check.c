@@ -30,13 +30,13 @@
 
 typedef struct ccase {
   ib_graph *g;
-  int op;        /* JG_* for single-op cases, -1 random chain, -2 batch, -3 big */
+  int op; /* JG_* for single-op cases, -1 random chain, -2 batch, -3 big */
   int has_tone;
   char label[160];
   ib_status ref_st; /* the CPU reference (ib_cpu_execute) */
   ib_error ref_err;
   ib_image ref;
-  uint64_t id;      /* through the executor: its job id, result or refusal */
+  uint64_t id; /* through the executor: its job id, result or refusal */
   ib_status st;
   ib_error err;
   ib_result res;
@@ -63,7 +63,6 @@ static void tool_cuda_knobs(ib_executor_options *o) {
   o->compile_threads = ct ? atoi(ct) : 0;
 }
 
-
 static int admitted(int op, ib_mode m) {
   if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
     return m == IB_MODE_L || m == IB_MODE_RGB;
@@ -71,8 +70,8 @@ static int admitted(int op, ib_mode m) {
   return 1;
 }
 
-static const uint32_t sizes[][2] = {{1, 1},   {3, 5},    {7, 1},   {1, 9},   {17, 13},
-                                     {255, 3}, {64, 64}, {333, 101}, {1000, 7}, {129, 257}};
+static const uint32_t sizes[][2] = {{1, 1},   {3, 5},   {7, 1},     {1, 9},    {17, 13},
+                                    {255, 3}, {64, 64}, {333, 101}, {1000, 7}, {129, 257}};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
 
 /* The mode after op `op` given its node (as validation infers). */
@@ -132,7 +131,8 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
     uint32_t w = 1 + jg_below(r, 300), h2 = 1 + jg_below(r, 200);
     jg_begin(j, arena, r, m, w, h2, (*key)++);
     int op;
-    do op = (int)jg_below(r, JG_COUNT); while (!admitted(op, m) || op == JG_TONE);
+    do op = (int)jg_below(r, JG_COUNT);
+    while (!admitted(op, m) || op == JG_TONE);
     jg_op(j, r, op, 0, m, w, h2, -1);
     j->job.output = &spec;
     ib_graph *g1 = jg_finish(j, &err), *g2 = jg_finish(j, &err);
@@ -413,7 +413,7 @@ static double run_cases(ib_executor *ex, ccase *cs, size_t i, size_t b) {
     ccase *c = &cs[k];
     c->st = ib_executor_submit(ex, c->g, NULL, &c->id, &c->err);
     if (c->st == IB_OK) {
-      c->g = NULL; /* the executor's now */
+      c->g = NULL;       /* the executor's now */
       c->st = IB_DEVICE; /* until its result says otherwise */
       snprintf(c->err.message, sizeof c->err.message, "no result");
     }
@@ -434,8 +434,7 @@ static double run_cases(ib_executor *ex, ccase *cs, size_t i, size_t b) {
     cs[k].st = res.ok ? IB_OK : res.error.status ? res.error.status : IB_INTERNAL;
     cs[k].err = res.error;
   }
-  if (st != IB_END)
-    fprintf(logf_, "submission at job %zu: join: %s\n", i, ib_status_name(st));
+  if (st != IB_END) fprintf(logf_, "submission at job %zu: join: %s\n", i, ib_status_name(st));
   ib_results_close(rs);
   return (double)(clock() - t0) / CLOCKS_PER_SEC;
 }
@@ -475,13 +474,20 @@ int main(int argc, char **argv) {
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--random")) n_random = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--big")) big = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--log")) log_path = argv[i + 1];
-    else if (!strcmp(argv[i], "--cpu-only")) cpu_only = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--module-cache")) module_cache = strtoull(argv[i + 1], NULL, 10);
+    if (!strcmp(argv[i], "--random"))
+      n_random = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--seed"))
+      seed = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--batch"))
+      batch = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--big"))
+      big = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--log"))
+      log_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--cpu-only"))
+      cpu_only = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--module-cache"))
+      module_cache = strtoull(argv[i + 1], NULL, 10);
   }
   logf_ = log_path ? fopen(log_path, "w") : stderr;
   if (!logf_) logf_ = stderr;
@@ -503,7 +509,11 @@ int main(int argc, char **argv) {
   /* 1. every op x mode (x variant), sizes cycling through the edge list */
   int si = 0;
   for (int op = 0; op < JG_COUNT; op++) {
-    int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : op == JG_TRANSPOSE ? 7 : op == JG_RANK ? 4 : 2;
+    int variants = op == JG_CHOPS       ? 12
+                   : op == JG_CONVERT   ? 6
+                   : op == JG_TRANSPOSE ? 7
+                   : op == JG_RANK      ? 4
+                                        : 2;
     for (int m = 1; m <= 6; m++) {
       if (!admitted(op, (ib_mode)m)) continue;
       for (int v = 0; v < variants; v++) {
@@ -513,7 +523,8 @@ int main(int argc, char **argv) {
         jg_op(&j, &r, op, 0, (ib_mode)m, w, h, v);
         ib_graph *g = jg_finish(&j, &err);
         if (!g) {
-          fprintf(logf_, "refused %s %s v%d: %s\n", jg_names[op], ib_mode_name((ib_mode)m), v, err.message);
+          fprintf(logf_, "refused %s %s v%d: %s\n", jg_names[op], ib_mode_name((ib_mode)m), v,
+                  err.message);
           refused++;
           continue;
         }
@@ -521,7 +532,8 @@ int main(int argc, char **argv) {
         c->g = g;
         c->op = op;
         c->has_tone = op == JG_TONE;
-        snprintf(c->label, sizeof c->label, "%s %s v%d %ux%u", jg_names[op], ib_mode_name((ib_mode)m), v, w, h);
+        snprintf(c->label, sizeof c->label, "%s %s v%d %ux%u", jg_names[op],
+                 ib_mode_name((ib_mode)m), v, w, h);
       }
     }
   }
@@ -538,7 +550,8 @@ int main(int argc, char **argv) {
     int lw = snprintf(label, sizeof label, "chain %s %ux%u:", ib_mode_name(m), w, h);
     for (int s = 0; s < len; s++) {
       int op;
-      do op = (int)jg_below(&r, JG_COUNT); while (!admitted(op, m));
+      do op = (int)jg_below(&r, JG_COUNT);
+      while (!admitted(op, m));
       prev = jg_op(&j, &r, op, prev, m, w, h, -1);
       Imgbatch__V1__Node *nd = j.nodes[prev];
       ib_mode m2 = m;
@@ -553,7 +566,8 @@ int main(int argc, char **argv) {
       m = next_mode(nd, op, m, m2);
       jg_size_after(nd, op, &w, &h);
       tone |= op == JG_TONE;
-      if (lw < (int)sizeof label) lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
+      if (lw < (int)sizeof label)
+        lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
     }
     ib_graph *g = jg_finish(&j, &err);
     if (!g) {
@@ -618,7 +632,8 @@ int main(int argc, char **argv) {
       ib_codec_free(png);
       ib_image_release(&im);
       int op;
-      do op = (int)jg_below(&r, JG_COUNT); while (!admitted(op, m));
+      do op = (int)jg_below(&r, JG_COUNT);
+      while (!admitted(op, m));
       jg_op(&j, &r, op, 0, m, w, h, -1);
       ccase *c = &cs[nc];
       if (!(c->g = jg_finish(&j, &err))) {
@@ -681,13 +696,16 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nc;) {
     size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i)
                : (int)i >= n_png_begin && (int)i < n_png_end ? (size_t)(n_png_end - (int)i)
-                                                               : (size_t)batch;
+                                                             : (size_t)batch;
     if (i + b > nc) b = nc - i;
     gpu_s += run_cases(main_ex, cs, i, b);
     for (size_t k = i; k < i + b; k++) {
       ccase *c = &cs[k];
-      tally *t = c->op >= 0 ? &per_op[c->op] : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
-                 : c->op == -2 ? &batches : c->op == -4 ? &pngs : &bigs;
+      tally *t = c->op >= 0    ? &per_op[c->op]
+                 : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
+                 : c->op == -2 ? &batches
+                 : c->op == -4 ? &pngs
+                               : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
       ib_result_free(&c->res);
@@ -699,7 +717,8 @@ int main(int argc, char **argv) {
   printf("\n%-12s %6s %6s %6s %6s %8s\n", "op", "cases", "equal", "fail", "skip", "maxdiff");
   for (int op = 0; op < JG_COUNT; op++) {
     tally *t = &per_op[op];
-    printf("%-12s %6d %6d %6d %6d %8d\n", jg_names[op], t->cases, t->equal, t->failed, t->skipped, t->maxdiff);
+    printf("%-12s %6d %6d %6d %6d %8d\n", jg_names[op], t->cases, t->equal, t->failed, t->skipped,
+           t->maxdiff);
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
@@ -710,8 +729,10 @@ int main(int argc, char **argv) {
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;
   }
-  printf("TOTAL cases %d byte-equal %d failures %d (device errors %d, refused by validation %d, single-op cases %d) gpu wall %.2fs\n",
-         total, equal, fails, device_errors, refused, n_single, gpu_s);
+  printf(
+      "TOTAL cases %d byte-equal %d failures %d (device errors %d, refused by validation %d, "
+      "single-op cases %d) gpu wall %.2fs\n",
+      total, equal, fails, device_errors, refused, n_single, gpu_s);
   /* 5. through the executor (ib_executor_* with backend CUDA): admission,
    * credits and submissions of the core driving ib_backend_cuda. Every
    * other job is larger and parsed into pinned memory - by
@@ -742,7 +763,8 @@ int main(int argc, char **argv) {
         int prev = 0;
         for (int q = 0; q < 3; q++) {
           int op;
-          do op = (int)jg_below(&r, JG_COUNT); while (!admitted(op, m) || op == JG_TONE);
+          do op = (int)jg_below(&r, JG_COUNT);
+          while (!admitted(op, m) || op == JG_TONE);
           prev = jg_op(&j, &r, op, prev, m, w, h, -1);
           Imgbatch__V1__Node *nd = j.nodes[prev];
           ib_mode m2 = m;
@@ -810,8 +832,9 @@ int main(int argc, char **argv) {
             int md = 0;
             if (!res.ok || cst != IB_OK) {
               exec_t.failed++;
-              fprintf(logf_, "FAIL executor job %llu: %s / cpu %s\n", (unsigned long long)res.job_id,
-                      res.ok ? "ok" : res.error.message, cst == IB_OK ? "ok" : e.message);
+              fprintf(logf_, "FAIL executor job %llu: %s / cpu %s\n",
+                      (unsigned long long)res.job_id, res.ok ? "ok" : res.error.message,
+                      cst == IB_OK ? "ok" : e.message);
             } else if (!res.image.free_fn) {
               exec_t.failed++;
               fprintf(logf_, "FAIL executor job %llu: result not lent from its arena\n",
@@ -821,7 +844,8 @@ int main(int argc, char **argv) {
             } else {
               exec_t.failed++;
               exec_t.maxdiff = md > exec_t.maxdiff ? md : exec_t.maxdiff;
-              fprintf(logf_, "DIFF executor job %llu: max |diff| %d\n", (unsigned long long)res.job_id, md);
+              fprintf(logf_, "DIFF executor job %llu: max |diff| %d\n",
+                      (unsigned long long)res.job_id, md);
             }
             ib_image_release(&ref);
             ib_graph_free(refg[k]);
@@ -852,13 +876,13 @@ int main(int argc, char **argv) {
   if (cpu_only)
     printf("\n");
   else
-    printf("nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
-           "evicted; cache dir '%s'\n",
-           (unsigned long long)mc.nvrtc_compiles, (double)mc.nvrtc_compile_us * 1e-6,
-           (unsigned long long)mc.module_cache_hits_disk, (unsigned long long)mc.disk_cache_corrupt,
-           (unsigned long long)mc.module_cache_hits_memory,
-           (unsigned long long)mc.module_cache_evictions,
-           opts.cache_dir ? opts.cache_dir : "");
+    printf(
+        "nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
+        "evicted; cache dir '%s'\n",
+        (unsigned long long)mc.nvrtc_compiles, (double)mc.nvrtc_compile_us * 1e-6,
+        (unsigned long long)mc.module_cache_hits_disk, (unsigned long long)mc.disk_cache_corrupt,
+        (unsigned long long)mc.module_cache_hits_memory,
+        (unsigned long long)mc.module_cache_evictions, opts.cache_dir ? opts.cache_dir : "");
   ib_executor_destroy(main_ex);
   free(cs);
   free(arena.p);

@@ -75,9 +75,7 @@ static int admitted(int op, ib_mode m) {
   return 1;
 }
 
-static int pointwise(int op) {
-  return op <= JG_BLEND; /* jobgen.h lists the pointwise ops first */
-}
+static int pointwise(int op) { return op <= JG_BLEND; /* jobgen.h lists the pointwise ops first */ }
 
 static ib_status open_gpu(gpu *d, ib_error *err) {
   memset(d, 0, sizeof *d);

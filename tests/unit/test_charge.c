@@ -211,9 +211,7 @@ static ib_graph *finish(jg_job *j) {
 /* ops[0..n) chained on the source (the last one is the output); a
  * two-input op reads a second 4096^2 source when `second_image`, else the
  * source image again. */
-static bool lut_only(int op) {
-  return op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE;
-}
+static bool lut_only(int op) { return op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE; }
 
 static ib_graph *chain(const int *ops, int n, bool encoded, bool second_image) {
   src_mode = IB_MODE_RGBA;
@@ -252,12 +250,8 @@ static ib_charge cuda_charge(const ib_graph *g, bool pinned) {
   return ch;
 }
 
-static uint64_t host_of(ib_charge c) {
-  return ib_charge_host_total(&c);
-}
-static uint64_t gpu_of(ib_charge c) {
-  return ib_charge_gpu_total(&c);
-}
+static uint64_t host_of(ib_charge c) { return ib_charge_host_total(&c); }
+static uint64_t gpu_of(ib_charge c) { return ib_charge_gpu_total(&c); }
 
 static void assert_fits(const ib_graph *g, const char *what) {
   ib_charge cpu = cpu_charge(g), cuda = cuda_charge(g, true), staged = cuda_charge(g, false);

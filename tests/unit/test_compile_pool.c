@@ -113,9 +113,7 @@ Test(cpool, requests_for_one_signature_coalesce, .timeout = 900) {
   ib_kcache_free(kc);
 }
 
-static void count_done(void *ctx) {
-  atomic_fetch_add((atomic_int *)ctx, 1);
-}
+static void count_done(void *ctx) { atomic_fetch_add((atomic_int *)ctx, 1); }
 
 Test(cpool, the_bound_answers_full_until_results_are_taken, .timeout = 900) {
   ib_kcache *kc = ib_kcache_new(NULL, 64 << 20, 0);

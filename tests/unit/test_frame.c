@@ -32,7 +32,10 @@ Test(frame, round_trip_of_small_and_multibyte_lengths) {
 
 Test(frame, truncated_body_is_reported) {
   FILE *f = tmpfile();
-  fwrite("\x05" "ab", 1, 3, f);
+  fwrite(
+      "\x05"
+      "ab",
+      1, 3, f);
   rewind(f);
   uint8_t *buf = NULL;
   size_t cap = 0, len = 0;

@@ -121,7 +121,6 @@ Test(gpu_codegen, chain_limits) {
   cr_assert_leq(c.param_bytes, IB_CHAIN_MAX_PARAMS);
 }
 
-
 /* A signature letter stands for one device template: two descriptions
  * sharing a tag must generate the same code. */
 static void check_tag(const ib_dev_op **by_tag, const ib_dev_op *d, const char *op) {

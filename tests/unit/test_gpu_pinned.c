@@ -57,8 +57,9 @@ Test(pinned, past_the_parse_cap_jobs_land_on_the_heap) {
   ib_pool_block b;
   cr_assert(ib_pinned_get(p, 8u << 20, &b));
   cr_assert(ib_pinned_holds(p, (void *)(uintptr_t)b.addr, (void *)(uintptr_t)(b.addr + 5), 1000));
-  cr_assert_not(ib_pinned_holds(p, (void *)(uintptr_t)(b.addr + 5), (void *)(uintptr_t)(b.addr + 5), 1),
-                "an interior address is not a block");
+  cr_assert_not(
+      ib_pinned_holds(p, (void *)(uintptr_t)(b.addr + 5), (void *)(uintptr_t)(b.addr + 5), 1),
+      "an interior address is not a block");
   ib_pinned_put(p, &b);
   a->free(a->allocator_data, y);
   a->free(a->allocator_data, x);
@@ -97,7 +98,8 @@ static void *hammer(void *arg) {
   for (int r = 0; r < ROUNDS; r++) {
     int k = rand_r(&seed) % 4;
     if (held[k]) {
-      cr_assert(ib_pinned_holds(shared, held[k], held[k], sizes[k]) == (sizes[k] >= IB_PINNED_PARSE_MIN));
+      cr_assert(ib_pinned_holds(shared, held[k], held[k], sizes[k]) ==
+                (sizes[k] >= IB_PINNED_PARSE_MIN));
       ((uint8_t *)held[k])[sizes[k] - 1] = 1; /* ASan: the whole request is ours */
       a->free(a->allocator_data, held[k]);
       held[k] = NULL;
@@ -114,7 +116,8 @@ static void *hammer(void *arg) {
 Test(pinned, threads_allocate_and_free_at_once) {
   shared = ib_pinned_new(heap_alloc, heap_free, NULL, 256u << 20, 128u << 20);
   pthread_t th[THREADS];
-  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, hammer, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < THREADS; i++)
+    pthread_create(&th[i], NULL, hammer, (void *)(uintptr_t)(i + 1));
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
   cr_assert_eq(ib_pinned_live_blocks(shared), 0);
   cr_assert_eq(ib_pinned_parse_bytes(shared), 0);

@@ -11,12 +11,8 @@
 #include "kernels/point.h"
 
 static jg_arena arena;
-static void setup(void) {
-  arena = (jg_arena){malloc(1u << 24), 0, 1u << 24};
-}
-static void teardown(void) {
-  free(arena.p);
-}
+static void setup(void) { arena = (jg_arena){malloc(1u << 24), 0, 1u << 24}; }
+static void teardown(void) { free(arena.p); }
 
 TestSuite(gpu_plan, .init = setup, .fini = teardown);
 

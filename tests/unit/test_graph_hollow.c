@@ -45,7 +45,8 @@ static uint8_t *build(rng *r, size_t n_src, size_t *len) {
     bool big = next(r) % 2;
     raw[i].width = 1 + next(r) % (big ? 300 : 20);
     raw[i].height = 1 + next(r) % (big ? 200 : 20);
-    raw[i].data.len = (size_t)raw[i].width * raw[i].height * ib_mode_bands(ib_mode_parse(raw[i].mode));
+    raw[i].data.len =
+        (size_t)raw[i].width * raw[i].height * ib_mode_bands(ib_mode_parse(raw[i].mode));
     raw[i].data.data = malloc(raw[i].data.len);
     for (size_t b = 0; b < raw[i].data.len; b++) raw[i].data.data[b] = (uint8_t)next(r);
     src[i].kind_case = IMGBATCH__V1__SOURCE__KIND_RAW;
@@ -184,7 +185,8 @@ Test(hollow, corrupted_messages_get_the_same_verdict_both_ways) {
       len = next(&r) % len;
     } else {
       for (int k = 0; k < 1 + (int)(next(&r) % 3); k++) {
-        size_t at = kind == 0 ? next(&r) % (len < 64 ? len : 64) : len - 1 - next(&r) % (len < 64 ? len : 64);
+        size_t at = kind == 0 ? next(&r) % (len < 64 ? len : 64)
+                              : len - 1 - next(&r) % (len < 64 ? len : 64);
         bytes[at] = (uint8_t)next(&r);
       }
     }

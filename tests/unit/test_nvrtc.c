@@ -45,8 +45,8 @@ Test(nvrtc, every_kernel_source_compiles_for_sm_90) {
       compile(f->name, f->text);
     } else {
       char src[512], unit[300];
-      snprintf(src, sizeof src,
-               "#include \"%s\"\n__global__ void ib_probe_kernel(void) {}\n", f->name);
+      snprintf(src, sizeof src, "#include \"%s\"\n__global__ void ib_probe_kernel(void) {}\n",
+               f->name);
       snprintf(unit, sizeof unit, "probe_%s.cu", f->name);
       compile(unit, src);
     }

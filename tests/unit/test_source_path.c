@@ -161,9 +161,7 @@ static void check_all(int (*open_fn)(const ib_path_root *, const char *), const 
 
 TestSuite(source_path, .init = setup, .fini = teardown);
 
-Test(source_path, the_walker_resolves_beneath_the_root) {
-  check_all(ib_path_walk_beneath, "walk");
-}
+Test(source_path, the_walker_resolves_beneath_the_root) { check_all(ib_path_walk_beneath, "walk"); }
 
 Test(source_path, openat2_or_its_fallback_resolves_beneath_the_root) {
   check_all(ib_path_open_beneath, "open");

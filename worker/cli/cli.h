@@ -12,9 +12,9 @@
 
 /* Exit codes shared by all subcommands. */
 enum {
-  IB_EXIT_OK = 0,       /* done (per-job failures travel as error Results) */
-  IB_EXIT_FAILURE = 1,  /* the command could not do its work (I/O, framing, start-up) */
-  IB_EXIT_USAGE = 2     /* bad command line */
+  IB_EXIT_OK = 0,      /* done (per-job failures travel as error Results) */
+  IB_EXIT_FAILURE = 1, /* the command could not do its work (I/O, framing, start-up) */
+  IB_EXIT_USAGE = 2    /* bad command line */
 };
 
 int ib_cmd_version(int argc, char **argv);

@@ -132,9 +132,21 @@ static bool start_worker(demo *d) {
   char log[600];
   snprintf(log, sizeof log, "%s/worker.log", d->out_dir);
   /* The mock broker answers a fetch only when fetch.wait.max.ms ends. */
-  char *args[] = {"imgbatch", "worker", "--brokers", d->bootstrap, "--backend", (char *)d->backend,
-                  "--worker-id", "demo-worker", "--grace-seconds", "20", "-X",
-                  "session.timeout.ms=6000", "-X", "fetch.wait.max.ms=20", NULL};
+  char *args[] = {"imgbatch",
+                  "worker",
+                  "--brokers",
+                  d->bootstrap,
+                  "--backend",
+                  (char *)d->backend,
+                  "--worker-id",
+                  "demo-worker",
+                  "--grace-seconds",
+                  "20",
+                  "-X",
+                  "session.timeout.ms=6000",
+                  "-X",
+                  "fetch.wait.max.ms=20",
+                  NULL};
   d->worker = spawn(args, NULL, log);
   return d->worker > 0;
 }

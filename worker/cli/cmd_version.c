@@ -11,9 +11,10 @@
 
 int ib_cmd_version(int argc, char **argv) {
   if (ib_wants_help(argc, argv)) {
-    printf("usage: imgbatch version\n\nPrints the versions of imgbatch, librdkafka, libvips,\n"
-           "protobuf-c and NVRTC, and the CUDA device found (or 'no CUDA device: <reason>').\n"
-           "exit codes: 0 always (a missing GPU is reported, not an error)\n");
+    printf(
+        "usage: imgbatch version\n\nPrints the versions of imgbatch, librdkafka, libvips,\n"
+        "protobuf-c and NVRTC, and the CUDA device found (or 'no CUDA device: <reason>').\n"
+        "exit codes: 0 always (a missing GPU is reported, not an error)\n");
     return IB_EXIT_OK;
   }
   (void)argv;

@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
     usage(stderr);
     return IB_EXIT_USAGE;
   }
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
     usage(stdout);
     return IB_EXIT_OK;
   }

@@ -277,6 +277,4 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
   return IB_OK;
 }
 
-void ib_codec_free(void *p) {
-  g_free(p);
-}
+void ib_codec_free(void *p) { g_free(p); }

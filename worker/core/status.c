@@ -22,7 +22,7 @@ const char *ib_status_name(ib_status s) {
 }
 
 const char *ib_stage_name(ib_stage s) {
-  static const char *const names[] = {"none",    "parse",   "validate", "admit",  "decode",
-                                      "upload",  "execute", "download", "encode", "publish"};
+  static const char *const names[] = {"none",   "parse",   "validate", "admit",  "decode",
+                                      "upload", "execute", "download", "encode", "publish"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }

@@ -16,9 +16,7 @@ bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
   return s->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && s->len > 0;
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a + b < a ? UINT64_MAX : a + b;
-}
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 static uint64_t shape_bytes(const ib_shape *s) {
   return (uint64_t)s->width * s->height * ib_mode_bands(s->mode);

@@ -8,9 +8,7 @@
 #include "exec/backend.h"
 #include "ops/op.h"
 
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a + b < a ? UINT64_MAX : a + b;
-}
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 static uint64_t shape_bytes(const ib_shape *s) {
   return (uint64_t)s->width * s->height * ib_mode_bands(s->mode);
@@ -25,9 +23,7 @@ void ib_credits_init(ib_credits *cr, const ib_executor_options *o) {
   cr->c.in_flight.cap = o->max_in_flight;
 }
 
-void ib_credits_destroy(ib_credits *cr) {
-  pthread_mutex_destroy(&cr->lock);
-}
+void ib_credits_destroy(ib_credits *cr) { pthread_mutex_destroy(&cr->lock); }
 
 ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_graph *g,
                                    uint64_t echo_bytes, bool resident) {
@@ -96,12 +92,8 @@ void ib_charge_raise(ib_charge *ch, uint64_t gpu_bytes, uint64_t host_bytes) {
   if (host_bytes > ch->host_work) ch->host_work = host_bytes;
 }
 
-uint64_t ib_charge_gpu_total(const ib_charge *ch) {
-  return sat_add(ch->gpu_work, ch->gpu_held);
-}
-uint64_t ib_charge_host_total(const ib_charge *ch) {
-  return sat_add(ch->host_work, ch->host_held);
-}
+uint64_t ib_charge_gpu_total(const ib_charge *ch) { return sat_add(ch->gpu_work, ch->gpu_held); }
+uint64_t ib_charge_host_total(const ib_charge *ch) { return sat_add(ch->host_work, ch->host_held); }
 
 ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err) {
   uint64_t gpu = ib_charge_gpu_total(ch), host = ib_charge_host_total(ch);

@@ -34,7 +34,7 @@ typedef struct ib_charge_rules {
   /* Working buffers are host memory (the CPU backend): their peak while
    * running (backend.h host_working_set); NULL for a device backend. */
   uint64_t (*host_working_set)(const ib_graph *g);
-  bool resident;       /* output gpu */
+  bool resident; /* output gpu */
   /* Device backends: the backend's job_bytes host figure covers the source
    * bytes and every upload/parameter staging it will use, so the core
    * charges the sources alone (no staging estimate of its own). */

@@ -24,13 +24,9 @@ void ib_executor_options_default(ib_executor_options *o) {
   };
 }
 
-bool ib_exec_enter(ib_executor *ex) {
-  return !atomic_flag_test_and_set(&ex->driving);
-}
+bool ib_exec_enter(ib_executor *ex) { return !atomic_flag_test_and_set(&ex->driving); }
 
-void ib_exec_leave(ib_executor *ex) {
-  atomic_flag_clear(&ex->driving);
-}
+void ib_exec_leave(ib_executor *ex) { atomic_flag_clear(&ex->driving); }
 
 static ib_status check_options(const ib_executor_options *o, ib_error *err) {
   if (!o->gpu_bytes || !o->host_bytes || !o->max_jobs || !o->max_in_flight)

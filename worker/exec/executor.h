@@ -72,13 +72,13 @@ typedef struct ib_sub {
 
 /* Test-only fault injection (IB_FAULTS builds; fault.c). */
 typedef struct ib_fault_plan {
-  uint64_t device_at;  /* submission number (1-based) that fails as a device error */
-  bool device_sticky;  /* ... and every one after it */
-  uint64_t alloc_at;   /* the Nth job to run fails its host allocation, once */
+  uint64_t device_at; /* submission number (1-based) that fails as a device error */
+  bool device_sticky; /* ... and every one after it */
+  uint64_t alloc_at;  /* the Nth job to run fails its host allocation, once */
   uint64_t jobs_run;
   bool has_key;
-  char key[128];       /* every submission holding a job with this string key fails */
-  uint64_t stall_ms;   /* the first submission holding a job keyed stall_key blocks this long */
+  char key[128];     /* every submission holding a job with this string key fails */
+  uint64_t stall_ms; /* the first submission holding a job keyed stall_key blocks this long */
   char stall_key[128];
 } ib_fault_plan;
 
@@ -88,7 +88,7 @@ struct ib_executor {
   const ib_backend *backend; /* = dev->backend */
   void *backend_state;       /* = dev->state */
   ib_devref *dev;            /* one reference */
-  atomic_flag driving; /* set while one call drives the executor */
+  atomic_flag driving;       /* set while one call drives the executor */
   bool closed;
   uint64_t next_id;
   bool ids_exhausted;
@@ -108,7 +108,7 @@ struct ib_results {
   ib_input_next_fn next;
   void *user;
   bool input_end;
-  bool input_again; /* the callback answered IB_AGAIN in this step */
+  bool input_again;   /* the callback answered IB_AGAIN in this step */
   bool has_lookahead; /* one pulled input waiting for credits */
   ib_input lookahead;
   bool has_held; /* an error result to yield before anything else */

@@ -147,16 +147,15 @@ static ib_status step(ib_results *rs, ib_result *out) {
      * (resident handles, lent images) fill the budget. Retryable - the
      * input stays pending and nothing beyond it is pulled until the
      * caller releases them. */
-    if (rs->has_lookahead && ib_credits_outputs_held(ex->credits))
-      return IB_RESULT_BACKPRESSURE;
+    if (rs->has_lookahead && ib_credits_outputs_held(ex->credits)) return IB_RESULT_BACKPRESSURE;
     if (rs->has_lookahead) {
       /* Nothing live and it still does not fit: only a cap shrunk under
        * it could do that; fail it rather than spin. */
       ib_error err;
       ib_error_set(&err, IB_LIMIT, IB_STAGE_ADMIT, "admit: job does not fit an idle executor");
       ib_graph_free(rs->lookahead.graph);
-      hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL,
-                 rs->lookahead.tag, &err);
+      hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL, rs->lookahead.tag,
+                 &err);
       rs->has_lookahead = false;
     }
   }

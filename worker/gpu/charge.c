@@ -5,9 +5,7 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/gplan.h"
 
-static uint64_t up(uint64_t v) {
-  return (v + IB_CUDA_ALIGN - 1) & ~(uint64_t)(IB_CUDA_ALIGN - 1);
-}
+static uint64_t up(uint64_t v) { return (v + IB_CUDA_ALIGN - 1) & ~(uint64_t)(IB_CUDA_ALIGN - 1); }
 
 ib_status ib_cuda_charge(const ib_graph *g, ib_cuda_in_place_fn in_place, void *ctx,
                          uint64_t *gpu_bytes, uint64_t *host_bytes, ib_error *err) {

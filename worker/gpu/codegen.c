@@ -24,9 +24,7 @@ static ib_status no_step(const ib_node *node, int mode, const char *why, ib_erro
   return IB_UNSUPPORTED;
 }
 
-static unsigned bands_of(int mode) {
-  return ib_mode_bands((ib_mode)mode);
-}
+static unsigned bands_of(int mode) { return ib_mode_bands((ib_mode)mode); }
 
 ib_status ib_gstep_for_node(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   memset(s, 0, sizeof *s);

@@ -64,9 +64,7 @@ void ib_gstep_fill_extra(const ib_gstep *s, const ib_node *node, const ib_shape 
                          uint8_t *extra);
 
 /* The input mode of the chain and its output mode. */
-static inline int ib_gchain_mode_in(const ib_gchain *c) {
-  return c->steps[0].mode_in;
-}
+static inline int ib_gchain_mode_in(const ib_gchain *c) { return c->steps[0].mode_in; }
 static inline int ib_gchain_mode_out(const ib_gchain *c) {
   return c->steps[c->n_steps - 1].mode_out;
 }

@@ -25,8 +25,8 @@ static void load(void) {
   }
   table.lib = lib;
   const char *missing = NULL;
-#define IB_CU_LOAD(f)                                           \
-  *(void **)(&table.f) = dlsym(lib, IB_STR(f));                 \
+#define IB_CU_LOAD(f)                           \
+  *(void **)(&table.f) = dlsym(lib, IB_STR(f)); \
   if (!table.f && !missing) missing = IB_STR(f);
   IB_CU_FUNCS(IB_CU_LOAD)
 #undef IB_CU_LOAD

@@ -164,9 +164,7 @@ void ib_cuda_close(ib_cuda *c) {
   free(c);
 }
 
-const char *ib_cuda_device_desc(const ib_cuda *c) {
-  return c->desc;
-}
+const char *ib_cuda_device_desc(const ib_cuda *c) { return c->desc; }
 
 void ib_cuda_cache_desc(ib_cuda *c, char *buf, size_t n) {
   ib_kcache_stats s = ib_kcache_stats_get(c->kc);
@@ -199,9 +197,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   }
 }
 
-ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c) {
-  return ib_pinned_allocator(c->pin);
-}
+ProtobufCAllocator *ib_cuda_parse_allocator(ib_cuda *c) { return ib_pinned_allocator(c->pin); }
 static ProtobufCAllocator *be_parse_allocator(void *state) {
   return ib_cuda_parse_allocator(state);
 }
@@ -214,9 +210,7 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
   *state = c;
   return st;
 }
-static void be_close(void *state) {
-  ib_cuda_close(state);
-}
+static void be_close(void *state) { ib_cuda_close(state); }
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
  * the blur's scratch image, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the

@@ -75,8 +75,8 @@ ib_status ib_cuda_resident_download(void *state, void *dev, ib_image *into, ib_e
   const ib_cu *cu = k->cu;
   if (ib_image_bytes(into) != k->bytes || !into->data)
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_DOWNLOAD,
-                        "job %llu: download target is not %zu bytes",
-                        (unsigned long long)k->job_id, k->bytes);
+                        "job %llu: download target is not %zu bytes", (unsigned long long)k->job_id,
+                        k->bytes);
   if (!k->bytes) return IB_OK;
   CUresult rc = cu->cuCtxSetCurrent(k->ctx);
   if (rc != CUDA_SUCCESS)

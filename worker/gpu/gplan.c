@@ -134,9 +134,7 @@ out:
   return st;
 }
 
-size_t ib_gplan_out_bytes(const ib_gplan *p) {
-  return p->bufs[p->out_buf].bytes;
-}
+size_t ib_gplan_out_bytes(const ib_gplan *p) { return p->bufs[p->out_buf].bytes; }
 
 void ib_gstage_fill(const ib_gstage *s, const ib_graph *g, uint8_t *block) {
   for (int k = 0; k < s->chain.n_steps; k++) {

@@ -31,9 +31,7 @@ static bool dispatched(const ib_dev_op *d) {
   return (d->role == IB_DEV_PIXEL || d->role == IB_DEV_TABLE) && d->rt && d->header;
 }
 
-static int is_same(const ib_dev_op *d, void *ctx) {
-  return d == ctx;
-}
+static int is_same(const ib_dev_op *d, void *ctx) { return d == ctx; }
 
 bool ib_interp_can_run(const ib_gchain *c) {
   if (c->n_steps < 1 || c->n_steps > IB_CHAIN_MAX_STEPS || c->param_bytes > IB_CHAIN_MAX_PARAMS)

@@ -151,9 +151,7 @@ void ib_lru_unpin(ib_lru *l, ib_lru_entry *e) {
   pthread_mutex_unlock(&l->mu);
 }
 
-void *ib_lru_value(const ib_lru_entry *e) {
-  return e->value;
-}
+void *ib_lru_value(const ib_lru_entry *e) { return e->value; }
 
 ib_lru_stats ib_lru_stats_get(ib_lru *l) {
   pthread_mutex_lock(&l->mu);
@@ -214,9 +212,7 @@ void ib_dstore_close(ib_dstore *d) {
   free(d);
 }
 
-const char *ib_dstore_dir(const ib_dstore *d) {
-  return d->dir;
-}
+const char *ib_dstore_dir(const ib_dstore *d) { return d->dir; }
 
 ib_dstore_stats ib_dstore_stats_get(ib_dstore *d) {
   return (ib_dstore_stats){.hits = atomic_load(&d->hits),

@@ -47,9 +47,7 @@ static void hash_bytes(hash2 *h, const void *p, size_t n) {
     h->b = (h->b ^ s[i]) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
   }
 }
-static void hash_str(hash2 *h, const char *s) {
-  hash_bytes(h, s, strlen(s) + 1);
-}
+static void hash_str(hash2 *h, const char *s) { hash_bytes(h, s, strlen(s) + 1); }
 
 ib_kcache *ib_kcache_new(const char *dir, uint64_t memory_bytes, uint64_t disk_bytes) {
   ib_kcache *c = calloc(1, sizeof *c);
@@ -88,9 +86,7 @@ ib_kcache_stats ib_kcache_stats_get(ib_kcache *c) {
                            .disk_bytes = d.bytes};
 }
 
-const char *ib_kcache_dir(const ib_kcache *c) {
-  return c->disk ? ib_dstore_dir(c->disk) : "";
-}
+const char *ib_kcache_dir(const ib_kcache *c) { return c->disk ? ib_dstore_dir(c->disk) : ""; }
 
 static const char *const std_opts[] = {"-default-device", "--std=c++17"};
 #define N_STD ((int)(sizeof std_opts / sizeof std_opts[0]))

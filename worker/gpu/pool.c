@@ -12,9 +12,7 @@ void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, 
   p->cap = cap;
 }
 
-size_t ib_pool_class_size(int k) {
-  return (size_t)(4 + k % 4) << (IB_POOL_MIN_SHIFT - 2 + k / 4);
-}
+size_t ib_pool_class_size(int k) { return (size_t)(4 + k % 4) << (IB_POOL_MIN_SHIFT - 2 + k / 4); }
 
 int ib_pool_class(size_t bytes) {
   for (int k = 0; k < IB_POOL_CLASSES; k++)

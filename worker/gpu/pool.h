@@ -39,9 +39,9 @@ typedef struct ib_pool {
   ib_pool_free_fn free;
   void *ctx;
   uint64_t cap;
-  uint64_t held;        /* bytes obtained from the allocator and not returned */
-  uint64_t live;        /* bytes handed out */
-  uint64_t allocs;      /* allocator calls (steady state: stops growing) */
+  uint64_t held;   /* bytes obtained from the allocator and not returned */
+  uint64_t live;   /* bytes handed out */
+  uint64_t allocs; /* allocator calls (steady state: stops growing) */
   struct {
     uint64_t *addr;
     size_t n, cap;

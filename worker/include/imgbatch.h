@@ -66,7 +66,8 @@ typedef enum ib_status {
   IB_TIMEOUT,             /* deadline passed */
   IB_INTERNAL,            /* a bug or resource failure (allocation) */
   IB_BUSY,                /* another driver owns the executor */
-  IB_RESULT_BACKPRESSURE, /* held outputs (resident handles, lent images) fill the budget: release, retry */
+  IB_RESULT_BACKPRESSURE, /* held outputs (resident handles, lent images) fill the budget: release,
+                             retry */
   IB_CLOSED,              /* executor closed */
   IB_END,                 /* a result stream is exhausted */
   IB_AGAIN                /* run streams: no input ready now and nothing live (call again) */
@@ -182,9 +183,9 @@ typedef struct ib_graph ib_graph;
 #define IB_DEFAULT_MAX_JOB_SOURCE_BYTES (256ull << 20)
 
 typedef struct ib_graph_limits {
-  uint64_t max_source_bytes; /* encoded source size; 0 = 256 MiB */
-  uint64_t max_metadata_bytes; /* 0 = 64 KiB */
-  const char *source_root;   /* path sources resolve inside it; NULL = paths rejected */
+  uint64_t max_source_bytes;     /* encoded source size; 0 = 256 MiB */
+  uint64_t max_metadata_bytes;   /* 0 = 64 KiB */
+  const char *source_root;       /* path sources resolve inside it; NULL = paths rejected */
   uint64_t max_job_source_bytes; /* a job's path sources together; 0 = 256 MiB */
 } ib_graph_limits;
 
@@ -209,36 +210,36 @@ typedef void (*ib_log_fn)(void *opaque, ib_log_level level, const char *message)
 
 typedef struct ib_executor_options {
   ib_backend_kind backend;
-  int device;              /* CUDA device ordinal */
-  uint64_t gpu_bytes;      /* default 512 MiB */
-  uint64_t host_bytes;     /* default 256 MiB */
-  uint32_t max_jobs;       /* default 64 */
-  uint32_t max_in_flight;  /* default 2 */
-  bool queue;              /* false: submit completes its own submission */
-  const char *cache_dir;   /* NVRTC module cache directory (shared safely by several
-                            * processes); NULL = no disk cache. The library reads no
-                            * environment: the CLI passes $IB_CACHE_DIR, else
-                            * $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch */
+  int device;                  /* CUDA device ordinal */
+  uint64_t gpu_bytes;          /* default 512 MiB */
+  uint64_t host_bytes;         /* default 256 MiB */
+  uint32_t max_jobs;           /* default 64 */
+  uint32_t max_in_flight;      /* default 2 */
+  bool queue;                  /* false: submit completes its own submission */
+  const char *cache_dir;       /* NVRTC module cache directory (shared safely by several
+                                * processes); NULL = no disk cache. The library reads no
+                                * environment: the CLI passes $IB_CACHE_DIR, else
+                                * $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch */
   uint64_t module_cache_bytes; /* in-memory compiled modules, LRU; 0 = 256 MiB. A module
                                 * a submission in flight launches from is unloaded only
                                 * after that submission completed */
   uint64_t disk_cache_bytes;   /* cache_dir's bound, evicted by last use; 0 = 2 GiB */
-  int host_threads;        /* host threads for the cuda backend's decodes and staging
-                            * copies (the driving thread included); -1 = the online
-                            * CPUs, 0 or 1 = the driving thread alone. The cpu
-                            * backend runs one job at a time. */
-  bool cuda_profile;          /* cuda: time the host side of submissions (logged, INFO, on
-                               * close) */
-  bool cuda_blur_global_rows; /* cuda, tests: force the global-memory blur row passes */
-  int compile_threads;        /* cuda: 0 = a new kernel signature compiles inside its
-                               * submission; N > 0 = N threads compile new signatures
-                               * off the submission while the pointwise interpreter tier
-                               * runs pointwise stages at once (other heads still compile
-                               * inline). Default 0 */
-  uint32_t compile_queue;     /* compile pool bound (signatures queued, compiling or
-                               * done untaken); 0 = 64. Past it a new signature
-                               * compiles inline (counted in compile_queue_full) */
-  ib_log_fn log_cb;           /* NULL: the library's messages are dropped */
+  int host_threads;            /* host threads for the cuda backend's decodes and staging
+                                * copies (the driving thread included); -1 = the online
+                                * CPUs, 0 or 1 = the driving thread alone. The cpu
+                                * backend runs one job at a time. */
+  bool cuda_profile;           /* cuda: time the host side of submissions (logged, INFO, on
+                                * close) */
+  bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur row passes */
+  int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
+                                * submission; N > 0 = N threads compile new signatures
+                                * off the submission while the pointwise interpreter tier
+                                * runs pointwise stages at once (other heads still compile
+                                * inline). Default 0 */
+  uint32_t compile_queue;      /* compile pool bound (signatures queued, compiling or
+                                * done untaken); 0 = 64. Past it a new signature
+                                * compiles inline (counted in compile_queue_full) */
+  ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
 } ib_executor_options;
 
@@ -340,34 +341,34 @@ typedef struct ib_credit_counter {
 
 /* Counters only: the executor keeps no per-job history. */
 typedef struct ib_executor_counters {
-  uint64_t admitted;              /* jobs admitted (each got an id) */
-  uint64_t rejected_queue_full;   /* by status; each consumed an id */
+  uint64_t admitted;            /* jobs admitted (each got an id) */
+  uint64_t rejected_queue_full; /* by status; each consumed an id */
   uint64_t rejected_limit;
   uint64_t rejected_unsupported;
   uint64_t rejected_invalid;
-  uint64_t rejected_other;        /* decode (header), internal */
-  uint64_t completed;             /* executed successfully */
-  uint64_t failed;                /* execution failed (decode, device, ...) */
-  uint64_t cancelled;             /* dropped by close before delivery */
-  uint64_t delivered;             /* results handed out by ib_results_next */
-  uint64_t submissions;           /* backend submissions issued */
-  uint64_t resident_live;         /* resident outputs whose handle (or a clone) is held */
-  uint64_t resident_gpu_bytes;    /* of gpu_bytes.in_use: held by those handles */
-  uint64_t resident_host_bytes;   /* of host_bytes.in_use: their download workspaces */
-  uint64_t lent_arenas;           /* download arenas with a delivered image still held */
-  uint64_t lent_host_bytes;       /* of host_bytes.in_use: those arenas' charges */
+  uint64_t rejected_other;      /* decode (header), internal */
+  uint64_t completed;           /* executed successfully */
+  uint64_t failed;              /* execution failed (decode, device, ...) */
+  uint64_t cancelled;           /* dropped by close before delivery */
+  uint64_t delivered;           /* results handed out by ib_results_next */
+  uint64_t submissions;         /* backend submissions issued */
+  uint64_t resident_live;       /* resident outputs whose handle (or a clone) is held */
+  uint64_t resident_gpu_bytes;  /* of gpu_bytes.in_use: held by those handles */
+  uint64_t resident_host_bytes; /* of host_bytes.in_use: their download workspaces */
+  uint64_t lent_arenas;         /* download arenas with a delivered image still held */
+  uint64_t lent_host_bytes;     /* of host_bytes.in_use: those arenas' charges */
   /* Kernel modules (cuda backend; 0 on cpu). */
-  uint64_t nvrtc_compiles;        /* NVRTC compiles run (failed ones included) */
-  uint64_t nvrtc_compile_us;      /* their total time, microseconds */
+  uint64_t nvrtc_compiles;           /* NVRTC compiles run (failed ones included) */
+  uint64_t nvrtc_compile_us;         /* their total time, microseconds */
   uint64_t module_cache_hits_memory; /* a module found loaded */
   uint64_t module_cache_hits_disk;   /* an image read from cache_dir (no compile) */
   uint64_t module_cache_evictions;   /* modules unloaded by the memory bound */
-  uint64_t module_cache_bytes;    /* in use by loaded modules (their image sizes) */
-  uint64_t disk_cache_corrupt;    /* cache files that failed their hash: deleted, recompiled */
-  uint64_t compile_queue_depth;   /* signatures queued or compiling now (compile pool) */
-  uint64_t compile_queue_full;    /* compile requests refused at the pool's bound (QueueFull) */
-  uint64_t jobs_waited_compile;   /* jobs held until their kernel compiled */
-  uint64_t interp_executions;     /* stages run on the pointwise interpreter tier */
+  uint64_t module_cache_bytes;       /* in use by loaded modules (their image sizes) */
+  uint64_t disk_cache_corrupt;       /* cache files that failed their hash: deleted, recompiled */
+  uint64_t compile_queue_depth;      /* signatures queued or compiling now (compile pool) */
+  uint64_t compile_queue_full;       /* compile requests refused at the pool's bound (QueueFull) */
+  uint64_t jobs_waited_compile;      /* jobs held until their kernel compiled */
+  uint64_t interp_executions;        /* stages run on the pointwise interpreter tier */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
@@ -421,8 +422,8 @@ IB_API void ib_handle_release(ib_handle **h);
 
 typedef enum ib_result_kind {
   IB_RESULT_ERROR = 0,
-  IB_RESULT_IMAGE,    /* pixels in `image` */
-  IB_RESULT_RESIDENT  /* output kept on the device: `handle` */
+  IB_RESULT_IMAGE,   /* pixels in `image` */
+  IB_RESULT_RESIDENT /* output kept on the device: `handle` */
 } ib_result_kind;
 
 /* One outcome. Every field is owned by the result; release with
@@ -430,25 +431,25 @@ typedef enum ib_result_kind {
  * destroyed. */
 typedef struct ib_result {
   uint64_t job_id;
-  bool has_job_id;  /* false only for errors before an id was assigned */
+  bool has_job_id; /* false only for errors before an id was assigned */
   ib_key key;
-  bool ok;          /* kind != IB_RESULT_ERROR */
+  bool ok; /* kind != IB_RESULT_ERROR */
   ib_result_kind kind;
-  ib_image image;   /* kind IMAGE */
+  ib_image image;    /* kind IMAGE */
   ib_handle *handle; /* kind RESIDENT: owned by the result (ib_result_free
                       * releases it); keep it beyond the result by taking it
                       * (set handle = NULL) or by ib_handle_clone */
-  ib_error error;   /* when !ok */
-  void *metadata;   /* the packed metadata snapshot (serialized Job.metadata entries) */
+  ib_error error;    /* when !ok */
+  void *metadata;    /* the packed metadata snapshot (serialized Job.metadata entries) */
   size_t metadata_len;
   /* Also snapshotted at admission: the packed imgbatch.v1.OutputSpec the job
    * asked for (NULL/0 when absent) and its correlation id (NULL when absent). */
   void *output_spec;
   size_t output_spec_len;
   char *correlation_id;
-  void *tag;          /* ib_input.tag of the run input it came from (NULL otherwise) */
-  uint64_t queue_us;  /* admission to the start of its submission */
-  uint64_t exec_us;   /* its submission's duration (shared by the submission's jobs) */
+  void *tag;         /* ib_input.tag of the run input it came from (NULL otherwise) */
+  uint64_t queue_us; /* admission to the start of its submission */
+  uint64_t exec_us;  /* its submission's duration (shared by the submission's jobs) */
 } ib_result;
 
 IB_API void ib_result_free(ib_result *r);
@@ -537,7 +538,8 @@ typedef struct ib_results ib_results;
 /* A stream over every job admitted so far. Creating it does not wait and
  * runs nothing; each ib_results_next drives execution (groups pending jobs
  * into submissions of at most max_jobs / max_in_flight jobs and 256 ops,
- * at most max_in_flight outstanding) until one result is ready. Exhausted (IB_END) once every admitted job was delivered. */
+ * at most max_in_flight outstanding) until one result is ready. Exhausted (IB_END) once every
+ * admitted job was delivered. */
 IB_API ib_status ib_executor_join(ib_executor *ex, ib_results **out);
 
 /* One input for run. On IB_OK the callback sets `graph` (ownership passes to

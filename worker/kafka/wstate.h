@@ -79,7 +79,7 @@ typedef struct ib_wpart {
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
   int64_t committing;   /* offset of the commit in flight; -1 none */
   uint64_t committing_since_us;
-  int64_t *settle;      /* offsets of jobs done here, waiting for a commit to cover them */
+  int64_t *settle; /* offsets of jobs done here, waiting for a commit to cover them */
   size_t settle_head, settle_n, settle_cap;
 } ib_wpart;
 

@@ -1,9 +1,7 @@
 /* graph.c - what a graph answers about itself (model/graph.h). */
 #include "model/graph.h"
 
-const ib_key *ib_graph_key(const ib_graph *g) {
-  return &g->key;
-}
+const ib_key *ib_graph_key(const ib_graph *g) { return &g->key; }
 
 bool ib_graph_in_buffer(const ib_graph *g, const void *p) {
   const uint8_t *b = g->buffer, *q = p;

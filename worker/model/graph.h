@@ -21,7 +21,7 @@ struct ib_op_desc;
 
 typedef struct ib_source {
   const Imgbatch__V1__Source *pb;
-  ib_shape shape;      /* from the header (encoded) or the message (raw/fill) */
+  ib_shape shape;       /* from the header (encoded) or the message (raw/fill) */
   const uint8_t *bytes; /* encoded or raw bytes (borrowed from the job or file_bytes) */
   size_t len;
   uint8_t *file_bytes; /* owned: a path source read at parse time */
@@ -33,8 +33,8 @@ typedef struct ib_node {
   ib_graph *graph;
   unsigned n_inputs;
   uint32_t inputs[2];
-  ib_shape shape;       /* output shape, set by validation */
-  unsigned last_use;    /* index of the last node reading this one (for freeing) */
+  ib_shape shape;    /* output shape, set by validation */
+  unsigned last_use; /* index of the last node reading this one (for freeing) */
 } ib_node;
 
 struct ib_graph {
@@ -44,9 +44,9 @@ struct ib_graph {
   size_t n_sources;
   ib_node *nodes;
   size_t n_nodes;
-  uint64_t param_bytes;    /* sum over nodes */
-  uint64_t peak_bytes;     /* conservative working set: all node outputs alive */
-  ProtobufCAllocator *alloc; /* the Job's memory (NULL: the heap) */
+  uint64_t param_bytes;       /* sum over nodes */
+  uint64_t peak_bytes;        /* conservative working set: all node outputs alive */
+  ProtobufCAllocator *alloc;  /* the Job's memory (NULL: the heap) */
   void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
   void *owner;
   uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */

@@ -193,9 +193,7 @@ static ib_status expand_infer(const ib_node *node, const ib_shape *in, ib_shape 
   return IB_OK;
 }
 
-static uint64_t expand_param_bytes(const ib_node *node) {
-  return node->pb->expand->fill.len;
-}
+static uint64_t expand_param_bytes(const ib_node *node) { return node->pb->expand->fill.len; }
 
 static ib_status expand_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                             ib_error *err) {

@@ -20,7 +20,7 @@
 #define IB_HOLLOW_MAX_SPANS 64
 
 typedef struct ib_hollow_span {
-  size_t source;      /* 0 = Job.source, 1 + k = extra_sources[k] */
+  size_t source;       /* 0 = Job.source, 1 + k = extra_sources[k] */
   const uint8_t *data; /* inside the original buffer */
   size_t len;
 } ib_hollow_span;

@@ -59,33 +59,34 @@ static ib_status check_metadata(const Imgbatch__V1__Job *job, uint64_t cap, ib_e
     /* The map itself is level 1; a scalar value adds one. */
     if (e->value && value_depth(e->value) + 1 > MAX_METADATA_DEPTH)
       return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                  "metadata: key '%s' nests deeper than %d levels", e->key ? e->key : "",
-                  MAX_METADATA_DEPTH);
+                          "metadata: key '%s' nests deeper than %d levels", e->key ? e->key : "",
+                          MAX_METADATA_DEPTH);
   }
   if (bytes > cap)
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                "metadata: %llu bytes exceed the %llu byte limit", (unsigned long long)bytes,
-                (unsigned long long)cap);
+                        "metadata: %llu bytes exceed the %llu byte limit",
+                        (unsigned long long)bytes, (unsigned long long)cap);
   return IB_OK;
 }
 
 static ib_status check_side(uint32_t w, uint32_t h, const char *what, size_t idx, ib_error *err) {
   if (w == 0 || h == 0)
-    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: %s size %ux%u is empty", idx,
-                what, w, h);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: %s size %ux%u is empty",
+                        idx, what, w, h);
   if (w > IB_MAX_SIDE || h > IB_MAX_SIDE)
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                "source %zu: %s size %ux%u exceeds the %ux%u bound", idx, what, w, h, IB_MAX_SIDE,
-                IB_MAX_SIDE);
+                        "source %zu: %s size %ux%u exceeds the %ux%u bound", idx, what, w, h,
+                        IB_MAX_SIDE, IB_MAX_SIDE);
   return IB_OK;
 }
 
 static ib_status mode_of(const char *name, size_t idx, ib_mode *m, ib_error *err) {
   *m = ib_mode_parse(name);
   if (*m == IB_MODE_NONE)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                "source %zu: mode '%s' not supported (admitted: L, LA, RGB, RGBA, CMYK, RGBX)",
-                idx, name ? name : "");
+    return ib_error_set(
+        err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+        "source %zu: mode '%s' not supported (admitted: L, LA, RGB, RGBA, CMYK, RGBX)", idx,
+        name ? name : "");
   return IB_OK;
 }
 
@@ -103,8 +104,8 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
       size_t want = (size_t)r->width * r->height * ib_mode_bands(s->shape.mode);
       if (r->data.len != want)
         return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                    "source %zu: raw %s %ux%u needs %zu bytes, got %zu", idx, r->mode, r->width,
-                    r->height, want, r->data.len);
+                            "source %zu: raw %s %ux%u needs %zu bytes, got %zu", idx, r->mode,
+                            r->width, r->height, want, r->data.len);
       s->bytes = r->data.data;
       s->len = r->data.len;
       return IB_OK;
@@ -117,19 +118,18 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
       s->shape.height = f->height;
       if (f->color.len != ib_mode_bands(s->shape.mode))
         return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
-                    "source %zu: fill colour for %s needs %u bytes, got %zu", idx, f->mode,
-                    ib_mode_bands(s->shape.mode), f->color.len);
+                            "source %zu: fill colour for %s needs %u bytes, got %zu", idx, f->mode,
+                            ib_mode_bands(s->shape.mode), f->color.len);
       s->bytes = f->color.data;
       s->len = f->color.len;
       return IB_OK;
     }
-    case IMGBATCH__V1__SOURCE__KIND_PATH: /* already read by ib_path_sources_read */
-      break;
+    case IMGBATCH__V1__SOURCE__KIND_PATH: /* already read by ib_path_sources_read */ break;
     case IMGBATCH__V1__SOURCE__KIND_ENCODED:
       if (pb->encoded.len > lim->max_source_bytes)
         return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                    "source %zu: %zu encoded bytes exceed the %llu byte source limit", idx,
-                    pb->encoded.len, (unsigned long long)lim->max_source_bytes);
+                            "source %zu: %zu encoded bytes exceed the %llu byte source limit", idx,
+                            pb->encoded.len, (unsigned long long)lim->max_source_bytes);
       s->bytes = pb->encoded.data;
       s->len = pb->encoded.len;
       break;
@@ -304,7 +304,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
-              "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
+                      "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
     goto out;
   }
   for (size_t i = 0; hollow && i < hollow->n_spans; i++) {

@@ -30,9 +30,7 @@
 static atomic_bool no_openat2; /* latched on ENOSYS */
 static atomic_bool force_walk;
 
-void ib_path_test_force_walk(bool on) {
-  atomic_store(&force_walk, on);
-}
+void ib_path_test_force_walk(bool on) { atomic_store(&force_walk, on); }
 
 /* Replaces buf's contents with `target` + "/" + `rest` (rest may be empty). */
 static int splice_link(char **buf, size_t *cap, const char *target, size_t tlen, const char *rest) {

@@ -78,8 +78,8 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
     return ib_op_fail(err, IB_UNSUPPORTED, "node %zu: op #%d is not implemented", i,
                       (int)pb->op_case);
   if (pb->n_inputs != n->op->n_inputs)
-    return ib_op_fail(err, IB_INVALID, "node %zu: op %s takes %u input(s), got %zu", i,
-                      n->op->name, n->op->n_inputs, pb->n_inputs);
+    return ib_op_fail(err, IB_INVALID, "node %zu: op %s takes %u input(s), got %zu", i, n->op->name,
+                      n->op->n_inputs, pb->n_inputs);
   ib_shape in[2] = {{0}};
   for (size_t k = 0; k < pb->n_inputs; k++) {
     uint32_t ref = pb->inputs[k];

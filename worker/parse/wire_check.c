@@ -80,9 +80,7 @@ static void path_add(walk *w, const char *fmt, ...) {
   }
 }
 
-static const char *path_or_top(const walk *w) {
-  return w->path_len ? w->path : w->top->short_name;
-}
+static const char *path_or_top(const walk *w) { return w->path_len ? w->path : w->top->short_name; }
 
 static void note_unknown(walk *w, const char *what, uint64_t v) {
   if (w->notes->unknown) return;

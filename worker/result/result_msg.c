@@ -96,10 +96,10 @@ static void echo_snapshot(ib_result_msg *r, const ib_result *res) {
 
 static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
   const Imgbatch__V1__CpuOutput *cpu = NULL;
-  if (res->output_spec_len &&
-      !(r->echo_spec = imgbatch__v1__output_spec__unpack(NULL, res->output_spec_len,
-                                                         res->output_spec)))
-    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: output spec snapshot unreadable");
+  if (res->output_spec_len && !(r->echo_spec = imgbatch__v1__output_spec__unpack(
+                                    NULL, res->output_spec_len, res->output_spec)))
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
+                        "encode: output spec snapshot unreadable");
   /* An output gpu job reaches here only as a downloaded resident output:
    * its native bytes are written raw. */
   if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)

@@ -17,13 +17,13 @@ typedef struct ib_result_msg {
   Imgbatch__V1__JobError error;
   Imgbatch__V1__Timings timings;
   Imgbatch__V1__HandleRef handle; /* outcome resident */
-  uint8_t *encoded; /* owned (ib_codec_free) */
-  char *key_str;    /* owned */
+  uint8_t *encoded;               /* owned (ib_codec_free) */
+  char *key_str;                  /* owned */
   char *error_key_str;
-  char *message_str;                    /* owned: the error message, as valid UTF-8 */
-  char *correlation_str;                /* owned: the correlation id, as valid UTF-8 */
-  Imgbatch__V1__Job *echo_metadata;     /* owned: unpacked ib_result metadata */
-  Imgbatch__V1__OutputSpec *echo_spec;  /* owned: unpacked ib_result output spec */
+  char *message_str;                   /* owned: the error message, as valid UTF-8 */
+  char *correlation_str;               /* owned: the correlation id, as valid UTF-8 */
+  Imgbatch__V1__Job *echo_metadata;    /* owned: unpacked ib_result metadata */
+  Imgbatch__V1__OutputSpec *echo_spec; /* owned: unpacked ib_result output spec */
 } ib_result_msg;
 
 void ib_result_msg_init(ib_result_msg *r);
