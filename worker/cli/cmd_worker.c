@@ -32,8 +32,9 @@ static void worker_usage(FILE *f) {
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
       "  [--transactional] [--grace-seconds S] [--stall-seconds S] [--worker-id ID]\n"
-      "  [--lease-seconds S] [--metrics-addr HOST:PORT] [-X librdkafka.key=value]...\n"
-      "  [--config FILE]"
+      "  [--lease-seconds S] [--compile-threads N] [--metrics-addr HOST:PORT]\n"
+      "  [-X librdkafka.key=value]..."
+      " [--config FILE]"
 #ifdef IB_FAULTS
       " [--fault SPEC]"
 #endif
@@ -49,6 +50,8 @@ static void worker_usage(FILE *f) {
       "--stall-seconds S (default 60; 0: off): the oldest unfinished job of a partition, older\n"
       "than S and stuck in its stage, is answered with a Timeout Result so that the offsets\n"
       "commit past it; its real result, if it comes later, is dropped.\n"
+      "--compile-threads N (cuda, default 0): N threads compile new kernel signatures off the\n"
+      "submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
       "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
@@ -154,6 +157,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->stall_s = n;
   else if (strcmp(name, "lease-seconds") == 0 && n)
     w->lease_s = n;
+  else if (strcmp(name, "compile-threads") == 0 && n <= 64)
+    w->exec.compile_threads = (int)n;
   else
     return false;
   return true;
@@ -181,6 +186,7 @@ static const char *const flag_names[] = {"brokers",
                                          "grace-seconds",
                                          "stall-seconds",
                                          "lease-seconds",
+                                         "compile-threads",
                                          "metrics-addr",
                                          "fault",
                                          NULL};
