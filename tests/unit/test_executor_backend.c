@@ -25,6 +25,7 @@ typedef struct fake {
   atomic_int downloads, in_download, overlapped_downloads;
   bool lend;           /* results lent from a per-submission arena */
   bool own;            /* outputs downloaded into their Job buffers */
+  bool blank_fail;     /* jobs fail IB_INTERNAL with no message (a backend bug) */
   atomic_int live_own; /* Job buffers lent to results */
   atomic_int live_arenas, arenas_released;
   atomic_int parse_allocs, parse_frees;
@@ -209,6 +210,11 @@ static ib_status fake_wait(void *state, ib_backend_submission *sub, ib_error *er
   for (size_t i = 0; i < sub->n; i++) {
     ib_backend_job *j = &sub->jobs[i];
     j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
+    if (F.blank_fail) {
+      ib_image_release(&j->out);
+      j->status = IB_INTERNAL;
+      j->err = (ib_error){.status = IB_INTERNAL};
+    }
     if (j->status == IB_OK && j->resident) fake_keep(j);
     if (F.own) fake_own(j);
   }
@@ -854,6 +860,24 @@ Test(lent, close_discards_undelivered_lent_results) {
   ib_result_free(&r);
   cr_assert_eq(atomic_load(&F.live_arenas), 0);
   assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(backend, an_error_result_always_has_a_message) {
+  ib_executor *ex = fake_executor(4, 1);
+  F.blank_fail = true;
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_submit(ex, test_graph_u64(1), NULL, NULL, &err), IB_OK, "%s",
+               err.message);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert_not(r.ok);
+  cr_assert_eq(r.error.status, IB_INTERNAL);
+  cr_assert_str_eq(r.error.message, "execute: internal (no detail)");
+  ib_result_free(&r);
+  ib_results_close(rs);
   ib_executor_destroy(ex);
 }
 

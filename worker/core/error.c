@@ -49,3 +49,9 @@ void ib_error_prefix(ib_error *err, const char *fmt, ...) {
   memcpy(text + plen + 2, err->message, mlen);
   store(err, text, plen + 2 + mlen);
 }
+
+void ib_error_ensure_message(ib_error *err) {
+  if (err->status == IB_OK || err->message[0]) return;
+  snprintf(err->message, sizeof err->message, "%s: %s (no detail)", ib_stage_name(err->stage),
+           ib_status_name(err->status));
+}

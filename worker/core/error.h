@@ -13,6 +13,9 @@ ib_status ib_error_set(ib_error *err, ib_status st, ib_stage stage, const char *
     __attribute__((format(printf, 4, 5)));
 ib_status ib_error_vset(ib_error *err, ib_status st, ib_stage stage, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+/* An error leaving the library always says something: an empty message
+ * becomes "<stage>: <status>" (a bug elsewhere, but never a blank). */
+void ib_error_ensure_message(ib_error *err);
 /* Prepends "<prefix>: " to the message (truncating at the buffer's end). */
 void ib_error_prefix(ib_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

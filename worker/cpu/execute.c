@@ -79,7 +79,7 @@ ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
     for (unsigned k = 0; k < n->n_inputs; k++) in[k] = &ims[n->inputs[k]];
     st = n->op->cpu(n, in, &ims[i], err);
     if (st != IB_OK) {
-      if (err->stage == IB_STAGE_NONE || err->stage == IB_STAGE_VALIDATE)
+      if (err->stage == IB_STAGE_NONE) /* a row that named none: where it ran */
         err->stage = n->op->n_inputs == 0 ? IB_STAGE_DECODE : IB_STAGE_EXECUTE;
       break;
     }

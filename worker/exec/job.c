@@ -72,6 +72,7 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
     out->image = j->out;
   } else {
     out->error = j->err;
+    ib_error_ensure_message(&out->error);
   }
   j->key = (ib_key){0};
   j->snap = (ib_snapshot){0};

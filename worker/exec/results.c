@@ -46,6 +46,7 @@ ib_status ib_executor_run(ib_executor *ex, ib_input_next_fn next, void *user, ib
 static void hold_error(ib_results *rs, bool has_id, uint64_t id, ib_key *key, void *tag,
                        const ib_error *err) {
   rs->held = (ib_result){.job_id = id, .has_job_id = has_id, .error = *err, .tag = tag};
+  ib_error_ensure_message(&rs->held.error);
   if (key) {
     rs->held.key = *key;
     *key = (ib_key){0};

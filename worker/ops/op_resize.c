@@ -42,17 +42,20 @@ static void resize_box(const ib_node *node, const ib_shape *in, float box[4]) {
  * so it is rejected here as IB_INVALID. */
 static ib_status check_box(const float b[4], const ib_shape *in, ib_error *err) {
   for (int i = 0; i < 4; i++)
-    if (isnan(b[i])) return ib_op_fail(err, IB_INVALID, "op resize: box edge %d is NaN", i);
+    if (isnan(b[i]))
+      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op resize: box edge %d is NaN", i);
   if (b[0] < 0 || b[1] < 0)
-    return ib_op_fail(err, IB_INVALID, "op resize: box offset (%g, %g) can't be negative",
-                      (double)b[0], (double)b[1]);
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: box offset (%g, %g) can't be negative", (double)b[0],
+                      (double)b[1]);
   if (b[2] > (float)in->width || b[3] > (float)in->height)
-    return ib_op_fail(err, IB_INVALID,
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "op resize: box (%g, %g) can't exceed the original %ux%u image", (double)b[2],
                       (double)b[3], in->width, in->height);
   if (b[2] - b[0] < 0 || b[3] - b[1] < 0)
-    return ib_op_fail(err, IB_INVALID, "op resize: box (%g, %g, %g, %g) can't be empty",
-                      (double)b[0], (double)b[1], (double)b[2], (double)b[3]);
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: box (%g, %g, %g, %g) can't be empty", (double)b[0], (double)b[1],
+                      (double)b[2], (double)b[3]);
   return IB_OK;
 }
 
@@ -63,15 +66,15 @@ static ib_status resize_infer(const ib_node *node, const ib_shape *in, ib_shape 
   const Imgbatch__V1__ResizeOp *r = node->pb->resize;
   unsigned f = (unsigned)r->resample;
   if (f >= sizeof resample_names / sizeof resample_names[0])
-    return ib_op_fail(err, IB_UNSUPPORTED,
+    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
                       "op resize: resample %d is not a filter this worker knows", (int)r->resample);
   if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
-    return ib_op_fail(err, IB_UNSUPPORTED,
+    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
                       "op resize: resample %s not supported for mode %s (only NEAREST)",
                       resample_names[f], ib_mode_name(in[0].mode));
   if (r->width == 0 || r->height == 0)
-    return ib_op_fail(err, IB_INVALID, "op resize: size %ux%u: height and width must be > 0",
-                      r->width, r->height);
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: size %ux%u: height and width must be > 0", r->width, r->height);
   if ((st = ib_geom_check_side(node, "width", r->width, err)) != IB_OK) return st;
   if ((st = ib_geom_check_side(node, "height", r->height, err)) != IB_OK) return st;
   float box[4];
@@ -94,7 +97,7 @@ static ib_status resize_cpu(const ib_node *node, const ib_image *const *in, ib_i
   float box[4];
   resize_box(node, &shape, box);
   int32_t *xtab = malloc(((size_t)out->width + out->height) * sizeof *xtab);
-  if (!xtab) return ib_op_fail(err, IB_INTERNAL, "op resize: out of memory");
+  if (!xtab) return ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op resize: out of memory");
   int32_t *ytab = xtab + out->width;
   double scale, offset;
   ib_resize_axis_coeffs(box[0], box[2], out->width, &scale, &offset);

@@ -57,10 +57,10 @@ const ib_op_desc *ib_op_for_case(Imgbatch__V1__Node__OpCase c) {
   return NULL;
 }
 
-ib_status ib_op_fail(ib_error *err, ib_status st, const char *fmt, ...) {
+ib_status ib_op_fail(ib_error *err, ib_status st, ib_stage stage, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ib_error_vset(err, st, IB_STAGE_VALIDATE, fmt, ap);
+  ib_error_vset(err, st, stage, fmt, ap);
   va_end(ap);
   return st;
 }
@@ -68,7 +68,7 @@ ib_status ib_op_fail(ib_error *err, ib_status st, const char *fmt, ...) {
 ib_status ib_op_check_mode(const ib_op_desc *d, const ib_shape *in, ib_error *err) {
   if (in->mode > IB_MODE_NONE && in->mode < IB_MODE_COUNT && (d->modes & IB_MODE_BIT(in->mode)))
     return IB_OK;
-  return ib_op_fail(err, IB_UNSUPPORTED, "op %s: mode %s not supported", d->name,
+  return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE, "op %s: mode %s not supported", d->name,
                     ib_mode_name(in->mode));
 }
 
