@@ -40,6 +40,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char fz_root[200];
 static bool fz_skip_utf8;
+/* The input itself carries the EINTR text (e.g. in a path the error
+ * quotes): the oracle below cannot tell, so it stands aside. */
+static bool fz_quotes_eintr;
 
 /* A 2x1 red RGB PNG (as Pillow writes it). */
 static const uint8_t fz_png[] = {
@@ -211,7 +214,7 @@ static void fz_check_packed(const uint8_t *buf, size_t len) {
 }
 
 static void fz_emit(ib_result *res) {
-  if (!res->ok && strstr(res->error.message, "Interrupted system call"))
+  if (!res->ok && !fz_quotes_eintr && strstr(res->error.message, "Interrupted system call"))
     fz_fail("a source read blocked until a signal interrupted it", res->error.message);
   ib_result_msg rm;
   ib_result_msg_init(&rm);
@@ -229,6 +232,7 @@ static void fz_emit(ib_result *res) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
+  fz_quotes_eintr = memmem(data, size, "Interrupted", 11) != NULL;
   FILE *in = fmemopen((void *)data, size, "rb");
   if (!in) abort();
   ib_executor_options o;
