@@ -121,7 +121,12 @@ q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 
 {
   echo "bench/run.sh $(date -u +%FT%TZ) quick=$quick backend=$backend parts=${parts[*]}"
-  if git rev-parse --git-dir >/dev/null 2>&1; then
+  # The GPU machine's copy of the tree carries stale git metadata: the
+  # packer writes the commit it built into .devpack/COMMIT
+  # (git rev-parse --short HEAD > .devpack/COMMIT after pack.sh).
+  if [ -f .devpack/COMMIT ]; then
+    echo "commit: $(cat .devpack/COMMIT) (packed)"
+  elif git rev-parse --git-dir >/dev/null 2>&1; then
     echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (+ uncommitted changes)')"
   else
     echo "commit: ? (no git metadata here; say which commit was packed)"

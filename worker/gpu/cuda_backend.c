@@ -166,17 +166,6 @@ void ib_cuda_close(ib_cuda *c) {
 
 const char *ib_cuda_device_desc(const ib_cuda *c) { return c->desc; }
 
-void ib_cuda_cache_desc(ib_cuda *c, char *buf, size_t n) {
-  ib_kcache_stats s = ib_kcache_stats_get(c->kc);
-  ib_lru_stats m = ib_lru_stats_get(&c->mods);
-  snprintf(buf, n,
-           "nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
-           "evicted; cache dir '%s'",
-           (unsigned long long)s.compiles, (double)s.compile_us * 1e-6,
-           (unsigned long long)s.disk_hits, (unsigned long long)s.disk_corrupt,
-           (unsigned long long)m.hits, (unsigned long long)m.evictions, ib_kcache_dir(c->kc));
-}
-
 static void cuda_counters(void *state, ib_executor_counters *out) {
   ib_cuda *c = state;
   ib_kcache_stats s = ib_kcache_stats_get(c->kc);

@@ -46,8 +46,5 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label);
 
 /* Diagnostics for bench/tests: "NVIDIA H200, sm_90, 132 SMs". */
 const char *ib_cuda_device_desc(const ib_cuda *c);
-/* "nvrtc: N compiled (T s), N from disk (N corrupt), N from memory, N
- * evicted; cache dir DIR" */
-void ib_cuda_cache_desc(ib_cuda *c, char *buf, size_t n);
 
 #endif
