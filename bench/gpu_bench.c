@@ -54,20 +54,6 @@
     }                                                                          \
   } while (0)
 
-/* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
- * tool, unlike the library, may read the environment. */
-static const char *tool_cache_dir(void) { return ib_cli_cache_dir(); }
-
-/* The cuda test knobs the library takes as options. */
-static void tool_cuda_knobs(ib_executor_options *o) {
-  const char *p = getenv("IB_CUDA_PROFILE"), *g = getenv("IB_BLUR_GLOBAL_ROWS");
-  o->cuda_profile = p && *p == '1';
-  o->cuda_blur_global_rows = g && *g == '1';
-  o->log_cb = ib_cli_log_stderr;
-  const char *ct = getenv("IB_COMPILE_THREADS");
-  o->compile_threads = ct ? atoi(ct) : 0;
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -483,9 +469,8 @@ int main(int argc, char **argv) {
                               .gpu_bytes = 1024ull << 20,
                               .host_bytes = 1024ull << 20,
                               .max_in_flight = 2,
-                              .host_threads = -1,
-                              .cache_dir = tool_cache_dir()};
-  tool_cuda_knobs(&opts);
+                              .host_threads = -1};
+  ib_cli_tool_options(&opts);
   void *state = NULL;
   if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
     printf("bench: %s\n", err.message);
@@ -517,7 +502,7 @@ int main(int argc, char **argv) {
   float copy_ms = time_ms(do_copy, &cc, s, 30);
   double copy_bw = 2.0 * N / (copy_ms * 1e-3) / 1e9;
 
-  ib_kcache *kc = ib_kcache_new(tool_cache_dir(), 256ull << 20, 2ull << 30);
+  ib_kcache *kc = ib_kcache_new(ib_cli_cache_dir(), 256ull << 20, 2ull << 30);
   uint64_t per = (4096ull * 4096 / 4 + 255) / 256, capb = (uint64_t)sms * 8;
   Imgbatch__V1__Node n_inv = IMGBATCH__V1__NODE__INIT, n_col = IMGBATCH__V1__NODE__INIT,
                      n_tone = IMGBATCH__V1__NODE__INIT, n_med = IMGBATCH__V1__NODE__INIT,

@@ -49,20 +49,6 @@ typedef struct tally {
 
 static FILE *logf_;
 
-/* The module cache directory as the CLI resolves it (ib_cli_cache_dir): a
- * tool, unlike the library, may read the environment. */
-static const char *tool_cache_dir(void) { return ib_cli_cache_dir(); }
-
-/* The cuda test knobs the library takes as options. */
-static void tool_cuda_knobs(ib_executor_options *o) {
-  const char *p = getenv("IB_CUDA_PROFILE"), *g = getenv("IB_BLUR_GLOBAL_ROWS");
-  o->cuda_profile = p && *p == '1';
-  o->cuda_blur_global_rows = g && *g == '1';
-  o->log_cb = ib_cli_log_stderr;
-  const char *ct = getenv("IB_COMPILE_THREADS");
-  o->compile_threads = ct ? atoi(ct) : 0;
-}
-
 static int admitted(int op, ib_mode m) {
   if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
     return m == IB_MODE_L || m == IB_MODE_RGB;
@@ -110,7 +96,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = IB_BACKEND_CUDA;
-  eo.cache_dir = tool_cache_dir();
+  ib_cli_tool_options(&eo);
   ib_executor *ex = NULL;
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
     fprintf(logf_, "FAIL resident: executor create: %s\n", err.message);
@@ -277,7 +263,7 @@ static void cap_alone(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, j
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
-  eo.cache_dir = tool_cache_dir();
+  ib_cli_tool_options(&eo);
   ib_executor *ex = NULL;
   ib_error err = {0};
   if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
@@ -332,7 +318,7 @@ static void cap_pair(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
-  eo.cache_dir = tool_cache_dir();
+  ib_cli_tool_options(&eo);
   eo.queue = true;
   ib_executor *ex = NULL;
   ib_error err = {0};
@@ -684,9 +670,8 @@ int main(int argc, char **argv) {
   opts.gpu_bytes = opts.host_bytes = 2048ull << 20;
   opts.max_in_flight = 2;
   opts.max_jobs = (uint32_t)(2 * most); /* a full batch: a whole run */
-  opts.cache_dir = tool_cache_dir();
+  ib_cli_tool_options(&opts);
   opts.module_cache_bytes = module_cache;
-  tool_cuda_knobs(&opts);
   ib_executor *main_ex = NULL;
   if (ib_executor_create(&opts, &main_ex, &err) != IB_OK) {
     printf("gpu_check: %s\n", err.message);
@@ -745,7 +730,7 @@ int main(int argc, char **argv) {
     ib_executor_options eo;
     ib_executor_options_default(&eo);
     eo.backend = IB_BACKEND_CUDA;
-    eo.cache_dir = tool_cache_dir();
+    ib_cli_tool_options(&eo);
     eo.queue = true;
     ib_executor *ex = NULL;
     if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
@@ -878,11 +863,12 @@ int main(int argc, char **argv) {
   else
     printf(
         "nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
-        "evicted; cache dir '%s'\n",
+        "evicted; cache dir '%s'; interpreter tier %llu stages, %llu waited for a compile\n",
         (unsigned long long)mc.nvrtc_compiles, (double)mc.nvrtc_compile_us * 1e-6,
         (unsigned long long)mc.module_cache_hits_disk, (unsigned long long)mc.disk_cache_corrupt,
         (unsigned long long)mc.module_cache_hits_memory,
-        (unsigned long long)mc.module_cache_evictions, opts.cache_dir ? opts.cache_dir : "");
+        (unsigned long long)mc.module_cache_evictions, opts.cache_dir ? opts.cache_dir : "",
+        (unsigned long long)mc.interp_executions, (unsigned long long)mc.jobs_waited_compile);
   ib_executor_destroy(main_ex);
   free(cs);
   free(arena.p);

@@ -41,4 +41,9 @@ const char *ib_cli_cache_dir(void);
 void ib_cli_log_stderr(void *opaque, ib_log_level level, const char *message);
 const char *ib_cli_log_level_name(ib_log_level level);
 
+/* The GPU tools' environment onto executor options: cache_dir as above,
+ * IB_CUDA_PROFILE=1, IB_BLUR_GLOBAL_ROWS=1, IB_COMPILE_THREADS=N, and the
+ * library's log on stderr. */
+void ib_cli_tool_options(ib_executor_options *o);
+
 #endif
