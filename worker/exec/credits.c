@@ -74,16 +74,16 @@ ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
     c.gpu_work -= out;
     c.gpu_held = sat_add(out, out);
   }
-  if (r->out_in_buffer) { /* the buffer outlives the run, holding the output */
-    c.host_work = ib_graph_bytes_outside_buffer(g);
-    if (!r->staging_by_backend)
-      c.host_work = sat_add(c.host_work, sat_add(decoded, g->param_bytes));
-    c.host_held = sat_add(g->buffer_len > out ? g->buffer_len : out, r->echo_bytes);
-    return c;
-  }
-  c.host_work = r->staging_by_backend ? src : sat_add(src, sat_add(decoded, g->param_bytes));
-  uint64_t copies = r->lends && !r->resident ? out : sat_add(out, out);
-  c.host_held = sat_add(copies, r->echo_bytes);
+  /* A Job buffer that comes back holding the output outlives the run: the
+   * sources in it are charged with it, held, not as working bytes. */
+  const uint64_t in_buf = r->out_in_buffer ? ib_graph_bytes_in_buffer(g) : 0;
+  const uint64_t work_src = src > in_buf ? src - in_buf : 0;
+  c.host_work =
+      r->staging_by_backend ? work_src : sat_add(work_src, sat_add(decoded, g->param_bytes));
+  uint64_t held = r->out_in_buffer           ? (g->buffer_len > out ? g->buffer_len : out)
+                  : r->lends && !r->resident ? out
+                                             : sat_add(out, out);
+  c.host_held = sat_add(held, r->echo_bytes);
   return c;
 }
 

@@ -255,9 +255,7 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
   if (st != IB_OK || !ib_cuda_own_download(state, g)) return st;
   /* The sources lying in the Job buffer are charged with the buffer, as
    * held bytes (credits.c), not as working ones. */
-  uint64_t in_buf = 0;
-  for (size_t i = 0; i < g->n_sources; i++)
-    if (ib_graph_in_buffer(g, g->sources[i].bytes)) in_buf += g->sources[i].len;
+  const uint64_t in_buf = ib_graph_bytes_in_buffer(g);
   *host_bytes = *host_bytes > in_buf ? *host_bytes - in_buf : 0;
   return IB_OK;
 }

@@ -8,10 +8,10 @@ bool ib_graph_in_buffer(const ib_graph *g, const void *p) {
   return b && q >= b && q < b + g->buffer_len;
 }
 
-uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g) {
+uint64_t ib_graph_bytes_in_buffer(const ib_graph *g) {
   uint64_t n = 0;
   for (size_t i = 0; i < g->n_sources; i++)
-    if (!ib_graph_in_buffer(g, g->sources[i].bytes)) n += g->sources[i].len;
+    if (ib_graph_in_buffer(g, g->sources[i].bytes)) n += g->sources[i].len;
   return n;
 }
 

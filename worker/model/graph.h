@@ -62,10 +62,9 @@ struct ib_graph {
 
 /* True when `p` lies in the graph's Job buffer (ib_graph_parse_buffer). */
 bool ib_graph_in_buffer(const ib_graph *g, const void *p);
-/* The source bytes that do not lie in the Job buffer (path sources read
- * from disk, Jobs parsed by copy): what a backend reusing the buffer for
- * the output still holds besides it. */
-uint64_t ib_graph_bytes_outside_buffer(const ib_graph *g);
+/* The source bytes that lie in the Job buffer (raw and encoded sources of
+ * a Job parsed in place; not path sources, nor Jobs parsed by copy). */
+uint64_t ib_graph_bytes_in_buffer(const ib_graph *g);
 /* Hands the Job buffer to the caller, who frees it through g->alloc (its
  * pixels may have been overwritten: a backend downloaded the output into
  * it); the graph then frees no buffer. */
