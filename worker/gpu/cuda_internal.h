@@ -195,6 +195,10 @@ ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2]
 ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, const void *img,
                              size_t len, ib_kfunc **out, ib_lru_entry **pin, ib_error *err);
 void ib_cuda_sig_key(const char *sig, uint64_t key[2]);
+/* Compiles (or reads from disk) and loads the module of `sig` (not loaded
+ * yet), pinned in *pin. */
+ib_status ib_cuda_chain_compile(ib_cuda *c, const ib_gchain *ch, const char *sig, ib_kfunc **out,
+                                ib_lru_entry **pin, ib_error *err);
 /* Equal chains have equal signatures, so they share a kernel. */
 bool ib_cuda_chain_eq(const ib_gchain *a, const ib_gchain *b);
 /* The module cache's drop (ib_lru_init). */

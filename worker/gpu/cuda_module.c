@@ -102,7 +102,11 @@ ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib
   err->status = IB_OK;
   if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return IB_OK;
   if (err->status != IB_OK) return err->status;
-  /* Compiles (or reads from disk) and loads the module of `sig`. */
+  return ib_cuda_chain_compile(c, ch, sig, out, pin, err);
+}
+
+ib_status ib_cuda_chain_compile(ib_cuda *c, const ib_gchain *ch, const char *sig, ib_kfunc **out,
+                                ib_lru_entry **pin, ib_error *err) {
   char *src = ib_gchain_source(ch);
   if (!src) return fail(err, "out of memory generating", sig);
   void *img;

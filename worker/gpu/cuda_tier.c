@@ -101,32 +101,28 @@ static ib_kfunc *interp_func(ib_backend_submission *s, const ib_gchain *ch, cons
   return f;
 }
 
+/* A module pinned for the submission: one pin slot per stage at most. */
+static ib_status pinned(ib_backend_submission *s, ib_status st) {
+  if (st == IB_OK) s->n_pins++;
+  return st;
+}
+
 ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_kfunc **out,
                              ib_error *err) {
   ib_cuda *c = s->c;
   ib_lru_entry **pin = &s->pins[s->n_pins];
-  if (!c->cpool) {
-    ib_status st = ib_cuda_chain_func(c, ch, out, pin, err);
-    if (st == IB_OK) s->n_pins++;
-    return st;
-  }
+  if (!c->cpool) return pinned(s, ib_cuda_chain_func(c, ch, out, pin, err));
   char sig[512];
   ib_gchain_signature(ch, sig, sizeof sig);
   uint64_t key[2];
   ib_cuda_sig_key(sig, key);
   err->status = IB_OK;
-  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) {
-    s->n_pins++;
-    return IB_OK;
-  }
+  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return pinned(s, IB_OK);
   if (err->status != IB_OK) return err->status;
   ib_cpool_result r;
   if (ib_cpool_take(c->cpool, sig, &r) == IB_CP_DONE) {
     adopt(c, ch, &r, out, pin, err);
-    if (*out) {
-      s->n_pins++;
-      return IB_OK;
-    }
+    if (*out) return pinned(s, IB_OK);
   } else if (ib_interp_can_run(ch)) {
     ib_cpool_state q = ib_cpool_request_chain(c->cpool, ch);
     if (q == IB_CP_FULL) {
@@ -142,9 +138,7 @@ ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_k
   /* A head the interpreter cannot run, a full pool or a failed compile:
    * inline, as without the pool (the job waits for its kernel). */
   ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
-  ib_status st = ib_cuda_chain_func(c, ch, out, pin, err);
-  if (st == IB_OK) s->n_pins++;
-  return st;
+  return pinned(s, ib_cuda_chain_compile(c, ch, sig, out, pin, err));
 }
 
 ib_status ib_cuda_interp_launch(ib_backend_submission *s, const ib_kfunc *f, CUdeviceptr table,
