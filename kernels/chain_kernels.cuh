@@ -17,6 +17,7 @@
 
 #include "chain.cuh"
 #include "convert.h"
+#include "luma_sum.cuh"
 
 #ifndef IB_B0
 #define IB_B0 1     /* bands of input 0 */
@@ -85,24 +86,7 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
 /* IB_MI0: input 0's mode. */
 extern "C" __global__ void __launch_bounds__(256) ib_lsum(const ib_desc *descs) {
   const ib_desc d = descs[blockIdx.y];
-  const unsigned long long n = (unsigned long long)d.width * d.height;
-  unsigned long long s = 0;
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    unsigned long long y = i / d.width, x = i - y * d.width;
-    uint8_t l;
-    ib_convert_px(IB_MI0, 1, d.in0 + (y * d.stride0 + x) * IB_B0, &l);
-    s += l;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  __shared__ unsigned long long ws[8];
-  if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t = 0;
-    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += ws[w];
-    atomicAdd((unsigned long long *)(d.params + IB_LUMA_OFF + 8), t);
-  }
+  ib_luma_sum(d, IB_MI0, IB_B0, (unsigned long long *)(d.params + IB_LUMA_OFF + 8));
 }
 #endif
 

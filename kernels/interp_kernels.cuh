@@ -27,6 +27,7 @@
 
 #include "chain.cuh"
 #include "convert.h"
+#include "luma_sum.cuh"
 
 #ifndef IB_INTERP_OPS
 #define IB_INTERP_OPS(X) X('Y', ib_step_copy_rt) X('P', ib_step_table_rt)
@@ -98,29 +99,13 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 /* ib_lsum (chain_kernels.cuh) with the head's mode and offset from the
- * table: the luma sum of input 0 added into the u64 at steps[0].off + 8 of
- * the global parameter block. */
+ * table (luma_sum.cuh): into the u64 at steps[0].off + 8 of the global
+ * parameter block. */
 extern "C" __global__ void __launch_bounds__(256)
     ib_interp_lsum(const ib_desc *descs, const __grid_constant__ ib_iprog prog) {
   const ib_desc d = descs[blockIdx.y];
-  const unsigned long long n = (unsigned long long)d.width * d.height;
-  unsigned long long s = 0;
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    unsigned long long y = i / d.width, x = i - y * d.width;
-    uint8_t l;
-    ib_convert_px(prog.steps[0].mi, 1, d.in0 + (y * d.stride0 + x) * prog.b0, &l);
-    s += l;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  __shared__ unsigned long long ws[8];
-  if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t = 0;
-    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += ws[w];
-    atomicAdd((unsigned long long *)(d.params + prog.steps[0].off + 8), t);
-  }
+  ib_luma_sum(d, prog.steps[0].mi, prog.b0,
+              (unsigned long long *)(d.params + prog.steps[0].off + 8));
 }
 
 #endif

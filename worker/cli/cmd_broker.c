@@ -203,6 +203,15 @@ int ib_cmd_broker(int argc, char **argv) {
 
   char errstr[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  /* This handle only hosts the mock cluster and never connects, so its
+   * notice that it has no bootstrap.servers is noise: warnings and worse
+   * still show. */
+  if (rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+    fprintf(stderr, "imgbatch broker: %s\n", errstr);
+    rd_kafka_conf_destroy(conf);
+    close(sigfd);
+    return IB_EXIT_FAILURE;
+  }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (!rk) {
     fprintf(stderr, "imgbatch broker: %s\n", errstr);

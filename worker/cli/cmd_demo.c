@@ -231,14 +231,36 @@ static demo_job *match(demo *d, const void *key, size_t len, bool *download) {
   return NULL;
 }
 
-static bool collect(demo *d, rd_kafka_t *p) {
+/* The results reader joins its group before any job is sent, so the ms
+ * column times the jobs, not the reader's group join (seconds on the mock). */
+static rd_kafka_t *reader(demo *d) {
   rd_kafka_t *c = client(d, RD_KAFKA_CONSUMER, "imgbatch-demo-reader");
-  if (!c) return false;
+  if (!c) return NULL;
   rd_kafka_poll_set_consumer(c);
   rd_kafka_topic_partition_list_t *t = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(t, "imgbatch.results", RD_KAFKA_PARTITION_UA);
-  rd_kafka_subscribe(c, t);
+  rd_kafka_resp_err_t err = rd_kafka_subscribe(c, t);
   rd_kafka_topic_partition_list_destroy(t);
+  double end = now_ms() + 60000;
+  bool assigned = false;
+  while (!err && !assigned && now_ms() < end) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
+    if (m) rd_kafka_message_destroy(m); /* nothing was sent yet */
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c, &a) == RD_KAFKA_RESP_ERR_NO_ERROR) assigned = a->cnt > 0;
+    if (a) rd_kafka_topic_partition_list_destroy(a);
+  }
+  if (!assigned) {
+    fprintf(stderr, "imgbatch demo: the results reader was not assigned imgbatch.results (%s)\n",
+            err ? rd_kafka_err2str(err) : "timed out");
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+static bool collect(demo *d, rd_kafka_t *p, rd_kafka_t *c) {
   size_t missing = d->n;
   double deadline = now_ms() + 180000;
   while (missing && now_ms() < deadline) {
@@ -380,8 +402,14 @@ static int run_demo(demo *d) {
             d->out_dir);
     return IB_EXIT_FAILURE;
   }
+  rd_kafka_t *c = reader(d);
+  if (!c) return IB_EXIT_FAILURE;
   rd_kafka_t *p = client(d, RD_KAFKA_PRODUCER, NULL);
-  if (!p) return IB_EXIT_FAILURE;
+  if (!p) {
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    return IB_EXIT_FAILURE;
+  }
   for (size_t i = 0; i < d->n; i++) {
     d->jobs[i].sent_ms = now_ms();
     rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.jobs"),
@@ -389,7 +417,7 @@ static int run_demo(demo *d) {
                       RD_KAFKA_V_OPAQUE(&d->jobs[i]), RD_KAFKA_V_END);
   }
   rd_kafka_flush(p, 30000);
-  bool all = collect(d, p);
+  bool all = collect(d, p, c);
   rd_kafka_destroy(p);
   int wstatus = 0, bstatus = 0;
   stop_child(d->worker, &wstatus);
