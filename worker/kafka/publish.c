@@ -337,6 +337,17 @@ static uint64_t message_max_bytes(ib_worker *w) {
   return strtoull(v, NULL, 10);
 }
 
+/* librdkafka learns an output topic's partitions when it first produces to
+ * it, at its next 1 s metadata scan, so the first Result waited about a
+ * second. A topic handle made now starts that lookup at once, without
+ * blocking the start (the broker may be down); the handles are held until
+ * shutdown so the topics stay known. */
+static void warm_out_topics(ib_worker *w) {
+  const char *names[2] = {w->cfg->results_topic, w->cfg->dlq_topic};
+  for (int i = 0; i < 2; i++)
+    if (names[i]) w->out_topics[i] = rd_kafka_topic_new(w->producer, names[i], NULL);
+}
+
 ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
   rd_kafka_conf_t *c = ib_wconf_new(w, errbuf, cap);
   if (!c) return IB_INVALID;
@@ -362,6 +373,7 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
     snprintf(errbuf, cap, "init_transactions failed (see the txn_failed log line)");
     return IB_INVALID;
   }
+  warm_out_topics(w);
   uint64_t mmb = message_max_bytes(w);
   w->max_result_bytes = w->cfg->max_result_bytes
                             ? w->cfg->max_result_bytes

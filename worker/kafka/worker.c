@@ -357,6 +357,8 @@ static void stop_clients(ib_worker *w) {
   for (int32_t i = 0; i < w->n_parts; i++) ib_wpart_drop(w, &w->parts[i]);
   ib_wjob *j;
   while ((j = ib_wq_pop(&w->republish))) j->part = NULL;
+  for (int i = 0; i < 2; i++)
+    if (w->out_topics[i]) rd_kafka_topic_destroy(w->out_topics[i]);
   if (w->producer) rd_kafka_destroy(w->producer);
   ib_executor_destroy(w->ex);
   /* What never finished (grace expired, a second signal): never committed. */

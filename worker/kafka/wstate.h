@@ -137,7 +137,8 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
-  ib_wjob *alive; /* every job not yet freed */
+  rd_kafka_topic_t *out_topics[2]; /* results, DLQ: held so their metadata stays known */
+  ib_wjob *alive;                  /* every job not yet freed */
   ib_wpart *parts;
   int32_t n_parts;
   ib_wjob_queue waiting;   /* consumed, not yet in the executor */
