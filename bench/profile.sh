@@ -24,6 +24,9 @@
 #
 #   bench/profile.sh [--out DIR] [--dry-run] [STEP...]     (default: all)
 #
+# IB_PROFILE_BUDGET (seconds, default 480): steps that would start later are
+# skipped (each step's own timeout bounds the one running).
+#
 # DIR: --out, else $OUT, else /tmp/ib_profile. It gets few files (the device
 # tool returns at most 8): profile_table.txt (bench/profile_table.py, also
 # printed last), profile_log.txt and profile_raw.tar.gz (every raw ncu CSV
@@ -88,6 +91,14 @@ t_start=$(date +%s)
 nerr=0
 
 say() { printf '[%4ds] %s\n' $(($(date +%s) - t_start)) "$*" | tee -a "$log"; }
+# Past the budget (IB_PROFILE_BUDGET seconds, default 480) the remaining
+# steps are skipped, so a hanging tool cannot eat the device call.
+budget=${IB_PROFILE_BUDGET:-480}
+over_budget() {
+  [ $dry = 0 ] && [ $(($(date +%s) - t_start)) -gt "$budget" ] || return 1
+  say "$1: skipped: past the ${budget}s budget"
+  nerr=$((nerr + 1))
+}
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$man"; }
 # run_to SECONDS OUTFILE CMD...: CMD under timeout, stdout+stderr to OUTFILE
 # (and the log); a failure is counted and said, never fatal.
@@ -136,6 +147,7 @@ sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section Mem
 ncu_one() {
   local label=$1 to=$2 filter=$3 skip=$4 count=$5
   shift 5
+  over_budget "ncu $label" && return
   say "ncu: $label (launch $skip..$((skip + count - 1)) of $filter)"
   run_to "$to" "$raw/$label.out" "$ncu" --clock-control none "${sections[@]}" \
     --kernel-name "$filter" --launch-skip "$skip" --launch-count "$count" \
@@ -218,6 +230,7 @@ nsys_one() {
 api_one() {
   local label=$1 note=$2
   shift 2
+  over_budget "api $label" && return
   say "api: $label ($note)"
   run_to 150 "$raw/$label.out" env IB_CUDA_PROFILE=1 gpu_bench "$@"
   record "$label" api "$label.out" "$note"
@@ -248,6 +261,7 @@ step_api() {
 
 # ---- bidir
 step_bidir() {
+  over_budget bidir && return
   say "bidir: pinned H2D, D2H and both at once (torch, 64 MiB and 256^2 RGB copies)"
   cat >"$scratch/bidir.py" <<'EOF'
 import statistics, torch
