@@ -87,6 +87,7 @@ Test(cpool, requests_for_one_signature_coalesce, .timeout = 900) {
   ib_cpool_result r;
   cr_assert_eq(ib_cpool_take(p, "k7", &r), IB_CP_DONE);
   expect_image(&r);
+  cr_assert_not(r.has_chain, "a source request has no chain");
   cr_assert_eq(r.origin, IB_KC_COMPILED);
   cr_assert_gt(r.compile_us, 0);
   free(r.image);
@@ -329,6 +330,13 @@ Test(cpool, limits_urgency_and_waiting_for_any_compile, .timeout = 900) {
   for (int n = 0; n < 5; n++) {
     cr_assert_eq(ib_cpool_next_done(p, &r), IB_CP_DONE);
     expect_image(&r);
+    /* The chain comes back with it, so a result nobody took can still be
+     * loaded as its module (ib_lsum, ib_post depend on it). */
+    cr_assert(r.has_chain);
+    unsigned i = 0;
+    while (i < 5 && strcmp(sig[i], r.sig)) i++;
+    cr_assert_lt(i, 5u);
+    cr_assert_eq(memcmp(&r.chain, &c[i], sizeof c[i]), 0);
     free(r.image);
   }
   cr_assert_not(ib_cpool_wait_any(p, 5000), "all done: no wait");

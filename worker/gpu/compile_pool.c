@@ -263,6 +263,8 @@ static void hand_over(ib_cpool *p, centry *e, ib_cpool_result *out) {
   if (p->d_tail == e) p->d_tail = prev;
   p->st.pending--;
   *out = e->res;
+  out->has_chain = !e->src;
+  out->chain = e->chain;
   e->res.image = NULL;
   entry_free(e);
 }

@@ -82,6 +82,8 @@ typedef struct ib_cpool_result {
   size_t len;
   ib_kcache_origin origin;
   uint64_t compile_us; /* wall time of the cache lookup and compile */
+  bool has_chain;      /* requested by ib_cpool_request_chain: `chain` is it */
+  ib_gchain chain;
 } ib_cpool_result;
 
 /* Hands over the result of `sig` when it is DONE (the entry leaves the

@@ -74,13 +74,21 @@ static void adopt(ib_cuda *c, const ib_gchain *ch, ib_cpool_result *r, ib_kfunc 
 }
 
 /* Finished compiles nobody took yet hold places in the pool's bound: at the
- * bound they are let go (their images stay in the disk cache, so a later
- * stage of that signature loads from there instead of compiling). A module
- * needs its chain to be loaded (ib_lsum, ib_post), so the pool's results
- * are taken by the next stage of their signature, not drained ahead. */
+ * bound they are let go. A head's was requested by admission for a job
+ * that will need it: it is loaded now (unpinned). A pointwise one may
+ * never be asked for again (a storm of one-off signatures): its image
+ * stays in the disk cache, which a later stage of that signature reads
+ * instead of compiling. */
 static void let_go_done(ib_cuda *c) {
   ib_cpool_result r;
-  while (ib_cpool_next_done(c->cpool, &r) == IB_CP_DONE) free(r.image);
+  while (ib_cpool_next_done(c->cpool, &r) == IB_CP_DONE) {
+    if (r.status == IB_OK && r.has_chain && !ib_interp_can_run(&r.chain)) {
+      ib_error err = {0}; /* not loaded: its stage reads the disk cache */
+      if (c->cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS)
+        ib_cuda_module_add(c, &r.chain, r.sig, r.image, r.len, NULL, NULL, &err);
+    }
+    free(r.image);
+  }
 }
 
 /* How much of the table pointwise requests may fill. */
