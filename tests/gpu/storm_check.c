@@ -20,12 +20,19 @@
  *     signatures one at a time, submit -> result (target <= 20 ms with the
  *     tier; the inline compile's figure beside it).
  *
+ *  C. Compile queue backpressure: --heads jobs whose heads the interpreter
+ *     cannot run (gathers, blurs), each a new signature, arriving at the
+ *     rate into a tier whose compile queue holds --head-queue: admission
+ *     answers QueueFull past it (rejected_queue_full), the run stream
+ *     waits for a compile and admits again, and every job completes.
+ *
  * Bytes: every new-signature result and every --verify'th known one is
  * compared with the CPU reference (ib_cpu_execute) after its phase.
  *
  *   storm_check [--warm N] [--storm N] [--every K] [--rate R] [--threads T]
- *               [--first K] [--side S] [--verify K] [--seed S]
- *               [--cache-root DIR] [--log FILE] [--cpu-only 1]
+ *               [--first K] [--heads N] [--head-queue Q] [--side S]
+ *               [--verify K] [--seed S] [--cache-root DIR] [--log FILE]
+ *               [--cpu-only 1]
  *
  * Prints per-run lines, then a table with MET/MISSED per target. Exit 0
  * unless a result failed or differed from the CPU (1); 2 when no CUDA
@@ -43,12 +50,13 @@
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_probe.h"
 #include "gpu/gplan.h"
+#include "gpu/interp.h"
 #include "tools/jobgen.h"
 
 static FILE *logf_;
 
 typedef struct cfg {
-  int warm, storm, every, threads, first, side, verify, cpu_only;
+  int warm, storm, every, threads, first, side, verify, cpu_only, heads, head_queue;
   double rate;
   uint64_t seed;
   const char *cache_root;
@@ -87,7 +95,7 @@ static void sig_add(sigset *ss, const char *sig) {
 
 /* The stage signatures of a job (the kernels it needs); 0 when it does not
  * plan. */
-static int job_sigs(const ib_graph *g, sigset *out) {
+static int job_sigs_heads(const ib_graph *g, sigset *out, int *heads) {
   ib_gplan plan;
   ib_error err = {0};
   if (ib_gplan_build(g, &plan, &err) != IB_OK) {
@@ -98,10 +106,13 @@ static int job_sigs(const ib_graph *g, sigset *out) {
     char sig[512];
     ib_gchain_signature(&plan.stages[s].chain, sig, sizeof sig);
     sig_add(out, sig);
+    if (heads) *heads += !ib_interp_can_run(&plan.stages[s].chain);
   }
   ib_gplan_free(&plan);
   return 1;
 }
+
+static int job_sigs(const ib_graph *g, sigset *out) { return job_sigs_heads(g, out, NULL); }
 
 static void sigset_free(sigset *ss) {
   for (size_t i = 0; i < ss->n; i++) free(ss->s[i]);
@@ -155,18 +166,26 @@ static void make_known(jg_job *j, jg_arena *a, jg_rng *r, int recipe, uint32_t s
 /* A random pointwise chain on an RGB side^2 source whose every stage
  * signature is outside `seen` (added to it); 0 when none was found. */
 static int make_new(jg_job *j, jg_arena *a, jg_rng *r, uint32_t side, uint64_t key, sigset *seen,
-                    pjob *p) {
+                    int head, pjob *p) {
+  /* Heads with a kernel of their own (gathers, passes); jobgen.h lists
+   * them after the pointwise ops. */
+  static const int head_ops[] = {JG_TRANSPOSE, JG_EXPAND,  JG_RESIZE, JG_RANK,
+                                 JG_KERNEL,    JG_BOXBLUR, JG_GAUSS};
   for (int attempt = 0; attempt < 500; attempt++) {
     jg_begin(j, a, r, IB_MODE_RGB, side, side, key);
     ib_mode m = IB_MODE_RGB;
     uint32_t w = side, h = side;
-    int prev = 0, len = 2 + (int)jg_below(r, 7);
-    int lw = snprintf(p->label, sizeof p->label, "new:");
+    int prev = 0, len = head ? 2 + (int)jg_below(r, 4) : 2 + (int)jg_below(r, 7);
+    int lw = snprintf(p->label, sizeof p->label, head ? "new head:" : "new:");
     for (int s = 0; s < len; s++) {
       int op;
-      do op = (int)jg_below(r, JG_BLEND + 1);
-      while (!admitted(op, m));
+      if (head && s == 0)
+        op = head_ops[jg_below(r, sizeof head_ops / sizeof head_ops[0])];
+      else
+        do op = (int)jg_below(r, JG_BLEND + 1);
+        while (!admitted(op, m));
       prev = jg_op(j, r, op, prev, m, w, h, -1);
+      if (op >= JG_TRANSPOSE) jg_size_after(j->nodes[prev], op, &w, &h);
       Imgbatch__V1__Node *nd = j->nodes[prev];
       if (op == JG_CHOPS || op == JG_BLEND) {
         const Imgbatch__V1__Source *src2 = j->extra[j->job.n_extra_sources - 1];
@@ -185,7 +204,8 @@ static int make_new(jg_job *j, jg_arena *a, jg_rng *r, uint32_t side, uint64_t k
     ib_graph *g = jg_finish(j, &err);
     if (!g) continue;
     sigset mine = {0};
-    int ok = job_sigs(g, &mine) && mine.n > 0;
+    int heads = 0;
+    int ok = job_sigs_heads(g, &mine, &heads) && mine.n > 0 && (!head || heads > 0);
     for (size_t i = 0; ok && i < mine.n; i++) ok = !sig_has(seen, mine.s[i]);
     ib_graph_free(g);
     if (ok) {
@@ -385,13 +405,15 @@ static void rm_dir(char *d) {
   free(d);
 }
 
-static ib_executor *make_executor(const cfg *c, int threads, const char *dir, double *create_ms) {
+static ib_executor *make_executor(const cfg *c, int threads, uint32_t queue, const char *dir,
+                                  double *create_ms) {
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.backend = c->cpu_only ? IB_BACKEND_CPU : IB_BACKEND_CUDA;
   ib_cli_tool_options(&o);
   o.cache_dir = dir;
   o.compile_threads = threads;
+  o.compile_queue = queue;
   ib_executor *ex = NULL;
   ib_error err = {0};
   const uint64_t t0 = now_us();
@@ -450,7 +472,7 @@ static storm_res storm_run(const cfg *c, int threads, pjob *known, int n_known, 
                            int n_fresh) {
   storm_res sr = {.threads = threads};
   char *dir = fresh_dir(c);
-  ib_executor *ex = dir ? make_executor(c, threads, dir, NULL) : NULL;
+  ib_executor *ex = dir ? make_executor(c, threads, 0, dir, NULL) : NULL;
   if (!ex) {
     rm_dir(dir);
     return sr;
@@ -522,7 +544,7 @@ typedef struct first_res {
 static first_res first_run(const cfg *c, int threads, pjob *fresh, int n) {
   first_res fr = {0};
   char *dir = fresh_dir(c);
-  ib_executor *ex = dir ? make_executor(c, threads, dir, &fr.create_ms) : NULL;
+  ib_executor *ex = dir ? make_executor(c, threads, 0, dir, &fr.create_ms) : NULL;
   if (!ex) {
     rm_dir(dir);
     return fr;
@@ -553,6 +575,51 @@ static first_res first_run(const cfg *c, int threads, pjob *fresh, int n) {
   return fr;
 }
 
+typedef struct head_res {
+  int ok;
+  dist lat;
+  int failed, checked, differ;
+  ib_executor_counters k;
+} head_res;
+
+/* C: new signatures of heads the interpreter cannot run, arriving at the
+ * rate into a tier with a small compile queue: admission answers
+ * QueueFull past its bound (counted in rejected_queue_full and
+ * compile_queue_full), the run stream waits for compiles and admits
+ * again; every job still completes with the CPU's bytes. */
+static head_res head_run(const cfg *c, pjob *heads, int n) {
+  head_res hr = {0};
+  char *dir = fresh_dir(c);
+  ib_executor *ex = dir ? make_executor(c, c->threads, (uint32_t)c->head_queue, dir, NULL) : NULL;
+  if (!ex) {
+    rm_dir(dir);
+    return hr;
+  }
+  slot *sl = calloc((size_t)n, sizeof *sl);
+  for (int i = 0; i < n; i++) sl[i] = (slot){.pj = &heads[i], .is_new = 1, .sample = 1};
+  hr.failed = run_phase(ex, sl, (size_t)n, c->rate, "heads").failed;
+  size_t m;
+  uint64_t *v = lat_of(sl, (size_t)n, 1, &m);
+  hr.lat = dist_of(v, m);
+  free(v);
+  ib_executor_counters_get(ex, &hr.k);
+  hr.differ = verify(sl, (size_t)n, &hr.checked);
+  free(sl);
+  ib_executor_destroy(ex);
+  rm_dir(dir);
+  hr.ok = 1;
+  printf(
+      "head storm compile_threads=%d compile_queue=%d: %zu jobs p50 %.3f max %.3f ms; %llu "
+      "QueueFull at admission (%llu at the pool's bound), %llu waited for a compile, %llu "
+      "nvrtc compiles; %d failed, %d/%d differ\n",
+      c->threads, c->head_queue, hr.lat.n, hr.lat.p50, hr.lat.max,
+      (unsigned long long)hr.k.rejected_queue_full, (unsigned long long)hr.k.compile_queue_full,
+      (unsigned long long)hr.k.jobs_waited_compile, (unsigned long long)hr.k.nvrtc_compiles,
+      hr.failed, hr.differ, hr.checked);
+  fflush(stdout);
+  return hr;
+}
+
 static const char *met(int ok) { return ok ? "MET" : "MISSED"; }
 
 int main(int argc, char **argv) {
@@ -565,6 +632,8 @@ int main(int argc, char **argv) {
            .side = 256,
            .verify = 10,
            .seed = 14,
+           .heads = 40,
+           .head_queue = 4,
            .cache_root = "/tmp"};
   const char *log_path = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -587,6 +656,10 @@ int main(int argc, char **argv) {
       c.verify = atoi(v);
     else if (!strcmp(k, "--seed"))
       c.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(k, "--heads"))
+      c.heads = atoi(v);
+    else if (!strcmp(k, "--head-queue"))
+      c.head_queue = atoi(v);
     else if (!strcmp(k, "--cache-root"))
       c.cache_root = v;
     else if (!strcmp(k, "--log"))
@@ -598,7 +671,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (c.warm < 1 || c.storm < 1 || c.threads < 1 || c.side < 8 || c.side > 4096 || c.first < 0) {
+  if (c.warm < 1 || c.storm < 1 || c.threads < 1 || c.side < 8 || c.side > 4096 || c.first < 0 ||
+      c.heads < 0 || c.head_queue < 1) {
     fprintf(stderr, "storm_check: --warm/--storm/--threads >= 1, --side 8..4096\n");
     return 2;
   }
@@ -616,7 +690,7 @@ int main(int argc, char **argv) {
    * own empty cache, so the first-result set serves both). */
   const uint32_t side = (uint32_t)c.side;
   const int n_known = 64, n_storm_new = c.every > 0 ? (c.storm + c.every - 1) / c.every : 0;
-  const int n_new = n_storm_new + c.first;
+  const int n_new = n_storm_new + c.first + c.heads;
   jg_arena arena = {malloc(64u << 20), 0, 64u << 20};
   if ((size_t)side * side * 3 * 3 + (1u << 20) > arena.cap) {
     arena.cap = (size_t)side * side * 9 + (1u << 20);
@@ -641,7 +715,7 @@ int main(int argc, char **argv) {
   const size_t n_known_sigs = seen.n;
   int made = 0;
   for (; made < n_new; made++)
-    if (!make_new(&j, &arena, &r, side, key++, &seen, &fresh[made])) break;
+    if (!make_new(&j, &arena, &r, side, key++, &seen, made >= n_new - c.heads, &fresh[made])) break;
   if (made < n_new) {
     printf("storm_check: only %d of %d new signatures could be generated\n", made, n_new);
     return 1;
@@ -662,7 +736,10 @@ int main(int argc, char **argv) {
     fr[1] = first_run(&c, c.threads, fresh + n_storm_new, c.first);
   }
 
-  int failed = 0, differ = 0, checked = 0;
+  head_res hr = {0};
+  if (c.heads > 0) hr = head_run(&c, fresh + n_new - c.heads, c.heads);
+
+  int failed = hr.failed + (c.heads > 0 && !hr.ok), differ = hr.differ, checked = hr.checked;
   for (int k = 0; k < 2; k++) {
     failed += sr[k].failed + fr[k].failed + (!sr[k].ok) + (c.first > 0 && !fr[k].ok);
     differ += sr[k].differ + fr[k].differ;
@@ -710,6 +787,16 @@ int main(int argc, char **argv) {
         snprintf(b, sizeof b, "%s", met(fr[1].ok && fr[1].lat.n && fr[1].lat.max <= 20.0)));
     ROW("executor start, empty cache (ms)", snprintf(a, sizeof a, "%.0f", fr[0].create_ms),
         snprintf(b, sizeof b, "%.0f", fr[1].create_ms));
+  }
+  if (c.heads > 0) {
+    ROW("head storm: QueueFull at admission", snprintf(a, sizeof a, "-"),
+        snprintf(b, sizeof b, "%llu (queue %d)", (unsigned long long)hr.k.rejected_queue_full,
+                 c.head_queue));
+    ROW("head storm: p50 / max (ms)", snprintf(a, sizeof a, "-"),
+        snprintf(b, sizeof b, "%.3f / %.3f", hr.lat.p50, hr.lat.max));
+    ROW("head storm: all completed, equal", snprintf(a, sizeof a, "-"),
+        snprintf(b, sizeof b, "%zu/%d %s", hr.lat.n, c.heads,
+                 met(hr.ok && !hr.failed && !hr.differ && hr.lat.n == (size_t)c.heads)));
   }
   printf("bytes: %d sampled results against the CPU, %d differ; %d jobs failed -> %s\n", checked,
          differ, failed, differ || failed ? "FAIL" : "ok");
