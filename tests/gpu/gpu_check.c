@@ -49,6 +49,19 @@ typedef struct tally {
 
 static FILE *logf_;
 
+/* ib_executor_submit, retrying the compile queue's QueueFull (tier on:
+ * admission refuses a head whose kernel must compile while the pool is
+ * full; the pool drains on its own threads, so a later retry is admitted).
+ * Every other status, credits' QueueFull included, is returned as is. */
+static ib_status submit_job(ib_executor *ex, ib_graph *g, uint64_t *id, ib_error *err) {
+  ib_status st;
+  for (int tries = 0;; tries++) {
+    st = ib_executor_submit(ex, g, NULL, id, err);
+    if (st != IB_QUEUE_FULL || !strstr(err->message, "compile queue") || tries == 60000) return st;
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+  }
+}
+
 static int admitted(int op, ib_mode m) {
   if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
     return m == IB_MODE_L || m == IB_MODE_RGB;
@@ -124,7 +137,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
     ib_graph *g1 = jg_finish(j, &err), *g2 = jg_finish(j, &err);
     ib_error e = {0};
     if (!g1 || !g2 || ib_cpu_execute(g2, &ref[k], &e) != IB_OK ||
-        ib_executor_submit(ex, g1, NULL, &ids[k], &err) != IB_OK) {
+        submit_job(ex, g1, &ids[k], &err) != IB_OK) {
       fprintf(logf_, "FAIL resident job %d (%s): %s %s\n", k, jg_names[op], err.message, e.message);
       ib_graph_free(g1);
       t.cases++, t.failed++;
@@ -397,7 +410,7 @@ static double run_cases(ib_executor *ex, ccase *cs, size_t i, size_t b) {
   clock_t t0 = clock();
   for (size_t k = i; k < i + b; k++) {
     ccase *c = &cs[k];
-    c->st = ib_executor_submit(ex, c->g, NULL, &c->id, &c->err);
+    c->st = submit_job(ex, c->g, &c->id, &c->err);
     if (c->st == IB_OK) {
       c->g = NULL;       /* the executor's now */
       c->st = IB_DEVICE; /* until its result says otherwise */
@@ -791,7 +804,7 @@ int main(int argc, char **argv) {
           continue;
         }
         refg[k] = g2;
-        if (ib_executor_submit(ex, g1, NULL, &ids[k], &err) != IB_OK) {
+        if (submit_job(ex, g1, &ids[k], &err) != IB_OK) {
           fprintf(logf_, "FAIL executor submit %d: %s\n", k, err.message);
           ib_graph_free(g1);
           exec_t.failed++;

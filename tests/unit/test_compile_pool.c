@@ -87,6 +87,7 @@ Test(cpool, requests_for_one_signature_coalesce, .timeout = 900) {
   ib_cpool_result r;
   cr_assert_eq(ib_cpool_take(p, "k7", &r), IB_CP_DONE);
   expect_image(&r);
+  cr_assert_not(r.has_chain, "a source request has no chain");
   cr_assert_eq(r.origin, IB_KC_COMPILED);
   cr_assert_gt(r.compile_us, 0);
   free(r.image);
@@ -290,6 +291,55 @@ Test(cpool, chains_compile_by_signature, .timeout = 900) {
   expect_image(&r);
   cr_assert_not_null(memmem(r.image, r.len, "ib_chain", 8));
   free(r.image);
+  ib_cpool_free(p);
+  ib_kcache_free(kc);
+}
+
+/* What admission and the tier rely on (worker/gpu/cuda_tier.c): a request
+ * below a limit leaves the rest of the table to others; a signature a job
+ * now waits for moves to the front of the queue; wait_any returns when a
+ * compile finished, at once when none runs. */
+Test(cpool, limits_urgency_and_waiting_for_any_compile, .timeout = 900) {
+  ib_kcache *kc = ib_kcache_new(NULL, 64 << 20, 0);
+  ib_cpool *p = pool(kc, 1, 8, NULL, NULL);
+  cr_assert_eq(ib_cpool_bound(p), 8);
+  cr_assert_not(ib_cpool_wait_any(p, 5000), "nothing queued: no wait");
+  ib_gchain c[6];
+  char sig[6][512];
+  for (unsigned i = 0; i < 6; i++) {
+    convert_chain(100 + i, &c[i]);
+    ib_gchain_signature(&c[i], sig[i], sizeof sig[i]);
+  }
+  for (unsigned i = 0; i < 4; i++) cr_assert_eq(ib_cpool_request_chain(p, &c[i]), IB_CP_QUEUED);
+  /* A limit of 4 entries: full for the interpreter's kind of request
+   * (counted), not for a plain one; a known signature still coalesces. */
+  cr_assert_eq(ib_cpool_request_chain_below(p, &c[4], 4), IB_CP_FULL);
+  cr_assert_eq(ib_cpool_request_chain_below(p, &c[0], 4), IB_CP_COALESCED);
+  cr_assert_eq(ib_cpool_stats_get(p).rejected_full, 1);
+  cr_assert_eq(ib_cpool_request_chain(p, &c[4]), IB_CP_QUEUED);
+  /* One thread, busy with the first request or about to be: the last one
+   * jumps the three before it. */
+  cr_assert_eq(ib_cpool_urgent(p, sig[4]), IB_CP_QUEUED);
+  cr_assert_eq(ib_cpool_urgent(p, sig[5]), IB_CP_NONE);
+  cr_assert(ib_cpool_wait_any(p, 60000), "compiles were queued");
+  cr_assert_eq(ib_cpool_wait(p, sig[4], 60000), IB_CP_DONE);
+  cr_assert_neq(ib_cpool_poll(p, sig[3]), IB_CP_DONE, "k3 was behind k4");
+  cr_assert_neq(ib_cpool_poll(p, sig[2]), IB_CP_DONE, "so was k2");
+  for (unsigned i = 0; i < 4; i++) cr_assert_eq(ib_cpool_wait(p, sig[i], 60000), IB_CP_DONE);
+  ib_cpool_result r;
+  for (int n = 0; n < 5; n++) {
+    cr_assert_eq(ib_cpool_next_done(p, &r), IB_CP_DONE);
+    expect_image(&r);
+    /* The chain comes back with it, so a result nobody took can still be
+     * loaded as its module (ib_lsum, ib_post depend on it). */
+    cr_assert(r.has_chain);
+    unsigned i = 0;
+    while (i < 5 && strcmp(sig[i], r.sig)) i++;
+    cr_assert_lt(i, 5u);
+    cr_assert_eq(memcmp(&r.chain, &c[i], sizeof c[i]), 0);
+    free(r.image);
+  }
+  cr_assert_not(ib_cpool_wait_any(p, 5000), "all done: no wait");
   ib_cpool_free(p);
   ib_kcache_free(kc);
 }

@@ -19,6 +19,9 @@ typedef struct fake {
   int outstanding, max_outstanding, submits, waits;
   ib_status fail_submit, fail_wait; /* IB_OK: no failure */
   bool reject_admit;
+  int full_admits;  /* admissions still to answer QueueFull (a compile queue) */
+  bool wait_answer; /* what admit_wait answers */
+  int admit_waits;
   uint64_t job_gpu_bytes;
   bool closed;          /* the backend state was closed */
   atomic_int live_bufs; /* kept resident buffers */
@@ -86,10 +89,23 @@ static void fake_release(void *state, void *dev) {
 static ib_status fake_admit(void *state, const ib_graph *g, ib_error *err) {
   (void)state;
   (void)g;
+  if (F.full_admits > 0) {
+    F.full_admits--;
+    err->status = IB_QUEUE_FULL;
+    snprintf(err->message, sizeof err->message, "fake: the kernel compile queue is full");
+    return IB_QUEUE_FULL;
+  }
   if (!F.reject_admit) return IB_OK;
   err->status = IB_UNSUPPORTED;
   snprintf(err->message, sizeof err->message, "fake: op copy mode L not proven");
   return IB_UNSUPPORTED;
+}
+
+static bool fake_admit_wait(void *state, int timeout_ms) {
+  (void)state;
+  cr_assert_gt(timeout_ms, 0);
+  F.admit_waits++;
+  return F.wait_answer;
 }
 
 static ib_status fake_job_bytes(void *state, const ib_graph *g, uint64_t *gpu, uint64_t *host,
@@ -235,6 +251,7 @@ static const ib_backend fake_backend = {
     .open = fake_open,
     .close = fake_close,
     .admit = fake_admit,
+    .admit_wait = fake_admit_wait,
     .job_bytes = fake_job_bytes,
     .submit = fake_submit,
     .wait = fake_wait,
@@ -352,6 +369,75 @@ Test(backend, backend_admit_rejects_at_admission_and_consumes_an_id) {
   cr_assert_eq(id, 1);
   cr_assert_eq(F.submits, 0);
   ib_graph_free(g);
+  ib_executor_destroy(ex);
+}
+
+/* A backend's own QueueFull (the CUDA backend's compile queue) on an idle
+ * executor: no completion will make room, so the run stream waits on the
+ * backend (admit_wait) and admits again, instead of failing the input;
+ * the worker meanwhile takes nothing more, so its partitions pause as
+ * with credits. Each refusal consumed an id and is counted. */
+Test(backend, a_backend_queue_full_on_an_idle_executor_waits_on_the_backend) {
+  ib_executor *ex = fake_executor(8, 2);
+  F.full_admits = 3;
+  F.wait_answer = true;
+  n_src src = {.limit = 5};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result r;
+  int ok = 0;
+  uint64_t first_id = 0;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    cr_assert(r.ok, "%s", r.error.message);
+    if (!first_id) first_id = r.job_id;
+    ok++;
+    ib_result_free(&r);
+  }
+  ib_results_close(rs);
+  cr_assert_eq(ok, 5);
+  cr_assert_eq(F.admit_waits, 3, "one wait per refusal while nothing was live");
+  cr_assert_eq(first_id, 4, "three refusals consumed ids 1-3");
+  ib_executor_counters k = test_counters(ex);
+  cr_assert_eq(k.rejected_queue_full, 3);
+  cr_assert_eq(k.admitted, 5);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+/* A backend that has nothing to wait for: the input fails as any job that
+ * does not fit an idle executor (no spinning). Credit QueueFull with live
+ * work never asks the backend. */
+Test(backend, a_backend_queue_full_with_nothing_to_wait_for_fails_the_input) {
+  ib_executor *ex = fake_executor(8, 2);
+  F.full_admits = 1;
+  F.wait_answer = false;
+  n_src src = {.limit = 2};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(!r.ok);
+  cr_assert_eq(r.error.status, IB_LIMIT, "%s", r.error.message);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok, "%s", r.error.message);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  cr_assert_eq(F.admit_waits, 1);
+  ib_executor_destroy(ex);
+  ex = fake_executor(2, 1); /* max_jobs 2: credit QueueFull beside live work */
+  src = (n_src){.limit = 20};
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  int ok = 0;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    ok += r.ok;
+    ib_result_free(&r);
+  }
+  ib_results_close(rs);
+  cr_assert_eq(ok, 20);
+  cr_assert_gt(test_counters(ex).rejected_queue_full, 0);
+  cr_assert_eq(F.admit_waits, 0, "credits are not the backend's");
   ib_executor_destroy(ex);
 }
 

@@ -64,6 +64,13 @@ typedef struct ib_backend {
    * op/mode/param, IB_LIMIT for device bounds (grid, shared memory). Runs
    * on the driving thread, allocates no device memory, never decodes. */
   ib_status (*admit)(void *state, const ib_graph *g, ib_error *err);
+  /* Optional: admit answered IB_QUEUE_FULL for a bound of the backend's
+   * own (its kernel compile queue) while nothing of the executor is live,
+   * so no completion will make room: blocks until the backend's state may
+   * have changed (a compile finished) or timeout_ms passed. False when
+   * nothing of the backend's can change it (the core then fails the
+   * input as it would any job that does not fit an idle executor). */
+  bool (*admit_wait)(void *state, int timeout_ms);
   /* Optional (NULL: the core's registry estimate alone): the backend's own
    * conservative working bytes for one job - device working set and host
    * (pinned) staging. The core charges the larger of each against its own

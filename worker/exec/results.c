@@ -149,6 +149,11 @@ static ib_status step(ib_results *rs, ib_result *out) {
      * input stays pending and nothing beyond it is pulled until the
      * caller releases them. */
     if (rs->has_lookahead && ib_credits_outputs_held(ex->credits)) return IB_RESULT_BACKPRESSURE;
+    /* The backend's own bound (its compile queue) refused it: that drains
+     * by itself; wait for it, then admit again. */
+    if (rs->has_lookahead && ex->backend_full && ex->backend->admit_wait &&
+        ex->backend->admit_wait(ex->backend_state, 1000))
+      continue;
     if (rs->has_lookahead) {
       /* Nothing live and it still does not fit: only a cap shrunk under
        * it could do that; fail it rather than spin. */

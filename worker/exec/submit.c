@@ -78,6 +78,7 @@ static ib_status backend_bytes(ib_executor *ex, const ib_graph *g, ib_charge *ch
 
 /* Checks and reserves; on IB_OK `job` is ready to queue. */
 static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_error *err) {
+  ex->backend_full = false;
   ib_status st = check_key(&job->key, err);
   if (st != IB_OK) return st;
   if (g->n_nodes == 0 || g->n_nodes > IB_MAX_OPS_PER_SUBMISSION)
@@ -85,6 +86,7 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
                         g->n_nodes, IB_MAX_OPS_PER_SUBMISSION);
   if (ex->backend->admit && (st = ex->backend->admit(ex->backend_state, g, err)) != IB_OK) {
     err->stage = IB_STAGE_ADMIT;
+    ex->backend_full = st == IB_QUEUE_FULL;
     return st;
   }
   job->resident = resident_output(g);

@@ -183,8 +183,9 @@ void ib_cpool_free(ib_cpool *p) {
   free(p);
 }
 
-/* Under the lock: coalesces, refuses past the bound, or inserts e. */
-static ib_cpool_state enqueue(ib_cpool *p, centry *e) {
+/* Under the lock: coalesces, refuses once the table holds `limit`
+ * entries, or inserts e. */
+static ib_cpool_state enqueue(ib_cpool *p, centry *e, uint32_t limit) {
   pthread_mutex_lock(&p->mu);
   p->st.requests++;
   centry **s = slot(p, e->res.sig);
@@ -192,7 +193,7 @@ static ib_cpool_state enqueue(ib_cpool *p, centry *e) {
   if (*s) {
     p->st.coalesced++;
     r = IB_CP_COALESCED;
-  } else if (p->st.pending >= p->o.max_pending || p->stop) {
+  } else if (p->st.pending >= limit || p->st.pending >= p->o.max_pending || p->stop) {
     p->st.rejected_full++;
     r = IB_CP_FULL;
   } else {
@@ -215,6 +216,10 @@ static ib_cpool_state enqueue(ib_cpool *p, centry *e) {
 }
 
 ib_cpool_state ib_cpool_request_chain(ib_cpool *p, const ib_gchain *c) {
+  return ib_cpool_request_chain_below(p, c, p->o.max_pending);
+}
+
+ib_cpool_state ib_cpool_request_chain_below(ib_cpool *p, const ib_gchain *c, uint32_t limit) {
   centry *e = calloc(1, sizeof *e);
   if (!e) return IB_CP_NONE;
   if (ib_gchain_signature(c, e->res.sig, sizeof e->res.sig) >= IB_CPOOL_SIG_MAX) {
@@ -223,7 +228,7 @@ ib_cpool_state ib_cpool_request_chain(ib_cpool *p, const ib_gchain *c) {
   }
   e->chain = *c;
   snprintf(e->name, sizeof e->name, "chain.cu");
-  return enqueue(p, e);
+  return enqueue(p, e, limit);
 }
 
 ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char *name,
@@ -237,7 +242,7 @@ ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char 
   }
   snprintf(e->res.sig, sizeof e->res.sig, "%s", sig);
   snprintf(e->name, sizeof e->name, "%s", name ? name : "kernel.cu");
-  return enqueue(p, e);
+  return enqueue(p, e, p->o.max_pending);
 }
 
 ib_cpool_state ib_cpool_poll(ib_cpool *p, const char *sig) {
@@ -258,6 +263,8 @@ static void hand_over(ib_cpool *p, centry *e, ib_cpool_result *out) {
   if (p->d_tail == e) p->d_tail = prev;
   p->st.pending--;
   *out = e->res;
+  out->has_chain = !e->src;
+  out->chain = e->chain;
   e->res.image = NULL;
   entry_free(e);
 }
@@ -301,6 +308,39 @@ ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms) {
   pthread_mutex_unlock(&p->mu);
   return s;
 }
+
+ib_cpool_state ib_cpool_urgent(ib_cpool *p, const char *sig) {
+  pthread_mutex_lock(&p->mu);
+  centry *e = *slot(p, sig);
+  ib_cpool_state s = e ? e->state : IB_CP_NONE;
+  if (s == IB_CP_QUEUED && p->q_head != e) {
+    centry *prev = p->q_head;
+    while (prev->qnext != e) prev = prev->qnext;
+    prev->qnext = e->qnext;
+    if (p->q_tail == e) p->q_tail = prev;
+    e->qnext = p->q_head;
+    p->q_head = e;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return s;
+}
+
+bool ib_cpool_wait_any(ib_cpool *p, int timeout_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&p->mu);
+  const bool busy = p->st.depth > 0;
+  const uint64_t finished = p->st.compiles + p->st.cache_hits;
+  while (busy && p->st.compiles + p->st.cache_hits == finished)
+    if (pthread_cond_timedwait(&p->done, &p->mu, &until) == ETIMEDOUT) break;
+  pthread_mutex_unlock(&p->mu);
+  return busy;
+}
+
+uint32_t ib_cpool_bound(const ib_cpool *p) { return p->o.max_pending; }
 
 ib_cpool_stats ib_cpool_stats_get(ib_cpool *p) {
   pthread_mutex_lock(&p->mu);

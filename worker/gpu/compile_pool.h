@@ -8,8 +8,9 @@
  * One request per signature: a request for a signature that is queued,
  * compiling or done but not yet taken coalesces onto it. The table is
  * bounded (`max_pending` entries, whatever their state): past the bound a
- * request answers IB_CP_FULL, which admission turns into QueueFull, so a
- * compile storm becomes backpressure. An entry leaves the table when its
+ * request answers IB_CP_FULL, which admission turns into QueueFull for a
+ * job that cannot run without its kernel (cuda_tier.c), so a compile storm
+ * becomes backpressure. An entry leaves the table when its
  * result is taken (ib_cpool_take, ib_cpool_next_done).
  *
  * Thread-safe; nothing blocks on a compile but ib_cpool_wait and
@@ -19,6 +20,7 @@
 #ifndef IB_GPU_COMPILE_POOL_H
 #define IB_GPU_COMPILE_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +61,11 @@ typedef enum ib_cpool_state {
 /* Requests the chain's module (its source is generated on a pool thread).
  * Returns QUEUED, COALESCED or FULL; NONE only when out of memory. */
 ib_cpool_state ib_cpool_request_chain(ib_cpool *p, const ib_gchain *c);
+/* As ib_cpool_request_chain, but FULL (counted in rejected_full) once the
+ * table holds `limit` entries: a caller that can do without the module
+ * now (the interpreter tier) leaves the rest of the bound to those that
+ * cannot. */
+ib_cpool_state ib_cpool_request_chain_below(ib_cpool *p, const ib_gchain *c, uint32_t limit);
 /* Requests a module from source text (copied) under signature `sig`
  * (equal signatures must mean equal sources; < IB_CPOOL_SIG_MAX bytes). */
 ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char *name,
@@ -75,6 +82,8 @@ typedef struct ib_cpool_result {
   size_t len;
   ib_kcache_origin origin;
   uint64_t compile_us; /* wall time of the cache lookup and compile */
+  bool has_chain;      /* requested by ib_cpool_request_chain: `chain` is it */
+  ib_gchain chain;
 } ib_cpool_result;
 
 /* Hands over the result of `sig` when it is DONE (the entry leaves the
@@ -86,6 +95,15 @@ ib_cpool_state ib_cpool_next_done(ib_cpool *p, ib_cpool_result *out);
 /* Blocks until `sig` is DONE or NONE, or `timeout_ms` passed (< 0: no
  * limit); returns the state then. */
 ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms);
+
+/* Moves a QUEUED signature to the front of the queue, because a job now
+ * waits for it; returns its state (no-op unless QUEUED). */
+ib_cpool_state ib_cpool_urgent(ib_cpool *p, const char *sig);
+/* Blocks until some queued or running compile finishes, or `timeout_ms`
+ * (>= 0) passed; false at once when nothing is queued or compiling. */
+bool ib_cpool_wait_any(ib_cpool *p, int timeout_ms);
+/* max_pending. */
+uint32_t ib_cpool_bound(const ib_cpool *p);
 
 /* Counts kept for the executor's counters: the pool's own, and two the
  * backend reports through it (ib_cpool_note). */

@@ -260,10 +260,19 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
   return IB_OK;
 }
 
+static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
+  return ib_cuda_tier_admit(state, g, err);
+}
+static bool be_admit_wait(void *state, int timeout_ms) {
+  return ib_cuda_tier_admit_wait(state, timeout_ms);
+}
+
 const ib_backend ib_backend_cuda = {
     .name = "cuda",
     .open = be_open,
     .close = be_close,
+    .admit = be_admit, /* cuda_tier.c: the compile queue's bound */
+    .admit_wait = be_admit_wait,
     .job_bytes = be_job_bytes,
     .job_bytes_stages = true,
     .submit = ib_cuda_submit, /* cuda_submit.c */

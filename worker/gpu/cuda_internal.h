@@ -207,6 +207,12 @@ void ib_cuda_unload_module(void *ctx, void *value);
 /* cuda_tier.c: the compile pool and the interpreter tier (compile_threads). */
 ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *err);
 void ib_cuda_tier_close(ib_cuda *c);
+/* Admission with the pool on: requests the compile of every stage the
+ * interpreter cannot run and whose module is not loaded; IB_QUEUE_FULL
+ * when the pool's table is full (the compile queue's backpressure). */
+ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err);
+/* Blocks until a compile finished (or timeout_ms); false when none runs. */
+bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms);
 /* The kernel of one stage: its module when compiled (pinned in the
  * submission), else with the pool on, the interpreter while the module
  * compiles (pointwise chains) or an inline compile (other heads). */

@@ -3,10 +3,17 @@
  * NVRTC inside its submission: the compile pool (compile_pool.h) compiles
  * the signature on its own threads and, meanwhile, a pointwise stage runs
  * on the interpreter (interp.h), which calls the same step functions and so
- * gives the same bytes. Later submissions take the module once it is done
- * (ib_cuda_tier_drain), as a JIT tiers up. A head the interpreter cannot
- * run (gather, passes) still compiles inline, as does any signature past
- * the pool's bound (counted as compile_queue_full). */
+ * gives the same bytes. Later submissions take the module once it is done,
+ * as a JIT tiers up.
+ *
+ * The pool's table is bounded (compile_queue). Pointwise signatures never
+ * wait: at 3/4 of the bound their compiles are simply not requested (the
+ * interpreter runs them; a later stage asks again), so a storm of new
+ * pointwise signatures costs no latency. A head the interpreter cannot run
+ * (gathers, passes) needs its kernel: admission (ib_cuda_tier_admit)
+ * requests its compile, and answers QueueFull when the table is full, so a
+ * storm of those becomes backpressure; its submission then waits for that
+ * compile (moved to the front of the queue), not for an inline one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +74,65 @@ static void adopt(ib_cuda *c, const ib_gchain *ch, ib_cpool_result *r, ib_kfunc 
 }
 
 /* Finished compiles nobody took yet hold places in the pool's bound: at the
- * bound they are let go (their images stay in the disk cache, so a later
- * stage of that signature loads from there instead of compiling). A module
- * needs its chain to be loaded (ib_lsum, ib_post), so the pool's results
- * are taken by the next stage of their signature, not drained ahead. */
+ * bound they are let go. A head's was requested by admission for a job
+ * that will need it: it is loaded now (unpinned). A pointwise one may
+ * never be asked for again (a storm of one-off signatures): its image
+ * stays in the disk cache, which a later stage of that signature reads
+ * instead of compiling. */
 static void let_go_done(ib_cuda *c) {
   ib_cpool_result r;
-  while (ib_cpool_next_done(c->cpool, &r) == IB_CP_DONE) free(r.image);
+  while (ib_cpool_next_done(c->cpool, &r) == IB_CP_DONE) {
+    if (r.status == IB_OK && r.has_chain && !ib_interp_can_run(&r.chain)) {
+      ib_error err = {0}; /* not loaded: its stage reads the disk cache */
+      if (c->cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS)
+        ib_cuda_module_add(c, &r.chain, r.sig, r.image, r.len, NULL, NULL, &err);
+    }
+    free(r.image);
+  }
+}
+
+/* How much of the table pointwise requests may fill. */
+static uint32_t interp_room(const ib_cuda *c) {
+  const uint32_t b = ib_cpool_bound(c->cpool);
+  return b - b / 4;
+}
+
+static ib_cpool_state request(ib_cuda *c, const ib_gchain *ch, uint32_t limit) {
+  ib_cpool_state q = ib_cpool_request_chain_below(c->cpool, ch, limit);
+  if (q == IB_CP_FULL) {
+    let_go_done(c);
+    q = ib_cpool_request_chain_below(c->cpool, ch, limit);
+  }
+  return q;
+}
+
+ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err) {
+  if (!c->cpool) return IB_OK;
+  ib_gplan p;
+  ib_status st = ib_gplan_build(g, &p, err);
+  if (st != IB_OK) return st;
+  for (int k = 0; k < p.n_stages && st == IB_OK; k++) {
+    const ib_gchain *ch = &p.stages[k].chain;
+    if (ib_interp_can_run(ch)) continue;
+    char sig[512];
+    ib_gchain_signature(ch, sig, sizeof sig);
+    uint64_t key[2];
+    ib_cuda_sig_key(sig, key);
+    if (ib_lru_has(&c->mods, key) || request(c, ch, ib_cpool_bound(c->cpool)) != IB_CP_FULL)
+      continue; /* NONE (out of memory): its stage compiles inline */
+    ib_cpool_stats ps = ib_cpool_stats_get(c->cpool);
+    err->status = st = IB_QUEUE_FULL;
+    snprintf(err->message, sizeof err->message,
+             "admit: the kernel compile queue is full (%llu signatures queued or compiling, bound "
+             "%u): stage %d (%.160s) needs a kernel; retry when a compile finished",
+             (unsigned long long)ps.depth, ib_cpool_bound(c->cpool), k, sig);
+  }
+  ib_gplan_free(&p);
+  return st;
+}
+
+bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms) {
+  return c->cpool && ib_cpool_wait_any(c->cpool, timeout_ms);
 }
 
 /* This submission's interpreter kernel of `sig` (one per signature, since
@@ -120,24 +179,31 @@ ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_k
   if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return pinned(s, IB_OK);
   if (err->status != IB_OK) return err->status;
   ib_cpool_result r;
-  if (ib_cpool_take(c->cpool, sig, &r) == IB_CP_DONE) {
+  ib_cpool_state q = ib_cpool_take(c->cpool, sig, &r);
+  if (q != IB_CP_DONE && ib_interp_can_run(ch)) {
+    /* Queued, compiling, or (past interp_room) not requested this time: the
+     * interpreter runs it now either way. */
+    if (q == IB_CP_NONE) request(c, ch, interp_room(c));
+    if (!(*out = interp_func(s, ch, sig, err))) return err->status ? err->status : IB_INTERNAL;
+    ib_cpool_note(c->cpool, IB_CP_NOTE_INTERP, 1);
+    return IB_OK;
+  }
+  const bool waits = q != IB_CP_DONE;
+  if (waits) ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
+  if (waits && q != IB_CP_NONE) {
+    /* A head whose compile admission requested: this job waits for it,
+     * first in line. */
+    ib_cpool_urgent(c->cpool, sig);
+    q = ib_cpool_wait(c->cpool, sig, -1) == IB_CP_DONE ? ib_cpool_take(c->cpool, sig, &r) : q;
+  }
+  if (q == IB_CP_DONE) {
     adopt(c, ch, &r, out, pin, err);
     if (*out) return pinned(s, IB_OK);
-  } else if (ib_interp_can_run(ch)) {
-    ib_cpool_state q = ib_cpool_request_chain(c->cpool, ch);
-    if (q == IB_CP_FULL) {
-      let_go_done(c);
-      q = ib_cpool_request_chain(c->cpool, ch);
-    }
-    if (q == IB_CP_QUEUED || q == IB_CP_COALESCED) {
-      if (!(*out = interp_func(s, ch, sig, err))) return err->status ? err->status : IB_INTERNAL;
-      ib_cpool_note(c->cpool, IB_CP_NOTE_INTERP, 1);
-      return IB_OK;
-    }
+    if (!waits) ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
   }
-  /* A head the interpreter cannot run, a full pool or a failed compile:
-   * inline, as without the pool (the job waits for its kernel). */
-  ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
+  /* Not requested (admitted before the pool had it, or let go at the
+   * bound: then it reads from the disk cache), or a failed compile, which
+   * this reports to the job: inline, as without the pool. */
   return pinned(s, ib_cuda_chain_compile(c, ch, sig, out, pin, err));
 }
 

@@ -116,6 +116,13 @@ ib_lru_entry *ib_lru_get(ib_lru *l, const uint64_t key[2], bool pin) {
   return e;
 }
 
+bool ib_lru_has(ib_lru *l, const uint64_t key[2]) {
+  pthread_mutex_lock(&l->mu);
+  const bool has = find(l, key) != NULL;
+  pthread_mutex_unlock(&l->mu);
+  return has;
+}
+
 ib_lru_entry *ib_lru_put(ib_lru *l, const uint64_t key[2], void *value, uint64_t bytes, bool pin) {
   pthread_mutex_lock(&l->mu);
   ib_lru_entry *e = find(l, key);

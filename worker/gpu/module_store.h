@@ -61,6 +61,9 @@ void ib_lru_destroy(ib_lru *l);
 /* Looks `key` up: on a hit marks it most recent, pins it when `pin`, and
  * returns its entry (else NULL). Counts a hit or a miss. */
 ib_lru_entry *ib_lru_get(ib_lru *l, const uint64_t key[2], bool pin);
+/* Whether `key` is present; touches and counts nothing (admission asks
+ * ahead of the lookup that uses it). */
+bool ib_lru_has(ib_lru *l, const uint64_t key[2]);
 /* Inserts value (its size `bytes`) as the most recent entry, pinned when
  * `pin`, then evicts unpinned entries, least recent first, until the bytes
  * fit the cap. The store owns value from the call on: the result is its

@@ -234,11 +234,16 @@ typedef struct ib_executor_options {
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
-                                * runs pointwise stages at once (other heads still compile
-                                * inline). Default 0 */
+                                * runs pointwise stages at once. Other heads (gathers,
+                                * blurs) have their compile requested at admission and
+                                * their submission waits for it. Default 0 */
   uint32_t compile_queue;      /* compile pool bound (signatures queued, compiling or
-                                * done untaken); 0 = 64. Past it a new signature
-                                * compiles inline (counted in compile_queue_full) */
+                                * done untaken); 0 = 64. Pointwise signatures fill at most
+                                * 3/4 of it (past that they run on the interpreter with
+                                * no compile requested); a job whose other head needs a
+                                * kernel when the pool is full is IB_QUEUE_FULL at
+                                * admission (a run stream waits for a compile to finish
+                                * and retries). Both counted in compile_queue_full */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
 } ib_executor_options;
