@@ -97,6 +97,59 @@ typedef struct copyctx {
   void *host;
   int dir; /* 0 D2D, 1 H2D, 2 D2H */
 } copyctx;
+/* The chain's kernel source compiled (or taken from the cache) and loaded;
+ * exits on a failure, as CK does. */
+static CUmodule chain_module(ib_kcache *kc, const char *name, const ib_gchain *ch,
+                             const char *arch) {
+  char *src = ib_gchain_source(ch);
+  void *img;
+  size_t len;
+  const char *fm[] = {"--fmad=false"};
+  ib_error err = {0};
+  if (ib_kcache_get(kc, name, src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
+    printf("bench: %s\n", err.message);
+    exit(1);
+  }
+  free(src);
+  CUmodule mod;
+  CK(cu->cuModuleLoadData(&mod, img));
+  free(img);
+  return mod;
+}
+
+/* The device pipeline alone, two streams taking turns: a round copies one
+ * slot (`bytes`) of pinned input up, runs f over the slot's descriptor
+ * table and copies the slot's output back. Two rounds warm up; returns the
+ * seconds the `rounds` after them take. */
+typedef struct {
+  CUfunction f;
+  unsigned gx, gy;
+  uint8_t *hin, *hout;
+  CUdeviceptr din, dout, tab;
+  size_t bytes, tab_bytes; /* one slot's pixels and descriptors */
+} pipe_ctx;
+
+static double pipe_s(const pipe_ctx *p, CUstream ps[2], int rounds) {
+  double t0 = 0;
+  for (int i = -2; i < rounds; i++) {
+    if (i == 0) {
+      CK(cu->cuStreamSynchronize(ps[0]));
+      CK(cu->cuStreamSynchronize(ps[1]));
+      t0 = now_s();
+    }
+    int sl = i & 1;
+    CUstream st = ps[sl];
+    CK(cu->cuMemcpyHtoDAsync(p->din + sl * p->bytes, p->hin + sl * p->bytes, p->bytes, st));
+    CUdeviceptr t = p->tab + sl * p->tab_bytes;
+    void *args[] = {&t};
+    CK(cu->cuLaunchKernel(p->f, p->gx, p->gy, 1, 256, 1, 1, 0, st, args, NULL));
+    CK(cu->cuMemcpyDtoHAsync(p->hout + sl * p->bytes, p->dout + sl * p->bytes, p->bytes, st));
+  }
+  CK(cu->cuStreamSynchronize(ps[0]));
+  CK(cu->cuStreamSynchronize(ps[1]));
+  return now_s() - t0;
+}
+
 static void do_copy(void *p, CUstream s) {
   copyctx *c = p;
   if (c->dir == 0) CK(cu->cuMemcpyDtoDAsync(c->dst, c->src, c->n, s));
@@ -548,19 +601,8 @@ int main(int argc, char **argv) {
   for (size_t ci = 0; sec[1] && ci < sizeof chains / sizeof chains[0]; ci++) {
     ib_gchain ch = {0};
     for (int k = 0; k < chains[ci].n; k++) ib_gchain_push(&ch, &chains[ci].steps[k]);
-    char *src = ib_gchain_source(&ch);
-    void *img;
-    size_t len;
-    const char *fm[] = {"--fmad=false"};
-    if (ib_kcache_get(kc, "bench.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
-      printf("bench: %s\n", err.message);
-      return 1;
-    }
-    free(src);
-    CUmodule mod;
+    CUmodule mod = chain_module(kc, "bench.cu", &ch, arch);
     CUfunction f;
-    CK(cu->cuModuleLoadData(&mod, img));
-    free(img);
     CK(cu->cuModuleGetFunction(&f, mod, "ib_chain"));
     uint8_t params[4096];
     memset(params, 0, sizeof params);
@@ -602,19 +644,8 @@ int main(int argc, char **argv) {
     ib_gchain ch = {0};
     const ib_gstep G = bench_step(&n_gb, IB_MODE_RGBA);
     ib_gchain_push(&ch, &G);
-    char *src = ib_gchain_source(&ch);
-    void *img;
-    size_t len;
-    const char *fm[] = {"--fmad=false"};
-    if (ib_kcache_get(kc, "blur.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
-      printf("bench: %s\n", err.message);
-      return 1;
-    }
-    free(src);
-    CUmodule mod;
+    CUmodule mod = chain_module(kc, "blur.cu", &ch, arch);
     CUfunction fr, fc;
-    CK(cu->cuModuleLoadData(&mod, img));
-    free(img);
     CK(cu->cuModuleGetFunction(&fr, mod, "ib_chain"));
     CK(cu->cuModuleGetFunction(&fc, mod, "ib_post"));
     float r = ib_gaussian_box_radius(8.0f, 3);
@@ -655,31 +686,11 @@ int main(int argc, char **argv) {
     ib_gchain ch = {0};
     const ib_gstep P3 = bench_step(&n_inv, IB_MODE_RGB);
     ib_gchain_push(&ch, &P3);
-    char *src = ib_gchain_source(&ch);
-    void *img;
-    size_t len;
-    const char *fm[] = {"--fmad=false"};
-    CUmodule mod;
     CUfunction f3, f4;
-    if (ib_kcache_get(kc, "pipe.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
-      printf("bench: %s\n", err.message);
-      return 1;
-    }
-    CK(cu->cuModuleLoadData(&mod, img));
-    free(img);
-    CK(cu->cuModuleGetFunction(&f3, mod, "ib_chain"));
-    free(src);
+    CK(cu->cuModuleGetFunction(&f3, chain_module(kc, "pipe.cu", &ch, arch), "ib_chain"));
     ib_gchain ch4 = {0};
     ib_gchain_push(&ch4, &P);
-    src = ib_gchain_source(&ch4);
-    if (ib_kcache_get(kc, "pipe4.cu", src, arch, fm, 1, &img, &len, NULL, NULL, &err) != IB_OK) {
-      printf("bench: %s\n", err.message);
-      return 1;
-    }
-    CK(cu->cuModuleLoadData(&mod, img));
-    free(img);
-    CK(cu->cuModuleGetFunction(&f4, mod, "ib_chain"));
-    free(src);
+    CK(cu->cuModuleGetFunction(&f4, chain_module(kc, "pipe4.cu", &ch4, arch), "ib_chain"));
     uint8_t table[1024];
     for (int i = 0; i < 1024; i++) table[i] = (uint8_t)(255 - (i & 255));
     CUdeviceptr dpar;
@@ -709,24 +720,17 @@ int main(int argc, char **argv) {
     CK(cu->cuStreamSynchronize(s));
     unsigned gx = (unsigned)((256u * 256u / 4 + 255) / 256);
     int rounds = images / B;
-    double tp = 0;
-    for (int i = -2; i < rounds; i++) {
-      if (i == 0) {
-        CK(cu->cuStreamSynchronize(ps[0]));
-        CK(cu->cuStreamSynchronize(ps[1]));
-        tp = now_s();
-      }
-      int sl = i & 1;
-      CUstream st = ps[sl];
-      CK(cu->cuMemcpyHtoDAsync(din + sl * B * im, hin + sl * B * im, B * im, st));
-      CUdeviceptr t = dtab + sl * B * sizeof(ib_gdesc);
-      void *args[] = {&t};
-      CK(cu->cuLaunchKernel(f3, gx, (unsigned)B, 1, 256, 1, 1, 0, st, args, NULL));
-      CK(cu->cuMemcpyDtoHAsync(hout + sl * B * im, dout + sl * B * im, B * im, st));
-    }
-    CK(cu->cuStreamSynchronize(ps[0]));
-    CK(cu->cuStreamSynchronize(ps[1]));
-    pipe_small_ips = rounds * B / (now_s() - tp);
+    pipe_ctx small_pipe = {.f = f3,
+                           .gx = gx,
+                           .gy = (unsigned)B,
+                           .hin = hin,
+                           .hout = hout,
+                           .din = din,
+                           .dout = dout,
+                           .tab = dtab,
+                           .bytes = B * im,
+                           .tab_bytes = B * sizeof(ib_gdesc)};
+    pipe_small_ips = rounds * B / pipe_s(&small_pipe, ps, rounds);
     if (hout[0] != 255 - 7 || hout[2 * B * im - 1] != 255 - 7) {
       printf("MISMATCH pipeline only 256^2: output is not the inverted input\n");
       return 1;
@@ -749,23 +753,17 @@ int main(int argc, char **argv) {
     CK(cu->cuStreamSynchronize(s));
     unsigned bgx = (unsigned)(per < capb ? per : capb);
     int nb2 = 16;
-    for (int i = -2; i < nb2; i++) {
-      if (i == 0) {
-        CK(cu->cuStreamSynchronize(ps[0]));
-        CK(cu->cuStreamSynchronize(ps[1]));
-        tp = now_s();
-      }
-      int sl = i & 1;
-      CUstream st = ps[sl];
-      CK(cu->cuMemcpyHtoDAsync(bdin + sl * N, bin + sl * N, N, st));
-      CUdeviceptr t = btab + sl * sizeof(ib_gdesc);
-      void *args[] = {&t};
-      CK(cu->cuLaunchKernel(f4, bgx, 1, 1, 256, 1, 1, 0, st, args, NULL));
-      CK(cu->cuMemcpyDtoHAsync(bout + sl * N, bdout + sl * N, N, st));
-    }
-    CK(cu->cuStreamSynchronize(ps[0]));
-    CK(cu->cuStreamSynchronize(ps[1]));
-    pipe_big_ms = (now_s() - tp) * 1e3 / nb2;
+    pipe_ctx big_pipe = {.f = f4,
+                         .gx = bgx,
+                         .gy = 1,
+                         .hin = bin,
+                         .hout = bout,
+                         .din = bdin,
+                         .dout = bdout,
+                         .tab = btab,
+                         .bytes = N,
+                         .tab_bytes = sizeof(ib_gdesc)};
+    pipe_big_ms = pipe_s(&big_pipe, ps, nb2) * 1e3 / nb2;
     if (bout[0] != 255 - 9 || bout[2 * N - 1] != 255 - 9) {
       printf("MISMATCH pipeline only 4096^2: output is not the inverted input\n");
       return 1;

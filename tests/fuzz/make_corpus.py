@@ -24,6 +24,7 @@ import sys
 from PIL import Image
 
 from imgbatch import imgbatch_pb2 as pb
+from imgbatch.stream import encode_varint as varint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB_DIR = os.path.join(HERE, "corpus", "job")
@@ -31,18 +32,6 @@ IMAGE_DIR = os.path.join(HERE, "corpus", "image")
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def frame(msg_bytes):

@@ -23,6 +23,14 @@ static ib_graph *finish(jg_job *j) {
   return g;
 }
 
+/* The job's graph, planned into pl (both checked). */
+static ib_graph *planned(jg_job *j, ib_gplan *pl) {
+  ib_graph *g = finish(j);
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(g, pl, &err), IB_OK, "%s", err.message);
+  return g;
+}
+
 Test(gpu_plan, pointwise_chain_is_one_stage_with_folded_tables) {
   jg_rng r = {1};
   jg_job j;
@@ -32,10 +40,8 @@ Test(gpu_plan, pointwise_chain_is_one_stage_with_folded_tables) {
   p = jg_op(&j, &r, JG_BRIGHTNESS, p, IB_MODE_RGB, 31, 7, -1);
   p = jg_op(&j, &r, JG_CONVERT, p, IB_MODE_RGB, 31, 7, 0); /* -> L */
   jg_op(&j, &r, JG_POSTERIZE, p, IB_MODE_L, 31, 7, -1);
-  ib_graph *g = finish(&j);
   ib_gplan pl;
-  ib_error err = {0};
-  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  ib_graph *g = planned(&j, &pl);
   cr_assert_eq(pl.n_stages, 1);
   cr_assert_eq(pl.n_bufs, 2, "source upload + output only: no intermediate buffers");
   const ib_gstage *s = &pl.stages[0];
@@ -62,10 +68,8 @@ Test(gpu_plan, shared_intermediate_is_materialised) {
   n->chops = jg_alloc(j.a, sizeof *n->chops);
   imgbatch__v1__chops_op__init(n->chops);
   n->chops->function = IMGBATCH__V1__CHOPS_FUNCTION__DIFFERENCE;
-  ib_graph *g = finish(&j);
   ib_gplan pl;
-  ib_error err = {0};
-  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  ib_graph *g = planned(&j, &pl);
   cr_assert_eq(pl.n_stages, 3, "invert | point | chops");
   cr_assert_eq(pl.stages[2].chain.n_inputs, 2);
   cr_assert_eq(pl.stages[2].in_buf[1], pl.stages[0].out_buf);
@@ -80,10 +84,8 @@ Test(gpu_plan, contrast_starts_a_stage_and_later_ops_fuse_after_it) {
   int p = jg_op(&j, &r, JG_POINT, 0, IB_MODE_RGBA, 5, 3, -1);
   p = jg_op(&j, &r, JG_CONTRAST, p, IB_MODE_RGBA, 5, 3, -1);
   p = jg_op(&j, &r, JG_COLOR, p, IB_MODE_RGBA, 5, 3, -1);
-  ib_graph *g = finish(&j);
   ib_gplan pl;
-  ib_error err = {0};
-  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  ib_graph *g = planned(&j, &pl);
   cr_assert_eq(pl.n_stages, 2);
   cr_assert(pl.stages[1].chain.reduce_luma);
   cr_assert_eq(pl.stages[1].chain.n_steps, 2);
@@ -95,10 +97,8 @@ Test(gpu_plan, source_only_graph_gets_a_copy_stage) {
   jg_rng r = {4};
   jg_job j;
   jg_begin(&j, &arena, &r, IB_MODE_LA, 3, 3, 1);
-  ib_graph *g = finish(&j);
   ib_gplan pl;
-  ib_error err = {0};
-  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  ib_graph *g = planned(&j, &pl);
   cr_assert_eq(pl.n_stages, 1);
   cr_assert_eq(pl.stages[0].chain.steps[0].dev, &ib_dev_copy);
   cr_assert_neq(pl.out_buf, pl.stages[0].in_buf[0]);
@@ -123,16 +123,15 @@ Test(gpu_plan, folded_tables_match_cpu_reference) {
         op = JG_POINT;
       p = jg_op(&j, &r, op, p, m, w, h, -1);
     }
-    ib_graph *g = finish(&j);
     ib_gplan pl;
-    ib_error err = {0};
-    cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+    ib_graph *g = planned(&j, &pl);
     cr_assert_eq(pl.n_stages, 1);
     cr_assert_eq(pl.stages[0].chain.n_steps, 1);
     cr_assert_eq(pl.stages[0].n_fold[0], len);
     uint8_t block[8192] = {0};
     ib_gstage_fill(&pl.stages[0], g, block);
     ib_image ref = {0};
+    ib_error err = {0};
     cr_assert_eq(ib_cpu_execute(g, &ref, &err), IB_OK, "%s", err.message);
     const Imgbatch__V1__RawImage *raw = g->job->source->raw;
     unsigned bands = ib_mode_bands(m);
@@ -154,10 +153,8 @@ Test(gpu_plan, blur_gets_scratch_and_its_own_stage) {
   int p = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 20, 10, -1);
   p = jg_op(&j, &r, JG_GAUSS, p, IB_MODE_RGB, 20, 10, -1);
   jg_op(&j, &r, JG_POINT, p, IB_MODE_RGB, 20, 10, -1);
-  ib_graph *g = finish(&j);
   ib_gplan pl;
-  ib_error err = {0};
-  cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+  ib_graph *g = planned(&j, &pl);
   cr_assert_eq(pl.n_stages, 3, "invert | blur | point (nothing fuses into a blur)");
   cr_assert(ib_gchain_passes(&pl.stages[1].chain));
   cr_assert_geq(pl.stages[1].scratch_buf, 0);

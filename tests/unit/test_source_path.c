@@ -32,6 +32,13 @@ static void at(char *out, size_t n, const char *dir, const char *name) {
   cr_assert(w > 0 && (size_t)w < n);
 }
 
+/* dir/name, a symlink to target. */
+static void link_at(const char *dir, const char *name, const char *target) {
+  char p[256];
+  at(p, sizeof p, dir, name);
+  cr_assert_eq(symlink(target, p), 0, "%s/%s", dir, name);
+}
+
 static void setup(void) {
   strcpy(base, "/tmp/ib_source_path_XXXXXX");
   cr_assert(mkdtemp(base));
@@ -46,42 +53,29 @@ static void setup(void) {
   cr_assert_eq(mkdir(p, 0700), 0);
   at(p, sizeof p, root, "sub/b.png");
   put(p, "B");
-  at(p, sizeof p, root, "sub/up");
-  cr_assert_eq(symlink("../a.png", p), 0);
-  at(p, sizeof p, root, "sub/loop");
-  cr_assert_eq(symlink("loop", p), 0);
-  at(p, sizeof p, root, "linkdir");
-  cr_assert_eq(symlink("sub", p), 0);
-  at(p, sizeof p, root, "esc");
-  cr_assert_eq(symlink("../outside.png", p), 0);
-  at(p, sizeof p, root, "abs");
-  cr_assert_eq(symlink("/etc/passwd", p), 0);
-  at(p, sizeof p, root, "escdir");
-  cr_assert_eq(symlink("..", p), 0);
-  at(p, sizeof p, root, "sub/deep");
-  cr_assert_eq(symlink("../escdir/outside.png", p), 0);
+  link_at(root, "sub/up", "../a.png");
+  link_at(root, "sub/loop", "loop");
+  link_at(root, "linkdir", "sub");
+  link_at(root, "esc", "../outside.png");
+  link_at(root, "abs", "/etc/passwd");
+  link_at(root, "escdir", "..");
+  link_at(root, "sub/deep", "../escdir/outside.png");
   at(p, sizeof p, root, "fifo");
   cr_assert_eq(mkfifo(p, 0600), 0);
   /* Absolute links: under the root's real name, under the configured name
    * (base/rootlink, a symlink to the root), and out of it. */
   char t[256];
-  at(p, sizeof p, base, "rootlink");
-  cr_assert_eq(symlink("root", p), 0);
+  link_at(base, "rootlink", "root");
   at(t, sizeof t, root, "a.png");
-  at(p, sizeof p, root, "absin");
-  cr_assert_eq(symlink(t, p), 0);
+  link_at(root, "absin", t);
   at(t, sizeof t, root, "sub");
-  at(p, sizeof p, root, "absdir");
-  cr_assert_eq(symlink(t, p), 0);
+  link_at(root, "absdir", t);
   at(t, sizeof t, base, "rootlink/sub/b.png");
-  at(p, sizeof p, root, "absconf");
-  cr_assert_eq(symlink(t, p), 0);
+  link_at(root, "absconf", t);
   at(t, sizeof t, root, "../outside.png");
-  at(p, sizeof p, root, "absdotdot");
-  cr_assert_eq(symlink(t, p), 0);
+  link_at(root, "absdotdot", t);
   at(t, sizeof t, base, "rootx/a.png"); /* shares the root's name as a prefix */
-  at(p, sizeof p, root, "absprefix");
-  cr_assert_eq(symlink(t, p), 0);
+  link_at(root, "absprefix", t);
 }
 
 static void teardown(void) {

@@ -2,11 +2,12 @@
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
+
+import ibtest
 
 BIN = os.environ["IB_BIN"]
 
@@ -32,14 +33,9 @@ def test_unknown_command_is_a_usage_error():
 
 @pytest.fixture
 def broker():
-    p = subprocess.Popen([BIN, "broker", "--topic", "t:2"], stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline().strip()
-        assert line.startswith("bootstrap="), line
-        yield p, line.split("=", 1)[1]
-    finally:
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=20) == 0
+    with ibtest.broker("--topic", "t:2", stderr=None) as (p, bootstrap):
+        yield p, bootstrap
+    assert p.returncode == 0  # SIGTERM is the broker's clean stop
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")

@@ -2,8 +2,11 @@
 installs ./client into .venv), never the source tree: that has no generated
 imgbatch_pb2 module."""
 import os
+import sys
 
 import imgbatch
+
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # ibtest
 
 _src = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "client"))
 if os.path.realpath(imgbatch.__file__).startswith(_src + os.sep):

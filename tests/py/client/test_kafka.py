@@ -13,6 +13,7 @@ import uuid
 import pytest
 from PIL import Image as PILImage
 
+import ibtest
 import imgbatch
 from imgbatch import Image, ImageFilter, ImageOps
 from imgbatch._kafka import Delivery, collapse_duplicates, result_identity
@@ -81,18 +82,10 @@ def test_graph_language_records_the_pillow_calls():
 
 @pytest.fixture(scope="module")
 def broker():
-    binary = os.environ.get("IB_BIN")
-    if not binary:
+    if not os.environ.get("IB_BIN"):
         pytest.skip("IB_BIN is not set")
-    proc = subprocess.Popen([binary, "broker"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("bootstrap="), line
-        yield line.split("=", 1)[1]
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with ibtest.broker() as (_, bootstrap):
+        yield bootstrap
 
 
 def consume_all(brokers, topic, n, timeout=30):

@@ -3,8 +3,6 @@ each is answered with an error Result of the right stage and kind, the Result
 parses in a strict protobuf runtime, and the process goes on to run the next job.
 """
 import math
-import os
-import subprocess
 import time
 
 import pytest
@@ -12,9 +10,9 @@ from google.protobuf import descriptor as gpd
 from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.internal.encoder import _VarintBytes
 
+import ibtest
 from imgbatch import imgbatch_pb2 as pb
 
-BIN = os.environ["IB_BIN"]
 CONTRACT_VERSION = 2  # IB_CONTRACT_VERSION in worker/include/imgbatch.h
 MAX_SOURCES = 64      # IB_MAX_SOURCES in worker/parse/parse.c
 
@@ -36,14 +34,8 @@ def vfield(fn, value):
 
 
 def raw_job(key, w=4, h=3, mode="RGB", seed=0):
-    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
-    bands = 4 if mode == "RGBX" else len(mode)
-    job.source.raw.mode = mode
-    job.source.raw.width = w
-    job.source.raw.height = h
-    job.source.raw.data = bytes((i * 7 + seed) % 256 for i in range(w * h * bands))
-    job.nodes.add().source.index = 0
-    return job
+    """Only the source node: each test appends its own."""
+    return ibtest.raw_job(key, w, h, mode, seed, copy=False)
 
 
 def with_node(job, **set_op):
@@ -111,14 +103,7 @@ def test_the_installed_runtime_or_our_check_refuses_bad_utf8():
 
 
 def run(frames, *args, timeout=60):
-    data = b"".join(varint(len(m)) + m for m in frames)
-    p = subprocess.run([BIN, "run", *args], input=data, capture_output=True, timeout=timeout)
-    out, pos, results = p.stdout, 0, []
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        results.append(parse_result(out[pos:pos + n]))
-        pos += n
-    return p, results
+    return ibtest.run(frames, *args, timeout=timeout, parse=parse_result)
 
 
 def answer(hostile_bytes, *args, timeout=60):

@@ -11,56 +11,12 @@ import threading
 import time
 
 import pytest
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
 from PIL import Image
 
+from ibtest import encoded_job, frames, path_job, results_of, run
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
-
-
-def path_job(key, *paths):
-    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
-    job.source.path = paths[0]
-    for p in paths[1:]:
-        job.extra_sources.add().path = p
-    # Every source read by a node (unread ones are never opened).
-    for i in range(len(paths) - 1, -1, -1):
-        job.nodes.add().source.index = i
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(len(paths) - 1)
-    return job
-
-
-def encoded_job(key, data):
-    job = pb.Job(key_string=key)
-    job.source.encoded = data
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
-
-
-def frames(jobs):
-    return b"".join(_VarintBytes(len(m)) + m for m in (j.SerializeToString() for j in jobs))
-
-
-def results_of(out):
-    pos, results = 0, []
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        results.append(pb.Result.FromString(out[pos:pos + n]))
-        pos += n
-    return results
-
-
-def run(jobs, *args, timeout=60):
-    p = subprocess.run([BIN, "run", *args], input=frames(jobs), capture_output=True,
-                       timeout=timeout)
-    return p, results_of(p.stdout)
 
 
 def png(path, value, size=(2, 2), mode="L"):

@@ -13,6 +13,8 @@ import uuid
 import confluent_kafka as ck
 import pytest
 
+import ibtest
+from ibtest import raw_job
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
@@ -21,30 +23,10 @@ BIN = os.environ["IB_BIN"]
 # ---------------------------------------------------------------- helpers
 
 
-def raw_job(key, w=8, h=6, seed=0):
-    job = pb.Job(key_u64=key)
-    job.source.raw.mode = "RGB"
-    job.source.raw.width = w
-    job.source.raw.height = h
-    job.source.raw.data = bytes((i * 7 + seed) % 256 for i in range(w * h * 3))
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
-
-
 @pytest.fixture(scope="module")
 def broker():
-    proc = subprocess.Popen([BIN, "broker"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("bootstrap="), line
-        yield line.split("=", 1)[1]
-    finally:
-        proc.kill()
-        proc.wait(10)
+    with ibtest.broker() as (_, bootstrap):
+        yield bootstrap
 
 
 class Worker:
@@ -222,7 +204,7 @@ def wait_for(fn, timeout=20, every=0.05):
 def test_metrics_count_the_jobs_sent(broker, workers):
     w = workers()
     wait_for(lambda: w.get("/readyz")[0] == 200)
-    jobs = [raw_job(k, seed=k).SerializeToString() for k in range(7)]
+    jobs = [raw_job(k, 8, 6, seed=k).SerializeToString() for k in range(7)]
     payloads = jobs + [b"\xff\xff not a Job"]
     n = len(payloads)
     produce(broker, w.jobs, payloads)
@@ -298,7 +280,7 @@ def test_an_idle_member_of_the_group_is_ready(broker, workers):
     # The embedded broker creates topics with 4 partitions: of 5 workers in
     # one group, one is assigned nothing and is ready all the same.
     tag = uuid.uuid4().hex[:8]
-    produce(broker, f"jobs-{tag}", [raw_job(0).SerializeToString()])
+    produce(broker, f"jobs-{tag}", [raw_job(0, 8, 6).SerializeToString()])
     group = [workers(group_tag=tag) for _ in range(5)]
 
     def all_ready():
@@ -317,7 +299,7 @@ def test_a_sticky_fault_fails_healthz_before_the_worker_exits(broker, workers):
         pytest.skip("this build has no fault injection (configure with -DIB_FAULTS=ON)")
     w = workers("--fault", "device@1+", "--grace-seconds", "10")
     wait_for(lambda: w.get("/readyz")[0] == 200)
-    produce(broker, w.jobs, [raw_job(1).SerializeToString()])
+    produce(broker, w.jobs, [raw_job(1, 8, 6).SerializeToString()])
     health, faults = [], None
     while w.proc.poll() is None:
         try:

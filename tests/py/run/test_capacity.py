@@ -11,6 +11,7 @@ from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.internal.encoder import _VarintBytes
 from PIL import Image, ImageFilter
 
+from ibtest import raw_job
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
@@ -21,12 +22,7 @@ WEIGHTS = [1.0, 2.0, 1.0, 2.0, -4.0, 2.0, 1.0, 2.0, 1.0]
 @pytest.mark.parametrize("chain", [False, True], ids=["kernel", "kernel-gaussian"])
 def test_a_4096_square_rgba_job_is_admitted_at_the_defaults_and_equals_pillow(chain):
     pixels = np.random.default_rng(9).integers(0, 256, SIDE * SIDE * 4, dtype=np.uint8).tobytes()
-    job = pb.Job(key_u64=1)
-    job.source.raw.mode = "RGBA"
-    job.source.raw.width = SIDE
-    job.source.raw.height = SIDE
-    job.source.raw.data = pixels
-    job.nodes.add().source.index = 0
+    job = raw_job(1, SIDE, SIDE, "RGBA", data=pixels, copy=False)
     node = job.nodes.add()
     node.inputs.append(0)
     node.kernel.size = 3

@@ -6,40 +6,10 @@ import pytest
 from google.protobuf.internal.decoder import _DecodeVarint32
 from google.protobuf.internal.encoder import _VarintBytes
 
+from ibtest import frames, raw_job, results_of, run
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
-
-
-def raw_job(key, w=4, h=3, mode="RGB", seed=0):
-    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
-    bands = len(mode) if mode != "RGBX" else 4
-    job.source.raw.mode = mode
-    job.source.raw.width = w
-    job.source.raw.height = h
-    job.source.raw.data = bytes((i * 7 + seed) % 256 for i in range(w * h * bands))
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
-
-
-def frames(msgs):
-    return b"".join(_VarintBytes(len(m)) + m for m in msgs)
-
-
-def run(jobs, *args, raw_frames=None):
-    data = frames([j.SerializeToString() for j in jobs] + (raw_frames or []))
-    p = subprocess.run([BIN, "run", *args], input=data, capture_output=True, timeout=60)
-    out, pos, results = p.stdout, 0, []
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        r = pb.Result()
-        r.ParseFromString(out[pos:pos + n])
-        results.append(r)
-        pos += n
-    return p, results
 
 
 def test_results_match_inputs_by_key_through_a_small_window():
@@ -59,8 +29,7 @@ def test_frames_parsed_in_place_keep_their_pixels_across_sizes():
     # frame is an error result and the stream goes on.
     sizes = [(80, 60, "RGB"), (4, 3, "RGB"), (128, 64, "RGBA"), (80, 60, "RGB")] * 3
     jobs = [raw_job(k, w=w, h=h, mode=m, seed=k) for k, (w, h, m) in enumerate(sizes)]
-    data = [j.SerializeToString() for j in jobs]
-    p, results = run([], "--max-jobs", "3", raw_frames=data[:5] + [b""] + data[5:])
+    p, results = run(jobs[:5] + [b""] + jobs[5:], "--max-jobs", "3")
     assert p.returncode == 0, p.stderr
     images = [r for r in results if r.WhichOneof("outcome") == "image"]
     errors = [r for r in results if r.WhichOneof("outcome") == "error"]
@@ -84,11 +53,7 @@ def test_a_frame_without_memory_is_an_internal_parse_error_and_the_next_frame_ru
                        capture_output=True, timeout=60)
     if b"Sanitizer" in p.stderr:
         pytest.skip("sanitizer builds cannot run under an address-space limit")
-    out, pos, results = p.stdout, 0, []
-    while pos < len(out):
-        n, pos = _DecodeVarint32(out, pos)
-        results.append(pb.Result.FromString(out[pos:pos + n]))
-        pos += n
+    results = results_of(p.stdout)
     assert p.returncode == 0, p.stderr
     assert len(results) == 2
     (oom,) = [r for r in results if r.WhichOneof("outcome") == "error"]
@@ -102,7 +67,7 @@ def test_a_frame_without_memory_is_an_internal_parse_error_and_the_next_frame_ru
 def test_parse_error_has_no_id_and_validation_error_consumes_one():
     bad = raw_job(7)
     bad.nodes[1].inputs[0] = 1  # self reference
-    p, results = run([raw_job(1), bad], raw_frames=[b"\x0f\xff\x01"])
+    p, results = run([raw_job(1), bad, b"\x0f\xff\x01"])
     assert p.returncode == 0
     by_outcome = {}
     for r in results:
@@ -208,7 +173,7 @@ def test_each_result_is_written_while_the_input_stays_open():
                          stderr=subprocess.PIPE)
     try:
         for k in (1, 2):
-            p.stdin.write(frames([raw_job(k).SerializeToString()]))
+            p.stdin.write(frames([raw_job(k)]))
             p.stdin.flush()
             ready, _, _ = select.select([p.stdout], [], [], 20)
             assert ready, f"no Result for job {k} while the input stays open"

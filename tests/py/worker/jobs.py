@@ -8,6 +8,7 @@ import zlib
 
 import PIL.Image
 
+from ibtest import bands_of, encoded_job, path_job, raw_job
 from imgbatch import Image, ImageFilter, ImageOps
 from imgbatch import imgbatch_pb2 as pb
 
@@ -35,8 +36,7 @@ SLOW = len(GRAPHS) - 1
 def lazy_image(seed, w=32, h=32, mode="RGB", graph=None):
     """A lazy image over raw pixels; graph is an index into GRAPHS (default
     seed % len(GRAPHS))."""
-    bands = len(mode) if mode != "RGBX" else 4
-    im = Image.frombytes(mode, (w, h), pixels(w, h, bands, seed))
+    im = Image.frombytes(mode, (w, h), pixels(w, h, bands_of(mode), seed))
     name, fn = GRAPHS[(seed if graph is None else graph) % len(GRAPHS)]
     return fn(im)
 
@@ -49,37 +49,7 @@ def image_job(seed, w=32, h=32, key=None, output="raw", graph=None, **kw):
 
 def raw_copy_job(key, w=16, h=16, seed=0, mode="RGB"):
     """A Job message built directly on the protobuf (no client)."""
-    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
-    bands = len(mode) if mode != "RGBX" else 4
-    job.source.raw.mode = mode
-    job.source.raw.width = w
-    job.source.raw.height = h
-    job.source.raw.data = pixels(w, h, bands, seed)
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
-
-
-def path_job(key, path):
-    job = pb.Job(key_string=key)
-    job.source.path = path
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
-
-
-def encoded_job(key, data):
-    job = pb.Job(key_string=key)
-    job.source.encoded = data
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
-    node.copy.SetInParent()
-    node.inputs.append(0)
-    return job
+    return raw_job(key, w, h, mode, data=pixels(w, h, bands_of(mode), seed))
 
 
 def png_bytes(im):
