@@ -304,10 +304,12 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* New work only while fewer than max_jobs jobs run or have a Result out
-   * that no acknowledged commit covers yet: a crash then repeats at most
-   * max_jobs Results. */
-  if (w->unsettled + w->running >= w->cfg->exec.max_jobs) return NULL;
+  /* New work only while fewer than max_jobs jobs run, wait on the encode
+   * pool (their Results go out next), or have a Result out that no
+   * acknowledged commit covers yet: a crash then repeats at most max_jobs
+   * Results. (A retry above is not gated: it must run alone to be judged,
+   * so a worker fault can add its job to the bound; issue 11.) */
+  if (w->unsettled + w->running + w->pooled >= w->cfg->exec.max_jobs) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }

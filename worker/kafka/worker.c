@@ -94,15 +94,18 @@ static void status_log(ib_worker *w) {
   ib_wlog(w, "info", "status",
           "\"consumed\":%" PRIu64 ",\"results\":%" PRIu64 ",\"error_results\":%" PRIu64
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
-          ",\"republished\":%" PRIu64 ",\"waiting\":%zu,\"running\":%zu,\"undelivered\":%" PRIu64
-          ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
-          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64
-          ",\"timed_out\":%" PRIu64 ",\"late_results_dropped\":%" PRIu64,
+          ",\"republished\":%" PRIu64
+          ",\"waiting\":%zu,\"running\":%zu,\"pooled\":%zu"
+          ",\"undelivered\":%" PRIu64 ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64
+          ",\"host_bytes_in_use\":%" PRIu64 ",\"gpu_bytes_in_use\":%" PRIu64
+          ",\"paused\":%s,\"unsettled\":%" PRIu64 ",\"timed_out\":%" PRIu64
+          ",\"late_results_dropped\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
-          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->undelivered, w->n_handles,
-          oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false",
-          w->unsettled, w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED]);
+          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->undelivered,
+          w->n_handles, oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use,
+          w->paused ? "true" : "false", w->unsettled, w->counters[IB_WC_TIMED_OUT],
+          w->counters[IB_WC_LATE_DROPPED]);
 }
 
 static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *deadline) {
@@ -201,6 +204,7 @@ static void on_result(ib_worker *w, ib_result *res) {
       *res = (ib_result){0}; /* the pool owns it now */
       j->in_pool = true;
       j->pool_since_us = ib_wnow_us();
+      w->pooled++;
       ib_wpool_push(w->pool, o);
       return;
     }
@@ -214,6 +218,7 @@ static void send_prepared(ib_worker *w) {
   while (o) {
     ib_wout *next = o->next;
     o->j->in_pool = false;
+    w->pooled--;
     if (o->j->timed_out)
       drop_late(w, o->j);
     else if (ib_wout_send(w, o))

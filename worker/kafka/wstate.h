@@ -147,6 +147,7 @@ typedef struct ib_worker {
   ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
   bool txn_open;
   size_t running; /* jobs in the executor */
+  size_t pooled;  /* jobs whose Result the encode pool is preparing */
   bool paused;
   bool stopping; /* drain: no more input */
   int exit_code;
@@ -156,7 +157,8 @@ typedef struct ib_worker {
   uint64_t last_success_seq; /* the latest start sequence whose Result went out */
   uint64_t consecutive_faults;
   /* Jobs whose Result is out but not yet covered by an acknowledged commit:
-   * a crash would repeat them (bounded with the running ones by max_jobs). */
+   * a crash would repeat them (bounded with the running and pooled ones by
+   * max_jobs). */
   uint64_t unsettled;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
