@@ -3,7 +3,8 @@
  * pulled lazily by the executor's run stream (each frame read straight into
  * an executor buffer that its job keeps until done; at most the credit
  * window plus one job admitted);
- * each Result is written as soon as the stream yields it. Results come in
+ * each Result the stream yields goes to a writer thread (run_writer.c) that
+ * writes it while the stream goes on, in the order yielded. Results come in
  * completion order: match them by job_id or input_key.
  *
  * Resident outputs (OutputSpec gpu; cuda backend only - the cpu backend
@@ -16,13 +17,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/run_writer.h"
 #include "core/error.h"
-#include "result/result_msg.h"
 
 #define MAX_FRAME (512u << 20)
 
@@ -252,25 +254,15 @@ static void download_resident(ib_result *res) {
   ib_handle_release(&res->handle);
 }
 
-static bool write_result(ib_result *res, bool download, FILE *out) {
-  if (res->kind == IB_RESULT_RESIDENT && download) download_resident(res);
-  ib_result_msg rm;
-  ib_result_msg_init(&rm);
-  ib_error err = {0};
-  ib_result_msg_from_result(&rm, res, &err);
-  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
-    rm.handle.worker_id = (char *)"run";
-    rm.handle.generation = 1;
-  }
-  rm.timings.queue_us = res->queue_us;
-  rm.timings.gpu_us = res->exec_us;
-  bool ok = ib_result_msg_write(&rm, out) && fflush(out) == 0;
-  ib_result_msg_clear(&rm);
-  return ok;
-}
+/* Results waiting in the writer: enough for it to write one while the
+ * driving thread produces the next, and few enough that the lent images it
+ * holds leave the executor's host budget to admission. */
+#define WRITER_ITEMS 4u
+#define WRITER_BYTES (96u << 20)
 
-/* Drives the stream to its end; false when writing failed. */
-static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
+/* Drives the stream to its end, handing each result to the writer thread;
+ * false when the stream or a write failed (said on stderr). */
+static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *w) {
   ib_results *rs = NULL;
   if (ib_executor_run(ex, next_input, ri, &rs) != IB_OK) return false;
   bool ok = true;
@@ -282,15 +274,25 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
       wait_input(ri);
       continue;
     }
+    /* Lent images still being written hold the budget: they come back as
+     * the writer frees them. */
+    if (st == IB_RESULT_BACKPRESSURE && ib_run_writer_pending(w) > 0) {
+      ib_run_writer_drain(w);
+      continue;
+    }
     if (st != IB_OK) break;
-    ok = write_result(&res, download, out);
-    ib_result_free(&res); /* releases a resident handle: run keeps none */
+    if (res.kind == IB_RESULT_RESIDENT && download) download_resident(&res);
+    ok = ib_run_writer_put(w, &res);
   }
   if (ok && st != IB_END) {
     fprintf(stderr, "imgbatch run: executor stopped: %s\n", ib_status_name(st));
     ok = false;
   }
-  if (!ok && st == IB_OK) fprintf(stderr, "imgbatch run: writing results failed\n");
+  char why[128] = "";
+  if (!ib_run_writer_finish(w, why, sizeof why)) {
+    fprintf(stderr, "imgbatch run: writing results failed: %s\n", why);
+    ok = false;
+  }
   ib_results_close(rs);
   return ok;
 }
@@ -320,13 +322,18 @@ int ib_cmd_run(int argc, char **argv) {
   run_input ri = {.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
   pthread_mutex_init(&ri.mu, NULL);
   pthread_cond_init(&ri.changed, NULL);
+  /* A reader gone away is a write error (EPIPE), said and exit 1, not a
+   * silent death by signal. */
+  signal(SIGPIPE, SIG_IGN);
+  ib_run_writer *w = ib_run_writer_start(fileno(out), WRITER_ITEMS, WRITER_BYTES);
   pthread_t reader;
-  if (pthread_create(&reader, NULL, reader_main, &ri) != 0) {
-    fprintf(stderr, "imgbatch run: cannot start the input reader\n");
+  if (!w || pthread_create(&reader, NULL, reader_main, &ri) != 0) {
+    fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");
+    if (w) ib_run_writer_finish(w, NULL, 0);
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  bool ok = drive(ex, &ri, o.download_resident, out);
+  bool ok = drive(ex, &ri, o.download_resident, w);
   pthread_mutex_lock(&ri.mu);
   bool reader_done = ri.eof;
   pthread_mutex_unlock(&ri.mu);
