@@ -56,12 +56,12 @@ static run_out *out_new(ib_result *res) {
   /* A failed encode becomes the message's error result: written as such. */
   ib_result_msg_from_result_lent(&o->rm, &o->res, &err);
   if (o->rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
-    /* `run` keeps no handle past its exit: the message has all it needs of
-     * it, so the device memory goes back now, not after the write. */
     o->rm.handle.worker_id = (char *)"run";
     o->rm.handle.generation = 1;
-    ib_handle_release(&o->res.handle);
   }
+  /* `run` keeps no handle past its exit and the message has all it needs
+   * of one, so the device memory goes back now, not after the write. */
+  ib_handle_release(&o->res.handle);
   o->rm.timings.queue_us = o->res.queue_us;
   o->rm.timings.gpu_us = o->res.exec_us;
   if (o->rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE)
