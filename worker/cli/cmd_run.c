@@ -3,7 +3,8 @@
  * pulled lazily by the executor's run stream (each frame read straight into
  * an executor buffer that its job keeps until done; at most the credit
  * window plus one job admitted);
- * each Result is written as soon as the stream yields it. Results come in
+ * each Result the stream yields goes to a writer thread (run_writer.c) that
+ * writes it while the stream goes on, in the order yielded. Results come in
  * completion order: match them by job_id or input_key.
  *
  * Resident outputs (OutputSpec gpu; cuda backend only - the cpu backend
@@ -16,13 +17,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/run_writer.h"
 #include "core/error.h"
-#include "result/result_msg.h"
 
 #define MAX_FRAME (512u << 20)
 
@@ -55,6 +58,8 @@ typedef struct run_input {
   bool has_item, eof;
   run_item item;
   bool stream_failed; /* a framing error ended the input */
+  bool stop;          /* the driver is done: read no further */
+  bool done;          /* the reader thread has returned (or is about to) */
 } run_input;
 
 static void run_usage(FILE *f) {
@@ -184,19 +189,37 @@ static ib_status read_input(run_input *ri, run_item *it) {
 
 static void *reader_main(void *arg) {
   run_input *ri = arg;
-  for (;;) {
+  bool stop = false;
+  while (!stop) {
     run_item it = {0};
     it.st = read_input(ri, &it);
     pthread_mutex_lock(&ri->mu);
-    while (ri->has_item) pthread_cond_wait(&ri->changed, &ri->mu);
-    if (it.st == IB_END)
-      ri->eof = true;
-    else
+    while (ri->has_item && !ri->stop) pthread_cond_wait(&ri->changed, &ri->mu);
+    stop = ri->stop;
+    if (stop && it.buf) /* nobody will take it */
+      ib_executor_buffer_free(ri->ex, it.buf);
+    else if (it.st == IB_END)
+      ri->eof = stop = true;
+    else if (!stop)
       ri->item = it, ri->has_item = true;
+    ri->done = stop;
     pthread_cond_broadcast(&ri->changed);
     pthread_mutex_unlock(&ri->mu);
-    if (it.st == IB_END) return NULL;
   }
+  return NULL;
+}
+
+/* Tells the reader that nothing more is taken and, when the input is a
+ * regular file (whose reads always return), waits for it to return. True
+ * when it has. */
+static bool stop_reader(run_input *ri, bool regular) {
+  pthread_mutex_lock(&ri->mu);
+  ri->stop = true;
+  pthread_cond_broadcast(&ri->changed);
+  while (regular && !ri->done) pthread_cond_wait(&ri->changed, &ri->mu);
+  bool done = ri->done;
+  pthread_mutex_unlock(&ri->mu);
+  return done;
 }
 
 /* ib_input_next_fn: parses what the reader has read, or says "nothing
@@ -252,25 +275,15 @@ static void download_resident(ib_result *res) {
   ib_handle_release(&res->handle);
 }
 
-static bool write_result(ib_result *res, bool download, FILE *out) {
-  if (res->kind == IB_RESULT_RESIDENT && download) download_resident(res);
-  ib_result_msg rm;
-  ib_result_msg_init(&rm);
-  ib_error err = {0};
-  ib_result_msg_from_result(&rm, res, &err);
-  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT) {
-    rm.handle.worker_id = (char *)"run";
-    rm.handle.generation = 1;
-  }
-  rm.timings.queue_us = res->queue_us;
-  rm.timings.gpu_us = res->exec_us;
-  bool ok = ib_result_msg_write(&rm, out) && fflush(out) == 0;
-  ib_result_msg_clear(&rm);
-  return ok;
-}
+/* Results waiting in the writer: enough for it to write one while the
+ * driving thread produces the next, and few enough that the lent images it
+ * holds leave the executor's host budget to admission. */
+#define WRITER_ITEMS 4u
+#define WRITER_BYTES (96u << 20)
 
-/* Drives the stream to its end; false when writing failed. */
-static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
+/* Drives the stream to its end, handing each result to the writer thread;
+ * false when the stream or a write failed (said on stderr). */
+static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *w) {
   ib_results *rs = NULL;
   if (ib_executor_run(ex, next_input, ri, &rs) != IB_OK) return false;
   bool ok = true;
@@ -282,15 +295,25 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, FILE *out) {
       wait_input(ri);
       continue;
     }
+    /* Lent images still being written hold the budget: they come back as
+     * the writer frees them. */
+    if (st == IB_RESULT_BACKPRESSURE && ib_run_writer_pending(w) > 0) {
+      ib_run_writer_drain(w);
+      continue;
+    }
     if (st != IB_OK) break;
-    ok = write_result(&res, download, out);
-    ib_result_free(&res); /* releases a resident handle: run keeps none */
+    if (res.kind == IB_RESULT_RESIDENT && download) download_resident(&res);
+    ok = ib_run_writer_put(w, &res);
   }
   if (ok && st != IB_END) {
     fprintf(stderr, "imgbatch run: executor stopped: %s\n", ib_status_name(st));
     ok = false;
   }
-  if (!ok && st == IB_OK) fprintf(stderr, "imgbatch run: writing results failed\n");
+  char why[128] = "";
+  if (!ib_run_writer_finish(w, why, sizeof why)) {
+    fprintf(stderr, "imgbatch run: writing results failed: %s\n", why);
+    ok = false;
+  }
   ib_results_close(rs);
   return ok;
 }
@@ -317,29 +340,46 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  run_input ri = {.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
-  pthread_mutex_init(&ri.mu, NULL);
-  pthread_cond_init(&ri.changed, NULL);
-  pthread_t reader;
-  if (pthread_create(&reader, NULL, reader_main, &ri) != 0) {
-    fprintf(stderr, "imgbatch run: cannot start the input reader\n");
+  /* On the heap: a reader left in a read that never returns (below) must
+   * not find its state in a stack frame that is gone. */
+  run_input *ri = calloc(1, sizeof *ri);
+  if (!ri) {
+    fprintf(stderr, "imgbatch run: out of memory\n");
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  bool ok = drive(ex, &ri, o.download_resident, out);
-  pthread_mutex_lock(&ri.mu);
-  bool reader_done = ri.eof;
-  pthread_mutex_unlock(&ri.mu);
-  if (!reader_done) {
-    /* The stream failed while the input stays open: the reader may sit in
-     * a read that never returns, or inside the executor, so neither is
-     * torn down under it; the process is about to exit. */
+  *ri = (run_input){.ex = ex, .in = in, .limits = {.source_root = o.source_root}};
+  pthread_mutex_init(&ri->mu, NULL);
+  pthread_cond_init(&ri->changed, NULL);
+  struct stat st;
+  bool regular = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode);
+  /* A reader gone away is a write error (EPIPE), said and exit 1, not a
+   * silent death by signal. */
+  signal(SIGPIPE, SIG_IGN);
+  ib_run_writer *w = ib_run_writer_start(fileno(out), WRITER_ITEMS, WRITER_BYTES);
+  pthread_t reader;
+  if (!w || pthread_create(&reader, NULL, reader_main, ri) != 0) {
+    fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");
+    if (w) ib_run_writer_finish(w, NULL, 0);
+    ib_executor_destroy(ex);
+    free(ri);
+    return IB_EXIT_FAILURE;
+  }
+  bool ok = drive(ex, ri, o.download_resident, w);
+  if (!stop_reader(ri, regular)) {
+    /* The stream failed while the input (a pipe) stays open: the reader
+     * may sit in a read that never returns, or inside the executor, so
+     * neither is torn down under it (nor its state freed); the process is
+     * about to exit. */
     fprintf(stderr, "imgbatch run: stopping with input unread\n");
     return IB_EXIT_FAILURE;
   }
   pthread_join(reader, NULL);
-  if (ri.has_item && ri.item.buf) ib_executor_buffer_free(ex, ri.item.buf);
-  if (!ok || ri.stream_failed) rc = IB_EXIT_FAILURE;
+  if (ri->has_item && ri->item.buf) ib_executor_buffer_free(ex, ri->item.buf);
+  if (!ok || ri->stream_failed) rc = IB_EXIT_FAILURE;
+  pthread_mutex_destroy(&ri->mu);
+  pthread_cond_destroy(&ri->changed);
+  free(ri);
   ib_executor_destroy(ex);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;

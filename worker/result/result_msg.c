@@ -94,7 +94,13 @@ static void echo_snapshot(ib_result_msg *r, const ib_result *res) {
   }
 }
 
-static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+/* A raw output is the image's own bytes: nothing to encode. */
+static bool cpu_encodes(const Imgbatch__V1__CpuOutput *cpu) {
+  return cpu && cpu->format != IMGBATCH__V1__FORMAT__RAW;
+}
+
+static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend_raw,
+                               ib_error *err) {
   const Imgbatch__V1__CpuOutput *cpu = NULL;
   if (res->output_spec_len && !(r->echo_spec = imgbatch__v1__output_spec__unpack(
                                     NULL, res->output_spec_len, res->output_spec)))
@@ -105,8 +111,15 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error 
   if (r->echo_spec && r->echo_spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)
     cpu = r->echo_spec->cpu;
   size_t len = 0;
-  ib_status st = ib_codec_encode(&res->image, cpu, &r->encoded, &len, err);
-  if (st != IB_OK) return st;
+  const uint8_t *data = NULL;
+  if (lend_raw && !cpu_encodes(cpu)) {
+    data = res->image.data;
+    len = ib_image_bytes(&res->image);
+  } else {
+    ib_status st = ib_codec_encode(&res->image, cpu, &r->encoded, &len, err);
+    if (st != IB_OK) return st;
+    data = r->encoded;
+  }
   r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
   r->msg.job_id = res->job_id;
   set_key(r, &res->key);
@@ -114,7 +127,7 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, ib_error 
   r->image.width = res->image.width;
   r->image.height = res->image.height;
   r->image.format = cpu ? cpu->format : IMGBATCH__V1__FORMAT__RAW;
-  r->image.data.data = r->encoded;
+  r->image.data.data = (uint8_t *)data;
   r->image.data.len = len;
   r->msg.outcome_case = IMGBATCH__V1__RESULT__OUTCOME_IMAGE;
   r->msg.image = &r->image;
@@ -133,14 +146,14 @@ static void resident_result(ib_result_msg *r, const ib_result *res) {
   r->msg.resident = &r->handle;
 }
 
-ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+static ib_status from_result(ib_result_msg *r, const ib_result *res, bool lend_raw, ib_error *err) {
   ib_status st = IB_OK;
   if (res->ok && res->kind == IB_RESULT_RESIDENT && res->handle) {
     resident_result(r, res);
     echo_snapshot(r, res);
     return IB_OK;
   }
-  if (res->ok && (st = encode_result(r, res, err)) == IB_OK) {
+  if (res->ok && (st = encode_result(r, res, lend_raw, err)) == IB_OK) {
     echo_snapshot(r, res);
     return IB_OK;
   }
@@ -151,6 +164,14 @@ ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_e
                       res->ok ? err : &res->error);
   echo_snapshot(r, res);
   return st;
+}
+
+ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+  return from_result(r, res, false, err);
+}
+
+ib_status ib_result_msg_from_result_lent(ib_result_msg *r, const ib_result *res, ib_error *err) {
+  return from_result(r, res, true, err);
 }
 
 uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len) {

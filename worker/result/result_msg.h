@@ -39,6 +39,10 @@ void ib_result_msg_error(ib_result_msg *r, bool has_id, uint64_t job_id, const i
  * echoed. Borrows from `res` until written/cleared. A failed encode turns
  * the message into an encode error result (returned status). */
 ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_error *err);
+/* The same, but a raw image is not copied: the message's bytes field points
+ * at res->image.data (so `res` must outlive every pack of the message, as
+ * its pixels too are borrowed). */
+ib_status ib_result_msg_from_result_lent(ib_result_msg *r, const ib_result *res, ib_error *err);
 /* Packs and writes one varint-delimited frame. */
 bool ib_result_msg_write(const ib_result_msg *r, FILE *out);
 /* Packs into a malloc'ed buffer. */

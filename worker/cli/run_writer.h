@@ -1,0 +1,39 @@
+/* run_writer.h - the output side of `imgbatch run`: a thread that writes
+ * finished Results while the driving thread goes on driving the executor.
+ * Results are written in the order they were put (the stream's completion
+ * order), each as one writev of its frame around the image bytes where
+ * they lie; a result (and with it a lent image's arena charge) is freed
+ * only after its bytes were written. */
+#ifndef IB_RUN_WRITER_H
+#define IB_RUN_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "imgbatch.h"
+
+typedef struct ib_run_writer ib_run_writer;
+
+/* Starts the thread writing to `fd`. At most max_items results, and past
+ * the first at most max_bytes of pixels, wait in it. NULL when out of
+ * memory or no thread could be started. */
+ib_run_writer *ib_run_writer_start(int fd, size_t max_items, size_t max_bytes);
+
+/* Takes *res (zeroed; the writer frees it once written) after building its
+ * Result message on the caller's thread (an encode through libvips stays
+ * on the driving thread). Blocks while the writer is full. False once a
+ * write has failed: the result is dropped, as every later one. */
+bool ib_run_writer_put(ib_run_writer *w, ib_result *res);
+
+/* Results taken and not yet written. */
+size_t ib_run_writer_pending(ib_run_writer *w);
+
+/* Blocks until every result taken was written (or dropped after a
+ * failure). */
+void ib_run_writer_drain(ib_run_writer *w);
+
+/* Writes what it holds (drops it after a failure), stops the thread and
+ * frees the writer. False when any write failed; `why` then says how. */
+bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len);
+
+#endif
