@@ -5,44 +5,29 @@ mixed sizes and every kind of field; a failed write is said and exits 1."""
 import os
 import subprocess
 
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
-
+from ibtest import binary, frames, raw_job as copy_job, results_of
 from imgbatch import imgbatch_pb2 as pb
 
-BIN = os.environ["IB_BIN"]
+BIN = binary()
 
 
 def raw_job(key, w, h, mode="RGB", seed=0, invert=False):
-    job = pb.Job(key_u64=key) if isinstance(key, int) else pb.Job(key_string=key)
-    bands = {"L": 1, "RGB": 3, "RGBA": 4}[mode]
-    job.source.raw.mode = mode
-    job.source.raw.width = w
-    job.source.raw.height = h
-    job.source.raw.data = bytes((i * 7 + seed) % 256 for i in range(w * h * bands))
-    job.nodes.add().source.index = 0
-    node = job.nodes.add()
+    """ibtest's source -> copy job, or source -> invert."""
+    job = copy_job(key, w, h, mode, seed=seed, copy=not invert)
     if invert:
+        node = job.nodes.add()
         node.invert.SetInParent()
-    else:
-        node.copy.SetInParent()
-    node.inputs.append(0)
+        node.inputs.append(0)
     return job
 
 
 def frames_of(data):
-    pos, out = 0, []
-    while pos < len(data):
-        n, pos = _DecodeVarint32(data, pos)
-        assert pos + n <= len(data), "a frame runs past the end of the output"
-        out.append(data[pos:pos + n])
-        pos += n
-    return out
+    return results_of(data, parse=bytes)
 
 
 def job_file(tmp_path, msgs):
     path = tmp_path / "jobs.bin"
-    path.write_bytes(b"".join(_VarintBytes(len(m)) + m for m in msgs))
+    path.write_bytes(frames(msgs))
     return path
 
 
