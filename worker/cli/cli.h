@@ -36,6 +36,13 @@ bool ib_cli_parse_u32(const char *v, uint32_t *out);
  * Static storage. */
 const char *ib_cli_cache_dir(void);
 
+/* The commands' default --compile-threads (cuda). The library's default is
+ * 0 (compile inside the submission); the commands turn the interpreter tier
+ * on: on the H200 a compile storm (1 job in 10 with a new signature) kept
+ * the other jobs' p99 at 1.13x a warm run with it, against 47 s of backlog
+ * without it (bench/RESULTS.md, issue 14). */
+#define IB_CLI_COMPILE_THREADS 2
+
 /* An ib_log_fn printing "<opaque or imgbatch>: <level>: <message>" on
  * stderr (imgbatch run, the GPU tools). */
 void ib_cli_log_stderr(void *opaque, ib_log_level level, const char *message);

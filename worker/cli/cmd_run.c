@@ -76,7 +76,7 @@ static void run_usage(FILE *f) {
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
           "--device N picks the CUDA device (cuda backend).\n"
-          "--compile-threads N (cuda, default 0): N threads compile new kernel signatures off\n"
+          "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
           "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
           "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
           "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
@@ -126,6 +126,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   *o = (run_opts){0};
   ib_executor_options_default(&o->exec);
   o->exec.cache_dir = ib_cli_cache_dir();
+  o->exec.compile_threads = IB_CLI_COMPILE_THREADS;
   o->exec.log_cb = ib_cli_log_stderr;
   o->exec.log_opaque = "imgbatch run";
   for (int i = 1; i < argc; i += 2) {

@@ -50,7 +50,7 @@ static void worker_usage(FILE *f) {
       "--stall-seconds S (default 60; 0: off): the oldest unfinished job of a partition, older\n"
       "than S and stuck in its stage, is answered with a Timeout Result so that the offsets\n"
       "commit past it; its real result, if it comes later, is dropped.\n"
-      "--compile-threads N (cuda, default 0): N threads compile new kernel signatures off the\n"
+      "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off the\n"
       "submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
@@ -254,6 +254,7 @@ static int parse_args(worker_cli *c, int argc, char **argv) {
   ib_executor_options_default(&w->exec);
   w->exec.backend = IB_BACKEND_CUDA;
   w->exec.cache_dir = ib_cli_cache_dir();
+  w->exec.compile_threads = IB_CLI_COMPILE_THREADS;
   /* The file first (flags and environment override it): find --config. */
   const char *file = getenv("IMGBATCH_CONFIG");
   for (int i = 1; i + 1 < argc; i++)
