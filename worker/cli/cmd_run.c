@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/run_writer.h"
@@ -32,6 +33,7 @@
 typedef struct run_opts {
   const char *in, *out, *source_root;
   bool download_resident;
+  int decode_threads; /* encoder threads, and the backend's host threads; 0: every CPU */
   ib_executor_options exec;
 } run_opts;
 
@@ -67,7 +69,7 @@ static void run_usage(FILE *f) {
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
           "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
-          "                    [--download-resident]\n\n"
+          "                    [--decode-threads N] [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -78,6 +80,8 @@ static void run_usage(FILE *f) {
           "--device N picks the CUDA device (cuda backend).\n"
           "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
           "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
+          "--decode-threads N (default 0: every CPU): threads that encode PNG/JPEG/WebP/TIFF\n"
+          "outputs (and the cuda backend's source decodes), several results at once.\n"
           "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
           "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
           "nothing after it exits. --download-resident downloads each one instead and writes it\n"
@@ -106,6 +110,11 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     o->exec.device = (int)n;
   } else if (strcmp(a, "--max-jobs") == 0) {
     return ib_cli_parse_u32(v, &o->exec.max_jobs) && o->exec.max_jobs > 0;
+  } else if (strcmp(a, "--decode-threads") == 0) {
+    uint32_t n = 0;
+    if (!ib_cli_parse_u32(v, &n) || n > 1024) return false;
+    o->decode_threads = (int)n;
+    o->exec.host_threads = n ? (int)n : -1;
   } else if (strcmp(a, "--compile-threads") == 0) {
     uint32_t n = 0;
     if (!ib_cli_parse_u32(v, &n) || n > 64) return false;
@@ -279,7 +288,7 @@ static void download_resident(ib_result *res) {
 /* Results waiting in the writer: enough for it to write one while the
  * driving thread produces the next, and few enough that the lent images it
  * holds leave the executor's host budget to admission. */
-#define WRITER_ITEMS 4u
+#define WRITER_ITEMS 4u /* twice the encoder threads when there are more */
 #define WRITER_BYTES (96u << 20)
 
 /* Drives the stream to its end, handing each result to the writer thread;
@@ -357,7 +366,10 @@ int ib_cmd_run(int argc, char **argv) {
   /* A reader gone away is a write error (EPIPE), said and exit 1, not a
    * silent death by signal. */
   signal(SIGPIPE, SIG_IGN);
-  ib_run_writer *w = ib_run_writer_start(fileno(out), WRITER_ITEMS, WRITER_BYTES);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int encoders = o.decode_threads ? o.decode_threads : cpus > 0 ? (int)cpus : 1;
+  size_t items = 2u * (size_t)encoders > WRITER_ITEMS ? 2u * (size_t)encoders : WRITER_ITEMS;
+  ib_run_writer *w = ib_run_writer_start(fileno(out), items, WRITER_BYTES, encoders);
   pthread_t reader;
   if (!w || pthread_create(&reader, NULL, reader_main, ri) != 0) {
     fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");

@@ -1,6 +1,8 @@
-/* The writer thread of `imgbatch run`. The driving thread builds each
- * Result message (small: the pixels stay where the executor put them) and
- * queues it; this thread packs the frame around the pixels, writes it with
+/* The writer thread of `imgbatch run`. The driving thread queues each
+ * result; its Result message is built on the spot (small: the pixels stay
+ * where the executor put them) unless it runs a codec, which an encoder
+ * thread does, several at once. The writer takes the queue in order as
+ * each message is ready, packs the frame around the pixels, writes it with
  * writev and only then frees the result, which gives a lent image back to
  * its arena. A bounded queue keeps the pixels held here (and so the arena
  * charges on the executor's host budget) to a few images. */
@@ -18,17 +20,22 @@
 
 /* One result on its way out. The message points into itself and into the
  * result, so an entry never moves once built. */
+typedef enum { OUT_QUEUED, OUT_ENCODING, OUT_READY } out_state;
+
 typedef struct run_out {
   struct run_out *next;
   ib_result res;
   ib_result_msg rm;
   size_t bytes; /* pixels (or encoded bytes) it holds */
+  out_state state;
 } run_out;
 
 struct ib_run_writer {
   int fd;
   size_t max_items, max_bytes;
   pthread_t thread;
+  pthread_t *encoders;
+  int n_encoders;
   pthread_mutex_t mu;
   pthread_cond_t changed;
   run_out *head, *last; /* waiting to be written */
@@ -52,6 +59,12 @@ static run_out *out_new(ib_result *res) {
   o->res = *res;
   *res = (ib_result){0};
   ib_result_msg_init(&o->rm);
+  if (o->res.kind == IB_RESULT_IMAGE) o->bytes = ib_image_bytes(&o->res.image);
+  return o;
+}
+
+/* Builds the message (an encode, when the output spec asks for one). */
+static void out_build(run_out *o) {
   ib_error err = {0};
   /* A failed encode becomes the message's error result: written as such. */
   ib_result_msg_from_result_lent(&o->rm, &o->res, &err);
@@ -64,9 +77,6 @@ static run_out *out_new(ib_result *res) {
   ib_handle_release(&o->res.handle);
   o->rm.timings.queue_us = o->res.queue_us;
   o->rm.timings.gpu_us = o->res.exec_us;
-  if (o->rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE)
-    o->bytes = o->rm.image.data.len;
-  return o;
 }
 
 /* 0 or the errno of the failed write. */
@@ -102,7 +112,8 @@ static void *writer_main(void *arg) {
   ib_run_writer *w = arg;
   pthread_mutex_lock(&w->mu);
   for (;;) {
-    while (!w->head && !w->closing) pthread_cond_wait(&w->changed, &w->mu);
+    while ((!w->head && !w->closing) || (w->head && w->head->state != OUT_READY))
+      pthread_cond_wait(&w->changed, &w->mu);
     run_out *o = w->head;
     if (!o) break;
     w->head = o->next;
@@ -122,7 +133,50 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-ib_run_writer *ib_run_writer_start(int fd, size_t max_items, size_t max_bytes) {
+/* The oldest result still waiting for its encode, or NULL. */
+static run_out *first_queued(ib_run_writer *w) {
+  for (run_out *o = w->head; o; o = o->next)
+    if (o->state == OUT_QUEUED) return o;
+  return NULL;
+}
+
+static void *encoder_main(void *arg) {
+  ib_run_writer *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    run_out *o;
+    while (!(o = first_queued(w)) && !w->closing) pthread_cond_wait(&w->changed, &w->mu);
+    if (!o) break;
+    o->state = OUT_ENCODING;
+    bool build = !w->failed; /* after a failed write nothing more is written */
+    pthread_mutex_unlock(&w->mu);
+    if (build) out_build(o);
+    pthread_mutex_lock(&w->mu);
+    o->state = OUT_READY;
+    pthread_cond_broadcast(&w->changed);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Stops and joins the threads started (closing: they finish the queue). */
+static void stop_threads(ib_run_writer *w, bool writer) {
+  pthread_mutex_lock(&w->mu);
+  w->closing = true;
+  pthread_cond_broadcast(&w->changed);
+  pthread_mutex_unlock(&w->mu);
+  for (int i = 0; i < w->n_encoders; i++) pthread_join(w->encoders[i], NULL);
+  if (writer) pthread_join(w->thread, NULL);
+}
+
+static void writer_free(ib_run_writer *w) {
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->changed);
+  free(w->encoders);
+  free(w);
+}
+
+ib_run_writer *ib_run_writer_start(int fd, size_t max_items, size_t max_bytes, int encoders) {
   ib_run_writer *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->fd = fd;
@@ -130,17 +184,27 @@ ib_run_writer *ib_run_writer_start(int fd, size_t max_items, size_t max_bytes) {
   w->max_bytes = max_bytes;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->changed, NULL);
-  if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->changed);
-    free(w);
+  if (encoders > 0 && !(w->encoders = calloc((size_t)encoders, sizeof *w->encoders))) {
+    writer_free(w);
+    return NULL;
+  }
+  for (; w->n_encoders < encoders; w->n_encoders++)
+    if (pthread_create(&w->encoders[w->n_encoders], NULL, encoder_main, w) != 0) break;
+  if (w->n_encoders < encoders || pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    stop_threads(w, false);
+    writer_free(w);
     return NULL;
   }
   return w;
 }
 
 bool ib_run_writer_put(ib_run_writer *w, ib_result *res) {
+  const bool encode_here = w->n_encoders == 0 || !ib_result_msg_encodes(res);
   run_out *o = out_new(res);
+  if (o && encode_here) {
+    out_build(o);
+    o->state = OUT_READY; /* before anyone else can see it */
+  }
   pthread_mutex_lock(&w->mu);
   if (!o && !w->failed) w->failed = true, w->err = ENOMEM;
   /* The first one always goes in, however large. */
@@ -177,15 +241,9 @@ void ib_run_writer_drain(ib_run_writer *w) {
 }
 
 bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len) {
-  pthread_mutex_lock(&w->mu);
-  w->closing = true;
-  pthread_cond_broadcast(&w->changed);
-  pthread_mutex_unlock(&w->mu);
-  pthread_join(w->thread, NULL);
+  stop_threads(w, true);
   bool ok = !w->failed;
   if (!ok) snprintf(why, why_len, "%s", strerror(w->err));
-  pthread_mutex_destroy(&w->mu);
-  pthread_cond_destroy(&w->changed);
-  free(w);
+  writer_free(w);
   return ok;
 }

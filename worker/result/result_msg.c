@@ -99,6 +99,16 @@ static bool cpu_encodes(const Imgbatch__V1__CpuOutput *cpu) {
   return cpu && cpu->format != IMGBATCH__V1__FORMAT__RAW;
 }
 
+bool ib_result_msg_encodes(const ib_result *res) {
+  if (res->kind != IB_RESULT_IMAGE || !res->output_spec_len) return false;
+  Imgbatch__V1__OutputSpec *spec =
+      imgbatch__v1__output_spec__unpack(NULL, res->output_spec_len, res->output_spec);
+  bool enc =
+      spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU && cpu_encodes(spec->cpu);
+  if (spec) imgbatch__v1__output_spec__free_unpacked(spec, NULL);
+  return enc;
+}
+
 static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend_raw,
                                ib_error *err) {
   const Imgbatch__V1__CpuOutput *cpu = NULL;

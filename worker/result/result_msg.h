@@ -43,6 +43,10 @@ ib_status ib_result_msg_from_result(ib_result_msg *r, const ib_result *res, ib_e
  * at res->image.data (so `res` must outlive every pack of the message, as
  * its pixels too are borrowed). */
 ib_status ib_result_msg_from_result_lent(ib_result_msg *r, const ib_result *res, ib_error *err);
+/* Whether building res's message runs a codec (an image result whose
+ * output spec asks for PNG, JPEG, WebP or TIFF): the costly case, worth a
+ * thread of its own. */
+bool ib_result_msg_encodes(const ib_result *res);
 /* Packs and writes one varint-delimited frame. */
 bool ib_result_msg_write(const ib_result_msg *r, FILE *out);
 /* Packs into a malloc'ed buffer. */
