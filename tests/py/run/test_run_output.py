@@ -82,6 +82,42 @@ def test_every_frame_is_canonical_and_carries_its_pixels_across_mixed_sizes(tmp_
         assert dict(r.metadata) == dict(job.metadata)
 
 
+def test_encoder_threads_pair_every_encode_with_its_own_result(tmp_path):
+    """PNG outputs are built on encoder threads while raw ones and errors
+    are built on the driving thread, and the writer keeps the queue's order:
+    every PNG must decode to its own job's pixels, under its own key."""
+    import io
+
+    from PIL import Image
+
+    sizes = [(37, 21, "RGB"), (256, 128, "RGBA"), (1, 1, "L"), (300, 200, "RGB"), (64, 64, "L")]
+    jobs = []
+    for k in range(20):
+        w, h, m = sizes[k % len(sizes)]
+        job = raw_job(k, w, h, m, seed=k)
+        if k % 3:
+            job.output.cpu.format = pb.PNG
+        jobs.append(job)
+    msgs = [j.SerializeToString() for j in jobs]
+    src = job_file(tmp_path, msgs[:9] + [b"\x0f\xff\x01"] + msgs[9:])
+    p = subprocess.run([BIN, "run", "--backend", "cpu", "--decode-threads", "3", "--in", str(src)],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    results = [pb.Result.FromString(f) for f in frames_of(p.stdout)]
+    assert sum(r.WhichOneof("outcome") == "error" for r in results) == 1
+    by_key = {r.key_u64: r for r in results if r.WhichOneof("outcome") == "image"}
+    assert sorted(by_key) == list(range(20))
+    for k, job in enumerate(jobs):
+        r, raw = by_key[k], job.source.raw
+        if k % 3:
+            assert r.image.format == pb.PNG
+            im = Image.open(io.BytesIO(r.image.data))
+            assert (im.mode, im.size) == (raw.mode, (raw.width, raw.height))
+            assert im.tobytes() == raw.data, k
+        else:
+            assert r.image.data == raw.data, k
+
+
 def test_stdout_gets_the_same_frames_as_a_file(tmp_path):
     jobs = [raw_job(k, 256, 256, "RGB", seed=k, invert=True) for k in range(6)]
     src = job_file(tmp_path, [j.SerializeToString() for j in jobs])
