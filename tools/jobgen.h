@@ -401,6 +401,43 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
   return (int)j->job.n_nodes - 1;
 }
 
+/* Whether validation admits op on mode m (the ops with mode limits). */
+static inline int jg_admitted(int op, ib_mode m) {
+  if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
+    return m == IB_MODE_L || m == IB_MODE_RGB;
+  if (op == JG_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
+  return 1;
+}
+
+static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *w, uint32_t *h);
+
+/* Appends op (a random variant) to the chain whose last node is prev, of
+ * mode *m and size *w x *h, and moves those to the new node's output, as
+ * validation infers them (chops and blend read the job's newest extra
+ * source). Returns the new node's index. */
+static inline int jg_chain_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode *m, uint32_t *w,
+                              uint32_t *h) {
+  prev = jg_op(j, r, op, prev, *m, *w, *h, -1);
+  const Imgbatch__V1__Node *n = j->nodes[prev];
+  ib_mode m2 = *m;
+  if (op == JG_CHOPS || op == JG_BLEND) {
+    const Imgbatch__V1__Source *src2 = j->extra[j->job.n_extra_sources - 1];
+    m2 = ib_mode_parse(src2->raw->mode);
+    if (op == JG_CHOPS) {
+      *w = *w < src2->raw->width ? *w : src2->raw->width;
+      *h = *h < src2->raw->height ? *h : src2->raw->height;
+    }
+  }
+  if (op == JG_GETCHANNEL || op == JG_CONSTANT)
+    *m = IB_MODE_L;
+  else if (op == JG_CONVERT)
+    *m = ib_mode_parse(n->convert->mode);
+  else if (op == JG_BLEND && (float)n->blend->alpha == 1.0f)
+    *m = m2;
+  jg_size_after(n, op, w, h);
+  return prev;
+}
+
 /* Output size after op node `n` (mode handled by the caller). */
 static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *w, uint32_t *h) {
   uint32_t t;

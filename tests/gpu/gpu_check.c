@@ -62,24 +62,9 @@ static ib_status submit_job(ib_executor *ex, ib_graph *g, uint64_t *id, ib_error
   }
 }
 
-static int admitted(int op, ib_mode m) {
-  if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
-    return m == IB_MODE_L || m == IB_MODE_RGB;
-  if (op == JG_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
-  return 1;
-}
-
 static const uint32_t sizes[][2] = {{1, 1},   {3, 5},   {7, 1},     {1, 9},    {17, 13},
                                     {255, 3}, {64, 64}, {333, 101}, {1000, 7}, {129, 257}};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
-
-/* The mode after op `op` given its node (as validation infers). */
-static ib_mode next_mode(const Imgbatch__V1__Node *n, int op, ib_mode m, ib_mode m2) {
-  if (op == JG_GETCHANNEL || op == JG_CONSTANT) return IB_MODE_L;
-  if (op == JG_CONVERT) return ib_mode_parse(n->convert->mode);
-  if (op == JG_BLEND && (float)n->blend->alpha == 1.0f) return m2;
-  return m;
-}
 
 static int compare(const ib_image *a, const ib_image *b, int *maxdiff) {
   *maxdiff = 0;
@@ -131,7 +116,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
     jg_begin(j, arena, r, m, w, h2, (*key)++);
     int op;
     do op = (int)jg_below(r, JG_COUNT);
-    while (!admitted(op, m) || op == JG_TONE);
+    while (!jg_admitted(op, m) || op == JG_TONE);
     jg_op(j, r, op, 0, m, w, h2, -1);
     j->job.output = &spec;
     ib_graph *g1 = jg_finish(j, &err), *g2 = jg_finish(j, &err);
@@ -514,7 +499,7 @@ int main(int argc, char **argv) {
                    : op == JG_RANK      ? 4
                                         : 2;
     for (int m = 1; m <= 6; m++) {
-      if (!admitted(op, (ib_mode)m)) continue;
+      if (!jg_admitted(op, (ib_mode)m)) continue;
       for (int v = 0; v < variants; v++) {
         uint32_t w = sizes[si % N_SIZES][0], h = sizes[si % N_SIZES][1];
         si++;
@@ -550,20 +535,8 @@ int main(int argc, char **argv) {
     for (int s = 0; s < len; s++) {
       int op;
       do op = (int)jg_below(&r, JG_COUNT);
-      while (!admitted(op, m));
-      prev = jg_op(&j, &r, op, prev, m, w, h, -1);
-      Imgbatch__V1__Node *nd = j.nodes[prev];
-      ib_mode m2 = m;
-      if (op == JG_CHOPS || op == JG_BLEND) {
-        const Imgbatch__V1__Source *src2 = j.extra[j.job.n_extra_sources - 1];
-        m2 = ib_mode_parse(src2->raw->mode);
-        if (op == JG_CHOPS) {
-          w = w < src2->raw->width ? w : src2->raw->width;
-          h = h < src2->raw->height ? h : src2->raw->height;
-        }
-      }
-      m = next_mode(nd, op, m, m2);
-      jg_size_after(nd, op, &w, &h);
+      while (!jg_admitted(op, m));
+      prev = jg_chain_op(&j, &r, op, prev, &m, &w, &h);
       tone |= op == JG_TONE;
       if (lw < (int)sizeof label)
         lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
@@ -632,7 +605,7 @@ int main(int argc, char **argv) {
       ib_image_release(&im);
       int op;
       do op = (int)jg_below(&r, JG_COUNT);
-      while (!admitted(op, m));
+      while (!jg_admitted(op, m));
       jg_op(&j, &r, op, 0, m, w, h, -1);
       ccase *c = &cs[nc];
       if (!(c->g = jg_finish(&j, &err))) {
@@ -762,20 +735,8 @@ int main(int argc, char **argv) {
         for (int q = 0; q < 3; q++) {
           int op;
           do op = (int)jg_below(&r, JG_COUNT);
-          while (!admitted(op, m) || op == JG_TONE);
-          prev = jg_op(&j, &r, op, prev, m, w, h, -1);
-          Imgbatch__V1__Node *nd = j.nodes[prev];
-          ib_mode m2 = m;
-          if (op == JG_CHOPS || op == JG_BLEND) {
-            const Imgbatch__V1__Source *src2 = j.extra[j.job.n_extra_sources - 1];
-            m2 = ib_mode_parse(src2->raw->mode);
-            if (op == JG_CHOPS) {
-              w = w < src2->raw->width ? w : src2->raw->width;
-              h = h < src2->raw->height ? h : src2->raw->height;
-            }
-          }
-          m = next_mode(nd, op, m, m2);
-          jg_size_after(nd, op, &w, &h);
+          while (!jg_admitted(op, m) || op == JG_TONE);
+          prev = jg_chain_op(&j, &r, op, prev, &m, &w, &h);
         }
         ib_graph *g1 = NULL, *g2 = jg_finish(&j, &err);
         if (!g2) continue;

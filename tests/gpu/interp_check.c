@@ -68,13 +68,6 @@ static int check(const gpu *d, CUresult rc, const char *what) {
   return 0;
 }
 
-static int admitted(int op, ib_mode m) {
-  if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
-    return m == IB_MODE_L || m == IB_MODE_RGB;
-  if (op == JG_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
-  return 1;
-}
-
 static int pointwise(int op) { return op <= JG_BLEND; /* jobgen.h lists the pointwise ops first */ }
 
 static ib_status open_gpu(gpu *d, ib_error *err) {
@@ -392,7 +385,7 @@ int main(int argc, char **argv) {
     if (!pointwise(op)) continue;
     const int variants = op == JG_CHOPS ? 12 : op == JG_CONVERT ? 6 : op == JG_GETCHANNEL ? 4 : 2;
     for (int m = 1; m <= 6; m++) {
-      if (!admitted(op, (ib_mode)m)) continue;
+      if (!jg_admitted(op, (ib_mode)m)) continue;
       for (int v = 0; v < variants; v++) {
         const uint32_t w = sizes[si % 10][0], h = sizes[si % 10][1];
         si++;
@@ -423,19 +416,8 @@ int main(int argc, char **argv) {
     for (int s = 0; s < len; s++) {
       int op;
       do op = (int)jg_below(&r, JG_BLEND + 1);
-      while (!admitted(op, m));
-      prev = jg_op(&j, &r, op, prev, m, w, h, -1);
-      Imgbatch__V1__Node *nd = j.nodes[prev];
-      if (op == JG_CHOPS || op == JG_BLEND) {
-        const Imgbatch__V1__Source *src2 = j.extra[j.job.n_extra_sources - 1];
-        if (op == JG_CHOPS) {
-          w = w < src2->raw->width ? w : src2->raw->width;
-          h = h < src2->raw->height ? h : src2->raw->height;
-        }
-        if (op == JG_BLEND && (float)nd->blend->alpha == 1.0f) m = ib_mode_parse(src2->raw->mode);
-      }
-      if (op == JG_GETCHANNEL || op == JG_CONSTANT) m = IB_MODE_L;
-      if (op == JG_CONVERT) m = ib_mode_parse(nd->convert->mode);
+      while (!jg_admitted(op, m));
+      prev = jg_chain_op(&j, &r, op, prev, &m, &w, &h);
       if (lw < (int)sizeof label)
         lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
     }

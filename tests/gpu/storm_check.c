@@ -120,13 +120,6 @@ static void sigset_free(sigset *ss) {
   *ss = (sigset){0};
 }
 
-static int admitted(int op, ib_mode m) {
-  if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
-    return m == IB_MODE_L || m == IB_MODE_RGB;
-  if (op == JG_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
-  return 1;
-}
-
 static int pack_into(jg_job *j, pjob *p) {
   p->buf = jg_pack(j, &p->len);
   return p->buf != NULL;
@@ -183,20 +176,8 @@ static int make_new(jg_job *j, jg_arena *a, jg_rng *r, uint32_t side, uint64_t k
         op = head_ops[jg_below(r, sizeof head_ops / sizeof head_ops[0])];
       else
         do op = (int)jg_below(r, JG_BLEND + 1);
-        while (!admitted(op, m));
-      prev = jg_op(j, r, op, prev, m, w, h, -1);
-      if (op >= JG_TRANSPOSE) jg_size_after(j->nodes[prev], op, &w, &h);
-      Imgbatch__V1__Node *nd = j->nodes[prev];
-      if (op == JG_CHOPS || op == JG_BLEND) {
-        const Imgbatch__V1__Source *src2 = j->extra[j->job.n_extra_sources - 1];
-        if (op == JG_CHOPS) {
-          w = w < src2->raw->width ? w : src2->raw->width;
-          h = h < src2->raw->height ? h : src2->raw->height;
-        }
-        if (op == JG_BLEND && (float)nd->blend->alpha == 1.0f) m = ib_mode_parse(src2->raw->mode);
-      }
-      if (op == JG_GETCHANNEL || op == JG_CONSTANT) m = IB_MODE_L;
-      if (op == JG_CONVERT) m = ib_mode_parse(nd->convert->mode);
+        while (!jg_admitted(op, m));
+      prev = jg_chain_op(j, r, op, prev, &m, &w, &h);
       if (lw < (int)sizeof p->label)
         lw += snprintf(p->label + lw, sizeof p->label - (size_t)lw, " %s", jg_names[op]);
     }
