@@ -34,8 +34,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "tools/jobgen.h"
+#include "cli/cli.h"
 #include "imgbatch.h"
+#include "tools/jobgen.h"
 
 static double ab_now(void) {
   struct timespec ts;
@@ -544,6 +545,10 @@ static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_
                                 uint32_t in_flight) {
   ib_executor_options o;
   ib_executor_options_default(&o);
+  /* The tools' environment (IB_CUDA_PROFILE, IB_CACHE_DIR, ...) as for
+   * gpu_bench's other executors: without it the host profile that
+   * bench/profile.sh reads was never printed. */
+  ib_cli_tool_options(&o);
   o.backend = IB_BACKEND_CUDA;
   o.gpu_bytes = gpu_bytes;
   o.host_bytes = host_bytes;
