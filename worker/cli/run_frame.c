@@ -10,25 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/frame.h"
+
 #define RESULT_FIELDS 13u
 #define RESULT_IMAGE_FIELD 6u
 #define IMAGE_DATA_FIELD 5u
 #define WIRE_LEN 2u
 
-static size_t varint(uint8_t *p, uint64_t v) {
-  size_t k = 0;
-  do {
-    p[k] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) p[k] |= 0x80;
-    k++;
-  } while (v);
-  return k;
-}
-
 static size_t varint_len(uint64_t v) {
   uint8_t scratch[10];
-  return varint(scratch, v);
+  return ib_frame_varint(scratch, v);
 }
 
 /* The shape the split relies on, checked against the compiled descriptors. */
@@ -46,7 +37,7 @@ static bool splittable(void) {
 static bool pack_whole(ib_run_frame *f, const ib_result_msg *rm) {
   size_t len = imgbatch__v1__result__get_packed_size(&rm->msg);
   if (!(f->packed = malloc(10 + len))) return false;
-  size_t k = varint(f->packed, len);
+  size_t k = ib_frame_varint(f->packed, len);
   imgbatch__v1__result__pack(&rm->msg, f->packed + k);
   f->iov[0] = (struct iovec){f->packed, k + len};
   f->iovcnt = 1;
@@ -87,14 +78,14 @@ bool ib_run_frame_pack(ib_run_frame *f, const ib_result_msg *rm) {
     return false;
   }
   imgbatch__v1__result__pack(&outer, tail);
-  size_t k = varint(p, total);
+  size_t k = ib_frame_varint(p, total);
   memcpy(p + k, tail, pre_len);
   k += pre_len;
   p[k++] = (uint8_t)(RESULT_IMAGE_FIELD << 3 | WIRE_LEN);
-  k += varint(p + k, img_len);
+  k += ib_frame_varint(p + k, img_len);
   k += imgbatch__v1__image_data__pack(&hdr, p + k);
   p[k++] = (uint8_t)(IMAGE_DATA_FIELD << 3 | WIRE_LEN);
-  k += varint(p + k, im->data.len);
+  k += ib_frame_varint(p + k, im->data.len);
   memcpy(p + k, tail + pre_len, tail_len);
   free(tail);
   f->iov[0] = (struct iovec){p, k};

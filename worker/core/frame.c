@@ -48,15 +48,19 @@ ib_frame_status ib_frame_read(FILE *f, size_t max_len, uint8_t **buf, size_t *ca
   return fs;
 }
 
+size_t ib_frame_varint(uint8_t *out, uint64_t v) {
+  size_t k = 0;
+  do {
+    out[k] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) out[k] |= 0x80;
+    k++;
+  } while (v);
+  return k;
+}
+
 bool ib_frame_write(FILE *f, const uint8_t *msg, size_t len) {
   uint8_t hdr[10];
-  size_t k = 0;
-  uint64_t n = len;
-  do {
-    hdr[k] = (uint8_t)(n & 0x7f);
-    n >>= 7;
-    if (n) hdr[k] |= 0x80;
-    k++;
-  } while (n);
+  size_t k = ib_frame_varint(hdr, len);
   return fwrite(hdr, 1, k, f) == k && fwrite(msg, 1, len, f) == len;
 }

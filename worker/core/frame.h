@@ -23,5 +23,7 @@ ib_frame_status ib_frame_skip_body(FILE *f, size_t len);
 /* Both: one frame into *buf (grown as needed, capacity *cap). */
 ib_frame_status ib_frame_read(FILE *f, size_t max_len, uint8_t **buf, size_t *cap, size_t *len);
 bool ib_frame_write(FILE *f, const uint8_t *msg, size_t len);
+/* Writes v as a protobuf varint into out (at most 10 bytes); its length. */
+size_t ib_frame_varint(uint8_t *out, uint64_t v);
 
 #endif
