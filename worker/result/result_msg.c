@@ -1,4 +1,4 @@
-/* Building and framing Result messages. */
+/* Building and packing Result messages. */
 #include "result/result_msg.h"
 
 #include <stdlib.h>
@@ -6,7 +6,6 @@
 
 #include "codec/codec.h"
 #include "core/error.h"
-#include "core/frame.h"
 #include "core/utf8.h"
 
 /* Every string a Result carries is valid UTF-8, or strict protobuf runtimes
@@ -189,14 +188,6 @@ uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len) {
   uint8_t *buf = malloc(*len ? *len : 1);
   if (buf) imgbatch__v1__result__pack(&r->msg, buf);
   return buf;
-}
-
-bool ib_result_msg_write(const ib_result_msg *r, FILE *out) {
-  size_t len = 0;
-  uint8_t *buf = ib_result_msg_pack(r, &len);
-  bool ok = buf && ib_frame_write(out, buf, len);
-  free(buf);
-  return ok;
 }
 
 void ib_result_msg_clear(ib_result_msg *r) {

@@ -47,8 +47,6 @@ ib_status ib_result_msg_from_result_lent(ib_result_msg *r, const ib_result *res,
  * output spec asks for PNG, JPEG, WebP or TIFF): the costly case, worth a
  * thread of its own. */
 bool ib_result_msg_encodes(const ib_result *res);
-/* Packs and writes one varint-delimited frame. */
-bool ib_result_msg_write(const ib_result_msg *r, FILE *out);
 /* Packs into a malloc'ed buffer. */
 uint8_t *ib_result_msg_pack(const ib_result_msg *r, size_t *len);
 void ib_result_msg_clear(ib_result_msg *r);
