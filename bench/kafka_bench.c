@@ -6,12 +6,14 @@
  *   kafka_bench drive --brokers B --n N --kind raw|png [--side S]
  *       produces N Jobs on imgbatch.jobs (raw RGB SxS -> copy -> raw out, or
  *       PNG SxS -> GaussianBlur(2) -> PNG out: codec-bound), paced by the
- *       Results it reads back; prints jobs/s, MB/s and latency p50/p99
- *       after a warm-up window
+ *       Results it reads back (a window deep enough that the worker sets
+ *       the pace); prints jobs/s, MB/s and latency p50/p99 after a warm-up
  *   kafka_bench relay --brokers B --n N     the floor: N messages jobs -> results
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +28,17 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static rd_kafka_t *client(const char *brokers, rd_kafka_type_t type, const char *group) {
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+
+/* trace: the drive's producer records every Job's delivery into it. */
+static rd_kafka_t *client(const char *brokers, rd_kafka_type_t type, const char *group,
+                          void *trace) {
   char err[512];
   rd_kafka_conf_t *c = rd_kafka_conf_new();
+  if (trace) {
+    rd_kafka_conf_set_opaque(c, trace);
+    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+  }
   rd_kafka_conf_set(c, "bootstrap.servers", brokers, err, sizeof err);
   if (type == RD_KAFKA_PRODUCER) {
     rd_kafka_conf_set(c, "linger.ms", "5", err, sizeof err);
@@ -126,18 +136,21 @@ static uint8_t *make_job(const char *kind, uint32_t side, uint64_t key, size_t *
 }
 
 static int relay(const char *brokers, long n) {
-  rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-relay");
-  rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL);
+  rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-relay", NULL);
+  rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL, NULL);
   subscribe(c, "imgbatch.jobs");
   for (long done = 0; done < n;) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
     rd_kafka_poll(p, 0);
     if (!m) continue;
     if (!m->err) {
-      while (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.results"),
-                               RD_KAFKA_V_VALUE(m->payload, m->len),
-                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                               RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      /* Keyed as the worker keys its Results: the Job's coordinates. */
+      char key[64];
+      snprintf(key, sizeof key, "imgbatch.jobs/%" PRId32 "/%" PRId64, m->partition, m->offset);
+      while (rd_kafka_producev(
+                 p, RD_KAFKA_V_TOPIC("imgbatch.results"), RD_KAFKA_V_KEY(key, strlen(key)),
+                 RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                 RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
         rd_kafka_poll(p, 10);
       done++;
     }
@@ -155,33 +168,132 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Produces n Jobs paced by the Results read back (the mock broker keeps
- * only about 1 MB per partition, so a backlog larger than that would be
- * deleted before it is consumed), and times the stream after its warm-up. */
+/* Where each Job landed (its delivery report) and when its Result came
+ * back, joined after the run: the worker keys a Result by the Job's
+ * "topic/partition/offset", and Results of different partitions arrive
+ * out of order. */
+typedef struct {
+  long n;
+  int32_t *part;
+  int64_t *off;
+  double *sent, *back; /* back < 0: no Result yet */
+} trace;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+  (void)opaque;
+  trace *t = rd_kafka_opaque(rk);
+  long i = (long)(intptr_t)m->_private;
+  if (i < 0 || i >= t->n || m->err) return;
+  t->part[i] = m->partition;
+  t->off[i] = m->offset;
+}
+
+/* The partition and offset of the Job a Result answers, from its key
+ * "imgbatch.jobs/P/O"; false for any other key. */
+static bool job_coords(const rd_kafka_message_t *m, int32_t *part, int64_t *off) {
+  char key[96];
+  if (!m->key || m->key_len == 0 || m->key_len >= sizeof key) return false;
+  memcpy(key, m->key, m->key_len);
+  key[m->key_len] = 0;
+  const char *slash = strchr(key, '/');
+  long long p = 0, o = 0;
+  if (!slash || sscanf(slash + 1, "%lld/%lld", &p, &o) != 2) return false;
+  *part = (int32_t)p;
+  *off = (int64_t)o;
+  return true;
+}
+
+static const trace *g_sort; /* qsort has no context argument */
+static int cmp_coords(const void *a, const void *b) {
+  long i = *(const long *)a, j = *(const long *)b;
+  if (g_sort->part[i] != g_sort->part[j]) return g_sort->part[i] < g_sort->part[j] ? -1 : 1;
+  return (g_sort->off[i] > g_sort->off[j]) - (g_sort->off[i] < g_sort->off[j]);
+}
+
+/* Joins the Results (partition, offset, arrival) to the Jobs' delivery
+ * reports; returns how many matched no delivered Job. */
+static long join(trace *t, long produced, const int32_t *rp, const int64_t *ro, const double *rt,
+                 long got) {
+  long *by = malloc((size_t)produced * sizeof *by), unmatched = 0;
+  if (!by) return got;
+  for (long i = 0; i < produced; i++) by[i] = i;
+  g_sort = t;
+  qsort(by, (size_t)produced, sizeof *by, cmp_coords);
+  for (long r = 0; r < got; r++) {
+    long lo = 0, hi = produced;
+    while (lo < hi) {
+      long mid = (lo + hi) / 2, i = by[mid];
+      if (t->part[i] < rp[r] || (t->part[i] == rp[r] && t->off[i] < ro[r]))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    long i = lo < produced ? by[lo] : -1;
+    if (i >= 0 && t->part[i] == rp[r] && t->off[i] == ro[r] && t->back[i] < 0)
+      t->back[i] = rt[r];
+    else
+      unmatched++;
+  }
+  free(by);
+  return unmatched;
+}
+
+/* Produces n Jobs, keyed by their sequence number so that they spread over
+ * the topic's partitions, paced by the Results read back: at most `window`
+ * outstanding, inside what the mock broker keeps (5 MiB a partition, the
+ * oldest dropped beyond that) with room for the key hash's unevenness.
+ * The window is deep enough that the worker, not this loop, sets the pace
+ * (a closed loop of W jobs measures W / latency). Times the stream after
+ * its warm-up. */
+/* The partition count of a topic, from the broker (1 when unknown). */
+static int partitions_of(rd_kafka_t *rk, const char *topic) {
+  rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+  const struct rd_kafka_metadata *md = NULL;
+  int n = 1;
+  if (t && rd_kafka_metadata(rk, 0, t, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt > 0)
+      n = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+  }
+  if (t) rd_kafka_topic_destroy(t);
+  return n;
+}
+
 static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
-  rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-collect");
-  rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL);
+  trace t = {.n = n};
+  t.part = malloc((size_t)n * sizeof *t.part);
+  t.off = malloc((size_t)n * sizeof *t.off);
+  t.sent = calloc((size_t)n, sizeof *t.sent);
+  t.back = malloc((size_t)n * sizeof *t.back);
+  double *lat = calloc((size_t)n, sizeof *lat), *rt = calloc((size_t)n, sizeof *rt);
+  int32_t *rp = calloc((size_t)n, sizeof *rp);
+  int64_t *ro = calloc((size_t)n, sizeof *ro);
+  if (!t.part || !t.off || !t.sent || !t.back || !lat || !rt || !rp || !ro) {
+    fprintf(stderr, "kafka_bench: out of memory\n");
+    return 1;
+  }
+  for (long i = 0; i < n; i++) t.part[i] = -1, t.off[i] = -1, t.back[i] = -1;
+  rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-collect", NULL);
+  rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL, &t);
   subscribe(c, "imgbatch.results");
   size_t len = 0;
   uint8_t *job = make_job(kind, side, 0, &len);
-  /* The mock keeps about 1 MB per partition: stay well inside it. */
-  long window = (long)((2u << 20) / len);
+  int partitions = partitions_of(p, "imgbatch.jobs");
+  long window = (long)((size_t)partitions * (2u << 20) / len);
   if (window < 4) window = 4;
-  if (window > 512) window = 512;
+  if (window > 1024) window = 1024;
   long warm = window < n / 4 ? window : n / 4;
   double t_warm = 0, last = 0, deadline = now_s() + 900;
-  double *lat = calloc((size_t)n, sizeof *lat);
-  double *sent = calloc((size_t)n, sizeof *sent);
   uint64_t out_bytes = 0;
   long got = 0, produced = 0;
   while (got < n && now_s() < deadline) {
     while (produced < n && produced - got < window) {
-      sent[produced] = now_s();
-      /* The Job's key carries its sequence number for the latency. */
       char key[24];
       snprintf(key, sizeof key, "%ld", produced);
-      if (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.jobs"), RD_KAFKA_V_VALUE(job, len),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) != 0)
+      t.sent[produced] = now_s();
+      if (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.jobs"), RD_KAFKA_V_KEY(key, strlen(key)),
+                            RD_KAFKA_V_VALUE(job, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                            RD_KAFKA_V_OPAQUE((void *)(intptr_t)produced), RD_KAFKA_V_END) != 0)
         break;
       produced++;
     }
@@ -192,29 +304,42 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
       last = now_s();
       if (got == warm) t_warm = last, out_bytes = 0;
       out_bytes += m->len;
-      lat[got] = (last - sent[got]) * 1e3; /* results in order of jobs, near enough */
+      if (job_coords(m, &rp[got], &ro[got]))
+        rt[got] = last;
+      else
+        rp[got] = -1;
       got++;
     }
     rd_kafka_message_destroy(m);
   }
-  long timed = got - warm - 1;
+  rd_kafka_flush(p, 10000); /* every delivery report served */
+  long unmatched = join(&t, produced, rp, ro, rt, got), timed = got - warm - 1, nl = 0;
   double span = last > t_warm ? last - t_warm : 1e-9;
-  qsort(lat + warm, (size_t)(got - warm), sizeof *lat, cmp_double);
-  long nl = got - warm;
+  /* Latency of the Jobs sent after the warm-up window. */
+  for (long i = warm; i < n; i++)
+    if (t.back[i] >= 0) lat[nl++] = (t.back[i] - t.sent[i]) * 1e3;
+  qsort(lat, (size_t)nl, sizeof *lat, cmp_double);
+  if (unmatched) fprintf(stderr, "kafka_bench: %ld Results matched no Job sent\n", unmatched);
   printf(
-      "%ld of %ld results (window %ld, %zu-byte jobs): %.1f jobs/s, in %.1f MB/s, out %.1f MB/s, "
+      "%ld of %ld results (window %ld over %d partitions, %zu-byte jobs): %.1f jobs/s, in %.1f "
+      "MB/s, out %.1f MB/s, "
       "latency p50 %.1f ms p99 %.1f ms\n",
-      got, n, window, len, (double)timed / span, (double)len * (double)timed / span / 1e6,
-      (double)out_bytes / span / 1e6, nl > 0 ? lat[warm + nl / 2] : 0.0,
-      nl > 0 ? lat[warm + nl * 99 / 100] : 0.0);
+      got, n, window, partitions, len, (double)timed / span,
+      (double)len * (double)timed / span / 1e6, (double)out_bytes / span / 1e6,
+      nl > 0 ? lat[nl / 2] : 0.0, nl > 0 ? lat[nl * 99 / 100] : 0.0);
   free(lat);
-  free(sent);
+  free(t.sent);
+  free(t.back);
+  free(t.part);
+  free(t.off);
+  free(rt);
+  free(rp);
+  free(ro);
   free(job);
-  rd_kafka_flush(p, 10000);
   rd_kafka_destroy(p);
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
-  return got == n ? 0 : 1;
+  return got == n && !unmatched ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

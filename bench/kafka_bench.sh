@@ -3,10 +3,14 @@
 # relay of the same messages on the same embedded broker (issue 10 "Speed").
 # Needs bin/imgbatch and bin/kafka_bench on PATH (a build dir's, or .devpack/bin).
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
-#   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16
+#   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the
+#          worker's default caps), then the most threads with --max-jobs M
+# The driver keeps a window of Jobs outstanding over every partition (see
+# kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
 # Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
+#                             [--codec-n N] [--best-max-jobs M]
 set -u
-backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=400
+backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -14,6 +18,7 @@ while [ $# -gt 0 ]; do
     --side) side=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --codec-n) codec_n=$2; shift 2 ;;
+    --best-max-jobs) best_jobs=$2; shift 2 ;;
     *) echo "unknown $1" >&2; exit 2 ;;
   esac
 done
@@ -50,3 +55,4 @@ run_case worker-raw raw "$n" --decode-threads 0
 for t in $threads; do
   run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
 done
+run_case "worker-png-t$t-mj$best_jobs" png "$codec_n" --decode-threads "$t" --max-jobs "$best_jobs"

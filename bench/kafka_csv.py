@@ -8,7 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import csvrows  # noqa: E402
 
-LINE = re.compile(r"^(\S+)\s+(\d+) of (\d+) results \(window \d+, (\d+)-byte jobs\): ([\d.]+) jobs/s, "
+LINE = re.compile(r"^(\S+)\s+(\d+) of (\d+) results \(window \d+(?: over \d+ partitions)?, (\d+)-byte jobs\): ([\d.]+) jobs/s, "
                   r"in ([\d.]+) MB/s, out ([\d.]+) MB/s, latency p50 ([\d.]+) ms p99 ([\d.]+) ms")
 
 

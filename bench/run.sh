@@ -259,7 +259,7 @@ part_kafka() {
   command -v kafka_bench >/dev/null || { skip kafka "no kafka_bench binary"; return; }
   say "kafka: worker vs a plain librdkafka relay on the embedded broker"
   OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 3000)" \
-    --codec-n "$(q 100 600)" --threads "$(q 2 "1 4 16")"
+    --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
   step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
 }

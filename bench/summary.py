@@ -187,11 +187,11 @@ def targets(R):
 
     wk = R.find(part="kafka", impl=f"imgbatch-worker-{B}",
                 workload=lambda w: w.startswith("png-t"), metric="jobs_per_s")
-    wk = max(wk, key=lambda r: int(r["workload"][5:])) if wk else None
+    wk = max(wk, key=lambda r: num(r["value"])) if wk else None  # the best setting, named
     pil = R.best(lower=False, part="codecs", impl=lambda i: i.startswith("pillow-mp") and i.endswith("png->png"),
                  workload="gauss2-png", mode="RGB", side=128, metric="img_per_s")
     v = num(wk["value"]) / num(pil["value"]) if wk and pil else None
-    out.append(("PNG → GaussianBlur(2) → PNG, 128², most decode threads, vs Pillow on every core",
+    out.append(("PNG → GaussianBlur(2) → PNG, 128², Kafka worker at its best setting, vs Pillow on every core",
                 f"{fmt(v, 'x')} ({wk['workload']}: {fmt(num(wk['value']), 'jobs/s')} vs "
                 f"{pil['impl']} {fmt(num(pil['value']), '/s')})" if v else "-", "≥ 2x", verdict(v, 2, True, "x")))
 
