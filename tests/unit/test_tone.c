@@ -160,17 +160,19 @@ static long encode_mismatches(const float *t, uint32_t from, uint32_t to) {
   long bad = 0;
   for (uint32_t u = from;; u++) {
     float f = float_of(u);
-    if (ib_tone_encode_tab_f32(t, f) != ib_tone_encode_f32(f)) {
+    uint8_t want = ib_tone_encode_f32(f), tab = ib_tone_encode_tab_f32(t, f),
+            fast = ib_tone_encode_fast_f32(f);
+    if (tab != want || fast != want) {
       if (bad < 5)
-        cr_log_error("lin %a (%08x): table %d, function %d", f, u, ib_tone_encode_tab_f32(t, f),
-                     ib_tone_encode_f32(f));
+        cr_log_error("lin %a (%08x): search %d, buckets %d, function %d", f, u, tab, fast, want);
       bad++;
     }
     if (u == to) return bad;
   }
 }
 
-/* The table encode equals ib_tone_encode_f32 on every float. The function's
+/* Both table encodes (binary search, buckets) equal ib_tone_encode_f32 on
+ * every float. The function's
  * byte is non-decreasing in lin: every step but ib_cbrt_d is a correctly
  * rounded (so monotone) operation on non-negative values or the clamp and
  * floor, and ib_cbrt_d's last-ulp wobble (double) can move its float result
@@ -203,6 +205,10 @@ Test(tone, encode_table_equals_the_function_on_every_float) {
   cr_assert_eq(encode_mismatches(t, 0x80000000u, 0x80010000u), 0, "-0 and negatives");
   cr_assert_eq(encode_mismatches(t, 0xff7f0000u, 0xffffffffu), 0, "-inf, negative NaNs");
   cr_assert_eq(encode_mismatches(t, bits_of(0.0031f), bits_of(0.0032f)), 0, "branch change");
+  for (uint32_t j = 0; j <= 13 * 128; j++) {
+    uint32_t u = ((114u << 7) + j) << 16; /* bucket j's least float */
+    cr_assert_eq(encode_mismatches(t, u - 64, u + 64), 0, "bucket %u's edges", j);
+  }
 }
 
 /* ib_tone_cbrt_f32 equals (float)ib_cbrt_d on every input the kernel can
