@@ -4,10 +4,9 @@ gpu_bench's parameters), on gpu_bench's constant input (every byte 0x5a:
 every lane of a warp takes the same path through the encode tables) and on
 random bytes (the worst case for them), so the cost of divergent table reads
 is measured, not guessed. Variants of kernels/tone.h's pixel, made by text
-substitution in a copy of kernels/: `tree` (as committed), `search` (the
-encode by binary search over the 255 thresholds instead of the buckets) and
-`former` (double cube roots and the encode function: the kernel before the
-tables, bytes and time); every variant's bytes are compared with the
+substitution in a copy of kernels/: `tree` (as committed) and `former`
+(double cube roots and the encode function: the kernel before the tables,
+its time and its bytes); every variant's bytes are compared with the
 first's. CUDA events, median of 30 launches after a warm-up; the parameter
 block is made on the device by ib_tone_prepare_f32 (IEEE operations only:
 the host's values).
@@ -23,7 +22,6 @@ import tempfile
 
 VARIANTS = {
     "tree": [],
-    "search": [("= ib_tone_encode_fast_f32(", "= ib_tone_encode_tab_f32(ib_tone_encode_thresholds, ")],
     "former": [("= ib_tone_encode_fast_f32(", "= ib_tone_encode_f32("),
                ("ib_tone_cbrt_f32(lms[", "(float)ib_cbrt_d((double)lms[")],
 }
