@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/tone.h"
 
@@ -139,4 +140,132 @@ Test(tone, tone_masks_act_only_in_their_ranges) {
   cr_assert_float_eq(ib_tone_adjust_f64(&bl, 0.3), 0.3, 1e-12);
   cr_assert_float_eq(ib_tone_adjust_f64(&wh, 0.7), 0.7, 1e-12);
   cr_assert_float_eq(ib_tone_adjust_f64(&wh, 1.0), 1.125, 1e-12);
+}
+
+/* ------------------------------------------------ the fast paths, bit for bit */
+
+static float float_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static uint32_t bits_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static long encode_mismatches(uint32_t from, uint32_t to) {
+  long bad = 0;
+  for (uint32_t u = from;; u++) {
+    float f = float_of(u);
+    uint8_t want = ib_tone_encode_f32(f), fast = ib_tone_encode_fast_f32(f);
+    if (fast != want) {
+      if (bad < 5) cr_log_error("lin %a (%08x): buckets %d, function %d", f, u, fast, want);
+      bad++;
+    }
+    if (u == to) return bad;
+  }
+}
+
+/* The table encode (buckets and thresholds) equals ib_tone_encode_f32 on
+ * every float. The function's byte is non-decreasing in lin: every step but ib_cbrt_d is a
+ * correctly rounded (so monotone) operation on non-negative values or the clamp and floor, and
+ * ib_cbrt_d's last-ulp wobble (double) can move its float result by at most one float ulp - so a
+ * byte can only go down within a few float ulps of where it goes up. Every float within 4096 of
+ * each threshold is checked (one float step there moves c by >= 0.25 of its ulp, so 4096 steps are
+ * > 1000 ulps of c, far beyond any rounding), every float within 64 of a bucket edge, a stride over
+ * all bit patterns, NaN, infinities, negatives and subnormals. IB_TONE_EXHAUSTIVE=1 checks all 2^32
+ * patterns (about 3 minutes on one core). */
+Test(tone, encode_table_equals_the_function_on_every_float) {
+  const float *t = ib_tone_encode_thresholds;
+  const char *all = getenv("IB_TONE_EXHAUSTIVE");
+  if (all && strcmp(all, "1") == 0) {
+    cr_assert_eq(encode_mismatches(0, 0xffffffffu), 0);
+    return;
+  }
+  for (int k = 1; k < 256; k++) {
+    cr_assert(t[k] > t[k - 1] || k == 1, "thresholds increase: %d", k);
+    uint32_t u = bits_of(t[k]);
+    cr_assert_eq(ib_tone_encode_f32(t[k]), k, "threshold %d is exact (byte at it)", k);
+    cr_assert_eq(ib_tone_encode_f32(float_of(u - 1)), k - 1, "threshold %d is the least", k);
+    cr_assert_eq(encode_mismatches(u - 4096, u + 4096), 0, "near threshold %d", k);
+  }
+  long bad = 0;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 4099)
+    bad += encode_mismatches((uint32_t)u, (uint32_t)u);
+  cr_assert_eq(bad, 0, "stride over all bit patterns");
+  cr_assert_eq(encode_mismatches(0, 0x00010000u), 0, "+0 and subnormals");
+  cr_assert_eq(encode_mismatches(0x7f7f0000u, 0x7fc10000u), 0, "largest, +inf, NaNs");
+  cr_assert_eq(encode_mismatches(0x80000000u, 0x80010000u), 0, "-0 and negatives");
+  cr_assert_eq(encode_mismatches(0xff7f0000u, 0xffffffffu), 0, "-inf, negative NaNs");
+  cr_assert_eq(encode_mismatches(bits_of(0.0031f), bits_of(0.0032f)), 0, "branch change");
+  for (uint32_t j = 0; j <= 13 * 128; j++) {
+    uint32_t u = ((114u << 7) + j) << 16; /* bucket j's least float */
+    cr_assert_eq(encode_mismatches(u - 64, u + 64), 0, "bucket %u's edges", j);
+  }
+}
+
+/* ib_tone_cbrt_f32 equals (float)ib_cbrt_d on every input the kernel can
+ * give it: the LMS values of all 2^24 RGB triples (the decode table does not
+ * depend on the parameters). Two halves, run on two cores by --jobs 2. */
+static void check_cbrt_domain(int r0, int r1) {
+  const ib_tone_f32 p = ib_tone_prepare_f32(0, 0, 0, 0, 0, 0);
+  for (int r = r0; r < r1; r++)
+    for (int g = 0; g < 256; g++)
+      for (int b = 0; b < 256; b++) {
+        const uint8_t px[3] = {(uint8_t)r, (uint8_t)g, (uint8_t)b};
+        float lms[3];
+        ib_tone_lms_f32(p.decode, px, lms);
+        for (int c = 0; c < 3; c++) {
+          float got = ib_tone_cbrt_f32(lms[c]), want = (float)ib_cbrt_d((double)lms[c]);
+          cr_assert(bits_of(got) == bits_of(want), "rgb %d %d %d lms[%d] = %a: %a, want %a", r, g,
+                    b, c, lms[c], got, want);
+        }
+      }
+}
+
+Test(tone, float_cbrt_equals_the_double_one_on_all_rgb_triples_low) { check_cbrt_domain(0, 128); }
+Test(tone, float_cbrt_equals_the_double_one_on_all_rgb_triples_high) {
+  check_cbrt_domain(128, 256);
+}
+
+/* The pixel as it was computed before the fast paths (double cube roots, the
+ * encode function): the same bytes for random pixels and parameters. */
+static void px_before(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out) {
+  float lms[3];
+  ib_tone_lms_f32(p->decode, rgb, lms);
+  float l = (float)ib_cbrt_d((double)lms[0]);
+  float m = (float)ib_cbrt_d((double)lms[1]);
+  float s = (float)ib_cbrt_d((double)lms[2]);
+  float L = 0.2104542553f * l + 0.7936177850f * m - 0.0040720468f * s;
+  float A = 1.9779984951f * l - 2.4285922050f * m + 0.4505937099f * s;
+  float B = 0.0259040371f * l + 0.7827717662f * m - 0.8086757660f * s;
+  L = ib_tone_adjust_f32(p, L);
+  l = L + 0.3963377774f * A + 0.2158037573f * B;
+  m = L - 0.1055613458f * A - 0.0638541728f * B;
+  s = L - 0.0894841775f * A - 1.2914855480f * B;
+  l = l * l * l;
+  m = m * m * m;
+  s = s * s * s;
+  out[0] = ib_tone_encode_f32(4.0767416621f * l - 3.3077115913f * m + 0.2309699292f * s);
+  out[1] = ib_tone_encode_f32(-1.2684380046f * l + 2.6097574011f * m - 0.3413193965f * s);
+  out[2] = ib_tone_encode_f32(-0.0041960863f * l - 0.7034186147f * m + 1.7076147010f * s);
+}
+
+Test(tone, fast_pixel_equals_the_former_one_on_random_pixels_and_params) {
+  for (int k = 0; k < 200; k++) {
+    tone_params tp = random_params();
+    if (k < 9) tp.ev = (float)(k - 4) * 2.0f; /* the extremes too */
+    ib_tone_f32 p =
+        ib_tone_prepare_f32(tp.ev, tp.contrast, tp.highlights, tp.shadows, tp.whites, tp.blacks);
+    for (int i = 0; i < 2000; i++) {
+      uint8_t in[3] = {(uint8_t)rng_next(), (uint8_t)rng_next(), (uint8_t)rng_next()}, a[3], b[3];
+      ib_tone_px_f32(&p, in, a);
+      px_before(&p, in, b);
+      cr_assert(memcmp(a, b, 3) == 0, "ev=%g c=%g rgb %d %d %d: %d %d %d, former %d %d %d", tp.ev,
+                tp.contrast, in[0], in[1], in[2], a[0], a[1], a[2], b[0], b[1], b[2]);
+    }
+  }
 }
