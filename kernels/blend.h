@@ -72,6 +72,12 @@ IB_FN uint8_t ib_blend_px(uint8_t a, uint8_t b, float alpha) {
 }
 #endif
 
+/* ib_blend_px(a, a, alpha), the alpha band of ImageEnhance (its degenerate
+ * keeps the image's alpha): t = a + alpha * 0 is a for every finite alpha
+ * (no clamp acts on a byte) and NaN for an infinite or NaN one (-> 0). One
+ * compare of the uniform alpha instead of a blend per pixel. */
+IB_FN uint8_t ib_blend_same(uint8_t a, float alpha) { return alpha * 0.0f == 0.0f ? a : 0; }
+
 /* One row of `n` bytes (width * bands: blend is band-blind). */
 IB_FN void ib_blend_row(const uint8_t *a, const uint8_t *b, uint8_t *out, uint32_t n, float alpha) {
   for (uint32_t i = 0; i < n; i++) out[i] = ib_blend_px(a[i], b[i], alpha);

@@ -82,3 +82,18 @@ Test(blend_device, random_alphas) {
     check_alpha((float)((double)rnd() / 4294967296.0 * 8 - 4)); /* [-4, 4) */
   }
 }
+
+/* ib_blend_same is ib_blend_px with a == b (the contract, host side). */
+static void check_same(float alpha) {
+  for (int a = 0; a < 256; a++)
+    if (ib_blend_same((uint8_t)a, alpha) != ib_blend_px((uint8_t)a, (uint8_t)a, alpha))
+      cr_assert_fail("alpha %a a %d: ib_blend_same %d, ib_blend_px %d", alpha, a,
+                     ib_blend_same((uint8_t)a, alpha), ib_blend_px((uint8_t)a, (uint8_t)a, alpha));
+}
+
+Test(blend_device, same_pixel_is_blend_of_a_with_itself) {
+  const float specials[] = {0.0f,     -0.0f,   1.0f,   0.5f,     1.25f,     -3.0f, FLT_MAX,
+                            -FLT_MAX, FLT_MIN, 1e-45f, INFINITY, -INFINITY, NAN,   -NAN};
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) check_same(specials[i]);
+  for (int i = 0; i < 20000; i++) check_same(bits_f(rnd()));
+}
