@@ -108,7 +108,9 @@ struct ib_step_copy : ib_step_base {
  * an OR of the band offset) on top of the load. */
 static __device__ __forceinline__ uint8_t ib_lds_u8(uint32_t addr) {
   uint32_t v;
-  asm("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+  /* volatile: a lookup of a constant index (constant > point) must not be
+   * hoisted above the __syncthreads() that ends the staging. */
+  asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
   return (uint8_t)v;
 }
 struct ib_step_table_rt : ib_step_rt_base {
