@@ -101,12 +101,24 @@ struct ib_step_copy : ib_step_base {
   }
 };
 
-/* A per-band table, 256 * NI bytes at OFF: the folded run of table steps. */
+/* A per-band table, 256 * NI bytes at OFF: the folded run of table steps.
+ * ib_point_px's lookups, as 32-bit shared-window loads: sp is always the
+ * kernel's staged __shared__ block, and with the generic 64-bit address
+ * ptxas spent two more integer ops per byte forming it (a window base and
+ * an OR of the band offset) on top of the load. */
+static __device__ __forceinline__ uint8_t ib_lds_u8(uint32_t addr) {
+  uint32_t v;
+  /* volatile: a lookup of a constant index (constant > point) must not be
+   * hoisted above the __syncthreads() that ends the staging. */
+  asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+  return (uint8_t)v;
+}
 struct ib_step_table_rt : ib_step_rt_base {
   static __device__ __forceinline__ void run(int a, int mi, int mo, int ni, int no, unsigned off,
                                              const uint8_t *sp, const uint8_t *p, const uint8_t *b2,
                                              uint8_t *q, int ctx) {
-    ib_point_px(sp + off, ni, p, q);
+    const uint32_t t = (uint32_t)__cvta_generic_to_shared(sp + off);
+    for (int b = 0; b < ni; b++) q[b] = ib_lds_u8(t + (uint32_t)b * 256u + p[b]);
   }
 };
 template <int A, int MI, int MO, int NI, int NO, unsigned OFF>

@@ -41,6 +41,16 @@ static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a
   for (int i = 0; i < IB_BO; i++) o[i] = p[i];
 }
 
+/* Byte j of a loaded vector as one byte permute: ptxas otherwise shifts
+ * and masks (two integer ops for a middle byte), and the chains' bytes
+ * are ALU-bound (bench/RESULTS.md profile). */
+template <int N>
+static __device__ __forceinline__ uint8_t ib_vbyte(const ib_vec<N> &v, int j) {
+  const uint32_t x = __byte_perm(v.w[j >> 2], 0u, 0x4440u | (uint32_t)(j & 3));
+  __builtin_assume(x <= 255u);
+  return (uint8_t)x;
+}
+
 extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {
   const ib_desc d = descs[blockIdx.y];
   __shared__ __align__(16) uint8_t sp[IB_PBYTES > 0 ? IB_PBYTES : 16];
@@ -67,8 +77,13 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
       if (IB_NIN == 2) ib_ld<(IB_NIN == 2 ? IB_PPT * IB_B1 : 4)>(d.in1 + g * (IB_PPT * IB_B1), vb);
       ib_vec<IB_PPT * IB_BO> vo;
 #pragma unroll
-      for (int k = 0; k < IB_PPT; k++)
-        ib_px(sp, va.b + k * IB_B0, IB_NIN == 2 ? vb.b + k * IB_B1 : va.b, vo.b + k * IB_BO, ctx);
+      for (int k = 0; k < IB_PPT; k++) {
+        uint8_t a[IB_B0], b[IB_B1];
+        for (int i = 0; i < IB_B0; i++) a[i] = ib_vbyte(va, k * IB_B0 + i);
+        if (IB_NIN == 2)
+          for (int i = 0; i < IB_B1; i++) b[i] = ib_vbyte(vb, k * IB_B1 + i);
+        ib_px(sp, a, IB_NIN == 2 ? b : a, vo.b + k * IB_BO, ctx);
+      }
       ib_st<IB_PPT * IB_BO>(d.out + g * (IB_PPT * IB_BO), vo);
     }
     for (unsigned long long i = groups * IB_PPT + t0; i < n; i += step)

@@ -41,7 +41,12 @@ IB_FN unsigned ib_kmode_bands(int mode) {
 
 /* rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
 IB_FN uint8_t ib_convert_luma(uint8_t r, uint8_t g, uint8_t b) {
-  return (uint8_t)(((int)r * 19595 + (int)g * 38470 + (int)b * 7471 + 0x8000) >> 16);
+  const int l = ((int)r * 19595 + (int)g * 38470 + (int)b * 7471 + 0x8000) >> 16;
+#ifdef __CUDACC_RTC__
+  /* The weights sum to 65536, so l <= 255: told, the device masks nothing. */
+  __builtin_assume((unsigned)l <= 255u);
+#endif
+  return (uint8_t)l;
 }
 
 /* One channel of cmyk2rgb. */

@@ -77,7 +77,10 @@ IB_FN void ib_enhance_px(int kind, int mode, int mean, float alpha, const uint8_
   }
   uint8_t deg[4];
   ib_enhance_degenerate(kind, mode, mean, in, deg);
-  for (unsigned b = 0; b < bands; b++) out[b] = ib_blend_px(deg[b], in[b], alpha);
+  /* Every kind's degenerate keeps the image's alpha band. */
+  const unsigned nb = mode == IB_KMODE_LA || mode == IB_KMODE_RGBA ? bands - 1 : bands;
+  for (unsigned b = 0; b < nb; b++) out[b] = ib_blend_px(deg[b], in[b], alpha);
+  if (nb < bands) out[nb] = ib_blend_same(in[nb], alpha);
 }
 
 IB_FN void ib_enhance_row(int kind, int mode, int mean, float alpha, const uint8_t *in,

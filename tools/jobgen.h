@@ -251,7 +251,13 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n->enhance = jg_alloc(j->a, sizeof *n->enhance);
       imgbatch__v1__enhance_op__init(n->enhance);
       n->enhance->kind = (Imgbatch__V1__EnhanceKind)(op - JG_BRIGHTNESS);
-      n->enhance->factor = jg_below(r, 8) == 0 ? (double)jg_below(r, 2) : jg_unit(r) * 3.0 - 0.5;
+      {
+        /* The edges of kernels/blend.h's contract: Pillow's copy shortcuts
+         * (0, 1), factors that are infinite as float32 (alpha * 0 is NaN),
+         * a subnormal and a large one. */
+        static const double edge[8] = {0, 1, 0, 1, 1e39, -1e39, 1e-40, 1e3};
+        n->enhance->factor = jg_below(r, 8) == 0 ? edge[jg_below(r, 8)] : jg_unit(r) * 3.0 - 0.5;
+      }
       break;
     case JG_TONE:
       n = jg_node(j, IMGBATCH__V1__NODE__OP_TONE, prev, -1);
