@@ -33,13 +33,8 @@
 #define IB_STEPS ib_steps<ib_step_copy<0, 1, 1, 1, 1, 0u> >
 #endif
 
-static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a, const uint8_t *b2,
-                                             uint8_t *o, int ctx) {
-  uint8_t p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
-  for (int i = 0; i < IB_B0; i++) p[i] = a[i];
-  IB_STEPS::run(sp, p, q, b2, ctx);
-  for (int i = 0; i < IB_BO; i++) o[i] = p[i];
-}
+/* Defined below; ib_gather_runs calls it for each output of a run. */
+static __device__ void ib_px(const uint8_t *, const uint8_t *, const uint8_t *, uint8_t *, int);
 
 /* A gather head that loads runs of G outputs along x (chain.cuh): thread
  * items are runs, (run, row) carried from item to item without a division;
@@ -71,6 +66,14 @@ static __device__ __forceinline__ void ib_gather_runs(const ib_desc &d, const ui
       for (int i = 0; i < G * IB_BO; i++)
         if (i < left * IB_BO) o[i] = vo.b[i];
   }
+}
+
+static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a, const uint8_t *b2,
+                                             uint8_t *o, int ctx) {
+  uint8_t p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+  for (int i = 0; i < IB_B0; i++) p[i] = a[i];
+  IB_STEPS::run(sp, p, q, b2, ctx);
+  for (int i = 0; i < IB_BO; i++) o[i] = p[i];
 }
 
 extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {
