@@ -8,7 +8,9 @@
  * results lent from their download arena or own Job buffer). --cpu-only 1
  * runs the same executor on the CPU backend.
  *
- *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--rank3 N] [--log FILE]
+ *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--log FILE]
+ *
+ * --rank3 N adds N 3x3 rank filter cases (section 1b).
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
@@ -453,7 +455,8 @@ static int judge(const ccase *c, tally *t) {
 }
 
 int main(int argc, char **argv) {
-  int n_random = 300, batch = 24, big = 1, cpu_only = 0, n_rank3 = 0;
+  int n_random = 300, batch = 24, big = 1, cpu_only = 0;
+  int n_rank3 = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
