@@ -456,10 +456,10 @@ static int judge(const ccase *c, tally *t) {
 
 int main(int argc, char **argv) {
   int n_random = 300, batch = 24, big = 1, cpu_only = 0;
-  int n_rank3 = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
+  int n_rank3 = 0;           /* --rank3 */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random"))
       n_random = atoi(argv[i + 1]);
