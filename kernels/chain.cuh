@@ -40,7 +40,12 @@
  *                                        int x, int y, uint8_t *a0); };
  *
  * N0/N1: bands of inputs 0 and 1; PB: the shared block's size (per-job
- * tables may follow it in d.params).
+ * tables may follow it in d.params). A head whose neighbouring outputs
+ * share work may load a run of GX of them along x at once:
+ *
+ *   static const int GX;  (> 1: the kernel calls load_gx instead of load)
+ *   static void load_gx(const ib_desc &d, const uint8_t *sp, int x, int y,
+ *                       uint8_t (*a)[4]);  (outputs x .. x+GX-1 into a[k])
  */
 #ifndef IB_CHAIN_CUH
 #define IB_CHAIN_CUH
@@ -133,6 +138,24 @@ struct ib_step_table : ib_step_base {
 struct ib_head_none {
   static __device__ __forceinline__ void load(const ib_desc &, const uint8_t *, int, int,
                                               uint8_t *) {}
+};
+
+/* A head's GX (1 when it has none) and the call that loads its run. */
+template <class H, class = void>
+struct ib_head_run {
+  static const int GX = 1;
+  static __device__ __forceinline__ void load(const ib_desc &d, const uint8_t *sp, int x, int y,
+                                              uint8_t (*a)[4]) {
+    H::load(d, sp, x, y, a[0]);
+  }
+};
+template <class H>
+struct ib_head_run<H, decltype((void)H::GX)> {
+  static const int GX = H::GX;
+  static __device__ __forceinline__ void load(const ib_desc &d, const uint8_t *sp, int x, int y,
+                                              uint8_t (*a)[4]) {
+    H::load_gx(d, sp, x, y, a);
+  }
 };
 
 #endif

@@ -33,6 +33,41 @@
 #define IB_STEPS ib_steps<ib_step_copy<0, 1, 1, 1, 1, 0u> >
 #endif
 
+/* Defined below; ib_gather_runs calls it for each output of a run. */
+static __device__ void ib_px(const uint8_t *, const uint8_t *, const uint8_t *, uint8_t *, int);
+
+/* A gather head that loads runs of G outputs along x (chain.cuh): thread
+ * items are runs, (run, row) carried from item to item without a division;
+ * a whole aligned run is stored as one vector. */
+template <int G>
+static __device__ __forceinline__ void ib_gather_runs(const ib_desc &d, const uint8_t *sp, int ctx,
+                                                      unsigned long long t0,
+                                                      unsigned long long step) {
+  const unsigned long long runs = (d.width + (G - 1ull)) / G;
+  if (runs == 0 || t0 >= runs * d.height) return;
+  unsigned long long y = t0 / runs, r = t0 - y * runs;
+  const unsigned long long sy = step / runs, sr = step - sy * runs;
+  for (; y < d.height; r += sr, y += sy) {
+    if (r >= runs) r -= runs, y++;
+    if (y >= d.height) break;
+    const int x = (int)(r * G);
+    uint8_t a0[G][4];
+    ib_head_run<IB_HEAD>::load(d, sp, x, (int)y, a0);
+    ib_vec<G * IB_BO> vo;
+#pragma unroll
+    for (int k = 0; k < G; k++) ib_px(sp, a0[k], a0[k], vo.b + k * IB_BO, ctx);
+    uint8_t *o = d.out + (y * d.width + x) * IB_BO;
+    const int left = (int)d.width - x;
+    const unsigned align = (G * IB_BO) % 16 == 0 ? 16 : (G * IB_BO) % 8 == 0 ? 8 : 4;
+    if ((G * IB_BO) % 4 == 0 && left >= G && ((unsigned long long)o & (align - 1)) == 0)
+      ib_st<G * IB_BO>(o, vo);
+    else
+#pragma unroll
+      for (int i = 0; i < G * IB_BO; i++)
+        if (i < left * IB_BO) o[i] = vo.b[i];
+  }
+}
+
 static __device__ __forceinline__ void ib_px(const uint8_t *sp, const uint8_t *a, const uint8_t *b2,
                                              uint8_t *o, int ctx) {
   uint8_t p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
@@ -61,7 +96,10 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
   const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
   const unsigned long long t0 = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
   const int ctx = IB_STEPS::prep(sp, n);
-  if (IB_GATHER) {
+  const int GX = ib_head_run<IB_HEAD>::GX;
+  if constexpr (IB_GATHER && GX > 1) {
+    ib_gather_runs<GX>(d, sp, ctx, t0, step);
+  } else if (IB_GATHER) {
     for (unsigned long long i = t0; i < n; i += step) {
       const int y = (int)(i / d.width), x = (int)(i - (unsigned long long)y * d.width);
       uint8_t a0[4] = {0, 0, 0, 0};

@@ -10,6 +10,8 @@
  *
  *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--log FILE]
  *
+ * --rank3 N adds N 3x3 rank filter cases (section 1b).
+ *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
  * Tone (Oklab) is byte-equal too since kernels/tone.h computes its cube
@@ -457,6 +459,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
+  int n_rank3 = 0;           /* --rank3 */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random"))
       n_random = atoi(argv[i + 1]);
@@ -470,6 +473,8 @@ int main(int argc, char **argv) {
       log_path = argv[i + 1];
     else if (!strcmp(argv[i], "--cpu-only"))
       cpu_only = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--rank3"))
+      n_rank3 = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--module-cache"))
       module_cache = strtoull(argv[i + 1], NULL, 10);
   }
@@ -520,6 +525,48 @@ int main(int argc, char **argv) {
                  ib_mode_name((ib_mode)m), v, w, h);
       }
     }
+  }
+  /* 1b. --rank3 N: 3x3 rank filters (the head computes runs of
+   * IB_RANK_RUN outputs per thread) at widths on both sides of multiples
+   * of the run, lines of one pixel, rows that start unaligned, every mode,
+   * ranks 4, 0, 8 and random, alone and followed by a pointwise step; with
+   * --big also 4096 x 4096 and 4093 x 4095. Tallied as rank single ops. */
+  {
+    static const uint32_t rsz[][2] = {
+        {1, 1},  {2, 3},   {3, 1},   {4, 2},    {5, 7},   {6, 1},     {7, 9},    {8, 4},    {9, 3},
+        {1, 17}, {13, 13}, {64, 64}, {129, 31}, {255, 3}, {333, 101}, {1000, 7}, {1023, 33}};
+    static const uint32_t ranks[] = {4, 0, 8, 9};
+    const int nsz = (int)(sizeof rsz / sizeof rsz[0]), nbig = n_rank3 > 0 && big ? 3 : 0;
+    jg_arena rarena = {malloc(3u << 27), 0, 3u << 27};
+    for (int k = 0; k < n_rank3 + nbig && nc < cap; k++) {
+      const int bk = k - n_rank3; /* >= 0: the big ones */
+      const ib_mode m = bk < 0 ? (ib_mode)(1 + k % 6) : bk == 2 ? IB_MODE_RGB : IB_MODE_RGBA;
+      const int odd = bk == 1; /* 4093 x 4095: rows start unaligned, runs past the width */
+      const uint32_t w = bk < 0 ? rsz[k % nsz][0]
+                         : odd  ? 4093
+                                : 4096,
+                     h = bk < 0 ? rsz[k % nsz][1]
+                         : odd  ? 4095
+                                : 4096;
+      uint32_t rank = bk < 0 ? ranks[(k / 6) % 4] : bk == 2 ? 8 : 4;
+      if (rank == 9) rank = jg_below(&r, 9);
+      const int step = bk < 0 && (k / 24) % 2 == 1;
+      jg_begin(&j, &rarena, &r, m, w, h, key++);
+      int p = jg_op(&j, &r, JG_RANK, 0, m, w, h, 0);
+      j.nodes[p]->rank_filter->size = 3, j.nodes[p]->rank_filter->rank = rank;
+      if (step) jg_op(&j, &r, JG_POINT, p, m, w, h, -1);
+      ccase *c = &cs[nc];
+      if (!(c->g = jg_finish(&j, &err))) {
+        fprintf(logf_, "refused rank3: %s\n", err.message);
+        refused++;
+        continue;
+      }
+      c->op = JG_RANK;
+      snprintf(c->label, sizeof c->label, "rank3 %s %ux%u rank %u%s", ib_mode_name(m), w, h, rank,
+               step ? " > point" : "");
+      nc++;
+    }
+    free(rarena.p);
   }
   int n_single = (int)nc;
 

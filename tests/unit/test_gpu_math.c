@@ -97,22 +97,56 @@ Test(rank, select9x4_equals_select8_for_every_rank_and_lane) {
 }
 
 /* The 3x3 function both backends run equals the general per-band window
- * (ib_rank_sample, size 3) for every band count, edge and rank. */
-Test(rank, sample3x4_equals_sample_with_clamped_edges) {
-  uint8_t im[5 * 4 * 4];
-  for (size_t i = 0; i < sizeof im; i++) im[i] = (uint8_t)rnd();
-  for (int bands = 1; bands <= 4; bands++)
-    for (int w = 1; w <= 5; w++)
-      for (int h = 1; h <= 4; h++)
-        for (int y = 0; y < h; y++)
-          for (int x = 0; x < w; x++)
-            for (int k = 0; k < 9; k++) {
-              const uint8_t *c = im + ((size_t)y * w + x) * bands;
-              const uint32_t r = ib_rank_sample3x4(c, (int64_t)w * bands, bands, x, y, w, h, k);
-              for (int b = 0; b < bands; b++)
-                cr_assert_eq((r >> (8 * b)) & 255u,
-                             ib_rank_sample(c + b, (int64_t)w * bands, bands, x, y, w, h, 3, k),
-                             "bands %d %dx%d (%d,%d) rank %d band %d", bands, w, h, x, y, k, b);
-              for (int b = bands; b < 4; b++) cr_assert_eq((r >> (8 * b)) & 255u, 0u);
-            }
+ * (ib_rank_sample, size 3) for every band count, edge, rank and run start,
+ * including runs that reach past the width (their in-image outputs). */
+static void check_run3x4(const uint8_t *im, int bands, int w, int h, int k) {
+  const int64_t stride = (int64_t)w * bands;
+  for (int y = 0; y < h; y++) {
+    const uint8_t *c = im + y * stride;
+    const uint8_t *u = y > 0 ? c - stride : c, *d = y < h - 1 ? c + stride : c;
+    for (int x0 = 0; x0 < w; x0++) {
+      uint32_t r[IB_RANK_RUN];
+      ib_rank_run3x4(u, c, d, bands, x0, w, k, r);
+      for (int j = 0; j < IB_RANK_RUN && x0 + j < w; j++) {
+        const int x = x0 + j;
+        for (int b = 0; b < bands; b++)
+          cr_assert_eq((r[j] >> (8 * b)) & 255u,
+                       ib_rank_sample(c + x * bands + b, stride, bands, x, y, w, h, 3, k),
+                       "bands %d %dx%d (%d,%d) run at %d rank %d band %d", bands, w, h, x, y, x0, k,
+                       b);
+        for (int b = bands; b < 4; b++) cr_assert_eq((r[j] >> (8 * b)) & 255u, 0u);
+      }
+    }
+  }
+}
+
+Test(rank, run3x4_equals_sample_with_clamped_edges) {
+  uint8_t im[11 * 6 * 4];
+  for (int trial = 0; trial < 8; trial++) {
+    /* few distinct values in some trials: many ties */
+    const unsigned range = trial % 2 ? 256u : 3u;
+    for (size_t i = 0; i < sizeof im; i++) im[i] = (uint8_t)(rnd() % range);
+    for (int bands = 1; bands <= 4; bands++)
+      for (int w = 1; w <= 11; w++)
+        for (int h = 1; h <= 6; h++)
+          for (int k = 0; k < 9; k++) check_run3x4(im, bands, w, h, k);
+  }
+}
+
+/* Every value triple in a 16-bit lane (the host's twins of the device's
+ * VIMNMX3.U16x2), the other lane random, and the middle of three by sums. */
+Test(rank, lane16_min_max_med_of_three) {
+  for (unsigned a = 0; a < 256; a += 3)
+    for (unsigned b = 0; b < 256; b += 5)
+      for (unsigned c = 0; c < 256; c++) {
+        const int s = (int)((a + b + c) & 1u) * 16;
+        const uint32_t o = rnd() & 0xffu, x = a << s | o << (16 - s), y = b << s | o << (16 - s),
+                       z = c << s | o << (16 - s);
+        const unsigned lo = a < b ? (a < c ? a : c) : (b < c ? b : c);
+        const unsigned hi = a > b ? (a > c ? a : c) : (b > c ? b : c);
+        cr_assert_eq((ib_vmin3x2(x, y, z) >> s) & 0xffffu, lo);
+        cr_assert_eq((ib_vmax3x2(x, y, z) >> s) & 0xffffu, hi);
+        cr_assert_eq((ib_rank_med3x2(x, y, z) >> s) & 0xffffu, a + b + c - lo - hi);
+        cr_assert_eq((ib_rank_med3x2(x, y, z) >> (16 - s)) & 0xffffu, o);
+      }
 }

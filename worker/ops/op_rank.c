@@ -59,17 +59,21 @@ static inline __attribute__((always_inline)) void rank_image(const ib_image *src
   }
 }
 
-/* 3x3: every band at once through ib_rank_sample3x4, the very function
- * the device's rank head runs (kernels/rank.cuh). */
+/* 3x3: every band at once through ib_rank_run3x4, IB_RANK_RUN pixels of a
+ * row per call, the very function the device's rank head runs
+ * (kernels/rank.cuh). */
 static void rank_image3(const ib_image *src, ib_image *out, int rank) {
   const int w = (int)src->width, h = (int)src->height, bands = (int)ib_mode_bands(src->mode);
   const int64_t stride = (int64_t)w * bands;
   for (int y = 0; y < h; y++) {
     const uint8_t *srow = src->data + y * stride;
+    const uint8_t *up = y > 0 ? srow - stride : srow, *down = y < h - 1 ? srow + stride : srow;
     uint8_t *orow = out->data + y * stride;
-    for (int x = 0; x < w; x++) {
-      const uint32_t r = ib_rank_sample3x4(srow + x * bands, stride, bands, x, y, w, h, rank);
-      for (int b = 0; b < bands; b++) orow[x * bands + b] = (uint8_t)(r >> (8 * b));
+    for (int x = 0; x < w; x += IB_RANK_RUN) {
+      uint32_t r[IB_RANK_RUN];
+      ib_rank_run3x4(up, srow, down, bands, x, w, rank, r);
+      for (int k = 0; k < IB_RANK_RUN && x + k < w; k++)
+        for (int b = 0; b < bands; b++) orow[(x + k) * bands + b] = (uint8_t)(r[k] >> (8 * b));
     }
   }
 }
