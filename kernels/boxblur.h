@@ -93,12 +93,33 @@ IB_FN void ib_box_blur_line(uint8_t *out, int64_t out_step, const uint8_t *in, i
  * every output byte equals ib_box_blur_line's (tests/unit/test_gpu_math.c,
  * boxblur/span_equals_line). */
 IB_FN int ib_box_clamp(int i, int last) { return i < 0 ? 0 : (i > last ? last : i); }
+
+/* The window x0-radius-1 .. x0+radius-1 of acc(x0-1) split at the edges:
+ * `lo` indices below 0 (each reads in[0]), in[a..b] inside, `hi` indices
+ * past n-1 (each reads in[n-1]); so a warm-up costs min(n, 2*radius+1)
+ * loads, not 2*radius+1 (radii reach 2^20). The uint32_t sum wraps the same
+ * whatever the order, so acc is the same. */
+typedef struct ib_box_window {
+  uint32_t lo, hi;
+  int a, b;
+} ib_box_window;
+IB_FN ib_box_window ib_box_window_at(int x0, int n, int radius) {
+  const int jl = x0 - radius - 1, jh = x0 + radius - 1; /* inclusive */
+  ib_box_window w;
+  w.lo = (uint32_t)(jl < 0 ? (jh < 0 ? jh : -1) - jl + 1 : 0);
+  w.hi = (uint32_t)(jh > n - 1 ? jh - (jl > n - 1 ? jl : n) + 1 : 0);
+  w.a = jl < 0 ? 0 : jl;
+  w.b = jh > n - 1 ? n - 1 : jh;
+  return w;
+}
+
 IB_FN void ib_box_blur_span(uint8_t *out, int64_t out_step, const uint8_t *in, int64_t in_step,
                             int n, int x0, int x1, ib_box_pass p) {
   const int last = n - 1, radius = p.radius;
 #define IB_INC(i) ((uint32_t)in[(int64_t)ib_box_clamp((i), last) * in_step])
-  uint32_t acc = 0;
-  for (int j = x0 - radius - 1; j < x0 + radius; j++) acc += IB_INC(j);
+  const ib_box_window w = ib_box_window_at(x0, n, radius);
+  uint32_t acc = w.lo * IB_INC(0) + w.hi * IB_INC(last);
+  for (int j = w.a; j <= w.b; j++) acc += IB_INC(j);
   for (int x = x0; x < x1; x++) {
     const uint32_t left = IB_INC(x - radius - 1);
     acc += IB_INC(x + radius) - left;
@@ -107,5 +128,77 @@ IB_FN void ib_box_blur_span(uint8_t *out, int64_t out_step, const uint8_t *in, i
   }
 #undef IB_INC
 }
+
+/* ib_box_blur_span for four lines at once, one per byte lane of a word (4
+ * adjacent byte-columns of a strip, or the 4 bands of an RGBA row): word j
+ * (0 <= j < n) of the lines is in[(j - base) * in_step], output x goes to
+ * out[(x - base) * out_step]. Reads only the words of
+ * clamp(x0-radius-1) .. clamp(x1+radius) (clamp to 0..n-1): the caller
+ * holds those (tests/unit/test_gpu_math.c, boxblur/span4_*). Each lane's
+ * bytes are ib_box_blur_span's. */
+/* The column passes in tiles (kernels/blur.cuh ib_cols): output rows
+ * y0..y1-1 of `passes` passes need rows lo..hi-1 of the pass before, with
+ * `left` passes still to come after it (left = passes for the input, 0 for
+ * the last pass's output), pad = radius + 1 (the reach of a pass). Rows
+ * past the image edge are never needed: the passes clamp there. */
+IB_FN void ib_box_tile_rows(int y0, int y1, int n, int pad, int left, int *lo, int *hi) {
+  const int64_t reach = (int64_t)left * pad;
+  *lo = y0 - reach < 0 ? 0 : (int)(y0 - reach);
+  *hi = y1 + reach > n ? n : (int)(y1 + reach);
+}
+
+/* Thread-part `sg` of `nseg` of the rows lo..hi-1: x0..x1-1 (maybe empty). */
+IB_FN void ib_box_seg(int lo, int hi, int nseg, int sg, int *x0, int *x1) {
+  const int per = (hi - lo + nseg - 1) / nseg;
+  *x0 = lo + sg * per < hi ? lo + sg * per : hi;
+  *x1 = *x0 + per < hi ? *x0 + per : hi;
+}
+
+#ifdef __CUDACC_RTC__
+#define IB_BYTE3x4(a, b, c, d) __byte_perm(__byte_perm(a, b, 0x73), __byte_perm(c, d, 0x73), 0x5410)
+#else
+#define IB_BYTE3x4(a, b, c, d) \
+  ((a) >> 24 | ((b) >> 24) << 8 | ((c) >> 24) << 16 | ((d) >> 24) << 24)
+#endif
+IB_FN void ib_box_blur_span4(uint32_t *out, int out_step, const uint32_t *in, int in_step, int base,
+                             int n, int x0, int x1, ib_box_pass p) {
+  const int last = n - 1, radius = p.radius;
+  const uint32_t ww = p.ww, fw = p.fw;
+#define IB_W(i) in[(ib_box_clamp((i), last) - base) * in_step]
+  const ib_box_window w = ib_box_window_at(x0, n, radius);
+  const uint32_t first = w.lo ? IB_W(0) : 0u, end = w.hi ? IB_W(last) : 0u;
+  uint32_t a0 = w.lo * (first & 255u) + w.hi * (end & 255u);
+  uint32_t a1 = w.lo * (first >> 8 & 255u) + w.hi * (end >> 8 & 255u);
+  uint32_t a2 = w.lo * (first >> 16 & 255u) + w.hi * (end >> 16 & 255u);
+  uint32_t a3 = w.lo * (first >> 24) + w.hi * (end >> 24);
+  for (int j = w.a; j <= w.b; j++) {
+    const uint32_t v = IB_W(j);
+    a0 += v & 255u;
+    a1 += v >> 8 & 255u;
+    a2 += v >> 16 & 255u;
+    a3 += v >> 24;
+  }
+  /* the word entering the window at x (in[x+radius]) is the previous x's
+   * right partial pixel: one new load per side per step */
+  uint32_t nx = IB_W(x0 + radius);
+  uint32_t n0 = nx & 255u, n1 = nx >> 8 & 255u, n2 = nx >> 16 & 255u, n3 = nx >> 24;
+  for (int x = x0; x < x1; x++) {
+    const uint32_t l = IB_W(x - radius - 1), r = IB_W(x + radius + 1);
+    const uint32_t l0 = l & 255u, l1 = l >> 8 & 255u, l2 = l >> 16 & 255u, l3 = l >> 24;
+    const uint32_t r0 = r & 255u, r1 = r >> 8 & 255u, r2 = r >> 16 & 255u, r3 = r >> 24;
+    a0 += n0 - l0;
+    a1 += n1 - l1;
+    a2 += n2 - l2;
+    a3 += n3 - l3;
+    const uint32_t b0 = a0 * ww + (l0 + r0) * fw + (1u << 23);
+    const uint32_t b1 = a1 * ww + (l1 + r1) * fw + (1u << 23);
+    const uint32_t b2 = a2 * ww + (l2 + r2) * fw + (1u << 23);
+    const uint32_t b3 = a3 * ww + (l3 + r3) * fw + (1u << 23);
+    out[(x - base) * out_step] = IB_BYTE3x4(b0, b1, b2, b3);
+    n0 = r0, n1 = r1, n2 = r2, n3 = r3;
+  }
+#undef IB_W
+}
+#undef IB_BYTE3x4
 
 #endif
