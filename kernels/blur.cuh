@@ -9,8 +9,9 @@
  * of one line with ib_box_blur_span (the same bytes as ib_box_blur_line,
  * tests/unit/test_gpu_math.c):
  *  - ib_chain: every row pass at once, one row per block in shared memory
- *    (dynamic, 2 row buffers), threads over (band, span of IB_SEG pixels);
- *    coalesced row loads and stores. Launched when two rows fit.
+ *    (dynamic, 2 row buffers), threads over (band, span of IB_SEG pixels),
+ *    or for RGBA over spans of whole pixels (ib_box_blur_span4); coalesced
+ *    row loads and stores. Launched when two rows fit.
  *  - ib_post(dir, k): pass k over rows (dir 0, the fallback for rows too
  *    wide for shared memory) or columns (dir 1) in global memory, threads
  *    over (line, span of IB_CSEG samples), line index fastest so a warp
@@ -54,7 +55,14 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
   if (q.hp == 0 && T != 0) return;
   uint8_t *dst = T == 0 ? d.out : ib_pass_dst(d, q.hp - 1, T);
   const unsigned rb = d.width * IB_B0, rb16 = (rb + 15u) & ~15u;
+#if IB_B0 == 4
+  /* RGBA: one span per thread when the row allows (fewer warm-ups), odd so
+   * the threads' words fall in different banks */
+  const int per = (W + (int)blockDim.x - 1) / (int)blockDim.x,
+            seg4 = (per > IB_SEG ? per : IB_SEG) | 1;
+#else
   const int segs = (W + IB_SEG - 1) / IB_SEG;
+#endif
   const bool wide = (rb & 15u) == 0;
   for (unsigned y = blockIdx.x; y < d.height; y += gridDim.x) {
     uint8_t *A = sm, *Bf = sm + rb16;
@@ -66,10 +74,17 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
       for (unsigned i = threadIdx.x; i < rb; i += blockDim.x) A[i] = src[i];
     __syncthreads();
     for (int k = 0; k < q.hp; k++) {
+#if IB_B0 == 4
+      /* a pixel's 4 bands as one word: a span of pixels per thread */
+      for (int x0 = threadIdx.x * seg4; x0 < W; x0 += blockDim.x * seg4)
+        ib_box_blur_span4((uint32_t *)Bf, 1, (const uint32_t *)A, 1, 0, W, x0,
+                          x0 + seg4 < W ? x0 + seg4 : W, q.ph);
+#else
       for (int t = threadIdx.x; t < segs * IB_B0; t += blockDim.x) {
         const int bd = t % IB_B0, x0 = (t / IB_B0) * IB_SEG, x1 = x0 + IB_SEG < W ? x0 + IB_SEG : W;
         ib_box_blur_span(Bf + bd, IB_B0, A + bd, IB_B0, W, x0, x1, q.ph);
       }
+#endif
       __syncthreads();
       uint8_t *t = A;
       A = Bf;
