@@ -172,7 +172,7 @@ typedef struct blur_ctx {
   CUfunction rows, post, cols;
   CUdeviceptr table;
   unsigned cap, smem;
-  int th; /* ib_cols' tile height; 0: the 3 global column passes (ib_post) */
+  int th; /* ib_cols' tile height; 0: the 3 global column passes (ib_post); -1: rows only */
 } blur_ctx;
 /* As launch_passes (worker/gpu/cuda_launch.c) for one 4096^2 RGBA image of
  * radius 7.47 (integer 7): ib_cols' buffer holds th + 2 * 3 * (7 + 1) rows. */
@@ -182,6 +182,7 @@ static void do_blur(void *p, CUstream s) {
   void *a1[] = {&b->table};
   CK(cu->cuLaunchKernel(b->rows, 4096 < b->cap ? 4096 : b->cap, 1, 1, 256, 1, 1, b->smem, s, a1,
                         NULL));
+  if (b->th < 0) return;
   if (b->th > 0) {
     int th = b->th, rows = th + 48;
     uint64_t tiles = (4096ull * 4 / IB_PASS_CW) * ((4096u + (unsigned)th - 1) / (unsigned)th);
@@ -697,9 +698,13 @@ int main(int argc, char **argv) {
      * 16 KiB), then the 3 column passes in one ib_cols launch (tile height
      * IB_PASS_TH; other heights and the 3 global passes for comparison) */
     blur_ctx bc = {fr, fc, fk, btab2, (unsigned)(sms * 32), 2u * 4096u * 4u, 0};
-    const int ths[] = {IB_PASS_TH, 0, 64, 256, 512};
-    for (int i = 0; i < 5; i++) {
+    const int ths[] = {IB_PASS_TH, 0, 64, 256, 512, -1};
+    for (int i = 0; i < 6; i++) {
       bc.th = ths[i];
+      if (bc.th < 0) {
+        printf("  gauss8 %-32s %9.3f ms\n", "rows only (ib_chain)", time_ms(do_blur, &bc, s, 10));
+        continue;
+      }
       if (bc.th && blur_cols_smem(bc.th) > (unsigned)optin) continue;
       CK(cu->cuMemsetD8Async(b, 0, N, s));
       do_blur(&bc, s);
