@@ -155,8 +155,10 @@ IB_FN void ib_box_seg(int lo, int hi, int nseg, int sg, int *x0, int *x1) {
 }
 
 #ifdef __CUDACC_RTC__
+#define IB_BYTE(v, b) __byte_perm((v), 0u, 0x4440u + (b)) /* byte b, zero-extended */
 #define IB_BYTE3x4(a, b, c, d) __byte_perm(__byte_perm(a, b, 0x73), __byte_perm(c, d, 0x73), 0x5410)
 #else
+#define IB_BYTE(v, b) ((v) >> (8 * (b)) & 255u)
 #define IB_BYTE3x4(a, b, c, d) \
   ((a) >> 24 | ((b) >> 24) << 8 | ((c) >> 24) << 16 | ((d) >> 24) << 24)
 #endif
@@ -167,38 +169,57 @@ IB_FN void ib_box_blur_span4(uint32_t *out, int out_step, const uint32_t *in, in
 #define IB_W(i) in[(ib_box_clamp((i), last) - base) * in_step]
   const ib_box_window w = ib_box_window_at(x0, n, radius);
   const uint32_t first = w.lo ? IB_W(0) : 0u, end = w.hi ? IB_W(last) : 0u;
-  uint32_t a0 = w.lo * (first & 255u) + w.hi * (end & 255u);
-  uint32_t a1 = w.lo * (first >> 8 & 255u) + w.hi * (end >> 8 & 255u);
-  uint32_t a2 = w.lo * (first >> 16 & 255u) + w.hi * (end >> 16 & 255u);
-  uint32_t a3 = w.lo * (first >> 24) + w.hi * (end >> 24);
+  uint32_t a0 = w.lo * IB_BYTE(first, 0) + w.hi * IB_BYTE(end, 0);
+  uint32_t a1 = w.lo * IB_BYTE(first, 1) + w.hi * IB_BYTE(end, 1);
+  uint32_t a2 = w.lo * IB_BYTE(first, 2) + w.hi * IB_BYTE(end, 2);
+  uint32_t a3 = w.lo * IB_BYTE(first, 3) + w.hi * IB_BYTE(end, 3);
   for (int j = w.a; j <= w.b; j++) {
     const uint32_t v = IB_W(j);
-    a0 += v & 255u;
-    a1 += v >> 8 & 255u;
-    a2 += v >> 16 & 255u;
-    a3 += v >> 24;
+    a0 += IB_BYTE(v, 0);
+    a1 += IB_BYTE(v, 1);
+    a2 += IB_BYTE(v, 2);
+    a3 += IB_BYTE(v, 3);
   }
   /* the word entering the window at x (in[x+radius]) is the previous x's
-   * right partial pixel: one new load per side per step */
-  uint32_t nx = IB_W(x0 + radius);
-  uint32_t n0 = nx & 255u, n1 = nx >> 8 & 255u, n2 = nx >> 16 & 255u, n3 = nx >> 24;
-  for (int x = x0; x < x1; x++) {
-    const uint32_t l = IB_W(x - radius - 1), r = IB_W(x + radius + 1);
-    const uint32_t l0 = l & 255u, l1 = l >> 8 & 255u, l2 = l >> 16 & 255u, l3 = l >> 24;
-    const uint32_t r0 = r & 255u, r1 = r >> 8 & 255u, r2 = r >> 16 & 255u, r3 = r >> 24;
-    a0 += n0 - l0;
-    a1 += n1 - l1;
-    a2 += n2 - l2;
-    a3 += n3 - l3;
-    const uint32_t b0 = a0 * ww + (l0 + r0) * fw + (1u << 23);
-    const uint32_t b1 = a1 * ww + (l1 + r1) * fw + (1u << 23);
-    const uint32_t b2 = a2 * ww + (l2 + r2) * fw + (1u << 23);
-    const uint32_t b3 = a3 * ww + (l3 + r3) * fw + (1u << 23);
-    out[(x - base) * out_step] = IB_BYTE3x4(b0, b1, b2, b3);
-    n0 = r0, n1 = r1, n2 = r2, n3 = r3;
+   * right partial pixel: one new load per side per step. The sums wrap
+   * (uint32_t) as ib_box_blur_span's, in any order. */
+  const uint32_t nx = IB_W(x0 + radius);
+  uint32_t n0 = IB_BYTE(nx, 0), n1 = IB_BYTE(nx, 1), n2 = IB_BYTE(nx, 2), n3 = IB_BYTE(nx, 3);
+#define IB_STEP4(l, r, o)                                                                          \
+  do {                                                                                             \
+    const uint32_t l0 = IB_BYTE(l, 0), l1 = IB_BYTE(l, 1), l2 = IB_BYTE(l, 2), l3 = IB_BYTE(l, 3); \
+    const uint32_t r0 = IB_BYTE(r, 0), r1 = IB_BYTE(r, 1), r2 = IB_BYTE(r, 2), r3 = IB_BYTE(r, 3); \
+    a0 += n0 - l0;                                                                                 \
+    a1 += n1 - l1;                                                                                 \
+    a2 += n2 - l2;                                                                                 \
+    a3 += n3 - l3;                                                                                 \
+    o = IB_BYTE3x4(                                                                                \
+        a0 * ww + ((l0 + r0) * fw + (1u << 23)), a1 * ww + ((l1 + r1) * fw + (1u << 23)),          \
+        a2 * ww + ((l2 + r2) * fw + (1u << 23)), a3 * ww + ((l3 + r3) * fw + (1u << 23)));         \
+    n0 = r0, n1 = r1, n2 = r2, n3 = r3;                                                            \
+  } while (0)
+  /* x0..xa-1 and xb..x1-1 clamp at the line's ends; xa..xb-1 need no
+   * clamp (x - radius - 1 >= 0, x + radius + 1 <= last) and walk pointers */
+  const int xa = radius + 1 < x0 ? x0 : (radius + 1 < x1 ? radius + 1 : x1);
+  const int xb = last - radius < xa ? xa : (last - radius < x1 ? last - radius : x1);
+  int x = x0;
+  for (; x < xa; x++)
+    IB_STEP4(IB_W(x - radius - 1), IB_W(x + radius + 1), out[(x - base) * out_step]);
+  if (x < xb) {
+    const uint32_t *pl = in + (x - radius - 1 - base) * in_step;
+    const uint32_t *pr = in + (x + radius + 1 - base) * in_step;
+    uint32_t *po = out + (x - base) * out_step;
+    for (; x < xb; x++, pl += in_step, pr += in_step, po += out_step) {
+      const uint32_t l = *pl, r = *pr;
+      IB_STEP4(l, r, *po);
+    }
   }
+  for (; x < x1; x++)
+    IB_STEP4(IB_W(x - radius - 1), IB_W(x + radius + 1), out[(x - base) * out_step]);
+#undef IB_STEP4
 #undef IB_W
 }
 #undef IB_BYTE3x4
+#undef IB_BYTE
 
 #endif
