@@ -713,8 +713,8 @@ int main(int argc, char **argv) {
       const bool same = i == 0 || memcmp(hout[0], hout[1], N) == 0;
       const float ms = time_ms(do_blur, &bc, s, 10);
       if (i == 0) blur_ms = ms;
-      printf("  gauss8 columns %-24s %9.3f ms %s\n",
-             bc.th ? (i == 0 ? "ib_cols (production)" : "ib_cols") : "3 x ib_post", ms,
+      printf("  gauss8 rows + columns %-17s %9.3f ms %s\n",
+             bc.th ? (i == 0 ? "ib_cols (prod.)" : "ib_cols") : "3 x ib_post", ms,
              i == 0 ? ""
              : same ? "bytes equal"
                     : "BYTES DIFFER");

@@ -8,8 +8,11 @@
  * results lent from their download arena or own Job buffer). --cpu-only 1
  * runs the same executor on the CPU backend.
  *
- *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--blur N] [--log FILE]
+ *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--blur N]
+ *             [--blur-only 0|1] [--log FILE]
  *
+ * --blur N adds N blur cases (section 3c); --blur-only 1 keeps, of sections
+ * 1-3c, the blur cases no larger than 2^20 pixels (for the sanitizers).
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
  * Tone (Oklab) is byte-equal too since kernels/tone.h computes its cube
@@ -453,7 +456,7 @@ static int judge(const ccase *c, tally *t) {
 }
 
 int main(int argc, char **argv) {
-  int n_random = 300, batch = 24, big = 1, cpu_only = 0, n_blur = 0;
+  int n_random = 300, batch = 24, big = 1, cpu_only = 0, n_blur = 0, blur_only = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
@@ -466,6 +469,8 @@ int main(int argc, char **argv) {
       batch = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--blur"))
       n_blur = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--blur-only"))
+      blur_only = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--big"))
       big = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log"))
@@ -495,6 +500,7 @@ int main(int argc, char **argv) {
   /* 1. every op x mode (x variant), sizes cycling through the edge list */
   int si = 0;
   for (int op = 0; op < JG_COUNT; op++) {
+    if (blur_only && op != JG_BOXBLUR && op != JG_GAUSS) continue;
     int variants = op == JG_CHOPS       ? 12
                    : op == JG_CONVERT   ? 6
                    : op == JG_TRANSPOSE ? 7
@@ -562,7 +568,7 @@ int main(int argc, char **argv) {
    * the parameter blocks of an equal predecessor: each copy is checked
    * here), in 8 runs of 4 ops and 8 sizes. */
   static const int batch_ops[4] = {JG_INVERT, JG_POINT, JG_GAUSS, JG_RESIZE};
-  for (int k = 0; k < 200 && nc < cap; k++) {
+  for (int k = 0; k < 200 && nc < cap && !blur_only; k++) {
     const int run = k / 25, op = batch_ops[run % 4];
     const uint32_t w = 96 + (uint32_t)run;
     jg_begin(&j, &arena, &r, IB_MODE_RGB, w, 64, key++);
@@ -580,7 +586,7 @@ int main(int argc, char **argv) {
    * pinned staging on the device path (host threads), into malloc'd
    * memory on the CPU path. */
   int n_png_begin = (int)nc;
-  if (ib_codec_init(&err) == IB_OK) {
+  if (!blur_only && ib_codec_init(&err) == IB_OK) {
     static const ib_mode pm[] = {IB_MODE_L, IB_MODE_LA, IB_MODE_RGB, IB_MODE_RGBA};
     for (int k = 0; k < 24 && nc < cap; k++) {
       ib_mode m = pm[k % 4];
@@ -640,6 +646,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < n_blur && nc < cap; k++) {
       const ib_mode m = bm[k % 4];
       const uint32_t w = bsz[k % nsz][0], h = bsz[k % nsz][1];
+      if (blur_only && (uint64_t)w * h > (1u << 20)) continue; /* sanitizer runs */
       const int gauss = k % 2 == 0, pair = k % 5 == 4;
       /* the first half small radii only: whole submissions whose tiles fit */
       const int rr = k < n_blur / 2 ? 8 : nr;
