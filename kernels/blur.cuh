@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(256) ib_cols(const ib_desc *descs, 
   extern __shared__ __align__(16) uint8_t sm[];
   const ib_desc d = descs[blockIdx.y];
   const ib_blurp q = *(const ib_blurp *)d.params;
-  if (q.vp == 0) return;
+  if (q.vp <= 0) return;
   const int T = q.hp + q.vp, H = (int)d.height, pad = q.pv.radius + 1;
   const uint8_t *__restrict__ src = q.hp == 0 ? d.in0 : ib_pass_dst(d, q.hp - 1, T);
   uint8_t *__restrict__ dst = d.out;
