@@ -187,15 +187,28 @@ static void do_kernel(void *p, CUstream s) {
 }
 
 typedef struct blur_ctx {
-  CUfunction rows, post;
+  CUfunction rows, post, cols;
   CUdeviceptr table;
   unsigned cap, smem;
+  int th; /* ib_cols' tile height; 0: the 3 global column passes (ib_post); -1: rows only */
 } blur_ctx;
+/* As launch_passes (worker/gpu/cuda_launch.c) for one 4096^2 RGBA image of
+ * radius 7.47 (integer 7): ib_cols' buffer holds th + 2 * 3 * (7 + 1) rows. */
+static unsigned blur_cols_smem(int th) { return 2u * (unsigned)(th + 48) * IB_PASS_CW; }
 static void do_blur(void *p, CUstream s) {
   blur_ctx *b = p;
   void *a1[] = {&b->table};
   CK(cu->cuLaunchKernel(b->rows, 4096 < b->cap ? 4096 : b->cap, 1, 1, 256, 1, 1, b->smem, s, a1,
                         NULL));
+  if (b->th < 0) return;
+  if (b->th > 0) {
+    int th = b->th, rows = th + 48;
+    uint64_t tiles = (4096ull * 4 / IB_PASS_CW) * ((4096u + (unsigned)th - 1) / (unsigned)th);
+    void *a3[] = {&b->table, &th, &rows};
+    CK(cu->cuLaunchKernel(b->cols, (unsigned)(tiles < b->cap ? tiles : b->cap), 1, 1, 256, 1, 1,
+                          blur_cols_smem(th), s, a3, NULL));
+    return;
+  }
   uint64_t items = 4096ull * 4 * ((4096 + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
   uint64_t blocks = (items + 255) / 256;
   unsigned gx = (unsigned)(blocks < b->cap ? blocks : b->cap);
@@ -676,9 +689,14 @@ int main(int argc, char **argv) {
     const ib_gstep G = bench_step(&n_gb, IB_MODE_RGBA);
     ib_gchain_push(&ch, &G);
     CUmodule mod = chain_module(kc, "blur.cu", &ch, arch);
-    CUfunction fr, fc;
+    CUfunction fr, fc, fk;
     CK(cu->cuModuleGetFunction(&fr, mod, "ib_chain"));
     CK(cu->cuModuleGetFunction(&fc, mod, "ib_post"));
+    CK(cu->cuModuleGetFunction(&fk, mod, "ib_cols"));
+    int optin = 48 * 1024;
+    CK(cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                dev));
+    CK(cu->cuFuncSetAttribute(fk, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin));
     float r = ib_gaussian_box_radius(8.0f, 3);
     ib_box_pass bp = ib_box_pass_for(r);
     uint8_t prm[32];
@@ -686,18 +704,57 @@ int main(int argc, char **argv) {
     memcpy(prm, hv, 8);
     memcpy(prm + 8, &bp, 12);
     memcpy(prm + 20, &bp, 12);
-    CUdeviceptr bpar, scratch, btab2;
+    CUdeviceptr bpar, scratch, btab2, bsrc;
     CK(cu->cuMemAlloc(&bpar, sizeof prm));
     CK(cu->cuMemcpyHtoDAsync(bpar, prm, sizeof prm, s));
     CK(cu->cuMemAlloc(&scratch, 2 * N));
-    ib_gdesc d = {a, scratch, b, bpar, 4096, 4096, 4096, 4096, 0, 0, 4096, 4096};
+    /* random pixels, so the two column paths' outputs can be compared */
+    uint8_t *hsrc = malloc(N), *hout[2] = {malloc(N), malloc(N)};
+    if (!hsrc || !hout[0] || !hout[1]) {
+      fprintf(stderr, "gpu_bench: out of host memory\n");
+      return 1;
+    }
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      hsrc[i] = (uint8_t)(x >> 11);
+    }
+    CK(cu->cuMemAlloc(&bsrc, N));
+    CK(cu->cuMemcpyHtoDAsync(bsrc, hsrc, N, s));
+    ib_gdesc d = {bsrc, scratch, b, bpar, 4096, 4096, 4096, 4096, 0, 0, 4096, 4096};
     CK(cu->cuMemAlloc(&btab2, sizeof d));
     CK(cu->cuMemcpyHtoDAsync(btab2, &d, sizeof d, s));
     CK(cu->cuStreamSynchronize(s));
-    /* as launch_passes in cuda_backend.c: rows in shared memory (2 rows of
-     * 16 KiB), then 3 column passes */
-    blur_ctx bc = {fr, fc, btab2, (unsigned)(sms * 32), 2u * 4096u * 4u};
-    blur_ms = time_ms(do_blur, &bc, s, 10);
+    /* as launch_passes in cuda_launch.c: rows in shared memory (2 rows of
+     * 16 KiB), then the 3 column passes in one ib_cols launch (tile height
+     * IB_PASS_TH; other heights and the 3 global passes for comparison) */
+    blur_ctx bc = {fr, fc, fk, btab2, (unsigned)(sms * 32), 2u * 4096u * 4u, 0};
+    const int ths[] = {IB_PASS_TH, 0, 64, 256, 512, -1};
+    for (int i = 0; i < 6; i++) {
+      bc.th = ths[i];
+      if (bc.th < 0) {
+        printf("  gauss8 %-32s %9.3f ms\n", "rows only (ib_chain)", time_ms(do_blur, &bc, s, 10));
+        continue;
+      }
+      if (bc.th && blur_cols_smem(bc.th) > (unsigned)optin) continue;
+      CK(cu->cuMemsetD8Async(b, 0, N, s));
+      do_blur(&bc, s);
+      CK(cu->cuMemcpyDtoHAsync(hout[i == 0 ? 0 : 1], b, N, s));
+      CK(cu->cuStreamSynchronize(s));
+      const bool same = i == 0 || memcmp(hout[0], hout[1], N) == 0;
+      const float ms = time_ms(do_blur, &bc, s, 10);
+      if (i == 0) blur_ms = ms;
+      printf("  gauss8 rows + columns %-17s %9.3f ms %s\n",
+             bc.th ? (i == 0 ? "ib_cols (prod.)" : "ib_cols") : "3 x ib_post", ms,
+             i == 0 ? ""
+             : same ? "bytes equal"
+                    : "BYTES DIFFER");
+      if (bc.th) printf("    tile height %d, %u B shared\n", bc.th, blur_cols_smem(bc.th));
+    }
+    free(hsrc);
+    free(hout[0]);
+    free(hout[1]);
+    cu->cuMemFree(bsrc);
     cu->cuMemFree(scratch);
   }
 

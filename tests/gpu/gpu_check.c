@@ -8,9 +8,12 @@
  * results lent from their download arena or own Job buffer). --cpu-only 1
  * runs the same executor on the CPU backend.
  *
- *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--log FILE]
+ *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--rank3 N] [--blur N]
+ *             [--blur-only 0|1] [--log FILE]
  *
  * --rank3 N adds N 3x3 rank filter cases (section 1b).
+ * --blur N adds N blur cases (section 3c); --blur-only 1 keeps, of sections
+ * 1-3c, the blur cases no larger than 2^20 pixels (for the sanitizers).
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
@@ -455,7 +458,7 @@ static int judge(const ccase *c, tally *t) {
 }
 
 int main(int argc, char **argv) {
-  int n_random = 300, batch = 24, big = 1, cpu_only = 0;
+  int n_random = 300, batch = 24, big = 1, cpu_only = 0, n_blur = 0, blur_only = 0;
   uint64_t seed = 20261202;
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
@@ -467,6 +470,10 @@ int main(int argc, char **argv) {
       seed = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--batch"))
       batch = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--blur"))
+      n_blur = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--blur-only"))
+      blur_only = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--big"))
       big = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log"))
@@ -498,6 +505,7 @@ int main(int argc, char **argv) {
   /* 1. every op x mode (x variant), sizes cycling through the edge list */
   int si = 0;
   for (int op = 0; op < JG_COUNT; op++) {
+    if (blur_only && op != JG_BOXBLUR && op != JG_GAUSS) continue;
     int variants = op == JG_CHOPS       ? 12
                    : op == JG_CONVERT   ? 6
                    : op == JG_TRANSPOSE ? 7
@@ -607,7 +615,7 @@ int main(int argc, char **argv) {
    * the parameter blocks of an equal predecessor: each copy is checked
    * here), in 8 runs of 4 ops and 8 sizes. */
   static const int batch_ops[4] = {JG_INVERT, JG_POINT, JG_GAUSS, JG_RESIZE};
-  for (int k = 0; k < 200 && nc < cap; k++) {
+  for (int k = 0; k < 200 && nc < cap && !blur_only; k++) {
     const int run = k / 25, op = batch_ops[run % 4];
     const uint32_t w = 96 + (uint32_t)run;
     jg_begin(&j, &arena, &r, IB_MODE_RGB, w, 64, key++);
@@ -625,7 +633,7 @@ int main(int argc, char **argv) {
    * pinned staging on the device path (host threads), into malloc'd
    * memory on the CPU path. */
   int n_png_begin = (int)nc;
-  if (ib_codec_init(&err) == IB_OK) {
+  if (!blur_only && ib_codec_init(&err) == IB_OK) {
     static const ib_mode pm[] = {IB_MODE_L, IB_MODE_LA, IB_MODE_RGB, IB_MODE_RGBA};
     for (int k = 0; k < 24 && nc < cap; k++) {
       ib_mode m = pm[k % 4];
@@ -668,6 +676,53 @@ int main(int argc, char **argv) {
   }
   int n_png_end = (int)nc;
 
+  /* 3c. --blur N: BoxBlur / GaussianBlur alone and in pairs (the column
+   * passes' tiles in shared memory, ib_cols, and their global fallback for
+   * radii whose tiles do not fit), over the 4096 bound, lines of one pixel,
+   * odd widths and every blur mode; the radii of the jobs of one
+   * submission differ (one launch sizes its tiles for the largest, radii
+   * up to 129 fit: the first 8). */
+  {
+    static const double radii[] = {0.5, 8, 2.5, 1, 20, 7.3, 60, 129, 131, 400, 3000, 1048576, 3};
+    static const uint32_t bsz[][2] = {{4096, 4096}, {4093, 37}, {37, 4093},  {1, 4096},
+                                      {4096, 1},    {333, 101}, {129, 4096}, {17, 13},
+                                      {1000, 7},    {2, 2},     {4096, 129}, {255, 300}};
+    static const ib_mode bm[] = {IB_MODE_RGBA, IB_MODE_RGB, IB_MODE_L, IB_MODE_LA};
+    const int nr = (int)(sizeof radii / sizeof radii[0]), nsz = (int)(sizeof bsz / sizeof bsz[0]);
+    jg_arena barena = {malloc(3u << 27), 0, 3u << 27};
+    for (int k = 0; k < n_blur && nc < cap; k++) {
+      const ib_mode m = bm[k % 4];
+      const uint32_t w = bsz[k % nsz][0], h = bsz[k % nsz][1];
+      if (blur_only && (uint64_t)w * h > (1u << 20)) continue; /* sanitizer runs */
+      const int gauss = k % 2 == 0, pair = k % 5 == 4;
+      /* the first half small radii only: whole submissions whose tiles fit */
+      const int rr = k < n_blur / 2 ? 8 : nr;
+      double rx = k % 6 == 5 ? 0 : radii[k % rr], ry = k % 7 == 6 ? 0 : radii[(k * 5 + 3) % rr];
+      if (k == 0) rx = ry = 8; /* the benchmark's GaussianBlur(8), 4096^2 RGBA */
+      jg_begin(&j, &barena, &r, m, w, h, key++);
+      int p = jg_op(&j, &r, gauss ? JG_GAUSS : JG_BOXBLUR, 0, m, w, h, -1);
+      if (gauss)
+        j.nodes[p]->gaussian_blur->radius_x = rx, j.nodes[p]->gaussian_blur->radius_y = ry;
+      else
+        j.nodes[p]->box_blur->radius_x = rx, j.nodes[p]->box_blur->radius_y = ry;
+      if (pair) {
+        p = jg_op(&j, &r, JG_GAUSS, p, m, w, h, -1);
+        j.nodes[p]->gaussian_blur->radius_x = j.nodes[p]->gaussian_blur->radius_y = 2.5;
+      }
+      ccase *c = &cs[nc];
+      if (!(c->g = jg_finish(&j, &err))) {
+        fprintf(logf_, "refused blur: %s\n", err.message);
+        refused++;
+        continue;
+      }
+      c->op = -5;
+      snprintf(c->label, sizeof c->label, "blur %s %s %ux%u r %g,%g%s", gauss ? "gaussian" : "box",
+               ib_mode_name(m), w, h, rx, ry, pair ? " > gaussian 2.5" : "");
+      nc++;
+    }
+    free(barena.p);
+  }
+
   /* 4. the 4096 bound */
   if (big) {
     jg_arena bigarena = {malloc(3u << 27), 0, 3u << 27};
@@ -692,7 +747,7 @@ int main(int argc, char **argv) {
    * runs of `batch` jobs (the batch and png sections each as one run, split
    * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
-        pngs = {0};
+        pngs = {0}, blurs = {0};
   int device_errors = 0;
   size_t most = (size_t)batch;
   if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
@@ -723,6 +778,7 @@ int main(int argc, char **argv) {
                  : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
                  : c->op == -2 ? &batches
                  : c->op == -4 ? &pngs
+                 : c->op == -5 ? &blurs
                                : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
@@ -740,9 +796,9 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs};
-  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source"};
-  for (int k = 0; k < 5; k++) {
+  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs, &blurs};
+  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source", "blur"};
+  for (int k = 0; k < 6; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;

@@ -5,6 +5,7 @@
  * four bands per word) give ib_rank_select8's.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/boxblur.h"
@@ -38,6 +39,107 @@ Test(boxblur, span_equals_line) {
         for (int i = 0; i < n; i++)
           cr_assert_eq(got[2 * i], ref[2 * i], "r=%g n=%d seg=%d x=%d: %d != %d", radii[ri], n, seg,
                        i, got[2 * i], ref[2 * i]);
+      }
+}
+
+/* `passes` passes of ib_box_blur_line over one line (out != in). */
+static void line_passes(uint8_t *out, const uint8_t *in, int n, int passes, ib_box_pass p) {
+  uint8_t tmp[2][600];
+  memcpy(tmp[0], in, (size_t)n);
+  for (int k = 0; k < passes; k++) ib_box_blur_line(tmp[(k + 1) & 1], 1, tmp[k & 1], 1, n, p);
+  memcpy(out, tmp[passes & 1], (size_t)n);
+}
+
+static const float span_radii[] = {0.0f, 0.5f, 1.0f, 1.7f, 3.25f, 7.47f, 12.9f, 40.0f, 300.0f};
+
+/* Four lines as the byte lanes of words, any split, the words behind a
+ * base offset: each lane equals ib_box_blur_line's bytes. */
+Test(boxblur, span4_equals_line) {
+  static const int lens[] = {1, 2, 3, 5, 17, 33, 100, 257};
+  uint8_t lines[4][257], ref[4][257];
+  uint32_t words[3 * 262], got[3 * 262];
+  for (size_t ri = 0; ri < sizeof span_radii / sizeof span_radii[0]; ri++)
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+      for (int trial = 0; trial < 4; trial++) {
+        const int n = lens[li], off = (int)(rnd() % 5u);
+        ib_box_pass p = ib_box_pass_for(span_radii[ri]);
+        for (int j = 0; j < n; j++) {
+          words[3 * (j + off)] = 0;
+          for (int b = 0; b < 4; b++) {
+            lines[b][j] = (uint8_t)(trial == 0 ? 255 : rnd());
+            words[3 * (j + off)] |= (uint32_t)lines[b][j] << (8 * b);
+          }
+        }
+        for (int b = 0; b < 4; b++) ib_box_blur_line(ref[b], 1, lines[b], 1, n, p);
+        memset(got, 0x5a, sizeof got);
+        /* word j at words[3 * (j + off)]: base -off */
+        int seg = 1 + (int)(rnd() % 19u);
+        for (int x0 = 0; x0 < n; x0 += seg)
+          ib_box_blur_span4(got, 3, words, 3, -off, n, x0, x0 + seg < n ? x0 + seg : n, p);
+        for (int j = 0; j < n; j++)
+          for (int b = 0; b < 4; b++)
+            cr_assert_eq((got[3 * (j + off)] >> (8 * b)) & 255u, ref[b][j],
+                         "r=%g n=%d seg=%d x=%d lane %d", span_radii[ri], n, seg, j, b);
+      }
+}
+
+/* ib_cols (kernels/blur.cuh) emulated on the host: tiles of th output rows
+ * of a column image of `nw` words, each loaded with the rows
+ * ib_box_tile_rows reaches into a buffer of exactly that many rows
+ * (malloc'd: the sanitizer build sees a read outside it), the passes split
+ * into nseg row parts by ib_box_seg, ping-pong between two such buffers.
+ * Every byte equals `passes` whole-column ib_box_blur_line passes. */
+Test(boxblur, column_tiles_equal_passes) {
+  static const int heights[] = {1, 2, 5, 31, 128, 300, 513};
+  static const int ths[] = {1, 3, 16, 128, 600};
+  static const int nsegs[] = {1, 3, 8};
+  enum { NW = 3 };
+  uint8_t col[600], want[600];
+  uint32_t img[NW * 513], res[NW * 513];
+  for (size_t ri = 0; ri < sizeof span_radii / sizeof span_radii[0]; ri++)
+    for (size_t hi_ = 0; hi_ < sizeof heights / sizeof heights[0]; hi_++)
+      for (int passes = 1; passes <= 3; passes += 2) {
+        const int H = heights[hi_];
+        const int th = ths[rnd() % 5u], nseg = nsegs[rnd() % 3u];
+        const ib_box_pass p = ib_box_pass_for(span_radii[ri]);
+        const int pad = p.radius + 1;
+        for (int i = 0; i < NW * H; i++) img[i] = rnd();
+        memset(res, 0xa5, sizeof res);
+        for (int y0 = 0; y0 < H; y0 += th) {
+          const int y1 = y0 + th < H ? y0 + th : H;
+          int lo, hi;
+          ib_box_tile_rows(y0, y1, H, pad, passes, &lo, &hi);
+          uint32_t *A = malloc(sizeof *A * NW * (size_t)(hi - lo));
+          uint32_t *B = malloc(sizeof *B * NW * (size_t)(hi - lo));
+          cr_assert(A && B);
+          memcpy(A, img + (size_t)lo * NW, sizeof *A * NW * (size_t)(hi - lo));
+          for (int k = 0; k < passes; k++) {
+            int olo, ohi;
+            ib_box_tile_rows(y0, y1, H, pad, passes - 1 - k, &olo, &ohi);
+            for (int c = 0; c < NW; c++)
+              for (int sg = 0; sg < nseg; sg++) {
+                int x0, x1;
+                ib_box_seg(olo, ohi, nseg, sg, &x0, &x1);
+                if (x0 < x1) ib_box_blur_span4(B + c, NW, A + c, NW, lo, H, x0, x1, p);
+              }
+            uint32_t *t = A;
+            A = B;
+            B = t;
+          }
+          memcpy(res + (size_t)y0 * NW, A + (size_t)(y0 - lo) * NW,
+                 sizeof *A * NW * (size_t)(y1 - y0));
+          free(A);
+          free(B);
+        }
+        for (int c = 0; c < NW; c++)
+          for (int b = 0; b < 4; b++) {
+            for (int y = 0; y < H; y++) col[y] = (uint8_t)(img[y * NW + c] >> (8 * b));
+            line_passes(want, col, H, passes, p);
+            for (int y = 0; y < H; y++)
+              cr_assert_eq((res[y * NW + c] >> (8 * b)) & 255u, want[y],
+                           "r=%g H=%d th=%d nseg=%d passes=%d col %d lane %d y=%d", span_radii[ri],
+                           H, th, nseg, passes, c, b, y);
+          }
       }
 }
 

@@ -26,9 +26,12 @@
 #define IB_CHAIN_MAX_PARAMS 8192 /* shared-memory bytes per block */
 /* PASSES heads (op_dev.h; kernels/blur.cuh): pixels per thread span in the
  * shared-memory row pass (odd: fewer bank conflicts), samples per span in
- * the global passes. */
+ * the global passes; ib_cols' tile: bytes wide (a word per lane of a warp)
+ * and output rows high. */
 #define IB_PASS_SEG 15
 #define IB_PASS_CSEG 32
+#define IB_PASS_CW 128
+#define IB_PASS_TH 128
 
 /* Steps are the op rows' (ops/op_dev.h: ib_gstep, ib_dev_op). A run of
  * per-band tables becomes one step of this generic table. */

@@ -44,8 +44,8 @@
 typedef struct ib_kfunc {
   char sig[512];
   CUmodule mod;
-  CUfunction chain, lsum, post;
-  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain may take */
+  CUfunction chain, lsum, post, cols;
+  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain and ib_cols may take */
   bool interp;
   ib_iprog prog;
 } ib_kfunc;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu/cuda_internal.h"
+#include "kernels/boxblur.h"
 
 static int ent_cmp(const void *a, const void *b) {
   const ib_launch_ent *x = a, *y = b;
@@ -99,9 +100,38 @@ static unsigned clamp_grid(uint64_t blocks, uint64_t cap) {
   return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
 }
 
+/* ib_cols' buffer height for entries [e, e_end): the largest tile with the
+ * rows its column passes reach (kernels/boxblur.h ib_box_tile_rows), from
+ * each job's staged parameters (struct ib_blurp: int hp, vp; ib_box_pass
+ * ph, pv); *tiles: the most tiles of one image. */
+static uint64_t cols_rows(const ib_backend_submission *s, size_t e, size_t e_end, uint64_t bands,
+                          uint64_t *tiles) {
+  uint64_t most = 0;
+  *tiles = 0;
+  for (size_t q = e; q < e_end; q++) {
+    const ib_launch_ent *en = &s->lp.ents[q];
+    const uint8_t *par = ib_sub_host(s) + s->js[en->job].par_off[en->stage];
+    int32_t vp;
+    ib_box_pass pv;
+    memcpy(&vp, par + 4, sizeof vp);
+    memcpy(&pv, par + 8 + sizeof pv, sizeof pv);
+    const uint64_t w = s->lp.descs[q].width, h = s->lp.descs[q].height;
+    const uint64_t reach = 2 * (uint64_t)(vp > 0 ? vp : 0) * ((uint64_t)pv.radius + 1);
+    const uint64_t th = IB_PASS_TH < h ? IB_PASS_TH : h, need = th + reach < h ? th + reach : h;
+    const uint64_t t =
+        ((w * bands + IB_PASS_CW - 1) / IB_PASS_CW) * ((h + IB_PASS_TH - 1) / IB_PASS_TH);
+    if (need > most) most = need;
+    if (t > *tiles) *tiles = t;
+  }
+  return most;
+}
+
 /* A PASSES head (ops/op_dev.h; kernels/blur.cuh) over one launch group:
  * the row passes in shared memory when two rows of the widest image fit
- * (else one global launch per row pass), then one launch per column pass. */
+ * (else one global launch per row pass), then the column passes: all in
+ * one ib_cols launch when its tiles fit in shared memory (and the passes
+ * are odd, so they never write the buffer they read), else one global
+ * launch per column pass. */
 static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, const ib_gchain *ch,
                                size_t e, size_t e_end, size_t k0, unsigned gy, CUdeviceptr table,
                                ib_error *err) {
@@ -136,6 +166,16 @@ static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, cons
       rc = cu->cuLaunchKernel(f->post, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
       if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch row pass", k0, err);
     }
+  }
+  uint64_t tiles = 0;
+  const uint64_t crows = cols_rows(s, e, e_end, bands, &tiles), csmem = 2 * crows * IB_PASS_CW;
+  if (passes % 2 == 1 && csmem <= f->smem_max) {
+    int th = IB_PASS_TH, nrows = (int)crows;
+    void *args[] = {&table, &th, &nrows};
+    rc = cu->cuLaunchKernel(f->cols, clamp_grid(tiles, cap), gy, 1, T, 1, 1, (unsigned)csmem,
+                            s->stream, args, NULL);
+    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch column passes", k0, err);
+    return IB_OK;
   }
   const unsigned gx = clamp_grid((col_items + T - 1) / T, cap);
   for (int k = 0; k < passes; k++) {

@@ -42,11 +42,14 @@ static CUresult get_functions(ib_cuda *c, const ib_gchain *ch, ib_kfunc *f) {
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
   if (rc == CUDA_SUCCESS && ib_gchain_passes(ch)) {
     rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
-    /* cuda_blur_global_rows forces the global-memory row passes (tests). */
+    if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->cols, f->mod, "ib_cols");
+    /* cuda_blur_global_rows forces the global-memory passes (tests): rows
+     * and columns. */
     f->smem_max = c->blur_global_rows ? 0 : 48 * 1024;
+    const CUfunction_attribute dyn = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     if (rc == CUDA_SUCCESS && f->smem_max && c->smem_optin > 48 * 1024 &&
-        c->cu->cuFuncSetAttribute(f->chain, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  c->smem_optin) == CUDA_SUCCESS)
+        c->cu->cuFuncSetAttribute(f->chain, dyn, c->smem_optin) == CUDA_SUCCESS &&
+        c->cu->cuFuncSetAttribute(f->cols, dyn, c->smem_optin) == CUDA_SUCCESS)
       f->smem_max = (unsigned)c->smem_optin;
   }
   return rc;

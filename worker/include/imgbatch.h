@@ -230,7 +230,8 @@ typedef struct ib_executor_options {
                                 * backend runs one job at a time. */
   bool cuda_profile;           /* cuda: time the host side of submissions (logged, INFO, on
                                 * close) */
-  bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur row passes */
+  bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur passes (rows and
+                                * columns) */
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
