@@ -940,12 +940,14 @@ int main(int argc, char **argv) {
   else
     printf(
         "nvrtc: %llu compiled (%.1f s), %llu from disk (%llu corrupt), %llu from memory, %llu "
-        "evicted; cache dir '%s'; interpreter tier %llu stages, %llu waited for a compile\n",
+        "evicted; cache dir '%s'; interpreter tier %llu stages, %llu waited for a compile; "
+        "%llu blur groups on global-memory passes\n",
         (unsigned long long)mc.nvrtc_compiles, (double)mc.nvrtc_compile_us * 1e-6,
         (unsigned long long)mc.module_cache_hits_disk, (unsigned long long)mc.disk_cache_corrupt,
         (unsigned long long)mc.module_cache_hits_memory,
         (unsigned long long)mc.module_cache_evictions, opts.cache_dir ? opts.cache_dir : "",
-        (unsigned long long)mc.interp_executions, (unsigned long long)mc.jobs_waited_compile);
+        (unsigned long long)mc.interp_executions, (unsigned long long)mc.jobs_waited_compile,
+        (unsigned long long)mc.blur_global_passes);
   ib_executor_destroy(main_ex);
   free(cs);
   free(arena.p);

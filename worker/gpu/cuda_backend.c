@@ -177,6 +177,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_evictions = m.evictions;
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
+  out->blur_global_passes = atomic_load(&c->blur_global);
   if (c->cpool) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;

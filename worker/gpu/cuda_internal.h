@@ -17,6 +17,7 @@
 #ifndef IB_GPU_CUDA_INTERNAL_H
 #define IB_GPU_CUDA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,6 +97,10 @@ struct ib_cuda {
    * launch = submit; device = blocked in wait; results = result copies). */
   int prof;
   bool blur_global_rows;
+  /* Blur launch groups whose row or column passes ran as global-memory
+   * passes (a line or tile too large for shared memory): the slow path is
+   * counted, never silent (ib_executor_counters.blur_global_passes). */
+  _Atomic uint64_t blur_global;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
 };

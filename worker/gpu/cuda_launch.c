@@ -159,6 +159,7 @@ static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, cons
                             s->stream, args1, NULL);
     if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch pass rows", k0, err);
   } else {
+    atomic_fetch_add(&s->c->blur_global, 1);
     const unsigned gx = clamp_grid((row_items + T - 1) / T, cap);
     for (int k = 0; k < passes; k++) {
       int dir = 0;
@@ -177,6 +178,7 @@ static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, cons
     if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch column passes", k0, err);
     return IB_OK;
   }
+  if (smem <= f->smem_max) atomic_fetch_add(&s->c->blur_global, 1); /* once a group */
   const unsigned gx = clamp_grid((col_items + T - 1) / T, cap);
   for (int k = 0; k < passes; k++) {
     int dir = 1;

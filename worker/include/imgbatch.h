@@ -375,6 +375,8 @@ typedef struct ib_executor_counters {
   uint64_t compile_queue_full;       /* compile requests refused at the pool's bound (QueueFull) */
   uint64_t jobs_waited_compile;      /* jobs held until their kernel compiled */
   uint64_t interp_executions;        /* stages run on the pointwise interpreter tier */
+  uint64_t blur_global_passes;       /* blur launch groups run as global-memory passes (too large a
+                                      * line or radius for shared memory): slower, same bytes */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
