@@ -156,8 +156,7 @@ void ib_cuda_close(ib_cuda *c) {
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
   ib_pinned_free(c->pin);
-  free(c->memo.like.nodes);
-  free(c->memo.like.nodes_wire);
+  ib_cuda_like_free(&c->memo.like);
   ib_kcache_free(c->kc);
   ib_hostpar_free(c->hp);
   cu->cuDevicePrimaryCtxRelease(c->dev);
@@ -181,7 +180,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;
     out->compile_queue_full = p.rejected_full;
-    out->jobs_waited_compile = p.jobs_waited;
+    out->jobs_waited_compile += p.jobs_waited; /* the core counts the jobs it parked */
     out->interp_executions = p.interp_runs;
   }
 }
@@ -209,16 +208,7 @@ static void be_close(void *state) { ib_cuda_close(state); }
 static void memo_keep(ib_charge_memo *m, const ib_graph *g, uint64_t in_place, uint64_t gpu,
                       uint64_t host_plan) {
   m->valid = false;
-  uint8_t *w = realloc(m->like.nodes_wire, g->nodes_wire_len ? g->nodes_wire_len : 1);
-  if (w) m->like.nodes_wire = w;
-  ib_node *nd = realloc(m->like.nodes, (g->n_nodes ? g->n_nodes : 1) * sizeof *nd);
-  if (nd) m->like.nodes = nd;
-  if (!w || !nd) return; /* no memo this time */
-  memcpy(w, g->nodes_wire, g->nodes_wire_len);
-  for (size_t i = 0; i < g->n_nodes; i++)
-    nd[i] = (ib_node){.op = g->nodes[i].op, .shape = g->nodes[i].shape};
-  m->like.nodes_wire_len = g->nodes_wire_len;
-  m->like.n_nodes = g->n_nodes;
+  if (!ib_cuda_like_keep(&m->like, g)) return; /* no memo this time */
   m->in_place = in_place;
   m->gpu = gpu;
   m->host_plan = host_plan;
@@ -266,6 +256,8 @@ static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
 static bool be_admit_wait(void *state, int timeout_ms) {
   return ib_cuda_tier_admit_wait(state, timeout_ms);
 }
+static bool be_job_ready(void *state, const ib_graph *g) { return ib_cuda_tier_ready(state, g); }
+static uint64_t be_ready_epoch(void *state) { return ib_cuda_tier_epoch(state); }
 
 const ib_backend ib_backend_cuda = {
     .name = "cuda",
@@ -273,6 +265,8 @@ const ib_backend ib_backend_cuda = {
     .close = be_close,
     .admit = be_admit, /* cuda_tier.c: the compile queue's bound */
     .admit_wait = be_admit_wait,
+    .job_ready = be_job_ready, /* heads whose kernel compiles are parked */
+    .ready_epoch = be_ready_epoch,
     .job_bytes = be_job_bytes,
     .job_bytes_stages = true,
     .submit = ib_cuda_submit, /* cuda_submit.c */
