@@ -12,8 +12,12 @@
  * pointwise signatures costs no latency. A head the interpreter cannot run
  * (gathers, passes) needs its kernel: admission (ib_cuda_tier_admit)
  * requests its compile, and answers QueueFull when the table is full, so a
- * storm of those becomes backpressure; its submission then waits for that
- * compile (moved to the front of the queue), not for an inline one. */
+ * storm of those becomes backpressure. Until the kernel is loaded the job
+ * is not ready (ib_cuda_tier_ready, backend.h job_ready): the executor
+ * parks it out of submissions, so no other job waits for that compile.
+ * Only a job submitted regardless (queue mode off, or nothing left
+ * compiling) waits inside its submission, for that compile moved to the
+ * front of the queue, not for an inline one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
