@@ -544,7 +544,7 @@ Test(park, a_parked_job_gets_timeout_at_its_deadline_and_its_credits_back) {
   ib_result r;
   cr_assert_eq(ib_results_next(rs, &r), IB_OK);
   cr_assert(r.ok && r.key.u64 == 1, "%s", r.error.message);
-  cr_assert_lt(now_unix_ms() - t0, 60, "the ready job did not wait");
+  cr_assert_eq(F.admit_waits, 0, "the ready job did not wait for the compile");
   ib_result_free(&r);
   cr_assert_eq(test_counters(ex).jobs.in_use, 1);
   cr_assert_eq(ib_results_next(rs, &r), IB_OK);
@@ -552,8 +552,9 @@ Test(park, a_parked_job_gets_timeout_at_its_deadline_and_its_credits_back) {
   cr_assert(!r.ok && r.key.u64 == 100);
   cr_assert_eq(r.error.status, IB_TIMEOUT, "%s", r.error.message);
   cr_assert(strstr(r.error.message, "compiling"), "%s", r.error.message);
-  cr_assert(took >= 80 && took < 400, "answered at its deadline, not later: %llu ms",
+  cr_assert(took >= 80 && took < 1500, "answered at its deadline: %llu ms",
             (unsigned long long)took);
+  cr_assert_leq(F.max_wait_ms, 81, "no wait on the backend reached past the deadline");
   ib_result_free(&r);
   cr_assert_eq(ib_results_next(rs, &r), IB_END);
   ib_results_close(rs);
