@@ -153,3 +153,23 @@ Test(gpu_tier, a_head_nobody_compiles_is_not_waited_for) {
   ib_graph_free(g);
   tier_free(c);
 }
+
+/* A new graph's charge (job_bytes, after admission) takes admission's plan
+ * instead of planning again: the same charge as from a fresh plan. */
+Test(gpu_tier, the_charge_of_a_new_graph_takes_admissions_plan) {
+  ib_cuda *c = tier_new(8);
+  ib_graph *a = graph(JG_RESIZE, 5), *b = graph(JG_INVERT, 6);
+  admit_ok(c, a);
+  const ib_gplan *p = ib_cuda_tier_plan(c, a);
+  cr_assert_not_null(p);
+  cr_assert_null(ib_cuda_tier_plan(c, b), "only the graph admission planned");
+  uint64_t g1 = 0, h1 = 0, g2 = 0, h2 = 0;
+  ib_cuda_charge_plan(a, p, NULL, NULL, &g1, &h1);
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_charge(a, NULL, NULL, &g2, &h2, &err), IB_OK, "%s", err.message);
+  cr_assert(g1 == g2 && h1 == h2 && g1 > 0);
+  cr_assert_eq(c->tmemo.plans, 1);
+  ib_graph_free(a);
+  ib_graph_free(b);
+  tier_free(c);
+}

@@ -230,7 +230,13 @@ static ib_status job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
     *host_bytes = src + m->host_plan;
     return IB_OK;
   }
-  ib_status st = ib_cuda_charge(g, ib_cuda_source_pinned, c, gpu_bytes, host_bytes, err);
+  /* A new graph: admission planned it already when the compile pool is on. */
+  const ib_gplan *p = ib_cuda_tier_plan(c, g);
+  ib_status st = IB_OK;
+  if (p)
+    ib_cuda_charge_plan(g, p, ib_cuda_source_pinned, c, gpu_bytes, host_bytes);
+  else
+    st = ib_cuda_charge(g, ib_cuda_source_pinned, c, gpu_bytes, host_bytes, err);
   if (st == IB_OK && cacheable) memo_keep(m, g, in_place, *gpu_bytes, *host_bytes - src);
   return st;
 }

@@ -86,6 +86,7 @@ typedef struct ib_tier_head {
 typedef struct ib_tier_memo {
   ib_graph like;
   bool valid;
+  ib_gplan plan; /* like's plan: the charge (job_bytes) of a new graph takes it too */
   ib_tier_head *heads;
   int n_heads, cap;
   uint64_t plans; /* graphs planned for it (a memo miss each) */
@@ -249,6 +250,9 @@ bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms);
  * let go, or failed) counts as ready: its stage compiles inline, as
  * without the pool, from the disk cache where the pool left it. */
 bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g);
+/* The plan admission made of `g` (a graph whose nodes equal the tier
+ * memo's), for its charge; NULL when there is none. */
+const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g);
 /* backend.h ready_epoch: compiles the pool finished. */
 uint64_t ib_cuda_tier_epoch(ib_cuda *c);
 /* The kernel of one stage: its module when compiled (pinned in the

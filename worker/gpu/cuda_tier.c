@@ -61,6 +61,7 @@ void ib_cuda_tier_close(ib_cuda *c) {
   ib_cpool_free(c->cpool); /* lets running compiles finish; before the cache goes */
   c->cpool = NULL;
   ib_cuda_like_free(&c->tmemo.like);
+  ib_gplan_free(&c->tmemo.plan);
   free(c->tmemo.heads);
   c->tmemo = (ib_tier_memo){0};
   if (c->imod) c->cu->cuModuleUnload(c->imod);
@@ -121,11 +122,12 @@ static ib_status tier_heads(ib_cuda *c, const ib_graph *g, ib_error *err) {
   m->valid = false;
   m->n_heads = 0;
   m->plans++;
-  ib_gplan p;
-  ib_status st = ib_gplan_build(g, &p, err);
+  ib_gplan_free(&m->plan);
+  ib_gplan *p = &m->plan;
+  ib_status st = ib_gplan_build(g, p, err); /* frees what it built on failure */
   if (st != IB_OK) return st;
-  for (int k = 0; st == IB_OK && k < p.n_stages; k++) {
-    const ib_gchain *ch = &p.stages[k].chain;
+  for (int k = 0; st == IB_OK && k < p->n_stages; k++) {
+    const ib_gchain *ch = &p->stages[k].chain;
     if (ib_interp_can_run(ch)) continue;
     if (m->n_heads == m->cap) {
       const int cap = m->cap ? 2 * m->cap : 4;
@@ -142,10 +144,14 @@ static ib_status tier_heads(ib_cuda *c, const ib_graph *g, ib_error *err) {
     h->stage = k;
     ib_cuda_sigkey(ch, &h->sk);
   }
-  ib_gplan_free(&p);
   /* Only a graph with its wire bytes can equal a later one. */
   if (st == IB_OK) m->valid = ib_cuda_like_keep(&m->like, g);
   return st;
+}
+
+const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g) {
+  const ib_tier_memo *m = &c->tmemo;
+  return c->cpool && m->valid && ib_cuda_same_nodes(g, &m->like) ? &m->plan : NULL;
 }
 
 ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err) {
