@@ -596,7 +596,7 @@ Test(park, a_run_stream_with_a_quiet_source_still_delivers_a_parked_job) {
   cr_assert(F.kernel_ready);
   ib_result_free(&r);
   cr_assert_geq(src.polls, 3, "the source was asked again while the job waited");
-  cr_assert_leq(F.max_wait_ms, 10, "short waits while the source may bring more");
+  cr_assert_leq(F.max_wait_ms, 1, "short waits while the source may bring more");
   cr_assert_eq(ib_results_next(rs, &r), IB_AGAIN, "nothing live now");
   src.done = true;
   cr_assert_eq(ib_results_next(rs, &r), IB_END);
