@@ -141,8 +141,15 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
            c->t_plan * 1e6 / (double)c->n_jobs, c->t_stage * 1e6 / (double)c->n_jobs,
            c->t_launch * 1e6 / (double)c->n_jobs, c->t_device * 1e6 / (double)c->n_jobs,
            c->t_results * 1e6 / (double)c->n_jobs);
+  if (c->prof && (c->n_load || c->t_tier > 0))
+    ib_log(&c->log, IB_LOG_INFO,
+           "cuda host profile (%s): %llu module loads, %.2f ms in all (longest %.2f ms); tier "
+           "admission and job_ready %.2f ms in all\n",
+           label, (unsigned long long)c->n_load, c->t_load * 1e3, c->t_load_max * 1e3,
+           c->t_tier * 1e3);
   c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
-  c->n_sub = c->n_jobs = 0;
+  c->t_load = c->t_load_max = c->t_tier = 0;
+  c->n_sub = c->n_jobs = c->n_load = 0;
 }
 
 void ib_cuda_close(ib_cuda *c) {
@@ -257,12 +264,22 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
 }
 
 static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
-  return ib_cuda_tier_admit(state, g, err);
+  ib_cuda *c = state;
+  const double t0 = ib_cuda_prof_now(c);
+  ib_status st = ib_cuda_tier_admit(c, g, err);
+  c->t_tier += ib_cuda_prof_now(c) - t0;
+  return st;
 }
 static bool be_admit_wait(void *state, int timeout_ms) {
   return ib_cuda_tier_admit_wait(state, timeout_ms);
 }
-static bool be_job_ready(void *state, const ib_graph *g) { return ib_cuda_tier_ready(state, g); }
+static bool be_job_ready(void *state, const ib_graph *g) {
+  ib_cuda *c = state;
+  const double t0 = ib_cuda_prof_now(c);
+  const bool ready = ib_cuda_tier_ready(c, g);
+  c->t_tier += ib_cuda_prof_now(c) - t0;
+  return ready;
+}
 static uint64_t be_ready_epoch(void *state) { return ib_cuda_tier_epoch(state); }
 
 const ib_backend ib_backend_cuda = {

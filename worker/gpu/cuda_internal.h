@@ -129,6 +129,10 @@ struct ib_cuda {
   bool blur_global_rows;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
+  /* ... and on the driving thread beside submissions: module loads (any
+   * caller) and the tier's admission and job_ready questions. */
+  double t_load, t_load_max, t_tier;
+  uint64_t n_load;
 };
 
 /* One job of a submission. */

@@ -62,8 +62,15 @@ ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, c
   ib_kfunc *f = calloc(1, sizeof *f);
   if (!f) return fail(err, "out of memory loading", sig);
   snprintf(f->sig, sizeof f->sig, "%s", sig);
+  const double t0 = ib_cuda_prof_now(c);
   CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
   if (rc == CUDA_SUCCESS) rc = get_functions(c, ch, f);
+  if (c->prof) {
+    const double t = ib_cuda_prof_now(c) - t0;
+    c->t_load += t;
+    c->n_load++;
+    if (t > c->t_load_max) c->t_load_max = t;
+  }
   if (rc != CUDA_SUCCESS) {
     if (f->mod) c->cu->cuModuleUnload(f->mod);
     free(f);
