@@ -68,8 +68,9 @@ typedef struct ib_backend {
    * compile finished) or timeout_ms passed. The core calls it when admit
    * answered IB_QUEUE_FULL for a bound of the backend's own (its kernel
    * compile queue) while nothing of the executor is live, so no completion
-   * will make room, and when only parked jobs (job_ready) are live. False
-   * when nothing of the backend's can change it: the core then fails such
+   * will make room, and when only parked jobs (job_ready) are live
+   * (timeout_ms 0: does not block, beside a source that may bring input at
+   * any moment). False when nothing of the backend's can change it: the core then fails such
    * an input as it would any job that does not fit an idle executor, and
    * submits parked jobs as they are. */
   bool (*admit_wait)(void *state, int timeout_ms);

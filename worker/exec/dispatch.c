@@ -143,8 +143,8 @@ static void unpark(ib_executor *ex, uint64_t now_ms) {
   ex->pending.n += ready.n;
 }
 
-void ib_exec_wait_parked(ib_executor *ex, int max_ms) {
-  uint64_t now_ms = unix_ms(), wait_ms = max_ms > 0 ? (uint64_t)max_ms : 0;
+void ib_exec_wait_parked(ib_executor *ex, bool source_live) {
+  uint64_t now_ms = unix_ms(), wait_ms = 1000;
   for (const ib_job *j = ex->parked.head; j; j = j->next) {
     if (!has_deadline(j)) continue;
     /* Until just past it (expire_if_late: a job at its deadline is on time). */
@@ -153,8 +153,14 @@ void ib_exec_wait_parked(ib_executor *ex, int max_ms) {
     if (left < wait_ms) wait_ms = left;
   }
   if (!wait_ms) return; /* a deadline passed: the next dispatch answers it */
-  if (!ex->backend->admit_wait || !ex->backend->admit_wait(ex->backend_state, (int)wait_ms))
+  /* A live source has no wakeup of its own and may bring an input at any
+   * moment: it is asked again every 100 us rather than an input being held
+   * up behind a wait (a compile's end is seen through ready_epoch). */
+  const int ms = source_live ? 0 : (int)wait_ms;
+  if (!ex->backend->admit_wait || !ex->backend->admit_wait(ex->backend_state, ms))
     ex->parked_force = true; /* nothing compiles that they could wait for */
+  else if (source_live)
+    nanosleep(&(struct timespec){0, 100000}, NULL);
 }
 
 static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {

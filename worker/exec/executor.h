@@ -150,8 +150,9 @@ void ib_exec_collect_ready(ib_executor *ex);
  * backend says its kernel is not ready. */
 void ib_exec_queue(ib_executor *ex, ib_job *job);
 /* Only parked jobs are live: blocks until a compile finished, the nearest
- * parked deadline or max_ms, whichever comes first. */
-void ib_exec_wait_parked(ib_executor *ex, int max_ms);
+ * parked deadline or a second, whichever comes first; with a live source
+ * (more input may come) only about 100 us. */
+void ib_exec_wait_parked(ib_executor *ex, bool source_live);
 /* Runs one job alone to completion (queue mode off). */
 void ib_exec_run_alone(ib_executor *ex, ib_job *job);
 bool ib_exec_has_live(const ib_executor *ex);

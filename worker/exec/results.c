@@ -145,10 +145,9 @@ static ib_status step(ib_results *rs, ib_result *out) {
     /* Only jobs parked for a compiling kernel are live: they complete by
      * themselves (their compile, or their deadline), so neither END nor
      * AGAIN (whose caller may block on its source). A live source is asked
-     * again every ms meanwhile: an input arriving then is not held up. */
+     * again meanwhile, so an input arriving then is not held up. */
     if (ex->parked.head) {
-      const bool source_live = rs->is_run && !rs->input_end && !rs->has_lookahead;
-      ib_exec_wait_parked(ex, source_live ? 1 : 1000);
+      ib_exec_wait_parked(ex, rs->is_run && !rs->input_end && !rs->has_lookahead);
       continue;
     }
     if (!rs->is_run || rs->input_end) return IB_END;
