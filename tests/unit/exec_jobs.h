@@ -26,6 +26,7 @@ typedef struct test_job {
   bool meta_no_kind;      /* the entry's value has no kind set */
   const uint8_t *encoded; /* when set: an encoded source instead of raw pixels */
   size_t encoded_len;
+  uint64_t deadline_unix_ms; /* 0: no deadline */
 } test_job;
 
 static inline void test_job_free_pb(Imgbatch__V1__Job *j) {
@@ -43,6 +44,10 @@ static inline uint8_t *test_job_pack(const test_job *t, size_t *len) {
   } else if (t->key_str) {
     job.input_key_case = IMGBATCH__V1__JOB__INPUT_KEY_KEY_STRING;
     job.key_string = (char *)t->key_str;
+  }
+  if (t->deadline_unix_ms) {
+    job.deadline_present_case = IMGBATCH__V1__JOB__DEADLINE_PRESENT_DEADLINE_UNIX_MS;
+    job.deadline_unix_ms = t->deadline_unix_ms;
   }
   Imgbatch__V1__Source src;
   imgbatch__v1__source__init(&src);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "result/result_msg.h"
@@ -32,6 +33,14 @@ typedef struct fake {
   atomic_int live_own; /* Job buffers lent to results */
   atomic_int live_arenas, arenas_released;
   atomic_int parse_allocs, parse_frees;
+  /* Parking (job_ready): a graph of 3 nodes needs a kernel that compiles
+   * in the background; it becomes ready at the compile_waits'th admit_wait
+   * (0: never), which bumps the ready epoch. */
+  bool park, kernel_ready;
+  int compile_waits;
+  uint64_t epoch;
+  int unready_submitted; /* jobs submitted while their kernel was not ready */
+  int max_wait_ms;
 } fake;
 
 static fake F;
@@ -103,9 +112,28 @@ static ib_status fake_admit(void *state, const ib_graph *g, ib_error *err) {
 
 static bool fake_admit_wait(void *state, int timeout_ms) {
   (void)state;
-  cr_assert_gt(timeout_ms, 0);
+  cr_assert_geq(timeout_ms, 0);
   F.admit_waits++;
+  if (timeout_ms > F.max_wait_ms) F.max_wait_ms = timeout_ms;
+  if (F.park && F.compile_waits > 0 && --F.compile_waits == 0) {
+    F.kernel_ready = true;
+    F.epoch++;
+  } else if (F.park && F.wait_answer) {
+    usleep((useconds_t)(timeout_ms < 20 ? timeout_ms : 20) * 1000); /* still compiling */
+  }
   return F.wait_answer;
+}
+
+static bool needs_kernel(const ib_graph *g) { return g->n_nodes == 3; }
+
+static bool fake_job_ready(void *state, const ib_graph *g) {
+  (void)state;
+  return !F.park || F.kernel_ready || !needs_kernel(g);
+}
+
+static uint64_t fake_ready_epoch(void *state) {
+  (void)state;
+  return F.epoch;
 }
 
 static ib_status fake_job_bytes(void *state, const ib_graph *g, uint64_t *gpu, uint64_t *host,
@@ -126,6 +154,7 @@ static ib_status fake_submit(void *state, ib_backend_job *jobs, size_t n,
     snprintf(err->message, sizeof err->message, "fake: device lost at submit");
     return F.fail_submit;
   }
+  for (size_t i = 0; i < n; i++) F.unready_submitted += !fake_job_ready(state, jobs[i].graph);
   *sub = calloc(1, sizeof **sub);
   (*sub)->jobs = jobs;
   (*sub)->n = n;
@@ -252,6 +281,8 @@ static const ib_backend fake_backend = {
     .close = fake_close,
     .admit = fake_admit,
     .admit_wait = fake_admit_wait,
+    .job_ready = fake_job_ready,
+    .ready_epoch = fake_ready_epoch,
     .job_bytes = fake_job_bytes,
     .submit = fake_submit,
     .wait = fake_wait,
@@ -438,6 +469,171 @@ Test(backend, a_backend_queue_full_with_nothing_to_wait_for_fails_the_input) {
   cr_assert_eq(ok, 20);
   cr_assert_gt(test_counters(ex).rejected_queue_full, 0);
   cr_assert_eq(F.admit_waits, 0, "credits are not the backend's");
+  ib_executor_destroy(ex);
+}
+
+/* ------------------------------------------------------------ parking
+ * A job whose kernel still compiles (job_ready false; the CUDA backend's
+ * gather and pass heads with the compile pool on) is held out of
+ * submissions: the jobs beside it go on, it runs once the kernel is
+ * ready, or is answered Timeout at its deadline, its credits returned. */
+
+static uint64_t now_unix_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static ib_graph *head_graph(uint64_t key, uint64_t deadline_unix_ms) {
+  test_job t = {
+      .key_is_u64 = true, .key_u64 = key, .copies = 2, .deadline_unix_ms = deadline_unix_ms};
+  return test_graph(&t);
+}
+
+static ib_executor *park_executor(int compile_waits) {
+  ib_executor *ex = fake_executor(8, 2);
+  F.park = true;
+  F.compile_waits = compile_waits;
+  F.wait_answer = true;
+  return ex;
+}
+
+Test(park, a_job_whose_kernel_compiles_does_not_delay_the_jobs_beside_it) {
+  ib_executor *ex = park_executor(3);
+  ib_error err = {0};
+  cr_assert_eq(ib_executor_submit(ex, head_graph(100, 0), NULL, NULL, &err), IB_OK, "%s",
+               err.message);
+  for (uint64_t k = 1; k <= 2; k++) ib_executor_submit(ex, test_graph_u64(k), NULL, NULL, NULL);
+  cr_assert_eq(test_counters(ex).jobs_waited_compile, 1, "the head job was parked");
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  uint64_t order[3];
+  bool ready_at[3];
+  int n = 0;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    cr_assert(r.ok, "%s", r.error.message);
+    cr_assert_lt(n, 3);
+    order[n] = r.key.u64;
+    ready_at[n++] = F.kernel_ready;
+    ib_result_free(&r);
+  }
+  ib_results_close(rs);
+  cr_assert_eq(n, 3);
+  cr_assert(order[0] == 1 && order[1] == 2 && order[2] == 100, "got %llu %llu %llu",
+            (unsigned long long)order[0], (unsigned long long)order[1],
+            (unsigned long long)order[2]);
+  cr_assert(!ready_at[0] && !ready_at[1], "the other jobs did not wait for the compile");
+  cr_assert(ready_at[2], "the head job ran once its kernel was ready");
+  cr_assert_eq(F.unready_submitted, 0, "no submission held a job whose kernel compiled");
+  cr_assert_eq(F.submits, 2, "the two ready jobs together, then the head job");
+  cr_assert_eq(F.admit_waits, 3, "waited on the backend only while nothing else was live");
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(park, a_parked_job_gets_timeout_at_its_deadline_and_its_credits_back) {
+  ib_executor *ex = park_executor(0); /* the kernel never becomes ready */
+  const uint64_t t0 = now_unix_ms();
+  ib_executor_submit(ex, head_graph(100, t0 + 80), NULL, NULL, NULL);
+  ib_executor_submit(ex, test_graph_u64(1), NULL, NULL, NULL);
+  ib_executor_counters k = test_counters(ex);
+  cr_assert_eq(k.jobs.in_use, 2, "the parked job keeps its credits");
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok && r.key.u64 == 1, "%s", r.error.message);
+  cr_assert_eq(F.admit_waits, 0, "the ready job did not wait for the compile");
+  ib_result_free(&r);
+  cr_assert_eq(test_counters(ex).jobs.in_use, 1);
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  const uint64_t took = now_unix_ms() - t0;
+  cr_assert(!r.ok && r.key.u64 == 100);
+  cr_assert_eq(r.error.status, IB_TIMEOUT, "%s", r.error.message);
+  cr_assert(strstr(r.error.message, "compiling"), "%s", r.error.message);
+  cr_assert(took >= 80 && took < 1500, "answered at its deadline: %llu ms",
+            (unsigned long long)took);
+  cr_assert_leq(F.max_wait_ms, 81, "no wait on the backend reached past the deadline");
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  cr_assert_eq(F.submits, 1, "the parked job never reached a submission");
+  cr_assert_eq(F.unready_submitted, 0);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+/* A run stream whose source has nothing more (IB_AGAIN) while a job is
+ * parked: next must not answer AGAIN (imgbatch run would then block on
+ * its input for good), but deliver the job once its kernel is ready,
+ * asking the source again every few ms meanwhile. */
+typedef struct quiet_src {
+  int pulled, polls;
+  bool done;
+} quiet_src;
+
+static ib_status quiet_next(void *user, ib_input *in, ib_error *err) {
+  (void)err;
+  quiet_src *s = user;
+  if (s->done) return IB_END;
+  if (s->pulled++ == 0) {
+    in->graph = head_graph(100, 0);
+    return IB_OK;
+  }
+  s->polls++;
+  return IB_AGAIN;
+}
+
+Test(park, a_run_stream_with_a_quiet_source_still_delivers_a_parked_job) {
+  ib_executor *ex = park_executor(4);
+  quiet_src src = {0};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, quiet_next, &src, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK, "not AGAIN while a job is parked");
+  cr_assert(r.ok && r.key.u64 == 100, "%s", r.error.message);
+  cr_assert(F.kernel_ready);
+  ib_result_free(&r);
+  cr_assert_geq(src.polls, 3, "the source was asked again while the job waited");
+  cr_assert_eq(F.max_wait_ms, 0, "no blocking wait while the source may bring more");
+  cr_assert_eq(ib_results_next(rs, &r), IB_AGAIN, "nothing live now");
+  src.done = true;
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+/* Nothing compiles that the job could wait for (admit_wait false): it is
+ * submitted as it is (the CUDA backend then compiles inline), never left
+ * parked. */
+Test(park, with_nothing_compiling_a_parked_job_is_submitted_as_it_is) {
+  ib_executor *ex = park_executor(0);
+  F.wait_answer = false;
+  ib_executor_submit(ex, head_graph(100, 0), NULL, NULL, NULL);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  ib_result r;
+  cr_assert_eq(ib_results_next(rs, &r), IB_OK);
+  cr_assert(r.ok, "%s", r.error.message);
+  ib_result_free(&r);
+  cr_assert_eq(ib_results_next(rs, &r), IB_END);
+  ib_results_close(rs);
+  cr_assert_eq(F.unready_submitted, 1);
+  cr_assert_eq(F.admit_waits, 1);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(park, close_cancels_parked_jobs_and_returns_their_credits) {
+  ib_executor *ex = park_executor(0);
+  for (uint64_t k = 1; k <= 3; k++) ib_executor_submit(ex, head_graph(k, 0), NULL, NULL, NULL);
+  cr_assert_eq(test_counters(ex).jobs.in_use, 3);
+  cr_assert_eq(ib_executor_close(ex), IB_OK);
+  cr_assert_eq(test_counters(ex).cancelled, 3);
+  assert_credits_zero(ex);
+  cr_assert_eq(F.submits, 0);
   ib_executor_destroy(ex);
 }
 

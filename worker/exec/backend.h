@@ -64,13 +64,29 @@ typedef struct ib_backend {
    * op/mode/param, IB_LIMIT for device bounds (grid, shared memory). Runs
    * on the driving thread, allocates no device memory, never decodes. */
   ib_status (*admit)(void *state, const ib_graph *g, ib_error *err);
-  /* Optional: admit answered IB_QUEUE_FULL for a bound of the backend's
-   * own (its kernel compile queue) while nothing of the executor is live,
-   * so no completion will make room: blocks until the backend's state may
-   * have changed (a compile finished) or timeout_ms passed. False when
-   * nothing of the backend's can change it (the core then fails the
-   * input as it would any job that does not fit an idle executor). */
+  /* Optional: blocks until the backend's state may have changed (a
+   * compile finished) or timeout_ms passed. The core calls it when admit
+   * answered IB_QUEUE_FULL for a bound of the backend's own (its kernel
+   * compile queue) while nothing of the executor is live, so no completion
+   * will make room, and when only parked jobs (job_ready) are live
+   * (timeout_ms 0: does not block, beside a source that may bring input at
+   * any moment). False when nothing of the backend's can change it: the core then fails such
+   * an input as it would any job that does not fit an idle executor, and
+   * submits parked jobs as they are. */
   bool (*admit_wait)(void *state, int timeout_ms);
+  /* Optional (a backend that compiles kernels off the submitting thread):
+   * false while a kernel `g` needs is still compiling, so a submission
+   * holding the job would wait for that compile, and every job beside it
+   * too. Asked right after admit (which may have requested the compile),
+   * so it can answer from what admit found for the same graph. The core
+   * then parks the job: it keeps its credits, stays out of submissions
+   * while the others go on, is asked about again once ready_epoch changed
+   * and is answered IB_TIMEOUT at its deadline. Driving thread. */
+  bool (*job_ready)(void *state, const ib_graph *g);
+  /* With job_ready: a count that changes whenever a job that was not ready
+   * may have become so (a compile finished). Any thread; never blocks on
+   * a compile. */
+  uint64_t (*ready_epoch)(void *state);
   /* Optional (NULL: the core's registry estimate alone): the backend's own
    * conservative working bytes for one job - device working set and host
    * (pinned) staging. The core charges the larger of each against its own

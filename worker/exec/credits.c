@@ -244,6 +244,7 @@ void ib_credits_count(ib_credits *cr, ib_count what) {
     case IB_COUNT_FAILED: cr->c.failed++; break;
     case IB_COUNT_CANCELLED: cr->c.cancelled++; break;
     case IB_COUNT_DELIVERED: cr->c.delivered++; break;
+    case IB_COUNT_PARKED: cr->c.jobs_waited_compile++; break;
   }
   pthread_mutex_unlock(&cr->lock);
 }

@@ -94,7 +94,8 @@ typedef enum ib_count {
   IB_COUNT_COMPLETED,
   IB_COUNT_FAILED,
   IB_COUNT_CANCELLED,
-  IB_COUNT_DELIVERED
+  IB_COUNT_DELIVERED,
+  IB_COUNT_PARKED /* held back until its kernel compiled (jobs_waited_compile) */
 } ib_count;
 void ib_credits_count(ib_credits *cr, ib_count what);
 void ib_credits_count_rejection(ib_credits *cr, ib_status st);

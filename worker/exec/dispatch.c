@@ -77,19 +77,90 @@ static uint64_t unix_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+static bool has_deadline(const ib_job *j) {
+  return j->graph->job->deadline_present_case ==
+         IMGBATCH__V1__JOB__DEADLINE_PRESENT_DEADLINE_UNIX_MS;
+}
+
 /* A job whose Job.deadline_unix_ms passed while it waited is answered with
  * Timeout instead of being executed (late work only delays live work). */
-static bool expire_if_late(ib_executor *ex, ib_job *j, uint64_t now_ms) {
+static bool expire_if_late(ib_executor *ex, ib_job *j, uint64_t now_ms, const char *waiting) {
   const Imgbatch__V1__Job *pb = j->graph->job;
-  if (pb->deadline_present_case != IMGBATCH__V1__JOB__DEADLINE_PRESENT_DEADLINE_UNIX_MS ||
-      now_ms <= pb->deadline_unix_ms)
-    return false;
+  if (!has_deadline(j) || now_ms <= pb->deadline_unix_ms) return false;
   ib_backend_job bj = {.status = IB_TIMEOUT};
-  ib_error_set(&bj.err, IB_TIMEOUT, IB_STAGE_ADMIT,
-               "deadline: passed %llu ms before the job could be submitted",
-               (unsigned long long)(now_ms - pb->deadline_unix_ms));
+  ib_error_set(&bj.err, IB_TIMEOUT, IB_STAGE_ADMIT, "deadline: passed %llu ms %s",
+               (unsigned long long)(now_ms - pb->deadline_unix_ms), waiting);
   complete_job(ex, j, &bj, 0);
   return true;
+}
+
+/* ------------------------------------------------------------ parked jobs
+ * A job whose kernel is still compiling (backend job_ready) is held out of
+ * submissions, so neither it nor the jobs that would share its submission
+ * wait for the compile. It keeps its credits (the window stays bounded, and
+ * a storm of such jobs becomes backpressure) and joins pending again, ahead
+ * of later jobs, once the backend's ready_epoch moved and it answers ready;
+ * or is answered Timeout at its deadline. */
+
+static uint64_t ready_epoch(const ib_executor *ex) {
+  return ex->backend->ready_epoch ? ex->backend->ready_epoch(ex->backend_state) : 0;
+}
+
+void ib_exec_queue(ib_executor *ex, ib_job *job) {
+  /* The epoch before the question: a compile finishing after it moves the
+   * epoch, so the next dispatch asks again. */
+  const uint64_t epoch = ready_epoch(ex);
+  if (!ex->backend->job_ready || ex->backend->job_ready(ex->backend_state, job->graph)) {
+    ib_job_fifo_push(&ex->pending, job);
+    return;
+  }
+  if (!ex->parked.head) ex->parked_epoch = epoch;
+  ib_job_fifo_push(&ex->parked, job);
+  ib_credits_count(ex->credits, IB_COUNT_PARKED);
+}
+
+/* Parked jobs past their deadline complete as Timeout; ready ones move to
+ * the front of pending, in admission order. */
+static void unpark(ib_executor *ex, uint64_t now_ms) {
+  if (!ex->parked.head) return;
+  const uint64_t epoch = ready_epoch(ex);
+  const bool ask = ex->parked_force || epoch != ex->parked_epoch;
+  ex->parked_epoch = epoch;
+  ib_job_fifo keep = {0}, ready = {0};
+  ib_job *j;
+  while ((j = ib_job_fifo_pop(&ex->parked))) {
+    if (expire_if_late(ex, j, now_ms, "while its kernel was still compiling")) continue;
+    const bool go =
+        ask && (ex->parked_force || ex->backend->job_ready(ex->backend_state, j->graph));
+    ib_job_fifo_push(go ? &ready : &keep, j);
+  }
+  ex->parked = keep;
+  ex->parked_force = false;
+  if (!ready.head) return;
+  ready.tail->next = ex->pending.head;
+  if (!ex->pending.head) ex->pending.tail = ready.tail;
+  ex->pending.head = ready.head;
+  ex->pending.n += ready.n;
+}
+
+void ib_exec_wait_parked(ib_executor *ex, bool source_live) {
+  uint64_t now_ms = unix_ms(), wait_ms = 1000;
+  for (const ib_job *j = ex->parked.head; j; j = j->next) {
+    if (!has_deadline(j)) continue;
+    /* Until just past it (expire_if_late: a job at its deadline is on time). */
+    const uint64_t d = j->graph->job->deadline_unix_ms;
+    const uint64_t left = d < now_ms ? 0 : d + 1 - now_ms;
+    if (left < wait_ms) wait_ms = left;
+  }
+  if (!wait_ms) return; /* a deadline passed: the next dispatch answers it */
+  /* A live source has no wakeup of its own and may bring an input at any
+   * moment: it is asked again every 100 us rather than an input being held
+   * up behind a wait (a compile's end is seen through ready_epoch). */
+  const int ms = source_live ? 0 : (int)wait_ms;
+  if (!ex->backend->admit_wait || !ex->backend->admit_wait(ex->backend_state, ms))
+    ex->parked_force = true; /* nothing compiles that they could wait for */
+  else if (source_live)
+    nanosleep(&(struct timespec){0, 100000}, NULL);
 }
 
 static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
@@ -99,7 +170,7 @@ static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
     size_t nodes = ex->pending.head->graph->n_nodes;
     if (n && ops + nodes > IB_MAX_OPS_PER_SUBMISSION) break;
     ib_job *j = ib_job_fifo_pop(&ex->pending);
-    if (expire_if_late(ex, j, now_ms)) continue;
+    if (expire_if_late(ex, j, now_ms, "before the job could be submitted")) continue;
     ops += nodes;
     group[n++] = j;
   }
@@ -167,6 +238,7 @@ static ib_status issue_one(ib_executor *ex) {
 }
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
+  unpark(ex, unix_ms());
   while (ex->pending.head && ib_credits_submission_room(ex->credits) &&
          (partial || ex->pending.n >= batch_target(ex))) {
     ib_status st = issue_one(ex);
@@ -214,12 +286,12 @@ void ib_exec_run_alone(ib_executor *ex, ib_job *job) {
 }
 
 bool ib_exec_has_live(const ib_executor *ex) {
-  return ex->pending.head || ex->in_flight_head || ex->completed.head;
+  return ex->pending.head || ex->parked.head || ex->in_flight_head || ex->completed.head;
 }
 
 void ib_exec_cancel_all(ib_executor *ex) {
   ib_job *j;
-  while ((j = ib_job_fifo_pop(&ex->pending))) {
+  while ((j = ib_job_fifo_pop(&ex->parked)) || (j = ib_job_fifo_pop(&ex->pending))) {
     ib_credits_count(ex->credits, IB_COUNT_CANCELLED);
     ib_job_discard(ex, j);
   }

@@ -94,6 +94,11 @@ struct ib_executor {
   bool ids_exhausted;
   ib_credits *credits; /* = &dev->credits: caps, usage, counters (own lock) */
   ib_job_fifo pending, completed;
+  /* Admitted jobs whose kernel is still compiling (backend job_ready):
+   * they hold their credits and join pending once ready (dispatch.c). */
+  ib_job_fifo parked;
+  uint64_t parked_epoch; /* backend ready_epoch when they were last asked about */
+  bool parked_force;     /* the backend has nothing left to wait for: submit them */
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
   uint64_t submissions_issued;
@@ -141,6 +146,13 @@ ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
  * (non-blocking); completed jobs move to the completed FIFO. */
 void ib_exec_wait_oldest(ib_executor *ex);
 void ib_exec_collect_ready(ib_executor *ex);
+/* Queues an admitted job (queue mode): pending, or parked while the
+ * backend says its kernel is not ready. */
+void ib_exec_queue(ib_executor *ex, ib_job *job);
+/* Only parked jobs are live: blocks until a compile finished, the nearest
+ * parked deadline or a second, whichever comes first; with a live source
+ * (more input may come) only about 100 us. */
+void ib_exec_wait_parked(ib_executor *ex, bool source_live);
 /* Runs one job alone to completion (queue mode off). */
 void ib_exec_run_alone(ib_executor *ex, ib_job *job);
 bool ib_exec_has_live(const ib_executor *ex);

@@ -142,6 +142,14 @@ static ib_status step(ib_results *rs, ib_result *out) {
     if (ex->pending.head) continue; /* room for a submission again */
     /* Dispatch may complete jobs without a submission (a passed deadline). */
     if (ex->completed.head) continue;
+    /* Only jobs parked for a compiling kernel are live: they complete by
+     * themselves (their compile, or their deadline), so neither END nor
+     * AGAIN (whose caller may block on its source). A live source is asked
+     * again meanwhile, so an input arriving then is not held up. */
+    if (ex->parked.head) {
+      ib_exec_wait_parked(ex, rs->is_run && !rs->input_end && !rs->has_lookahead);
+      continue;
+    }
     if (!rs->is_run || rs->input_end) return IB_END;
     if (rs->input_again && !rs->has_lookahead) return IB_AGAIN;
     /* Nothing live and the pending input does not fit: held outputs

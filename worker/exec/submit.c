@@ -139,7 +139,7 @@ ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *t
   job->graph = g;
   job->admitted_us = ib_now_us();
   if (ex->opts.queue)
-    ib_job_fifo_push(&ex->pending, job);
+    ib_exec_queue(ex, job);
   else
     ib_exec_run_alone(ex, job);
   return IB_OK;

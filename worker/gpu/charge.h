@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+#include "gpu/gplan.h"
 #include "model/graph.h"
 
 /* Every device-block range and pinned staging range of a submission starts
@@ -27,5 +28,8 @@ typedef bool (*ib_cuda_in_place_fn)(void *ctx, const ib_graph *g, size_t index);
  * when the graph has no device plan. */
 ib_status ib_cuda_charge(const ib_graph *g, ib_cuda_in_place_fn in_place, void *ctx,
                          uint64_t *gpu_bytes, uint64_t *host_bytes, ib_error *err);
+/* The same from `g`'s plan, built already (admission's tier memo keeps it). */
+void ib_cuda_charge_plan(const ib_graph *g, const ib_gplan *p, ib_cuda_in_place_fn in_place,
+                         void *ctx, uint64_t *gpu_bytes, uint64_t *host_bytes);
 
 #endif

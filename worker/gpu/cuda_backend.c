@@ -141,8 +141,15 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
            c->t_plan * 1e6 / (double)c->n_jobs, c->t_stage * 1e6 / (double)c->n_jobs,
            c->t_launch * 1e6 / (double)c->n_jobs, c->t_device * 1e6 / (double)c->n_jobs,
            c->t_results * 1e6 / (double)c->n_jobs);
+  if (c->prof && (c->n_load || c->t_tier > 0))
+    ib_log(&c->log, IB_LOG_INFO,
+           "cuda host profile (%s): %llu module loads, %.2f ms in all (longest %.2f ms); tier "
+           "admission and job_ready %.2f ms in all\n",
+           label, (unsigned long long)c->n_load, c->t_load * 1e3, c->t_load_max * 1e3,
+           c->t_tier * 1e3);
   c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
-  c->n_sub = c->n_jobs = 0;
+  c->t_load = c->t_load_max = c->t_tier = 0;
+  c->n_sub = c->n_jobs = c->n_load = 0;
 }
 
 void ib_cuda_close(ib_cuda *c) {
@@ -156,8 +163,7 @@ void ib_cuda_close(ib_cuda *c) {
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
   ib_pinned_free(c->pin);
-  free(c->memo.like.nodes);
-  free(c->memo.like.nodes_wire);
+  ib_cuda_like_free(&c->memo.like);
   ib_kcache_free(c->kc);
   ib_hostpar_free(c->hp);
   cu->cuDevicePrimaryCtxRelease(c->dev);
@@ -182,7 +188,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;
     out->compile_queue_full = p.rejected_full;
-    out->jobs_waited_compile = p.jobs_waited;
+    out->jobs_waited_compile += p.jobs_waited; /* the core counts the jobs it parked */
     out->interp_executions = p.interp_runs;
   }
 }
@@ -210,16 +216,7 @@ static void be_close(void *state) { ib_cuda_close(state); }
 static void memo_keep(ib_charge_memo *m, const ib_graph *g, uint64_t in_place, uint64_t gpu,
                       uint64_t host_plan) {
   m->valid = false;
-  uint8_t *w = realloc(m->like.nodes_wire, g->nodes_wire_len ? g->nodes_wire_len : 1);
-  if (w) m->like.nodes_wire = w;
-  ib_node *nd = realloc(m->like.nodes, (g->n_nodes ? g->n_nodes : 1) * sizeof *nd);
-  if (nd) m->like.nodes = nd;
-  if (!w || !nd) return; /* no memo this time */
-  memcpy(w, g->nodes_wire, g->nodes_wire_len);
-  for (size_t i = 0; i < g->n_nodes; i++)
-    nd[i] = (ib_node){.op = g->nodes[i].op, .shape = g->nodes[i].shape};
-  m->like.nodes_wire_len = g->nodes_wire_len;
-  m->like.n_nodes = g->n_nodes;
+  if (!ib_cuda_like_keep(&m->like, g)) return; /* no memo this time */
   m->in_place = in_place;
   m->gpu = gpu;
   m->host_plan = host_plan;
@@ -241,7 +238,13 @@ static ib_status job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
     *host_bytes = src + m->host_plan;
     return IB_OK;
   }
-  ib_status st = ib_cuda_charge(g, ib_cuda_source_pinned, c, gpu_bytes, host_bytes, err);
+  /* A new graph: admission planned it already when the compile pool is on. */
+  const ib_gplan *p = ib_cuda_tier_plan(c, g);
+  ib_status st = IB_OK;
+  if (p)
+    ib_cuda_charge_plan(g, p, ib_cuda_source_pinned, c, gpu_bytes, host_bytes);
+  else
+    st = ib_cuda_charge(g, ib_cuda_source_pinned, c, gpu_bytes, host_bytes, err);
   if (st == IB_OK && cacheable) memo_keep(m, g, in_place, *gpu_bytes, *host_bytes - src);
   return st;
 }
@@ -262,11 +265,23 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
 }
 
 static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
-  return ib_cuda_tier_admit(state, g, err);
+  ib_cuda *c = state;
+  const double t0 = ib_cuda_prof_now(c);
+  ib_status st = ib_cuda_tier_admit(c, g, err);
+  c->t_tier += ib_cuda_prof_now(c) - t0;
+  return st;
 }
 static bool be_admit_wait(void *state, int timeout_ms) {
   return ib_cuda_tier_admit_wait(state, timeout_ms);
 }
+static bool be_job_ready(void *state, const ib_graph *g) {
+  ib_cuda *c = state;
+  const double t0 = ib_cuda_prof_now(c);
+  const bool ready = ib_cuda_tier_ready(c, g);
+  c->t_tier += ib_cuda_prof_now(c) - t0;
+  return ready;
+}
+static uint64_t be_ready_epoch(void *state) { return ib_cuda_tier_epoch(state); }
 
 const ib_backend ib_backend_cuda = {
     .name = "cuda",
@@ -274,6 +289,8 @@ const ib_backend ib_backend_cuda = {
     .close = be_close,
     .admit = be_admit, /* cuda_tier.c: the compile queue's bound */
     .admit_wait = be_admit_wait,
+    .job_ready = be_job_ready, /* heads whose kernel compiles are parked */
+    .ready_epoch = be_ready_epoch,
     .job_bytes = be_job_bytes,
     .job_bytes_stages = true,
     .submit = ib_cuda_submit, /* cuda_submit.c */

@@ -63,6 +63,36 @@ typedef struct ib_charge_memo {
   uint64_t gpu, host_plan; /* host_plan: the host charge less the source bytes */
 } ib_charge_memo;
 
+/* A chain's kernel signature and the key of its module in ib_cuda.mods
+ * (equal chains, equal signatures: one kernel). */
+typedef struct ib_sigkey {
+  char sig[512];
+  uint64_t key[2];
+} ib_sigkey;
+
+/* A stage whose head the interpreter cannot run (gathers, passes): it
+ * needs its specialised kernel. */
+typedef struct ib_tier_head {
+  ib_gchain chain;
+  ib_sigkey sk;
+  int stage;
+} ib_tier_head;
+
+/* The last graph admission planned with the compile pool on (driving
+ * thread): a graph whose nodes equal `like`'s (ib_cuda_same_nodes) has the
+ * same stages, so a stream of one graph plans once for admission and for
+ * job_ready. It keeps only what the graph fixes - which heads it has;
+ * whether their kernels are loaded is looked up afresh every time, so a
+ * finished compile is seen at once. */
+typedef struct ib_tier_memo {
+  ib_graph like;
+  bool valid;
+  ib_gplan plan; /* like's plan: the charge (job_bytes) of a new graph takes it too */
+  ib_tier_head *heads;
+  int n_heads, cap;
+  uint64_t plans; /* graphs planned for it (a memo miss each) */
+} ib_tier_memo;
+
 struct ib_cuda {
   const ib_cu *cu;
   CUdevice dev;
@@ -93,6 +123,7 @@ struct ib_cuda {
   int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
   ib_log_sink log;
   ib_charge_memo memo;
+  ib_tier_memo tmemo;
   /* cuda_profile: host seconds per phase, logged at close (plan, staging,
    * launch = submit; device = blocked in wait; results = result copies). */
   int prof;
@@ -103,6 +134,10 @@ struct ib_cuda {
   _Atomic uint64_t blur_global;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
+  /* ... and on the driving thread beside submissions: module loads (any
+   * caller) and the tier's admission and job_ready questions. */
+  double t_load, t_load_max, t_tier;
+  uint64_t n_load;
 };
 
 /* One job of a submission. */
@@ -187,14 +222,14 @@ static inline CUdeviceptr ib_sub_dev(const ib_backend_submission *s) {
   return (CUdeviceptr)s->dblk.addr;
 }
 
-/* cuda_module.c: the compiled kernel of a chain signature, pinned in *pin
- * until the work launched from it completed (see ib_cuda.mods). */
+/* cuda_module.c: a chain's kernel signature and its module key. */
+void ib_cuda_sigkey(const ib_gchain *ch, ib_sigkey *out);
+/* The compiled kernel of a chain signature, pinned in *pin until the work
+ * launched from it completed (see ib_cuda.mods). */
 ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
                              ib_error *err);
-/* The module of `sig` (key: its hash) when loaded, pinned in *pin; NULL
- * otherwise. */
-ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2],
-                              ib_lru_entry **pin, ib_error *err);
+/* The module of `sk` when loaded, pinned in *pin; NULL otherwise. */
+ib_kfunc *ib_cuda_module_find(ib_cuda *c, const ib_sigkey *sk, ib_lru_entry **pin, ib_error *err);
 /* Loads a compiled image as the module of `sig` and keeps it in the LRU
  * (pinned in *pin when pin is not NULL). */
 ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, const void *img,
@@ -218,6 +253,17 @@ void ib_cuda_tier_close(ib_cuda *c);
 ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err);
 /* Blocks until a compile finished (or timeout_ms); false when none runs. */
 bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms);
+/* backend.h job_ready: false while a head kernel of `g` is queued or
+ * compiling in the pool (moved to the front of its queue); a finished one
+ * is loaded here. A head neither loaded nor in the pool (not requested,
+ * let go, or failed) counts as ready: its stage compiles inline, as
+ * without the pool, from the disk cache where the pool left it. */
+bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g);
+/* The plan admission made of `g` (a graph whose nodes equal the tier
+ * memo's), for its charge; NULL when there is none. */
+const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g);
+/* backend.h ready_epoch: compiles the pool finished. */
+uint64_t ib_cuda_tier_epoch(ib_cuda *c);
 /* The kernel of one stage: its module when compiled (pinned in the
  * submission), else with the pool on, the interpreter while the module
  * compiles (pointwise chains) or an inline compile (other heads). */
@@ -229,6 +275,11 @@ ib_status ib_cuda_interp_launch(ib_backend_submission *s, const ib_kfunc *f, CUd
 
 /* cuda_layout.c */
 bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);
+/* Keeps in `like` what ib_cuda_same_nodes compares of `g` (its nodes' wire
+ * bytes, ops and shapes); false when out of memory (like then equals
+ * nothing until kept again). ib_cuda_like_free frees it. */
+bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g);
+void ib_cuda_like_free(ib_graph *like);
 bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index);
 bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g);
 void ib_cuda_sub_plan(ib_backend_submission *s);

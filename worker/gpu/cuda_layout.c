@@ -29,6 +29,29 @@ bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like) {
   return true;
 }
 
+bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g) {
+  like->n_nodes = 0;
+  like->nodes_wire_len = 0;
+  uint8_t *w = realloc(like->nodes_wire, g->nodes_wire_len ? g->nodes_wire_len : 1);
+  if (w) like->nodes_wire = w;
+  ib_node *nd = realloc(like->nodes, (g->n_nodes ? g->n_nodes : 1) * sizeof *nd);
+  if (nd) like->nodes = nd;
+  if (!w || !nd || !g->nodes_wire) return false;
+  memcpy(w, g->nodes_wire, g->nodes_wire_len);
+  for (size_t i = 0; i < g->n_nodes; i++)
+    nd[i] = (ib_node){.op = g->nodes[i].op, .shape = g->nodes[i].shape};
+  like->nodes_wire_len = g->nodes_wire_len;
+  like->n_nodes = g->n_nodes;
+  return true;
+}
+
+void ib_cuda_like_free(ib_graph *like) {
+  free(like->nodes);
+  free(like->nodes_wire);
+  like->nodes = NULL;
+  like->nodes_wire = NULL;
+}
+
 /* A raw source whose bytes lie in this backend's pinned memory (the Job was
  * unpacked by ib_executor_parse): uploaded from there, no staging copy.
  * Admission (be_job_bytes) asks the same question, so the charge knows. */

@@ -29,6 +29,11 @@ void ib_cuda_sig_key(const char *sig, uint64_t key[2]) {
   key[1] = b;
 }
 
+void ib_cuda_sigkey(const ib_gchain *ch, ib_sigkey *out) {
+  ib_gchain_signature(ch, out->sig, sizeof out->sig);
+  ib_cuda_sig_key(out->sig, out->key);
+}
+
 static ib_status fail(ib_error *err, const char *what, const char *sig) {
   err->status = IB_INTERNAL;
   snprintf(err->message, sizeof err->message, "backend cuda: %s %.200s", what, sig);
@@ -60,8 +65,15 @@ ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, c
   ib_kfunc *f = calloc(1, sizeof *f);
   if (!f) return fail(err, "out of memory loading", sig);
   snprintf(f->sig, sizeof f->sig, "%s", sig);
+  const double t0 = ib_cuda_prof_now(c);
   CUresult rc = c->cu->cuModuleLoadData(&f->mod, img);
   if (rc == CUDA_SUCCESS) rc = get_functions(c, ch, f);
+  if (c->prof) {
+    const double t = ib_cuda_prof_now(c) - t0;
+    c->t_load += t;
+    c->n_load++;
+    if (t > c->t_load_max) c->t_load_max = t;
+  }
   if (rc != CUDA_SUCCESS) {
     if (f->mod) c->cu->cuModuleUnload(f->mod);
     free(f);
@@ -82,14 +94,13 @@ ib_status ib_cuda_module_add(ib_cuda *c, const ib_gchain *ch, const char *sig, c
   return IB_OK;
 }
 
-ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2],
-                              ib_lru_entry **pin, ib_error *err) {
-  ib_lru_entry *e = ib_lru_get(&c->mods, key, true);
+ib_kfunc *ib_cuda_module_find(ib_cuda *c, const ib_sigkey *sk, ib_lru_entry **pin, ib_error *err) {
+  ib_lru_entry *e = ib_lru_get(&c->mods, sk->key, true);
   if (!e) return NULL;
   ib_kfunc *f = ib_lru_value(e);
-  if (strcmp(f->sig, sig) != 0) { /* a key collision: never run the other kernel */
+  if (strcmp(f->sig, sk->sig) != 0) { /* a key collision: never run the other kernel */
     ib_lru_unpin(&c->mods, e);
-    fail(err, "module key collision for", sig);
+    fail(err, "module key collision for", sk->sig);
     return NULL;
   }
   *pin = e;
@@ -98,14 +109,12 @@ ib_kfunc *ib_cuda_module_find(ib_cuda *c, const char *sig, const uint64_t key[2]
 
 ib_status ib_cuda_chain_func(ib_cuda *c, const ib_gchain *ch, ib_kfunc **out, ib_lru_entry **pin,
                              ib_error *err) {
-  char sig[512];
-  ib_gchain_signature(ch, sig, sizeof sig);
-  uint64_t key[2];
-  ib_cuda_sig_key(sig, key);
+  ib_sigkey sk;
+  ib_cuda_sigkey(ch, &sk);
   err->status = IB_OK;
-  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return IB_OK;
+  if ((*out = ib_cuda_module_find(c, &sk, pin, err))) return IB_OK;
   if (err->status != IB_OK) return err->status;
-  return ib_cuda_chain_compile(c, ch, sig, out, pin, err);
+  return ib_cuda_chain_compile(c, ch, sk.sig, out, pin, err);
 }
 
 ib_status ib_cuda_chain_compile(ib_cuda *c, const ib_gchain *ch, const char *sig, ib_kfunc **out,

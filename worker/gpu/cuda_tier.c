@@ -12,8 +12,12 @@
  * pointwise signatures costs no latency. A head the interpreter cannot run
  * (gathers, passes) needs its kernel: admission (ib_cuda_tier_admit)
  * requests its compile, and answers QueueFull when the table is full, so a
- * storm of those becomes backpressure; its submission then waits for that
- * compile (moved to the front of the queue), not for an inline one. */
+ * storm of those becomes backpressure. Until the kernel is loaded the job
+ * is not ready (ib_cuda_tier_ready, backend.h job_ready): the executor
+ * parks it out of submissions, so no other job waits for that compile.
+ * Only a job submitted regardless (queue mode off, or nothing left
+ * compiling) waits inside its submission, for that compile moved to the
+ * front of the queue, not for an inline one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +60,10 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
 void ib_cuda_tier_close(ib_cuda *c) {
   ib_cpool_free(c->cpool); /* lets running compiles finish; before the cache goes */
   c->cpool = NULL;
+  ib_cuda_like_free(&c->tmemo.like);
+  ib_gplan_free(&c->tmemo.plan);
+  free(c->tmemo.heads);
+  c->tmemo = (ib_tier_memo){0};
   if (c->imod) c->cu->cuModuleUnload(c->imod);
   c->imod = NULL;
 }
@@ -106,29 +114,89 @@ static ib_cpool_state request(ib_cuda *c, const ib_gchain *ch, uint32_t limit) {
   return q;
 }
 
+/* The heads of `g` (c->tmemo): from the memo when g's nodes equal the
+ * last planned graph's, else planned now. */
+static ib_status tier_heads(ib_cuda *c, const ib_graph *g, ib_error *err) {
+  ib_tier_memo *m = &c->tmemo;
+  if (m->valid && ib_cuda_same_nodes(g, &m->like)) return IB_OK;
+  m->valid = false;
+  m->n_heads = 0;
+  m->plans++;
+  ib_gplan_free(&m->plan);
+  ib_gplan *p = &m->plan;
+  ib_status st = ib_gplan_build(g, p, err); /* frees what it built on failure */
+  if (st != IB_OK) return st;
+  for (int k = 0; st == IB_OK && k < p->n_stages; k++) {
+    const ib_gchain *ch = &p->stages[k].chain;
+    if (ib_interp_can_run(ch)) continue;
+    if (m->n_heads == m->cap) {
+      const int cap = m->cap ? 2 * m->cap : 4;
+      ib_tier_head *h = realloc(m->heads, (size_t)cap * sizeof *h);
+      if (!h) {
+        st = ib_cuda_oom(err);
+        break;
+      }
+      m->heads = h;
+      m->cap = cap;
+    }
+    ib_tier_head *h = &m->heads[m->n_heads++];
+    h->chain = *ch;
+    h->stage = k;
+    ib_cuda_sigkey(ch, &h->sk);
+  }
+  /* Only a graph with its wire bytes can equal a later one. */
+  if (st == IB_OK) m->valid = ib_cuda_like_keep(&m->like, g);
+  return st;
+}
+
+const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g) {
+  const ib_tier_memo *m = &c->tmemo;
+  return c->cpool && m->valid && ib_cuda_same_nodes(g, &m->like) ? &m->plan : NULL;
+}
+
 ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err) {
   if (!c->cpool) return IB_OK;
-  ib_gplan p;
-  ib_status st = ib_gplan_build(g, &p, err);
-  if (st != IB_OK) return st;
-  for (int k = 0; k < p.n_stages && st == IB_OK; k++) {
-    const ib_gchain *ch = &p.stages[k].chain;
-    if (ib_interp_can_run(ch)) continue;
-    char sig[512];
-    ib_gchain_signature(ch, sig, sizeof sig);
-    uint64_t key[2];
-    ib_cuda_sig_key(sig, key);
-    if (ib_lru_has(&c->mods, key) || request(c, ch, ib_cpool_bound(c->cpool)) != IB_CP_FULL)
+  ib_status st = tier_heads(c, g, err);
+  for (int k = 0; st == IB_OK && k < c->tmemo.n_heads; k++) {
+    const ib_tier_head *h = &c->tmemo.heads[k];
+    if (ib_lru_has(&c->mods, h->sk.key) ||
+        request(c, &h->chain, ib_cpool_bound(c->cpool)) != IB_CP_FULL)
       continue; /* NONE (out of memory): its stage compiles inline */
     ib_cpool_stats ps = ib_cpool_stats_get(c->cpool);
     err->status = st = IB_QUEUE_FULL;
     snprintf(err->message, sizeof err->message,
              "admit: the kernel compile queue is full (%llu signatures queued or compiling, bound "
              "%u): stage %d (%.160s) needs a kernel; retry when a compile finished",
-             (unsigned long long)ps.depth, ib_cpool_bound(c->cpool), k, sig);
+             (unsigned long long)ps.depth, ib_cpool_bound(c->cpool), h->stage, h->sk.sig);
   }
-  ib_gplan_free(&p);
   return st;
+}
+
+bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g) {
+  if (!c->cpool) return true;
+  ib_error err = {0};
+  if (tier_heads(c, g, &err) != IB_OK) return true; /* its submission reports the error */
+  bool ready = true;
+  for (int k = 0; k < c->tmemo.n_heads; k++) {
+    const ib_tier_head *h = &c->tmemo.heads[k];
+    if (ib_lru_has(&c->mods, h->sk.key)) continue;
+    ib_cpool_result r;
+    const ib_cpool_state q = ib_cpool_take(c->cpool, h->sk.sig, &r);
+    if (q == IB_CP_DONE) { /* loaded unpinned; a failed compile is dropped */
+      if (c->cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) adopt(c, &h->chain, &r, NULL, NULL, &err);
+      free(r.image);
+    } else if (q != IB_CP_NONE) {
+      ib_cpool_urgent(c->cpool, h->sk.sig); /* a job waits for it */
+      ready = false;
+    }
+  }
+  return ready;
+}
+
+uint64_t ib_cuda_tier_epoch(ib_cuda *c) {
+  if (!c->cpool) return 0;
+  const ib_cpool_stats s = ib_cpool_stats_get(c->cpool);
+  return s.compiles + s.cache_hits;
 }
 
 bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms) {
@@ -171,12 +239,11 @@ ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_k
   ib_cuda *c = s->c;
   ib_lru_entry **pin = &s->pins[s->n_pins];
   if (!c->cpool) return pinned(s, ib_cuda_chain_func(c, ch, out, pin, err));
-  char sig[512];
-  ib_gchain_signature(ch, sig, sizeof sig);
-  uint64_t key[2];
-  ib_cuda_sig_key(sig, key);
+  ib_sigkey sk;
+  ib_cuda_sigkey(ch, &sk);
+  const char *sig = sk.sig;
   err->status = IB_OK;
-  if ((*out = ib_cuda_module_find(c, sig, key, pin, err))) return pinned(s, IB_OK);
+  if ((*out = ib_cuda_module_find(c, &sk, pin, err))) return pinned(s, IB_OK);
   if (err->status != IB_OK) return err->status;
   ib_cpool_result r;
   ib_cpool_state q = ib_cpool_take(c->cpool, sig, &r);

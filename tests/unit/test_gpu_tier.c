@@ -1,0 +1,175 @@
+/* The CUDA backend's kernel tier without a GPU (cuda_tier.c): the compile
+ * pool compiles through NVRTC, and a stand-in driver table "loads" the
+ * images it produces. Pins what admission and job_ready promise the
+ * executor's parking (exec/dispatch.c): a head whose kernel compiles is not
+ * ready, and is once the compile finished (a memo never keeps "needs a
+ * compile"); a repeated graph is planned once for both; a pointwise graph
+ * never waits. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpu/cuda_internal.h"
+#include "tools/jobgen.h"
+
+static int loads, unloads;
+static CUresult f_ctx(CUcontext ctx) {
+  (void)ctx;
+  return CUDA_SUCCESS;
+}
+static CUresult f_load(CUmodule *m, const void *img) {
+  cr_assert_eq(memcmp(img, "\177ELF", 4), 0, "a cubin from the pool");
+  *m = (CUmodule)(uintptr_t)++loads;
+  return CUDA_SUCCESS;
+}
+static CUresult f_getfn(CUfunction *f, CUmodule m, const char *name) {
+  (void)m;
+  (void)name;
+  *f = (CUfunction)(uintptr_t)1;
+  return CUDA_SUCCESS;
+}
+static CUresult f_unload(CUmodule m) {
+  (void)m;
+  unloads++;
+  return CUDA_SUCCESS;
+}
+
+static const char *const fmad_opt[] = {"--fmad=false"};
+static char dir[64];
+static jg_arena arena;
+static ib_cu cu;
+
+static void setup(void) {
+  arena = (jg_arena){malloc(1u << 22), 0, 1u << 22};
+  snprintf(dir, sizeof dir, "/tmp/ib_tier_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+  cu = (ib_cu){.cuCtxSetCurrent = f_ctx,
+               .cuModuleLoadData = f_load,
+               .cuModuleGetFunction = f_getfn,
+               .cuModuleUnload = f_unload};
+}
+static void teardown(void) {
+  free(arena.p);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(gpu_tier, .init = setup, .fini = teardown, .timeout = 300);
+
+static ib_cuda *tier_new(uint32_t bound) {
+  ib_cuda *c = calloc(1, sizeof *c);
+  c->cu = &cu;
+  snprintf(c->arch, sizeof c->arch, "sm_90");
+  c->kc = ib_kcache_new(dir, 0, 64u << 20);
+  cr_assert_not_null(c->kc);
+  cr_assert_eq(ib_lru_init(&c->mods, 64u << 20, ib_cuda_unload_module, c), 0);
+  ib_cpool_options po = {
+      .threads = 1, .max_pending = bound, .arch = "sm_90", .opts = fmad_opt, .n_opts = 1};
+  ib_error err = {0};
+  c->cpool = ib_cpool_new(c->kc, &po, &err);
+  cr_assert_not_null(c->cpool, "%s", err.message);
+  return c;
+}
+
+static void tier_free(ib_cuda *c) {
+  ib_cuda_tier_close(c);
+  ib_lru_destroy(&c->mods);
+  ib_kcache_free(c->kc);
+  free(c);
+}
+
+/* source -> op (seeded: equal seeds give equal nodes). */
+static ib_graph *graph(int op, uint32_t seed) {
+  jg_rng r = {seed};
+  jg_job j;
+  jg_begin(&j, &arena, &r, IB_MODE_RGB, 16, 8, 1);
+  jg_op(&j, &r, op, 0, IB_MODE_RGB, 16, 8, -1);
+  ib_error err = {0};
+  ib_graph *g = jg_finish(&j, &err);
+  cr_assert_not_null(g, "%s", err.message);
+  return g;
+}
+
+static void admit_ok(ib_cuda *c, const ib_graph *g) {
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_tier_admit(c, g, &err), IB_OK, "%s", err.message);
+}
+
+Test(gpu_tier, a_head_waits_for_its_compile_and_is_ready_once_it_finished) {
+  ib_cuda *c = tier_new(8);
+  ib_graph *g = graph(JG_TRANSPOSE, 7);
+  const uint64_t e0 = ib_cuda_tier_epoch(c);
+  admit_ok(c, g);
+  cr_assert_eq(c->tmemo.n_heads, 1, "transpose is a gather head");
+  cr_assert_not(ib_cuda_tier_ready(c, g), "its kernel is compiling");
+  /* The compile finishes on the pool's thread: the epoch moves. */
+  for (int i = 0; i < 3000 && ib_cuda_tier_epoch(c) == e0; i++) usleep(10000);
+  cr_assert_neq(ib_cuda_tier_epoch(c), e0);
+  cr_assert(ib_cuda_tier_ready(c, g), "ready once compiled (the memo kept no readiness)");
+  cr_assert_eq(loads, 1, "job_ready loaded the finished module");
+  cr_assert(ib_lru_has(&c->mods, c->tmemo.heads[0].sk.key));
+  cr_assert(ib_cuda_tier_ready(c, g));
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_tier_admit(c, g, &err), IB_OK);
+  cr_assert_eq(ib_cpool_stats_get(c->cpool).requests, 1, "a loaded head is not requested again");
+  cr_assert_eq(c->tmemo.plans, 1, "one graph, planned once for all of it");
+  ib_graph_free(g);
+  tier_free(c);
+  cr_assert_eq(unloads, loads);
+}
+
+Test(gpu_tier, a_repeated_graph_is_planned_once_a_different_one_again) {
+  ib_cuda *c = tier_new(8);
+  ib_graph *a = graph(JG_TRANSPOSE, 7), *a2 = graph(JG_TRANSPOSE, 7), *p = graph(JG_INVERT, 3);
+  admit_ok(c, a);
+  ib_cuda_tier_ready(c, a);
+  admit_ok(c, a2); /* another job, equal nodes */
+  ib_cuda_tier_ready(c, a2);
+  cr_assert_eq(c->tmemo.plans, 1);
+  admit_ok(c, p);
+  cr_assert_eq(c->tmemo.plans, 2);
+  cr_assert_eq(c->tmemo.n_heads, 0, "a pointwise chain has no head to wait for");
+  cr_assert(ib_cuda_tier_ready(c, p), "the interpreter runs it at once");
+  admit_ok(c, a);
+  cr_assert_eq(c->tmemo.plans, 3);
+  cr_assert_eq(c->tmemo.n_heads, 1);
+  ib_graph_free(a);
+  ib_graph_free(a2);
+  ib_graph_free(p);
+  tier_free(c);
+}
+
+/* A head neither loaded nor in the pool (never requested: admitted before
+ * the pool knew it, or let go at the bound) is ready: its stage compiles
+ * inline, so no job can be parked for a compile that never comes. */
+Test(gpu_tier, a_head_nobody_compiles_is_not_waited_for) {
+  ib_cuda *c = tier_new(8);
+  ib_graph *g = graph(JG_TRANSPOSE, 9);
+  cr_assert(ib_cuda_tier_ready(c, g));
+  cr_assert_eq(ib_cpool_stats_get(c->cpool).requests, 0, "job_ready requests nothing");
+  ib_graph_free(g);
+  tier_free(c);
+}
+
+/* A new graph's charge (job_bytes, after admission) takes admission's plan
+ * instead of planning again: the same charge as from a fresh plan. */
+Test(gpu_tier, the_charge_of_a_new_graph_takes_admissions_plan) {
+  ib_cuda *c = tier_new(8);
+  ib_graph *a = graph(JG_RESIZE, 5), *b = graph(JG_INVERT, 6);
+  admit_ok(c, a);
+  const ib_gplan *p = ib_cuda_tier_plan(c, a);
+  cr_assert_not_null(p);
+  cr_assert_null(ib_cuda_tier_plan(c, b), "only the graph admission planned");
+  uint64_t g1 = 0, h1 = 0, g2 = 0, h2 = 0;
+  ib_cuda_charge_plan(a, p, NULL, NULL, &g1, &h1);
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_charge(a, NULL, NULL, &g2, &h2, &err), IB_OK, "%s", err.message);
+  cr_assert(g1 == g2 && h1 == h2 && g1 > 0);
+  cr_assert_eq(c->tmemo.plans, 1);
+  ib_graph_free(a);
+  ib_graph_free(b);
+  tier_free(c);
+}
