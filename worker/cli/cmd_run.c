@@ -34,7 +34,8 @@
 typedef struct run_opts {
   const char *in, *out, *source_root;
   bool download_resident;
-  int decode_threads; /* encoder threads, and the backend's host threads; 0: every CPU */
+  uint64_t read_ahead; /* bytes of frames read ahead past the first; UINT64_MAX: default */
+  int decode_threads;  /* encoder threads, and the backend's host threads; 0: every CPU */
   ib_executor_options exec;
 } run_opts;
 
@@ -51,12 +52,14 @@ typedef struct run_item {
  * parses them) so that it never blocks on input: while the input has
  * nothing (a pipe left open), the stream still writes every Result as its
  * job completes. It reads ahead into a queue of up to READ_AHEAD_ITEMS
- * frames and, past the first, ahead_bytes of them (half the executor's
- * host_bytes cap: on the CUDA backend the frames lie in pinned memory whose
- * parse budget is twice that cap, and the stream's window and the writer
- * hold the rest), so that reading the next large frame overlaps the
- * executor and the writer instead of waiting for the driver to take the
- * previous one. The run stream's own lookahead bounds the rest. */
+ * frames and, past the first, ahead_bytes of them (--read-ahead; by default
+ * a quarter of the executor's host_bytes cap: on the CUDA backend the
+ * frames lie in pinned memory whose parse budget is twice that cap, and the
+ * stream's window and the writer hold up to the cap itself), so that
+ * reading the next frames overlaps the executor and the writer instead of
+ * waiting for the driver to take the previous one. Besides the queue the
+ * reader holds the frame it is reading; the run stream's own lookahead
+ * bounds the rest. */
 #define READ_AHEAD_ITEMS 16u
 
 /* Where the time of `imgbatch run` goes (IB_RUN_PROFILE=1: on stderr at the
@@ -83,6 +86,7 @@ typedef struct run_input {
   bool profile;       /* IB_RUN_PROFILE set: timings on stderr at the end */
   double t_start;
   run_prof prof;
+  ib_run_writer_prof wprof;
 } run_input;
 
 static double now_s(void) {
@@ -96,7 +100,7 @@ static void run_usage(FILE *f) {
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
           "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
-          "                    [--decode-threads N] [--download-resident]\n\n"
+          "                    [--decode-threads N] [--read-ahead N] [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -104,6 +108,8 @@ static void run_usage(FILE *f) {
           "--source-root DIR lets jobs name path sources inside DIR.\n"
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
+          "--read-ahead N (default: a quarter of --host-bytes): bytes of input frames read\n"
+          "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
           "--device N picks the CUDA device (cuda backend).\n"
           "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
           "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
@@ -130,6 +136,8 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     o->in = v;
   } else if (strcmp(a, "--out") == 0) {
     o->out = v;
+  } else if (strcmp(a, "--read-ahead") == 0) {
+    return ib_cli_parse_u64(v, true, &o->read_ahead) && o->read_ahead != UINT64_MAX;
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
   } else if (strcmp(a, "--device") == 0) {
@@ -165,6 +173,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->exec.compile_threads = IB_CLI_COMPILE_THREADS;
   o->exec.log_cb = ib_cli_log_stderr;
   o->exec.log_opaque = "imgbatch run";
+  o->read_ahead = UINT64_MAX;
   for (int i = 1; i < argc; i += 2) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;
@@ -343,15 +352,18 @@ static void download_resident(ib_result *res) {
 #define WRITER_ITEMS 4u /* twice the encoder threads when there are more */
 static size_t writer_bytes(const ib_executor_options *o) { return (size_t)(o->host_bytes / 8 * 3); }
 
-static void print_profile(const run_input *ri, const ib_run_writer_prof *wp, double wall) {
+static void print_profile(const run_input *ri, double start, double destroy) {
   const run_prof *p = &ri->prof;
+  const ib_run_writer_prof *wp = &ri->wprof;
+  double wall = now_s() - ri->t_start;
   fprintf(stderr,
-          "imgbatch run profile: %.3f s, %llu frames, %.1f MB in; reader: read %.3f s, buffers "
+          "imgbatch run profile: %.3f s (executor start %.3f s, stop %.3f s), %llu frames, %.1f MB "
+          "in; reader: read %.3f s, buffers "
           "%.3f s, queue full %.3f s; driver: stream %.3f s (parse %.3f), no input %.3f s, "
           "writer full %.3f s; writer: write %.3f s, free %.3f s, idle %.3f s\n",
-          wall, (unsigned long long)p->frames, (double)p->bytes / 1e6, p->read_s, p->alloc_s,
-          p->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s, wp->free_s,
-          wp->idle_s);
+          wall, start, destroy, (unsigned long long)p->frames, (double)p->bytes / 1e6, p->read_s,
+          p->alloc_s, p->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s,
+          wp->free_s, wp->idle_s);
 }
 
 /* Drives the stream to its end, handing each result to the writer thread;
@@ -393,7 +405,7 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *
     ok = false;
   }
   ib_results_close(rs);
-  if (ri->profile) print_profile(ri, &wp, now_s() - ri->t_start);
+  ri->wprof = wp;
   return ok;
 }
 
@@ -407,6 +419,7 @@ int ib_cmd_run(int argc, char **argv) {
   if (rc != IB_EXIT_OK) return rc;
   ib_executor *ex = NULL;
   ib_error err = {0};
+  double t_start = now_s();
   if (ib_executor_create(&o.exec, &ex, &err) != IB_OK) {
     fprintf(stderr, "imgbatch run: %s\n", err.message);
     return IB_EXIT_FAILURE;
@@ -428,12 +441,14 @@ int ib_cmd_run(int argc, char **argv) {
     return IB_EXIT_FAILURE;
   }
   const char *prof = getenv("IB_RUN_PROFILE");
-  *ri = (run_input){.ex = ex,
-                    .in = in,
-                    .limits = {.source_root = o.source_root},
-                    .ahead_bytes = (size_t)(o.exec.host_bytes / 2),
-                    .profile = prof && *prof && strcmp(prof, "0") != 0,
-                    .t_start = now_s()};
+  *ri = (run_input){
+      .ex = ex,
+      .in = in,
+      .limits = {.source_root = o.source_root},
+      .ahead_bytes = (size_t)(o.read_ahead != UINT64_MAX ? o.read_ahead : o.exec.host_bytes / 4),
+      .profile = prof && *prof && strcmp(prof, "0") != 0,
+      .t_start = t_start};
+  double t_exec = now_s();
   pthread_mutex_init(&ri->mu, NULL);
   pthread_cond_init(&ri->changed, NULL);
   struct stat st;
@@ -466,10 +481,12 @@ int ib_cmd_run(int argc, char **argv) {
   for (; ri->count > 0; ri->count--, ri->head = (ri->head + 1) % READ_AHEAD_ITEMS)
     if (ri->q[ri->head].buf) ib_executor_buffer_free(ex, ri->q[ri->head].buf);
   if (!ok || ri->stream_failed) rc = IB_EXIT_FAILURE;
+  double t_destroy = now_s();
+  ib_executor_destroy(ex);
+  if (ri->profile) print_profile(ri, t_exec - t_start, now_s() - t_destroy);
   pthread_mutex_destroy(&ri->mu);
   pthread_cond_destroy(&ri->changed);
   free(ri);
-  ib_executor_destroy(ex);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
