@@ -255,7 +255,8 @@ static void *reader_main(void *arg) {
     it.st = read_input(ri, &it);
     double t0 = ri->profile ? now_s() : 0;
     pthread_mutex_lock(&ri->mu);
-    while (!queue_room(ri, it.len) && !ri->stop) pthread_cond_wait(&ri->changed, &ri->mu);
+    while (it.st != IB_END && !queue_room(ri, it.len) && !ri->stop)
+      pthread_cond_wait(&ri->changed, &ri->mu);
     if (ri->profile) ri->prof.full_s += now_s() - t0;
     stop = ri->stop;
     if (stop && it.buf) { /* nobody will take it */
