@@ -67,3 +67,17 @@ Test(blockcache, allocator_and_late_put) {
   memset(q, 1, 2 * MIB);
   a->free(a->allocator_data, q); /* the last reference: the cache goes with it */
 }
+
+Test(blockcache, zeroed_blocks) {
+  ib_blockcache *c = ib_blockcache_new(64 * MIB);
+  uint8_t *a = ib_blockcache_get_zeroed(c, 2 * MIB);
+  cr_assert(a[0] == 0 && a[2 * MIB - 1] == 0);
+  memset(a, 9, 2 * MIB);
+  ib_blockcache_put(c, a);
+  uint8_t *b = ib_blockcache_get_zeroed(c, 2 * MIB - 7); /* the same block, cleared */
+  cr_assert_eq(b, a);
+  for (size_t i = 0; i < 2 * MIB - 7; i += 4093) cr_assert_eq(b[i], 0);
+  cr_assert_eq(b[2 * MIB - 8], 0);
+  ib_blockcache_put(c, b);
+  ib_blockcache_unref(c);
+}

@@ -4,7 +4,9 @@
  * driving thread (the host is the device, so working buffers are host
  * memory: host_working_set); wait and ready only hand the finished
  * submission back. Job buffers and large results come from a block cache
- * (blockcache.h) holding at most host_bytes / 2 of freed blocks.
+ * (blockcache.h) holding at most host_bytes of freed blocks (what the
+ * credits let the jobs hold at once: two 4096^2 RGBA jobs' buffers at the
+ * default caps).
  */
 #include <stdlib.h>
 
@@ -35,7 +37,7 @@ static ib_status cpu_open(const ib_executor_options *opts, void **state, ib_erro
    * of their messages. host_threads is for device backends' staging. */
   int workers = 0;
   const uint64_t host = opts && opts->host_bytes ? opts->host_bytes : 256ull << 20;
-  if (!s || !(s->hp = ib_hostpar_new(workers)) || !(s->bc = ib_blockcache_new(host / 2))) {
+  if (!s || !(s->hp = ib_hostpar_new(workers)) || !(s->bc = ib_blockcache_new(host))) {
     if (s) ib_hostpar_free(s->hp);
     free(s);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "cpu backend: out of memory");

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The header keeps the user pointer as aligned as malloc's own. */
 typedef struct block_hdr {
@@ -50,20 +51,26 @@ static block_hdr *take_fit(ib_blockcache *c, size_t n) {
   return h;
 }
 
-void *ib_blockcache_get(ib_blockcache *c, size_t n) {
+static void *get(ib_blockcache *c, size_t n, bool zero) {
   block_hdr *h = NULL;
   if (n >= IB_BLOCKCACHE_MIN) {
     pthread_mutex_lock(&c->lock);
     h = take_fit(c, n);
     pthread_mutex_unlock(&c->lock);
   }
+  if (h && zero) memset(h + 1, 0, n);
   if (!h) {
-    if (n > SIZE_MAX - sizeof *h || !(h = malloc(sizeof *h + (n ? n : 1)))) return NULL;
+    if (n > SIZE_MAX - sizeof *h) return NULL;
+    h = zero ? calloc(1, sizeof *h + (n ? n : 1)) : malloc(sizeof *h + (n ? n : 1));
+    if (!h) return NULL;
     h->cap = n;
   }
   atomic_fetch_add(&c->refs, 1);
   return h + 1;
 }
+
+void *ib_blockcache_get(ib_blockcache *c, size_t n) { return get(c, n, false); }
+void *ib_blockcache_get_zeroed(ib_blockcache *c, size_t n) { return get(c, n, true); }
 
 void ib_blockcache_put(ib_blockcache *c, void *p) {
   if (!p) return;

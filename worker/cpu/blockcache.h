@@ -34,6 +34,9 @@ void ib_blockcache_unref(ib_blockcache *c);
  * memory. Every size works; only those of IB_BLOCKCACHE_MIN or more are
  * cached. */
 void *ib_blockcache_get(ib_blockcache *c, size_t n);
+/* The same, its first n bytes zero: a cached block is cleared, a fresh one
+ * comes from calloc (pages the kernel zeroed already). */
+void *ib_blockcache_get_zeroed(ib_blockcache *c, size_t n);
 /* Gives back a block of ib_blockcache_get (NULL: nothing). */
 void ib_blockcache_put(ib_blockcache *c, void *p);
 

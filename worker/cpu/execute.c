@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cpu/cpu_backend.h"
 #include "ops/op.h"
@@ -64,9 +63,8 @@ static ib_status node_alloc(ib_image *im, const ib_shape *sh, ib_blockcache *bc)
   uint64_t n = shape_bytes(sh);
   if (!bc || n < IB_BLOCKCACHE_MIN || n > SIZE_MAX)
     return ib_image_alloc(im, sh->mode, sh->width, sh->height);
-  uint8_t *p = ib_blockcache_get(bc, (size_t)n);
+  uint8_t *p = ib_blockcache_get_zeroed(bc, (size_t)n);
   if (!p) return IB_INTERNAL;
-  memset(p, 0, (size_t)n);
   *im = (ib_image){.mode = sh->mode,
                    .width = sh->width,
                    .height = sh->height,
