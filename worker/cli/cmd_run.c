@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_spare.h"
 #include "cli/run_writer.h"
 #include "core/error.h"
 
@@ -58,7 +59,8 @@ typedef struct run_item {
  * stream's window and the writer hold up to the cap itself), so that
  * reading the next frames overlaps the executor and the writer instead of
  * waiting for the driver to take the previous one. Besides the queue the
- * reader holds the frame it is reading; the run stream's own lookahead
+ * reader holds the frame it is reading and, within the same budget, one
+ * spare buffer for the next (run_spare.h); the run stream's own lookahead
  * bounds the rest. */
 #define READ_AHEAD_ITEMS 16u
 
@@ -72,7 +74,8 @@ typedef struct run_prof {
 } run_prof;
 
 typedef struct run_input {
-  ib_executor *ex; /* frames are read into its buffers (pinned on CUDA) */
+  ib_executor *ex;     /* frames are read into its buffers (pinned on CUDA) */
+  ib_run_spare *spare; /* the next large frame's buffer, got while one is read */
   FILE *in;
   ib_graph_limits limits;
   pthread_mutex_t mu;
@@ -222,7 +225,12 @@ static ib_status read_input(run_input *ri, run_item *it) {
   if (fs == IB_FRAME_EOF) return IB_END;
   if (fs != IB_FRAME_OK) return frame_failed(ri, fs, &it->err);
   double t0 = ri->profile ? now_s() : 0;
-  uint8_t *buf = ib_executor_buffer(ri->ex, len);
+  /* The spare for the next frame is read-ahead too: asked for only while
+   * this frame, queued, leaves room for it. */
+  pthread_mutex_lock(&ri->mu);
+  bool ask = ri->queued_bytes + len <= ri->ahead_bytes;
+  pthread_mutex_unlock(&ri->mu);
+  uint8_t *buf = ib_run_spare_take(ri->spare, ri->ex, len, ask);
   double t1 = ri->profile ? now_s() : 0;
   if (!buf) return frame_unbuffered(ri, len, &it->err);
   fs = ib_frame_read_body(ri->in, buf, len);
@@ -462,9 +470,11 @@ int ib_cmd_run(int argc, char **argv) {
   size_t items = 2u * (size_t)encoders > WRITER_ITEMS ? 2u * (size_t)encoders : WRITER_ITEMS;
   ib_run_writer *w = ib_run_writer_start(fileno(out), items, writer_bytes(&o.exec), encoders);
   pthread_t reader;
+  ri->spare = ib_run_spare_start(ex); /* NULL: the reader gets every buffer itself */
   if (!w || pthread_create(&reader, NULL, reader_main, ri) != 0) {
     fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");
     if (w) ib_run_writer_finish(w, NULL, 0, NULL);
+    ib_run_spare_stop(ri->spare);
     ib_executor_destroy(ex);
     free(ri);
     return IB_EXIT_FAILURE;
@@ -479,6 +489,7 @@ int ib_cmd_run(int argc, char **argv) {
     return IB_EXIT_FAILURE;
   }
   pthread_join(reader, NULL);
+  ib_run_spare_stop(ri->spare);
   for (; ri->count > 0; ri->count--, ri->head = (ri->head + 1) % READ_AHEAD_ITEMS)
     if (ri->q[ri->head].buf) ib_executor_buffer_free(ex, ri->q[ri->head].buf);
   if (!ok || ri->stream_failed) rc = IB_EXIT_FAILURE;
