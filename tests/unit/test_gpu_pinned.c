@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "exec_jobs.h"
 #include "gpu/pinned.h"
@@ -122,4 +123,48 @@ Test(pinned, threads_allocate_and_free_at_once) {
   cr_assert_eq(ib_pinned_live_blocks(shared), 0);
   cr_assert_eq(ib_pinned_parse_bytes(shared), 0);
   ib_pinned_free(shared);
+}
+
+/* The allocator is called without the lock: another thread asks the pinned
+ * memory a question while cuMemHostAlloc (here: a slow heap allocator) runs. */
+static ib_pinned *slow_pin;
+static atomic_int asked, answered_during_alloc;
+static pthread_t askers[4]; /* joined by the test, after the lock is free */
+static int n_askers;
+
+static void *ask(void *arg) {
+  (void)arg;
+  (void)ib_pinned_live_blocks(slow_pin);
+  atomic_store(&asked, 1);
+  return NULL;
+}
+
+static uint64_t slow_alloc(void *ctx, size_t n) {
+  atomic_store(&asked, 0);
+  if (n_askers < 4 && pthread_create(&askers[n_askers], NULL, ask, ctx) == 0) n_askers++;
+  for (int i = 0; i < 1000 && !atomic_load(&asked); i++) usleep(1000);
+  if (atomic_load(&asked)) atomic_fetch_add(&answered_during_alloc, 1);
+  return heap_alloc(ctx, n);
+}
+
+Test(pinned, the_allocator_runs_without_the_lock) {
+  slow_pin = ib_pinned_new(slow_alloc, heap_free, NULL, 64u << 20, 32u << 20);
+  ProtobufCAllocator *a = ib_pinned_allocator(slow_pin);
+  void *x = a->alloc(a->allocator_data, 1u << 20);
+  ib_pool_block b;
+  bool got = ib_pinned_get(slow_pin, 2u << 20, &b);
+  for (int i = 0; i < n_askers; i++) pthread_join(askers[i], NULL);
+  cr_assert(got);
+  cr_assert_eq(atomic_load(&answered_during_alloc), 2, "a question waited for the allocator");
+  cr_assert(ib_pinned_holds(slow_pin, x, x, 1u << 20));
+  cr_assert_eq(ib_pinned_parse_bytes(slow_pin), ib_pool_class_size(ib_pool_class(1u << 20)));
+  cr_assert_eq(ib_pinned_live_blocks(slow_pin), 2);
+  a->free(a->allocator_data, x);
+  ib_pinned_put(slow_pin, &b);
+  /* Freed blocks come back without the allocator. */
+  x = a->alloc(a->allocator_data, 1u << 20);
+  cr_assert_eq(atomic_load(&answered_during_alloc), 2);
+  a->free(a->allocator_data, x);
+  cr_assert_eq(ib_pinned_parse_bytes(slow_pin), 0);
+  ib_pinned_free(slow_pin);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "cli/run_frame.h"
 #include "result/result_msg.h"
@@ -41,8 +42,15 @@ struct ib_run_writer {
   run_out *head, *last; /* waiting to be written */
   size_t items, bytes;  /* taken and not yet written: waiting + the one in writev */
   bool closing, failed;
-  int err; /* the failed write's errno */
+  int err;                 /* the failed write's errno */
+  ib_run_writer_prof prof; /* the writer thread's own */
 };
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static void out_free(run_out *o) {
   ib_result_msg_clear(&o->rm);
@@ -112,6 +120,7 @@ static void *writer_main(void *arg) {
   ib_run_writer *w = arg;
   pthread_mutex_lock(&w->mu);
   for (;;) {
+    double t0 = now_s();
     while ((!w->head && !w->closing) || (w->head && w->head->state != OUT_READY))
       pthread_cond_wait(&w->changed, &w->mu);
     run_out *o = w->head;
@@ -120,9 +129,14 @@ static void *writer_main(void *arg) {
     if (!w->head) w->last = NULL;
     bool write = !w->failed;
     pthread_mutex_unlock(&w->mu);
+    double t1 = now_s();
     int e = write ? write_out(w->fd, o) : 0;
+    double t2 = now_s();
     size_t bytes = o->bytes;
     out_free(o);
+    w->prof.idle_s += t1 - t0;
+    w->prof.write_s += t2 - t1;
+    w->prof.free_s += now_s() - t2;
     pthread_mutex_lock(&w->mu);
     if (e && !w->failed) w->failed = true, w->err = e;
     w->items--;
@@ -240,8 +254,9 @@ void ib_run_writer_drain(ib_run_writer *w) {
   pthread_mutex_unlock(&w->mu);
 }
 
-bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len) {
+bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len, ib_run_writer_prof *prof) {
   stop_threads(w, true);
+  if (prof) *prof = w->prof;
   bool ok = !w->failed;
   if (!ok) snprintf(why, why_len, "%s", strerror(w->err));
   writer_free(w);

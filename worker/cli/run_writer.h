@@ -34,8 +34,15 @@ size_t ib_run_writer_pending(ib_run_writer *w);
  * failure). */
 void ib_run_writer_drain(ib_run_writer *w);
 
+/* Seconds the writer thread spent writing, freeing written results (a lent
+ * image goes back to its arena) and waiting for the next ready result. */
+typedef struct ib_run_writer_prof {
+  double write_s, free_s, idle_s;
+} ib_run_writer_prof;
+
 /* Writes what it holds (drops it after a failure), stops the thread and
- * frees the writer. False when any write failed; `why` then says how. */
-bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len);
+ * frees the writer. False when any write failed; `why` then says how.
+ * `prof` (may be NULL) gets the writer thread's times. */
+bool ib_run_writer_finish(ib_run_writer *w, char *why, size_t why_len, ib_run_writer_prof *prof);
 
 #endif

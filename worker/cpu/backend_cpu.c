@@ -3,7 +3,10 @@
  * A submission runs its jobs inside submit, one after another on the
  * driving thread (the host is the device, so working buffers are host
  * memory: host_working_set); wait and ready only hand the finished
- * submission back.
+ * submission back. Job buffers and large results come from a block cache
+ * (blockcache.h) holding at most host_bytes of freed blocks (what the
+ * credits let the jobs hold at once: two 4096^2 RGBA jobs' buffers at the
+ * default caps).
  */
 #include <stdlib.h>
 
@@ -18,16 +21,24 @@ struct ib_backend_submission {
 
 typedef struct cpu_state {
   ib_hostpar *hp;
+  ib_blockcache *bc;
 } cpu_state;
+
+/* One submission's jobs and the cache their results come from. */
+typedef struct cpu_run {
+  ib_backend_job *jobs;
+  ib_blockcache *bc;
+} cpu_run;
 
 static ib_status cpu_open(const ib_executor_options *opts, void **state, ib_error *err) {
   cpu_state *s = calloc(1, sizeof *s);
   /* One job at a time on the driving thread: libvips keeps one error buffer
    * per process, so concurrent decodes would take each other's causes out
    * of their messages. host_threads is for device backends' staging. */
-  (void)opts;
   int workers = 0;
-  if (!s || !(s->hp = ib_hostpar_new(workers))) {
+  const uint64_t host = opts && opts->host_bytes ? opts->host_bytes : 256ull << 20;
+  if (!s || !(s->hp = ib_hostpar_new(workers)) || !(s->bc = ib_blockcache_new(host))) {
+    if (s) ib_hostpar_free(s->hp);
     free(s);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "cpu backend: out of memory");
   }
@@ -39,7 +50,12 @@ static void cpu_close(void *state) {
   cpu_state *s = state;
   if (!s) return;
   ib_hostpar_free(s->hp);
+  ib_blockcache_unref(s->bc);
   free(s);
+}
+
+static ProtobufCAllocator *cpu_parse_allocator(void *state) {
+  return ib_blockcache_allocator(((cpu_state *)state)->bc);
 }
 
 /* Resident outputs need device memory that outlives the submission. */
@@ -53,9 +69,10 @@ static ib_status cpu_admit(void *state, const ib_graph *g, ib_error *err) {
 }
 
 static void run_job(void *ctx, size_t i) {
-  ib_backend_job *j = (ib_backend_job *)ctx + i;
+  const cpu_run *r = ctx;
+  ib_backend_job *j = r->jobs + i;
   j->err = (ib_error){0};
-  j->status = ib_cpu_execute(j->graph, &j->out, &j->err);
+  j->status = ib_cpu_execute_cached(j->graph, r->bc, &j->out, &j->err);
   if (j->status == IB_INTERNAL && !j->err.message[0])
     ib_error_set(&j->err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu execute: out of memory");
 }
@@ -66,7 +83,8 @@ static ib_status cpu_submit(void *state, ib_backend_job *jobs, size_t n,
   *sub = malloc(sizeof **sub);
   if (!*sub) return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu submit: out of memory");
   (*sub)->n = n;
-  ib_hostpar_for(s->hp, n, run_job, jobs);
+  cpu_run r = {jobs, s->bc};
+  ib_hostpar_for(s->hp, n, run_job, &r);
   return IB_OK;
 }
 
@@ -92,4 +110,5 @@ const ib_backend ib_backend_cpu = {
     .submit = cpu_submit,
     .wait = cpu_wait,
     .ready = cpu_ready,
+    .parse_allocator = cpu_parse_allocator,
 };

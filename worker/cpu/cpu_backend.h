@@ -3,10 +3,14 @@
 #ifndef IB_CPU_BACKEND_H
 #define IB_CPU_BACKEND_H
 
+#include "cpu/blockcache.h"
 #include "model/graph.h"
 
 /* Executes `g`; on success `out` holds the last node's image (caller releases). */
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err);
+/* The same, with a terminal image of IB_BLOCKCACHE_MIN bytes or more taken
+ * from `bc` (given back there when the caller releases it). */
+ib_status ib_cpu_execute_cached(const ib_graph *g, ib_blockcache *bc, ib_image *out, ib_error *err);
 
 /* True when node `i` is a raw source that ib_cpu_execute reads where its
  * bytes lie (the Job buffer) instead of copying them: every raw source node

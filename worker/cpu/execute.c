@@ -2,6 +2,7 @@
  * last reader ran, so the working set stays near the graph's live width.
  * Raw sources are read where they lie (no copy) unless they are the
  * result. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,7 +55,31 @@ static void borrowed_free(void *ctx, uint8_t *data) {
   (void)data;
 }
 
+static void cached_free(void *ctx, uint8_t *data) { ib_blockcache_put(ctx, data); }
+
+/* The node's image, zeroed as ib_image_alloc's (ops rely on it: crop's and
+ * resize's fill); the terminal one from the cache when large. */
+static ib_status node_alloc(ib_image *im, const ib_shape *sh, ib_blockcache *bc) {
+  uint64_t n = shape_bytes(sh);
+  if (!bc || n < IB_BLOCKCACHE_MIN || n > SIZE_MAX)
+    return ib_image_alloc(im, sh->mode, sh->width, sh->height);
+  uint8_t *p = ib_blockcache_get_zeroed(bc, (size_t)n);
+  if (!p) return IB_INTERNAL;
+  *im = (ib_image){.mode = sh->mode,
+                   .width = sh->width,
+                   .height = sh->height,
+                   .data = p,
+                   .free_fn = cached_free,
+                   .free_ctx = bc};
+  return IB_OK;
+}
+
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
+  return ib_cpu_execute_cached(g, NULL, out, err);
+}
+
+ib_status ib_cpu_execute_cached(const ib_graph *g, ib_blockcache *bc, ib_image *out,
+                                ib_error *err) {
   ib_image *ims = calloc(g->n_nodes, sizeof *ims);
   if (!ims) return IB_INTERNAL;
   ib_status st = IB_OK;
@@ -69,7 +94,7 @@ ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
                           .free_fn = borrowed_free};
       continue;
     }
-    if (ib_image_alloc(&ims[i], n->shape.mode, n->shape.width, n->shape.height) != IB_OK) {
+    if (node_alloc(&ims[i], &n->shape, i + 1 == g->n_nodes ? bc : NULL) != IB_OK) {
       snprintf(err->message, sizeof err->message, "node %zu: op %s: out of memory", i, n->op->name);
       err->status = st = IB_INTERNAL;
       err->stage = IB_STAGE_EXECUTE;

@@ -76,20 +76,37 @@ static bool tab_take(ib_pinned *p, uint64_t addr, live_ent *out) {
   return true;
 }
 
-static bool get_locked(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out) {
-  if (!ib_pool_get(&p->pool, bytes, out)) return false;
-  if (!tab_add(p, (live_ent){out->addr, out->size, out->cls, parse})) {
-    ib_pool_put(&p->pool, out);
-    return false;
+/* A block of `bytes` (a parse one counted against parse_cap). The lock is
+ * not held across the allocator: a pool that grows calls cuMemHostAlloc,
+ * milliseconds for a large image, and the other threads (the driver asking
+ * ib_pinned_holds, the writer giving a lent image back) would wait for it. */
+static bool get_block(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out) {
+  pthread_mutex_lock(&p->lock);
+  int r =
+      parse && p->parse_live + bytes > p->parse_cap ? -1 : ib_pool_get_begin(&p->pool, bytes, out);
+  if (r == 0) {
+    if (parse) p->parse_live += out->size; /* reserved with the pool's bytes */
+    pthread_mutex_unlock(&p->lock);
+    uint64_t addr = p->pool.alloc(p->pool.ctx, out->size);
+    pthread_mutex_lock(&p->lock);
+    if (parse) p->parse_live -= out->size;
+    if (addr)
+      ib_pool_get_commit(&p->pool, out, addr);
+    else
+      ib_pool_get_abort(&p->pool, out);
+    /* A failed allocation (fragmentation across classes): once more with
+     * the free blocks given back first, under the lock (rare). */
+    r = addr || ib_pool_get(&p->pool, bytes, out) ? 1 : -1;
   }
-  return true;
+  bool ok = r == 1 && tab_add(p, (live_ent){out->addr, out->size, out->cls, parse});
+  if (!ok && r == 1) ib_pool_put(&p->pool, out);
+  if (ok && parse) p->parse_live += out->size;
+  pthread_mutex_unlock(&p->lock);
+  return ok;
 }
 
 bool ib_pinned_get(ib_pinned *p, size_t bytes, ib_pool_block *out) {
-  pthread_mutex_lock(&p->lock);
-  bool ok = get_locked(p, bytes, false, out);
-  pthread_mutex_unlock(&p->lock);
-  return ok;
+  return get_block(p, bytes, false, out);
 }
 
 void ib_pinned_put(ib_pinned *p, const ib_pool_block *b) {
@@ -116,14 +133,8 @@ bool ib_pinned_holds(ib_pinned *p, const void *base, const void *ptr, size_t n) 
 
 static void *pa_alloc(void *data, size_t size) {
   ib_pinned *p = data;
-  if (size >= IB_PINNED_PARSE_MIN) {
-    ib_pool_block b;
-    pthread_mutex_lock(&p->lock);
-    bool ok = p->parse_live + size <= p->parse_cap && get_locked(p, size, true, &b);
-    if (ok) p->parse_live += b.size;
-    pthread_mutex_unlock(&p->lock);
-    if (ok) return (void *)(uintptr_t)b.addr;
-  }
+  ib_pool_block b;
+  if (size >= IB_PINNED_PARSE_MIN && get_block(p, size, true, &b)) return (void *)(uintptr_t)b.addr;
   return malloc(size ? size : 1);
 }
 

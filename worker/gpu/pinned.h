@@ -3,7 +3,8 @@
  * that touches it: Jobs unpacked by ib_executor_parse (on any thread), the
  * submissions' upload staging (the driving thread) and the download arenas
  * lent to results (released on any thread). One size-class pool (pool.h)
- * under a lock, plus a table of the blocks handed out, so a pointer can be
+ * under a lock (not held across cuMemHostAlloc, which takes milliseconds
+ * for a large image), plus a table of the blocks handed out, so a pointer can be
  * asked whether it lies in pinned memory (a source the upload can DMA
  * from) and the protobuf-c allocator can tell its pinned blocks from heap
  * ones on free.

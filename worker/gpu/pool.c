@@ -63,6 +63,33 @@ bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out) {
   return true;
 }
 
+int ib_pool_get_begin(ib_pool *p, size_t bytes, ib_pool_block *out) {
+  int k = ib_pool_class(bytes ? bytes : 1);
+  if (k < 0) return -1;
+  size_t sz = ib_pool_class_size(k);
+  if (p->free_list[k].n) {
+    *out = (ib_pool_block){p->free_list[k].addr[--p->free_list[k].n], sz, k};
+    p->live += sz;
+    return 1;
+  }
+  for (int j = IB_POOL_CLASSES - 1; j >= 0 && p->held + sz > p->cap; j--) trim_class(p, j);
+  if (p->held + sz > p->cap) return -1;
+  p->held += sz;
+  p->live += sz;
+  *out = (ib_pool_block){0, sz, k};
+  return 0;
+}
+
+void ib_pool_get_commit(ib_pool *p, ib_pool_block *b, uint64_t addr) {
+  p->allocs++;
+  b->addr = addr;
+}
+
+void ib_pool_get_abort(ib_pool *p, const ib_pool_block *b) {
+  p->held -= b->size;
+  p->live -= b->size;
+}
+
 void ib_pool_put(ib_pool *p, const ib_pool_block *b) {
   if (!b->addr) return;
   p->live -= b->size;

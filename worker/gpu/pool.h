@@ -8,7 +8,8 @@
  * the allocator (live + free): past it, free blocks are returned to the
  * allocator first, and a request that still does not fit fails (the
  * executor's credits are meant to keep requests under the cap).
- * Not thread-safe: one executor thread drives a backend.
+ * Not thread-safe: one executor thread drives a backend (pinned.c wraps
+ * it in a lock).
  */
 #ifndef IB_GPU_POOL_H
 #define IB_GPU_POOL_H
@@ -54,6 +55,16 @@ void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, 
 void ib_pool_destroy(ib_pool *p);
 /* false when the request cannot be met within cap or the allocator fails. */
 bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out);
+/* ib_pool_get in two steps, for a caller that guards the pool with a lock
+ * and must not hold it across a slow allocator call (cuMemHostAlloc of
+ * tens of MiB takes milliseconds). 1: a free block was taken (*out
+ * complete). 0: the class needs a fresh block; its bytes are counted held
+ * and live already (out->addr 0, out->size the bytes to allocate): call
+ * p->alloc without the lock, then ib_pool_get_commit with its address or
+ * ib_pool_get_abort. -1: over the cap. */
+int ib_pool_get_begin(ib_pool *p, size_t bytes, ib_pool_block *out);
+void ib_pool_get_commit(ib_pool *p, ib_pool_block *b, uint64_t addr);
+void ib_pool_get_abort(ib_pool *p, const ib_pool_block *b);
 void ib_pool_put(ib_pool *p, const ib_pool_block *b);
 /* Class of a request (for tests); -1 when larger than the largest class. */
 int ib_pool_class(size_t bytes);
