@@ -93,10 +93,20 @@ static void fill(ib_results *rs) {
     ib_input *in = &rs->lookahead;
     ib_error err = {0};
     uint64_t id = 0;
-    bool consumed;
-    ib_status st =
-        ib_exec_admit(ex, in->graph, in->has_key ? &in->key : NULL, in->tag, &id, &consumed, &err);
-    if (st == IB_QUEUE_FULL) return;
+    bool consumed = false;
+    ib_status st = IB_OK;
+    if (!rs->prepared)
+      st = ib_exec_prepare(ex, in->graph, in->has_key ? &in->key : NULL, in->tag, &rs->prepared,
+                           &id, &consumed, &err);
+    if (st == IB_OK) {
+      st = ib_exec_commit(ex, rs->prepared, in->graph, true, &id, &consumed, &err);
+      /* Only credits refused it: the checked job waits with the input. */
+      if (st == IB_QUEUE_FULL) return;
+      if (st == IB_OK) rs->prepared = NULL; /* the executor's now */
+    }
+    if (st == IB_QUEUE_FULL) return; /* the backend's own bound: checked again */
+    ib_exec_unprepare(rs->prepared);
+    rs->prepared = NULL;
     rs->has_lookahead = false;
     if (st == IB_OK) {
       ib_key_clear(&in->key);
@@ -162,6 +172,8 @@ static ib_status step(ib_results *rs, ib_result *out) {
       ib_graph_free(rs->lookahead.graph);
       hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL, rs->lookahead.tag,
                  &err);
+      ib_exec_unprepare(rs->prepared);
+      rs->prepared = NULL;
       rs->has_lookahead = false;
     }
   }
@@ -191,5 +203,6 @@ void ib_results_close(ib_results *rs) {
     ib_graph_free(rs->lookahead.graph);
     ib_key_clear(&rs->lookahead.key);
   }
+  ib_exec_unprepare(rs->prepared);
   free(rs);
 }
