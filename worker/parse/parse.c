@@ -301,7 +301,8 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   ib_wire_notes notes;
   ib_status st = ib_wire_check(&imgbatch__v1__job__descriptor, bytes, len, &notes, err);
   if (st != IB_OK) goto out;
-  g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
+  g->job_alloc = hollow ? NULL : g->alloc;
+  g->job = imgbatch__v1__job__unpack(g->job_alloc, len, bytes);
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
                       "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
@@ -358,7 +359,7 @@ void ib_graph_free(ib_graph *g) {
   free(g->key.str);
   /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
   for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
-  if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->alloc);
+  if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->job_alloc);
   if (g->buffer) buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);
