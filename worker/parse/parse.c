@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "model/graph.h"
 #include "parse/hollow.h"
+#include "parse/job_arena.h"
 #include "parse/parse.h"
 #include "parse/source_path.h"
 #include "parse/wire_check.h"
@@ -301,7 +302,14 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   ib_wire_notes notes;
   ib_status st = ib_wire_check(&imgbatch__v1__job__descriptor, bytes, len, &notes, err);
   if (st != IB_OK) goto out;
-  g->job_alloc = hollow ? NULL : g->alloc;
+  g->job_alloc = g->alloc;
+  if (hollow || !g->alloc) {
+    if (!(g->arena = ib_job_arena_new(len, &g->arena_alloc))) {
+      st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+      goto out;
+    }
+    g->job_alloc = &g->arena_alloc;
+  }
   g->job = imgbatch__v1__job__unpack(g->job_alloc, len, bytes);
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
@@ -359,7 +367,8 @@ void ib_graph_free(ib_graph *g) {
   free(g->key.str);
   /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
   for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
-  if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->job_alloc);
+  if (g->job && !g->arena) imgbatch__v1__job__free_unpacked(g->job, g->job_alloc);
+  ib_job_arena_free(g->arena); /* the whole Job at once */
   if (g->buffer) buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);
