@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ALIGN ((size_t)16)
 #define MIN_CHUNK ((size_t)2048)
@@ -82,4 +83,12 @@ void ib_job_arena_free(ib_job_arena *a) {
     if (c != a->first) free(c);
   }
   free(a);
+}
+
+void *ib_job_arena_calloc(ib_job_arena *a, size_t count, size_t size) {
+  if (!a) return calloc(count, size);
+  if (size && count > SIZE_MAX / size) return NULL;
+  void *p = arena_alloc(a, count * size);
+  if (p) memset(p, 0, count * size);
+  return p;
 }

@@ -18,5 +18,8 @@ typedef struct ib_job_arena ib_job_arena;
  * allocator (free is a no-op: the arena goes in one piece). */
 ib_job_arena *ib_job_arena_new(size_t wire_len, ProtobufCAllocator *alloc);
 void ib_job_arena_free(ib_job_arena *a);
+/* `count` zeroed elements of `size` bytes from `a` (the graph's own tables,
+ * freed with it), or calloc'd when `a` is NULL; NULL when out of memory. */
+void *ib_job_arena_calloc(ib_job_arena *a, size_t count, size_t size);
 
 #endif

@@ -168,7 +168,7 @@ static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error 
                         "sources: %zu exceed the bound of %d (source and extra_sources)", n,
                         IB_MAX_SOURCES);
   /* n_sources only with the array: ib_graph_free walks it. */
-  g->sources = calloc(n ? n : 1, sizeof *g->sources);
+  g->sources = ib_job_arena_calloc(g->arena, n ? n : 1, sizeof *g->sources);
   if (!g->sources) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
   g->n_sources = n;
   bool read[IB_MAX_SOURCES] = {false};
@@ -362,8 +362,10 @@ void ib_graph_free(ib_graph *g) {
   if (!g) return;
   free(g->nodes_wire);
   for (size_t i = 0; i < g->n_sources; i++) free(g->sources[i].file_bytes);
-  free(g->sources);
-  free(g->nodes);
+  if (!g->arena) { /* else they lie in it */
+    free(g->sources);
+    free(g->nodes);
+  }
   free(g->key.str);
   /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
   for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
