@@ -97,7 +97,8 @@ struct ib_executor {
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
   uint64_t submissions_issued;
-  bool backend_full; /* the last admission's QueueFull came from backend->admit */
+  uint64_t polled_us; /* when ready() was last asked with results waiting (results.c) */
+  bool backend_full;  /* the last admission's QueueFull came from backend->admit */
   ib_fault_plan fault;
 };
 

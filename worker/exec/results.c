@@ -127,6 +127,21 @@ static void finish(ib_results *rs, ib_status final) {
   if (rs->ex && rs->ex->stream == rs) rs->ex->stream = NULL;
 }
 
+/* A backend's ready() may be a driver call (the CUDA backend's
+ * cuEventQuery): while completed results wait to be delivered - which come
+ * first anyway - it is asked at most every POLL_US, not once per result
+ * (a 256² job's share of its submission is a few microseconds). */
+#define POLL_US 50u
+static void collect_ready(ib_executor *ex) {
+  if (!ex->in_flight_head) return;
+  if (ex->completed.head) {
+    uint64_t now = ib_now_us();
+    if (now - ex->polled_us < POLL_US) return;
+    ex->polled_us = now;
+  }
+  ib_exec_collect_ready(ex);
+}
+
 /* One step of driving; IB_OK with *out, IB_END, or IB_INTERNAL. */
 static ib_status step(ib_results *rs, ib_result *out) {
   ib_executor *ex = rs->ex;
@@ -138,7 +153,7 @@ static ib_status step(ib_results *rs, ib_result *out) {
       return IB_OK;
     }
     if (ib_exec_dispatch(ex, false) != IB_OK) return IB_INTERNAL;
-    ib_exec_collect_ready(ex);
+    collect_ready(ex);
     ib_job *j = ib_job_fifo_pop(&ex->completed);
     if (j) {
       ib_job_deliver(ex, j, out);
