@@ -116,6 +116,8 @@ static void stop_stream(ib_executor *ex) {
     ib_key_clear(&rs->lookahead.key);
     rs->has_lookahead = false;
   }
+  ib_exec_unprepare(rs->prepared);
+  rs->prepared = NULL;
   if (rs->has_held) {
     ib_result_free(&rs->held);
     rs->has_held = false;

@@ -102,7 +102,8 @@ struct ib_executor {
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
   uint64_t submissions_issued;
-  bool backend_full; /* the last admission's QueueFull came from backend->admit */
+  uint64_t polled_us; /* when ready() was last asked with results waiting (results.c) */
+  bool backend_full;  /* the last admission's QueueFull came from backend->admit */
   ib_fault_plan fault;
 };
 
@@ -117,7 +118,8 @@ struct ib_results {
   bool input_again;   /* the callback answered IB_AGAIN in this step */
   bool has_lookahead; /* one pulled input waiting for credits */
   ib_input lookahead;
-  bool has_held; /* an error result to yield before anything else */
+  ib_job *prepared; /* the lookahead's checked job, once the reservation failed */
+  bool has_held;    /* an error result to yield before anything else */
   ib_result held;
 };
 
@@ -133,6 +135,23 @@ void ib_exec_leave(ib_executor *ex);
  * id was consumed. With queue mode off the job also runs to completion. */
 ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
                         uint64_t *job_id, bool *id_consumed, ib_error *err);
+
+/* Admission in two steps, for the run stream's input that waits for
+ * credits: every check of its outcome cannot change while it waits (but
+ * the backend's own admit, which already passed), so a retry only takes
+ * a new id and tries the reservation again (one job in a full window was
+ * checked, snapshotted, charged and freed twice, with a QueueFull message
+ * formatted each time). prepare: every check but the reservation; on
+ * IB_OK `*out` is the job (no id taken yet); on failure the decision
+ * consumed an id as ib_exec_admit's would. commit: takes the id and
+ * reserves; on IB_OK the job (and `g`) are the executor's, else the
+ * caller keeps the job for a retry or gives it back with unprepare.
+ * quiet_full: a QueueFull gets no message (the stream drops it). */
+ib_status ib_exec_prepare(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag, ib_job **out,
+                          uint64_t *job_id, bool *id_consumed, ib_error *err);
+ib_status ib_exec_commit(ib_executor *ex, ib_job *job, ib_graph *g, bool quiet_full,
+                         uint64_t *job_id, bool *id_consumed, ib_error *err);
+void ib_exec_unprepare(ib_job *job);
 
 /* A rejection decided before admission (validation by the producer):
  * consumes an id and counts it; false when ids are exhausted. */

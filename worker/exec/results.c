@@ -93,10 +93,20 @@ static void fill(ib_results *rs) {
     ib_input *in = &rs->lookahead;
     ib_error err = {0};
     uint64_t id = 0;
-    bool consumed;
-    ib_status st =
-        ib_exec_admit(ex, in->graph, in->has_key ? &in->key : NULL, in->tag, &id, &consumed, &err);
-    if (st == IB_QUEUE_FULL) return;
+    bool consumed = false;
+    ib_status st = IB_OK;
+    if (!rs->prepared)
+      st = ib_exec_prepare(ex, in->graph, in->has_key ? &in->key : NULL, in->tag, &rs->prepared,
+                           &id, &consumed, &err);
+    if (st == IB_OK) {
+      st = ib_exec_commit(ex, rs->prepared, in->graph, true, &id, &consumed, &err);
+      /* Only credits refused it: the checked job waits with the input. */
+      if (st == IB_QUEUE_FULL) return;
+      if (st == IB_OK) rs->prepared = NULL; /* the executor's now */
+    }
+    if (st == IB_QUEUE_FULL) return; /* the backend's own bound: checked again */
+    ib_exec_unprepare(rs->prepared);
+    rs->prepared = NULL;
     rs->has_lookahead = false;
     if (st == IB_OK) {
       ib_key_clear(&in->key);
@@ -117,6 +127,21 @@ static void finish(ib_results *rs, ib_status final) {
   if (rs->ex && rs->ex->stream == rs) rs->ex->stream = NULL;
 }
 
+/* A backend's ready() may be a driver call (the CUDA backend's
+ * cuEventQuery): while completed results wait to be delivered - which come
+ * first anyway - it is asked at most every POLL_US, not once per result
+ * (a 256² job's share of its submission is a few microseconds). */
+#define POLL_US 50u
+static void collect_ready(ib_executor *ex) {
+  if (!ex->in_flight_head) return;
+  if (ex->completed.head) {
+    uint64_t now = ib_now_us();
+    if (now - ex->polled_us < POLL_US) return;
+    ex->polled_us = now;
+  }
+  ib_exec_collect_ready(ex);
+}
+
 /* One step of driving; IB_OK with *out, IB_END, or IB_INTERNAL. */
 static ib_status step(ib_results *rs, ib_result *out) {
   ib_executor *ex = rs->ex;
@@ -128,7 +153,7 @@ static ib_status step(ib_results *rs, ib_result *out) {
       return IB_OK;
     }
     if (ib_exec_dispatch(ex, false) != IB_OK) return IB_INTERNAL;
-    ib_exec_collect_ready(ex);
+    collect_ready(ex);
     ib_job *j = ib_job_fifo_pop(&ex->completed);
     if (j) {
       ib_job_deliver(ex, j, out);
@@ -170,6 +195,8 @@ static ib_status step(ib_results *rs, ib_result *out) {
       ib_graph_free(rs->lookahead.graph);
       hold_error(rs, false, 0, rs->lookahead.has_key ? &rs->lookahead.key : NULL, rs->lookahead.tag,
                  &err);
+      ib_exec_unprepare(rs->prepared);
+      rs->prepared = NULL;
       rs->has_lookahead = false;
     }
   }
@@ -199,5 +226,6 @@ void ib_results_close(ib_results *rs) {
     ib_graph_free(rs->lookahead.graph);
     ib_key_clear(&rs->lookahead.key);
   }
+  ib_exec_unprepare(rs->prepared);
   free(rs);
 }

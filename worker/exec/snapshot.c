@@ -36,6 +36,7 @@ static ib_status check_value(const Imgbatch__V1__Value *v, const char *key, int 
 }
 
 static ib_status take_metadata(const Imgbatch__V1__Job *job, ib_snapshot *s, ib_error *err) {
+  if (job->n_metadata == 0) return IB_OK; /* packs to nothing: no Job to size */
   for (size_t i = 0; i < job->n_metadata; i++) {
     const Imgbatch__V1__Job__MetadataEntry *e = job->metadata[i];
     ib_status st = check_value(e->value, e->key ? e->key : "", 2, err);

@@ -76,7 +76,7 @@ static ib_status backend_bytes(ib_executor *ex, const ib_graph *g, ib_charge *ch
   return IB_OK;
 }
 
-/* Checks and reserves; on IB_OK `job` is ready to queue. */
+/* Every check but the reservation; on IB_OK `job` holds its charge. */
 static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_error *err) {
   ex->backend_full = false;
   ib_status st = check_key(&job->key, err);
@@ -98,8 +98,7 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
                                              ib_snapshot_bytes(&job->snap), job->resident);
   job->charge = ib_charge_for(g, &rules);
   if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
-  if ((st = ib_credits_check_caps(ex->credits, &job->charge, err)) != IB_OK) return st;
-  return ib_credits_reserve(ex->credits, &job->charge, err);
+  return ib_credits_check_caps(ex->credits, &job->charge, err);
 }
 
 bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id) {
@@ -109,33 +108,60 @@ bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id) {
   return true;
 }
 
-ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
-                        uint64_t *job_id, bool *id_consumed, ib_error *err) {
+void ib_exec_unprepare(ib_job *job) {
+  if (!job) return;
+  ib_snapshot_clear(&job->snap);
+  ib_key_clear(&job->key);
+  free(job);
+}
+
+ib_status ib_exec_prepare(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag, ib_job **out,
+                          uint64_t *job_id, bool *id_consumed, ib_error *err) {
+  *out = NULL;
   *id_consumed = false;
   if (ex->closed) return ib_error_set(err, IB_CLOSED, IB_STAGE_ADMIT, "admit: executor is closed");
   if (!g) return ib_error_set(err, IB_INVALID, IB_STAGE_ADMIT, "admit: no graph");
+  /* Exhausted ids fail before any check, consuming none. */
+  if (ex->ids_exhausted) return take_id(ex, job_id, err);
+  ib_job *job = calloc(1, sizeof *job);
+  ib_status st;
+  if (!job || ib_key_copy(&job->key, key ? key : ib_graph_key(g)) != IB_OK) {
+    free(job);
+    job = NULL;
+    st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "admit: out of memory");
+  } else {
+    job->tag = tag;
+    st = admit_checks(ex, g, job, err);
+  }
+  if (st != IB_OK) {
+    /* A decision: it consumes the id it would have had. */
+    ib_exec_unprepare(job);
+    *id_consumed = take_id(ex, job_id, &(ib_error){0}) == IB_OK;
+    if (*id_consumed) ib_credits_count_rejection(ex->credits, st);
+    return st;
+  }
+  *out = job;
+  return IB_OK;
+}
+
+ib_status ib_exec_commit(ib_executor *ex, ib_job *job, ib_graph *g, bool quiet_full,
+                         uint64_t *job_id, bool *id_consumed, ib_error *err) {
+  *id_consumed = false;
   uint64_t id = 0;
   ib_status st = take_id(ex, &id, err);
   if (st != IB_OK) return st;
   *id_consumed = true;
   *job_id = id;
-  ib_job *job = calloc(1, sizeof *job);
-  if (!job || ib_key_copy(&job->key, key ? key : ib_graph_key(g)) != IB_OK) {
-    free(job);
-    st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "admit: out of memory");
+  ex->backend_full = false;
+  st = ib_credits_reserve(ex->credits, &job->charge, quiet_full ? NULL : err);
+  if (st != IB_OK) {
+    if (quiet_full && st == IB_QUEUE_FULL && err)
+      *err = (ib_error){.status = st, .stage = IB_STAGE_ADMIT};
     ib_credits_count_rejection(ex->credits, st);
-    return st;
-  }
-  job->id = id;
-  job->tag = tag;
-  if ((st = admit_checks(ex, g, job, err)) != IB_OK) {
-    ib_credits_count_rejection(ex->credits, st);
-    ib_snapshot_clear(&job->snap);
-    ib_key_clear(&job->key);
-    free(job);
     return st;
   }
   ib_credits_count(ex->credits, IB_COUNT_ADMITTED);
+  job->id = id;
   job->graph = g;
   job->admitted_us = ib_now_us();
   if (ex->opts.queue)
@@ -143,6 +169,16 @@ ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *t
   else
     ib_exec_run_alone(ex, job);
   return IB_OK;
+}
+
+ib_status ib_exec_admit(ib_executor *ex, ib_graph *g, const ib_key *key, void *tag,
+                        uint64_t *job_id, bool *id_consumed, ib_error *err) {
+  ib_job *job = NULL;
+  ib_status st = ib_exec_prepare(ex, g, key, tag, &job, job_id, id_consumed, err);
+  if (st != IB_OK) return st;
+  st = ib_exec_commit(ex, job, g, false, job_id, id_consumed, err);
+  if (st != IB_OK) ib_exec_unprepare(job);
+  return st;
 }
 
 ib_status ib_executor_submit(ib_executor *ex, ib_graph *g, const ib_key *key, uint64_t *job_id,

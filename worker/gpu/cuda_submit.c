@@ -63,9 +63,7 @@ static void sub_release(ib_backend_submission *s) {
   }
   for (size_t i = 0; s->js && i < s->n; i++) {
     ib_gplan_free(&s->js[i].plan);
-    free(s->js[i].buf_off);
-    free(s->js[i].par_off);
-    free(s->js[i].direct);
+    free(s->js[i].buf_off); /* par_off and direct too (plan_job) */
   }
   free(s->js);
   free(s);

@@ -28,13 +28,29 @@ static ib_status oom(ib_error *err) {
   return IB_INTERNAL;
 }
 
+/* Graphs up to this many nodes (every admitted one: 256 ops per job) plan
+ * with their per-node scratch on the stack: a plan is built per job on the
+ * driving thread, and three calloc/free pairs were a good part of it. */
+#define STACK_NODES 256
+
 ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   memset(p, 0, sizeof *p);
   size_t n = g->n_nodes;
-  p->stages = calloc(n + 1, sizeof *p->stages);
+  /* Not zeroed: each stage is cleared when it is opened, and a job uses
+   * few of the n + 1 (1.7 KB each) it might. */
+  p->stages = malloc((n + 1) * sizeof *p->stages);
   p->bufs = calloc(2 * n + 1, sizeof *p->bufs); /* per node: output + maybe a scratch */
-  int *node_buf = calloc(n, sizeof *node_buf), *node_stage = calloc(n, sizeof *node_stage);
-  unsigned *readers = calloc(n, sizeof *readers);
+  int stack_buf[STACK_NODES], stack_stage[STACK_NODES];
+  unsigned stack_readers[STACK_NODES];
+  const bool heap = n > STACK_NODES;
+  int *node_buf = heap ? calloc(n, sizeof *node_buf) : stack_buf;
+  int *node_stage = heap ? calloc(n, sizeof *node_stage) : stack_stage;
+  unsigned *readers = heap ? calloc(n, sizeof *readers) : stack_readers;
+  if (!heap) { /* zeroed as calloc would */
+    memset(node_buf, 0, n * sizeof *node_buf);
+    memset(node_stage, 0, n * sizeof *node_stage);
+    memset(readers, 0, n * sizeof *readers);
+  }
   ib_status st = IB_OK;
   if (!p->stages || !p->bufs || !node_buf || !node_stage || !readers) {
     st = oom(err);
@@ -127,9 +143,11 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
     p->out_shape = last->shape;
   }
 out:
-  free(node_buf);
-  free(node_stage);
-  free(readers);
+  if (heap) {
+    free(node_buf);
+    free(node_stage);
+    free(readers);
+  }
   if (st != IB_OK) ib_gplan_free(p);
   return st;
 }

@@ -49,6 +49,14 @@ struct ib_graph {
   ProtobufCAllocator *alloc;  /* the Job's memory (NULL: the heap) */
   void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
   void *owner;
+  /* What `job` was unpacked with: `alloc`, or - for a hollowed Job, whose
+   * pixels stay in `buffer`, and wherever alloc is the heap - a bump arena
+   * (parse/job_arena.h) freed in one piece: its small parts gain nothing
+   * from alloc (the CUDA backend's pinned allocator takes its lock for every
+   * free, to tell its blocks from the heap's). */
+  ProtobufCAllocator *job_alloc;
+  ProtobufCAllocator arena_alloc;
+  struct ib_job_arena *arena;
   uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */
   size_t buffer_len;
   /* The Job's node fields as they were on the wire (NULL when unavailable):

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "model/graph.h"
 #include "parse/hollow.h"
+#include "parse/job_arena.h"
 #include "parse/parse.h"
 #include "parse/source_path.h"
 #include "parse/wire_check.h"
@@ -167,7 +168,7 @@ static ib_status load_sources(ib_graph *g, const ib_graph_limits *lim, ib_error 
                         "sources: %zu exceed the bound of %d (source and extra_sources)", n,
                         IB_MAX_SOURCES);
   /* n_sources only with the array: ib_graph_free walks it. */
-  g->sources = calloc(n ? n : 1, sizeof *g->sources);
+  g->sources = ib_job_arena_calloc(g->arena, n ? n : 1, sizeof *g->sources);
   if (!g->sources) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
   g->n_sources = n;
   bool read[IB_MAX_SOURCES] = {false};
@@ -301,7 +302,15 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   ib_wire_notes notes;
   ib_status st = ib_wire_check(&imgbatch__v1__job__descriptor, bytes, len, &notes, err);
   if (st != IB_OK) goto out;
-  g->job = imgbatch__v1__job__unpack(g->alloc, len, bytes);
+  g->job_alloc = g->alloc;
+  if (hollow || !g->alloc) {
+    if (!(g->arena = ib_job_arena_new(len, &g->arena_alloc))) {
+      st = ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+      goto out;
+    }
+    g->job_alloc = &g->arena_alloc;
+  }
+  g->job = imgbatch__v1__job__unpack(g->job_alloc, len, bytes);
   if (!g->job) {
     st = ib_error_set(err, IB_INVALID, IB_STAGE_PARSE,
                       "parse: %zu bytes are not a valid imgbatch.v1.Job message", len);
@@ -353,12 +362,15 @@ void ib_graph_free(ib_graph *g) {
   if (!g) return;
   free(g->nodes_wire);
   for (size_t i = 0; i < g->n_sources; i++) free(g->sources[i].file_bytes);
-  free(g->sources);
-  free(g->nodes);
+  if (!g->arena) { /* else they lie in it */
+    free(g->sources);
+    free(g->nodes);
+  }
   free(g->key.str);
   /* Borrowed pixels belong to the buffer, not to the unpacked Job. */
   for (size_t i = 0; i < g->n_borrowed; i++) g->borrowed[i]->data = (ProtobufCBinaryData){0};
-  if (g->job) imgbatch__v1__job__free_unpacked(g->job, g->alloc);
+  if (g->job && !g->arena) imgbatch__v1__job__free_unpacked(g->job, g->job_alloc);
+  ib_job_arena_free(g->arena); /* the whole Job at once */
   if (g->buffer) buffer_free(g->alloc, g->buffer);
   if (g->unref) g->unref(g->owner);
   free(g);

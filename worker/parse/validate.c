@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/graph.h"
 #include "ops/op.h"
+#include "parse/job_arena.h"
 
 #define MAX_OPS 256
 
@@ -120,7 +121,7 @@ ib_status ib_graph_validate(ib_graph *g, ib_error *err) {
   if (n > MAX_OPS)
     return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE, "graph: %zu ops exceed the %d op bound", n,
                       MAX_OPS);
-  g->nodes = calloc(n, sizeof *g->nodes);
+  g->nodes = ib_job_arena_calloc(g->arena, n, sizeof *g->nodes);
   if (!g->nodes) return ib_op_fail(err, IB_INTERNAL, IB_STAGE_VALIDATE, "graph: out of memory");
   g->n_nodes = n;
   for (size_t i = 0; i < n; i++) {
