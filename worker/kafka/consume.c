@@ -305,11 +305,11 @@ static ib_wjob *next_job(ib_worker *w) {
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
   /* New work only while fewer than max_jobs jobs run, wait on the encode
-   * pool (their Results go out next), or have a Result out that no
-   * acknowledged commit covers yet: a crash then repeats at most max_jobs
-   * Results. (A retry above is not gated: it must run alone to be judged,
-   * so a worker fault can add its job to the bound; issue 11.) */
-  if (w->unsettled + w->running + w->pooled >= w->cfg->exec.max_jobs) return NULL;
+   * pool or wait with a packed Result for the kill bound (publish.c: at
+   * most max_jobs Results out that no acknowledged commit covers, so a
+   * crash repeats at most max_jobs Results). This bounds the Results the
+   * worker holds; the kill bound itself is kept at the send. */
+  if (w->running + w->pooled + w->ready.n >= w->cfg->exec.max_jobs) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }
@@ -323,6 +323,7 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
   /* From here its tag is the executor's until the result comes back. */
   j->in_exec = true;
   j->exec_since_us = ib_wnow_us();
+  ib_wphase(w, IB_WP_WAIT, j->consumed_us);
 
   w->running++;
   in->tag = j;
