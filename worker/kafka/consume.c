@@ -304,12 +304,14 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* New work only while fewer than max_jobs jobs run, wait on the encode
-   * pool or wait with a packed Result for the kill bound (publish.c: at
-   * most max_jobs Results out that no acknowledged commit covers, so a
-   * crash repeats at most max_jobs Results). This bounds the Results the
-   * worker holds; the kill bound itself is kept at the send. */
-  if (w->running + w->pooled + w->ready.n >= w->cfg->exec.max_jobs) return NULL;
+  /* Three windows of max_jobs each: jobs in the executor, jobs after it
+   * (on the encode pool, or packed and waiting for the kill bound), and
+   * Results out that no acknowledged commit covers (the kill bound, kept at
+   * the send in publish.c: a crash repeats at most max_jobs Results). A
+   * job's slot in one does not wait on the next stage, so executing,
+   * encoding and the commit round trips of earlier jobs overlap. */
+  uint32_t cap = w->cfg->exec.max_jobs;
+  if (w->running >= cap || w->pooled + w->ready.n >= cap) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }

@@ -157,24 +157,59 @@ static void send_now(ib_worker *w, ib_wjob *j) {
 /* The kill bound: at most max_jobs Results are out that no acknowledged
  * commit covers (a crash repeats only those). The gate sits here, at the
  * send, not at admission: executing and encoding overlap the commit round
- * trips of earlier jobs instead of waiting for them, and a Result ready
- * while the bound is full waits in w->ready (FIFO) until commits settle. */
-static bool slot_free(const ib_worker *w) { return w->unsettled < w->cfg->exec.max_jobs; }
+ * trips of earlier jobs instead of waiting for them. A Result that may not
+ * go yet waits in w->ready.
+ * Only a partition's head (its first unfinished job) moves its watermark,
+ * so Results sent behind a head that cannot be sent could hold every slot
+ * and never settle (deadlock). Slots are therefore kept for unsent heads:
+ * a head (or an orphan of a revoked partition, freed at its delivery) goes
+ * while any slot is free; another Result only while the slots free exceed
+ * the partitions whose head is unsent. A sent head always frees its slot
+ * (delivery, then a commit), so the heads behind it get theirs in turn. */
+static bool is_head(const ib_wjob *j) { return !j->part || j->part->head == j; }
+
+static size_t unsent_heads(const ib_worker *w) {
+  size_t n = 0;
+  for (int32_t i = 0; i < w->n_parts; i++) {
+    const ib_wjob *h = w->parts[i].head;
+    n += w->parts[i].assigned && h && h->state <= IB_WJOB_RUNNING;
+  }
+  return n;
+}
+
+static bool may_send(const ib_worker *w, const ib_wjob *j, size_t heads) {
+  uint64_t cap = w->cfg->exec.max_jobs;
+  if (j->counted) return true; /* already in the bound */
+  return is_head(j) ? w->unsettled < cap : w->unsettled + heads < cap;
+}
 
 void ib_wsend_ready(ib_worker *w) {
-  while (w->ready.head && slot_free(w)) send_now(w, ib_wq_pop(&w->ready));
+  if (!w->ready.head) return;
+  size_t heads = unsent_heads(w);
+  ib_wjob_queue keep = {0};
+  ib_wjob *j;
+  while ((j = ib_wq_pop(&w->ready))) {
+    if (!may_send(w, j, heads)) {
+      ib_wq_push(&keep, j);
+      continue;
+    }
+    bool head = is_head(j) && j->part;
+    send_now(w, j);
+    if (head && heads) heads--; /* its partition's head is out now */
+  }
+  w->ready = keep;
 }
 
 /* Sends a packed Result (taking it) with the job's trace headers under the
  * job's coordinates, and its DLQ copy when marked; or holds it in w->ready
- * while the bound is full. */
+ * while the kill bound has no slot for it. */
 static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
   if (j->result) w->held_bytes -= j->result_len;
   free(j->result);
   j->result = packed;
   j->result_len = len;
   w->held_bytes += len;
-  if (!j->counted && (w->ready.head || !slot_free(w))) {
+  if (!may_send(w, j, unsent_heads(w))) {
     ib_wq_push(&w->ready, j);
     return;
   }

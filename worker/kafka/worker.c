@@ -102,6 +102,9 @@ static void status_log(ib_worker *w) {
       oldest = now - w->parts[i].head->consumed_us;
   ib_executor_counters c;
   ib_executor_counters_get(w->ex, &c);
+  /* Encode pool: mean prepare time since start (CPU work per Result). */
+  ib_hist enc = {0};
+  if (w->pool) ib_wpool_encode_hist(w->pool, &enc);
   ib_wlog(w, "info", "status",
           "\"consumed\":%" PRIu64 ",\"results\":%" PRIu64 ",\"error_results\":%" PRIu64
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
@@ -112,14 +115,15 @@ static void status_log(ib_worker *w) {
           ",\"paused\":%s,\"unsettled\":%" PRIu64 ",\"timed_out\":%" PRIu64
           ",\"late_results_dropped\":%" PRIu64 ",\"phase_avg_us\":{\"wait\":%" PRIu64
           ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64 ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64
-          "}",
+          "},\"encode_avg_us\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
           w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use,
           w->paused ? "true" : "false", w->unsettled, w->counters[IB_WC_TIMED_OUT],
           w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC),
-          phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE));
+          phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE),
+          enc.n ? enc.sum_us / enc.n : 0);
   memset(w->phase_sum_us, 0, sizeof w->phase_sum_us);
   memset(w->phase_n, 0, sizeof w->phase_n);
 }
@@ -409,6 +413,7 @@ static void drain_deliveries(ib_worker *w, uint64_t deadline) {
  * the hung-job rule go on. */
 static void *standby(void *arg) {
   ib_worker *w = arg;
+  pthread_setname_np(pthread_self(), "ib-standby");
   pthread_mutex_lock(&w->mu);
   while (!w->standby_quit) {
     struct timespec ts;

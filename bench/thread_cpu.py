@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""thread_cpu.py - per-thread CPU of a process between two snapshots, by
+thread name (a saturated thread is a serial bottleneck: ~100 % of a core).
+
+  thread_cpu.py snap PID > A      (a snapshot: wall time + every thread's ticks)
+  thread_cpu.py diff A B          (per name: threads, total %, busiest thread %)
+"""
+import os
+import sys
+import time
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def snap(pid):
+    print(f"t {time.monotonic():.6f}")
+    base = f"/proc/{pid}/task"
+    for tid in os.listdir(base):
+        try:
+            with open(f"{base}/{tid}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        name = s[s.index("(") + 1:s.rindex(")")]
+        f = s[s.rindex(")") + 2:].split()
+        print(f"{tid} {int(f[11]) + int(f[12])} {name.replace(' ', '_')}")
+
+
+def load(path):
+    t, rows = 0.0, {}
+    with open(path) as f:
+        for line in f:
+            a = line.split()
+            if a[0] == "t":
+                t = float(a[1])
+            else:
+                rows[a[0]] = (int(a[1]), a[2])
+    return t, rows
+
+
+def diff(a, b):
+    ta, ra = load(a)
+    tb, rb = load(b)
+    wall = tb - ta
+    by = {}
+    for tid, (ticks, name) in rb.items():
+        used = (ticks - ra.get(tid, (0, name))[0]) / HZ / wall * 100
+        # Numbered threads (rdk:broker1, ...) grouped by their stem.
+        stem = name.rstrip("0123456789")
+        by.setdefault(stem, []).append(used)
+    print(f"thread CPU over {wall:.2f} s (% of one core): name threads total busiest")
+    for stem, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+        if sum(v) >= 1:
+            print(f"  {stem:<18} {len(v):3d} {sum(v):7.1f} {max(v):7.1f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "snap":
+        snap(sys.argv[2])
+    else:
+        diff(sys.argv[2], sys.argv[3])
