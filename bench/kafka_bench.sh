@@ -5,6 +5,8 @@
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
 #   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the
 #          worker's default caps), then the most threads with --max-jobs M
+#   (raw is run at --max-jobs M too: the kill bound, max_jobs Results out
+#   uncommitted, caps throughput at max_jobs per delivery + commit round trip)
 # The driver keeps a window of Jobs outstanding over every partition (see
 # kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
 # Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
@@ -59,6 +61,7 @@ run_case() { # name kind jobs-count relay|worker-args...
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs"
 run_case relay-raw raw "$n" relay
 run_case worker-raw raw "$n" --decode-threads 0
+run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
 for t in $threads; do
   run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
 done
