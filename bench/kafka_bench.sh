@@ -45,15 +45,20 @@ run_case() { # name kind jobs-count relay|worker-args...
       -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.worker.log" &
   fi
   local pid=$!
-  # THREAD_CPU=1: per-thread CPU of the worker (or relay) over the drive.
-  [ -n "${THREAD_CPU:-}" ] && python3 "$here/thread_cpu.py" snap "$pid" >"$out/$name.t0" 2>/dev/null
+  # THREAD_CPU=1: per-thread CPU of the worker (or relay), its busiest second.
+  local watcher=
+  if [ -n "${THREAD_CPU:-}" ]; then
+    rm -rf "$out/$name.snaps"
+    python3 "$here/thread_cpu.py" watch "$pid" "$out/$name.snaps" 2>/dev/null &
+    watcher=$!
+  fi
   kafka_bench drive --brokers "$boot" --n "$count" --kind "$kind" --side "$side" \
     >"$out/$name.drive" 2>&1
-  if [ -n "${THREAD_CPU:-}" ]; then
-    python3 "$here/thread_cpu.py" snap "$pid" >"$out/$name.t1" 2>/dev/null &&
-      python3 "$here/thread_cpu.py" diff "$out/$name.t0" "$out/$name.t1" >"$out/$name.threads" 2>&1
-  fi
   kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [ -n "$watcher" ]; then
+    wait "$watcher" 2>/dev/null
+    python3 "$here/thread_cpu.py" busiest "$out/$name.snaps" >"$out/$name.threads" 2>&1
+  fi
   stop_broker
   printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
 }

@@ -4,6 +4,9 @@ thread name (a saturated thread is a serial bottleneck: ~100 % of a core).
 
   thread_cpu.py snap PID > A      (a snapshot: wall time + every thread's ticks)
   thread_cpu.py diff A B          (per name: threads, total %, busiest thread %)
+  thread_cpu.py watch PID DIR     (a snapshot every 0.2 s until PID ends)
+  thread_cpu.py busiest DIR [S]   (diff over the S seconds (default 1) that used
+                                   the most CPU: the steady state of a short run)
 """
 import os
 import sys
@@ -54,8 +57,49 @@ def diff(a, b):
             print(f"  {stem:<18} {len(v):3d} {sum(v):7.1f} {max(v):7.1f}")
 
 
+def watch(pid, d):
+    os.makedirs(d, exist_ok=True)
+    i = 0
+    while os.path.exists(f"/proc/{pid}"):
+        tmp = f"{d}/.tmp"
+        with open(tmp, "w") as f:
+            sys.stdout = f
+            try:
+                snap(pid)
+            except OSError:
+                break
+            finally:
+                sys.stdout = sys.__stdout__
+        os.rename(tmp, f"{d}/{i:05d}")
+        i += 1
+        time.sleep(0.2)
+
+
+def busiest(d, secs):
+    snaps = sorted(f for f in os.listdir(d) if not f.startswith("."))
+    paths = [f"{d}/{f}" for f in snaps]
+    loaded = [load(p) for p in paths]
+    best, pair = -1.0, None
+    for i in range(len(loaded)):
+        for j in range(i + 1, len(loaded)):
+            if loaded[j][0] - loaded[i][0] >= secs:
+                total = sum(t for t, _ in loaded[j][1].values()) - sum(
+                    t for t, _ in loaded[i][1].values())
+                if total > best:
+                    best, pair = total, (paths[i], paths[j])
+                break
+    if pair:
+        diff(*pair)
+    elif len(paths) >= 2:
+        diff(paths[0], paths[-1])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "snap":
         snap(sys.argv[2])
+    elif sys.argv[1] == "watch":
+        watch(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "busiest":
+        busiest(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 1.0)
     else:
         diff(sys.argv[2], sys.argv[3])
