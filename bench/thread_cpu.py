@@ -88,6 +88,11 @@ def busiest(d, secs):
                 if total > best:
                     best, pair = total, (paths[i], paths[j])
                 break
+    gaps = [b[0] - a[0] for a, b in zip(loaded, loaded[1:])]
+    if gaps and max(gaps) > 1.0:
+        # Reading /proc/PID/task/*/stat can wait while the process maps
+        # memory (CUDA start-up, pinned allocations): say so.
+        print(f"({len(loaded)} snapshots, the longest gap {max(gaps):.2f} s)")
     if pair:
         diff(*pair)
     elif len(paths) >= 2:

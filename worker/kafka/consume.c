@@ -359,8 +359,10 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
  * without the worker's lock (the standby thread may hold it meanwhile). */
 ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
   ib_worker *w = user;
+  uint64_t t0 = ib_wnow_us();
   pthread_mutex_lock(&w->mu);
   ib_status st = next_input(w, in, err);
+  w->drive_input_us += ib_wnow_us() - t0;
   pthread_mutex_unlock(&w->mu);
   return st;
 }

@@ -115,7 +115,8 @@ static void status_log(ib_worker *w) {
           ",\"paused\":%s,\"unsettled\":%" PRIu64 ",\"timed_out\":%" PRIu64
           ",\"late_results_dropped\":%" PRIu64 ",\"phase_avg_us\":{\"wait\":%" PRIu64
           ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64 ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64
-          "},\"encode_avg_us\":%" PRIu64,
+          "},\"encode_avg_us\":%" PRIu64 ",\"driving_ms\":{\"input\":%" PRIu64
+          ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64 ",\"idle\":%" PRIu64 "}",
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
@@ -123,7 +124,10 @@ static void status_log(ib_worker *w) {
           w->paused ? "true" : "false", w->unsettled, w->counters[IB_WC_TIMED_OUT],
           w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC),
           phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE),
-          enc.n ? enc.sum_us / enc.n : 0);
+          enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
+          (w->drive_exec_us > w->drive_input_us ? w->drive_exec_us - w->drive_input_us : 0) / 1000,
+          w->drive_loop_us / 1000, w->drive_idle_us / 1000);
+  w->drive_input_us = w->drive_exec_us = w->drive_loop_us = w->drive_idle_us = 0;
   memset(w->phase_sum_us, 0, sizeof w->phase_sum_us);
   memset(w->phase_n, 0, sizeof w->phase_n);
 }
@@ -485,17 +489,25 @@ static int run(ib_worker *w) {
       break;
     }
     ib_result res;
-    w->in_exec_since_us = ib_wnow_us();
+    uint64_t t0 = ib_wnow_us();
+    w->in_exec_since_us = t0;
     pthread_mutex_unlock(&w->mu);
     ib_status st = ib_results_next(w->rs, &res);
     pthread_mutex_lock(&w->mu);
     w->in_exec_since_us = 0;
+    uint64_t t1 = ib_wnow_us();
+    w->drive_exec_us += t1 - t0;
     if (st == IB_OK) {
       on_result(w, &res);
       ib_result_free(&res);
       service(w, 0);
     } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
       service(w, 50);
+    }
+    if (st == IB_OK) {
+      w->drive_loop_us += ib_wnow_us() - t1;
+    } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
+      w->drive_idle_us += ib_wnow_us() - t1; /* polls that may wait for work */
     } else if (st == IB_END) {
       while (ib_wpool_outstanding(w->pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
         service(w, 2);

@@ -191,6 +191,11 @@ typedef struct ib_worker {
   uint64_t consumed_bytes, result_bytes; /* Job payloads in, Results out */
   ib_hist queue_hist, exec_hist;
   uint64_t phase_sum_us[IB_WP_N], phase_n[IB_WP_N]; /* since the last status line */
+  /* The driving thread's time since the last status line: pulling inputs
+   * (consume.c: copy, parse), in the executor besides that, and the loop's
+   * own work (results, Kafka service), and its polls while nothing was
+   * ready (they may sleep). */
+  uint64_t drive_input_us, drive_exec_us, drive_loop_us, drive_idle_us;
   bool joined;            /* in the group: an assignment (possibly empty) was served */
   uint64_t stop_deadline; /* while stopping: the end of the grace period */
   ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
