@@ -52,8 +52,20 @@ run_case() { # name kind jobs-count relay|worker-args...
     python3 "$here/thread_cpu.py" watch "$pid" "$out/$name.snaps" 2>/dev/null &
     watcher=$!
   fi
+  # PERF_CASE=NAME: perf samples of that case's worker for 2 s, after 2 s of start-up.
+  local perfer=
+  if [ "${PERF_CASE:-}" = "$name" ] && command -v perf >/dev/null; then
+    (sleep 2; perf record -q -F 999 -p "$pid" -o "$out/$name.perf.data" -- sleep 2) \
+      >/dev/null 2>&1 &
+    perfer=$!
+  fi
   kafka_bench drive --brokers "$boot" --n "$count" --kind "$kind" --side "$side" \
     >"$out/$name.drive" 2>&1
+  if [ -n "$perfer" ]; then
+    wait "$perfer"
+    perf report -i "$out/$name.perf.data" --stdio --no-children --sort comm,dso,sym \
+      --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 45 >"$out/$name.perf"
+  fi
   kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   if [ -n "$watcher" ]; then
     wait "$watcher" 2>/dev/null
