@@ -5,6 +5,8 @@
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
 #   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the
 #          worker's default caps), then the most threads with --max-jobs M
+#   (raw is run at --max-jobs M too: the kill bound, max_jobs Results out
+#   uncommitted, caps throughput at max_jobs per delivery + commit round trip)
 # The driver keeps a window of Jobs outstanding over every partition (see
 # kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
 # Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=${OUT:-/tmp/kafka_bench}
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 
 start_broker() {
@@ -42,9 +45,32 @@ run_case() { # name kind jobs-count relay|worker-args...
       -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.worker.log" &
   fi
   local pid=$!
+  # THREAD_CPU=1: per-thread CPU of the worker (or relay), its busiest second.
+  local watcher=
+  if [ -n "${THREAD_CPU:-}" ]; then
+    rm -rf "$out/$name.snaps"
+    python3 "$here/thread_cpu.py" watch "$pid" "$out/$name.snaps" 2>/dev/null &
+    watcher=$!
+  fi
+  # PERF_CASE=NAME: perf samples of that case's worker for 2 s, after 2 s of start-up.
+  local perfer=
+  if [ "${PERF_CASE:-}" = "$name" ] && command -v perf >/dev/null; then
+    (sleep 2; perf record -q -F 999 -p "$pid" -o "$out/$name.perf.data" -- sleep 2) \
+      >/dev/null 2>&1 &
+    perfer=$!
+  fi
   kafka_bench drive --brokers "$boot" --n "$count" --kind "$kind" --side "$side" \
     >"$out/$name.drive" 2>&1
+  if [ -n "$perfer" ]; then
+    wait "$perfer"
+    perf report -i "$out/$name.perf.data" --stdio --no-children --sort comm,dso,sym \
+      --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 45 >"$out/$name.perf"
+  fi
   kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [ -n "$watcher" ]; then
+    wait "$watcher" 2>/dev/null
+    python3 "$here/thread_cpu.py" busiest "$out/$name.snaps" >"$out/$name.threads" 2>&1
+  fi
   stop_broker
   printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
 }
@@ -52,6 +78,7 @@ run_case() { # name kind jobs-count relay|worker-args...
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs"
 run_case relay-raw raw "$n" relay
 run_case worker-raw raw "$n" --decode-threads 0
+run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
 for t in $threads; do
   run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
 done

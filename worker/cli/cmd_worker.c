@@ -319,6 +319,10 @@ int ib_cmd_worker(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     c.cfg.log = log_line;
     c.cfg.exec.log_cb = library_log;
+    /* A diagnostic, as for the GPU tools: the CUDA backend's host time per
+     * job by phase, logged (event "library") when the worker exits. */
+    const char *prof = getenv("IB_CUDA_PROFILE");
+    c.cfg.exec.cuda_profile = prof && *prof == '1';
     c.cfg.stop = &stop_requested;
     rc = ib_worker_run(&c.cfg);
   }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <vips/vips.h>
 
+#include "codec/png_encode.h"
 #include "core/error.h"
 
 typedef int (*loader_fn)(void *buf, size_t len, VipsImage **out, ...);
@@ -224,6 +225,15 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
     memcpy(*out, im->data, size);
     *len = size;
     return IB_OK;
+  }
+  /* PNG of the plain modes through libdeflate (png_encode.h: 4x faster). */
+  uint32_t level = spec->compression ? spec->compression : 6;
+  if (format == IMGBATCH__V1__FORMAT__PNG && level <= 9 && size &&
+      (im->mode == IB_MODE_L || im->mode == IB_MODE_LA || im->mode == IB_MODE_RGB ||
+       im->mode == IB_MODE_RGBA)) {
+    unsigned bands = ib_mode_bands(im->mode);
+    return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,
+                         (int)level, out, len, err);
   }
   ib_status st = ib_codec_init(err);
   if (st != IB_OK) return st;

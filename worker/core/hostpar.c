@@ -30,6 +30,7 @@ static void drain(ib_hostpar *p) {
 static void *worker(void *arg) {
   ib_hostpar *p = arg;
   unsigned long seen = 0;
+  pthread_setname_np(pthread_self(), "ib-host"); /* for per-thread profiles */
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);

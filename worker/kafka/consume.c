@@ -304,12 +304,14 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* New work only while fewer than max_jobs jobs run, wait on the encode
-   * pool (their Results go out next), or have a Result out that no
-   * acknowledged commit covers yet: a crash then repeats at most max_jobs
-   * Results. (A retry above is not gated: it must run alone to be judged,
-   * so a worker fault can add its job to the bound; issue 11.) */
-  if (w->unsettled + w->running + w->pooled >= w->cfg->exec.max_jobs) return NULL;
+  /* Three windows of max_jobs each: jobs in the executor, jobs after it
+   * (on the encode pool, or packed and waiting for the kill bound), and
+   * Results out that no acknowledged commit covers (the kill bound, kept at
+   * the send in publish.c: a crash repeats at most max_jobs Results). A
+   * job's slot in one does not wait on the next stage, so executing,
+   * encoding and the commit round trips of earlier jobs overlap. */
+  uint32_t cap = w->cfg->exec.max_jobs;
+  if (w->running >= cap || w->pooled + w->ready.n >= cap) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }
@@ -323,6 +325,7 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
   /* From here its tag is the executor's until the result comes back. */
   j->in_exec = true;
   j->exec_since_us = ib_wnow_us();
+  ib_wphase(w, IB_WP_WAIT, j->consumed_us);
 
   w->running++;
   in->tag = j;
@@ -356,8 +359,10 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
  * without the worker's lock (the standby thread may hold it meanwhile). */
 ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {
   ib_worker *w = user;
+  uint64_t t0 = ib_wnow_us();
   pthread_mutex_lock(&w->mu);
   ib_status st = next_input(w, in, err);
+  w->drive_input_us += ib_wnow_us() - t0;
   pthread_mutex_unlock(&w->mu);
   return st;
 }

@@ -23,6 +23,7 @@ struct ib_wpool {
 
 static void *run(void *arg) {
   ib_wpool *p = arg;
+  pthread_setname_np(pthread_self(), "ib-encode"); /* for per-thread profiles */
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (!p->todo_head && !p->quit) pthread_cond_wait(&p->work, &p->mu);

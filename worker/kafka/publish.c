@@ -39,6 +39,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     j->delivery_failed = true;
   }
   if (--j->pending > 0) return;
+  if (!j->delivery_failed) {
+    j->acked_us = ib_wnow_us();
+    ib_wphase(w, IB_WP_DELIVER, j->produced_us);
+  }
   if (j->delivery_failed) {
     /* Produced again by ib_wpublish_poll, until acknowledged. */
     j->delivery_failed = false;
@@ -99,6 +103,7 @@ static bool produce(ib_worker *w, ib_wjob *j, const char *topic, const void *val
 
 static void produce_all(ib_worker *w, ib_wjob *j) {
   j->pending = 0;
+  j->produced_us = ib_wnow_us();
   j->state = IB_WJOB_PUBLISHING;
   bool ok = produce(w, j, w->cfg->results_topic, j->result, j->result_len,
                     rd_kafka_headers_copy(j->result_headers));
@@ -136,22 +141,79 @@ static uint8_t *pack_result(const ib_worker *w, const ib_wjob *j, ib_result_msg 
   return buf;
 }
 
-/* Sends a packed Result (taking it) with the job's trace headers under the
- * job's coordinates, and its DLQ copy when marked. */
-static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
-  if (j->result) w->held_bytes -= j->result_len;
-  free(j->result);
-  j->result = packed;
-  j->result_len = len;
-  w->held_bytes += len;
+/* Sends job j's Result (held in j->result): it joins the answered jobs
+ * that no acknowledged commit covers yet. */
+static void send_now(ib_worker *w, ib_wjob *j) {
   if (!j->counted) j->counted = true, w->unsettled++;
   if (j->result_headers) rd_kafka_headers_destroy(j->result_headers);
   j->result_headers = trace_headers(j->msg);
   snprintf(j->result_key, sizeof j->result_key, "%s/%" PRId32 "/%" PRId64,
            rd_kafka_topic_name(j->msg->rkt), j->partition, j->offset);
   w->counters[IB_WC_RESULTS]++;
-  w->result_bytes += len;
+  w->result_bytes += j->result_len;
   produce_all(w, j);
+}
+
+/* The kill bound: at most max_jobs Results are out that no acknowledged
+ * commit covers (a crash repeats only those). The gate sits here, at the
+ * send, not at admission: executing and encoding overlap the commit round
+ * trips of earlier jobs instead of waiting for them. A Result that may not
+ * go yet waits in w->ready.
+ * Only a partition's head (its first unfinished job) moves its watermark,
+ * so Results sent behind a head that cannot be sent could hold every slot
+ * and never settle (deadlock). Slots are therefore kept for unsent heads:
+ * a head (or an orphan of a revoked partition, freed at its delivery) goes
+ * while any slot is free; another Result only while the slots free exceed
+ * the partitions whose head is unsent. A sent head always frees its slot
+ * (delivery, then a commit), so the heads behind it get theirs in turn. */
+static bool is_head(const ib_wjob *j) { return !j->part || j->part->head == j; }
+
+static size_t unsent_heads(const ib_worker *w) {
+  size_t n = 0;
+  for (int32_t i = 0; i < w->n_parts; i++) {
+    const ib_wjob *h = w->parts[i].head;
+    n += w->parts[i].assigned && h && h->state <= IB_WJOB_RUNNING;
+  }
+  return n;
+}
+
+static bool may_send(const ib_worker *w, const ib_wjob *j, size_t heads) {
+  uint64_t cap = w->cfg->exec.max_jobs;
+  if (j->counted) return true; /* already in the bound */
+  return is_head(j) ? w->unsettled < cap : w->unsettled + heads < cap;
+}
+
+void ib_wsend_ready(ib_worker *w) {
+  if (!w->ready.head) return;
+  size_t heads = unsent_heads(w);
+  ib_wjob_queue keep = {0};
+  ib_wjob *j;
+  while ((j = ib_wq_pop(&w->ready))) {
+    if (!may_send(w, j, heads)) {
+      ib_wq_push(&keep, j);
+      continue;
+    }
+    bool head = is_head(j) && j->part;
+    send_now(w, j);
+    if (head && heads) heads--; /* its partition's head is out now */
+  }
+  w->ready = keep;
+}
+
+/* Sends a packed Result (taking it) with the job's trace headers under the
+ * job's coordinates, and its DLQ copy when marked; or holds it in w->ready
+ * while the kill bound has no slot for it. */
+static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
+  if (j->result) w->held_bytes -= j->result_len;
+  free(j->result);
+  j->result = packed;
+  j->result_len = len;
+  w->held_bytes += len;
+  if (!may_send(w, j, unsent_heads(w))) {
+    ib_wq_push(&w->ready, j);
+    return;
+  }
+  send_now(w, j);
 }
 
 static void send_result(ib_worker *w, ib_wjob *j, ib_result_msg *rm) {
@@ -356,7 +418,13 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
   bool ok = (!w->cfg->transactional || ib_wconf_set(w, c, "transactional.id", txid, errbuf, cap)) &&
             ib_wconf_set(w, c, "enable.idempotence", "true", errbuf, cap) &&
             ib_wconf_set(w, c, "acks", "all", errbuf, cap) &&
-            ib_wconf_set(w, c, "compression.type", "none", errbuf, cap);
+            ib_wconf_set(w, c, "compression.type", "none", errbuf, cap) &&
+            /* A Result holds its job's kill-bound slot (max_jobs) until its
+             * delivery and the commit after it come back, so delivery latency
+             * caps throughput at max_jobs per round trip: librdkafka's 5 ms
+             * default linger cost a third of it; 0 (a request per Result)
+             * queues behind idempotence's 5 requests in flight. */
+            ib_wconf_set(w, c, "linger.ms", "1", errbuf, cap);
   for (int i = 0; ok && i < w->cfg->n_props; i++)
     ok = ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap);
   if (!ok) {

@@ -130,7 +130,7 @@ static void settle_later(ib_worker *w, ib_wpart *p, ib_wjob *j) {
       p->settle_head = 0;
     } else {
       size_t cap = p->settle_cap ? p->settle_cap * 2 : 64;
-      int64_t *s = realloc(p->settle, cap * sizeof *s);
+      struct ib_wsettle *s = realloc(p->settle, cap * sizeof *s);
       if (!s) {
         w->unsettled--; /* cannot wait for it: forget it (at worst one more duplicate) */
         return;
@@ -139,11 +139,13 @@ static void settle_later(ib_worker *w, ib_wpart *p, ib_wjob *j) {
       p->settle_cap = cap;
     }
   }
-  p->settle[p->settle_head + p->settle_n++] = j->offset;
+  p->settle[p->settle_head + p->settle_n++] =
+      (struct ib_wsettle){.offset = j->offset, .done_us = j->acked_us};
 }
 
 void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset) {
-  while (p->settle_n && p->settle[p->settle_head] < offset) {
+  while (p->settle_n && p->settle[p->settle_head].offset < offset) {
+    ib_wphase(w, IB_WP_SETTLE, p->settle[p->settle_head].done_us);
     p->settle_head++;
     p->settle_n--;
     w->unsettled--;
@@ -153,6 +155,7 @@ void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset) {
 
 void ib_wjob_done(ib_worker *w, ib_wjob *j) {
   j->state = IB_WJOB_DONE;
+  if (!j->acked_us) j->acked_us = ib_wnow_us();
   ib_wpart *p = j->part;
   if (!p) {
     release(w, j);

@@ -84,6 +84,17 @@ void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt
   w->cfg->log(w->cfg->log_ctx, level, event, fields);
 }
 
+void ib_wphase(ib_worker *w, int phase, uint64_t since_us) {
+  uint64_t now = ib_wnow_us();
+  if (!since_us || since_us > now) return;
+  w->phase_sum_us[phase] += now - since_us;
+  w->phase_n[phase]++;
+}
+
+static uint64_t phase_avg(ib_worker *w, int phase) {
+  return w->phase_n[phase] ? w->phase_sum_us[phase] / w->phase_n[phase] : 0;
+}
+
 static void status_log(ib_worker *w) {
   uint64_t oldest = 0, now = ib_wnow_us();
   for (int32_t i = 0; i < w->n_parts; i++)
@@ -91,21 +102,34 @@ static void status_log(ib_worker *w) {
       oldest = now - w->parts[i].head->consumed_us;
   ib_executor_counters c;
   ib_executor_counters_get(w->ex, &c);
+  /* Encode pool: mean prepare time since start (CPU work per Result). */
+  ib_hist enc = {0};
+  if (w->pool) ib_wpool_encode_hist(w->pool, &enc);
   ib_wlog(w, "info", "status",
           "\"consumed\":%" PRIu64 ",\"results\":%" PRIu64 ",\"error_results\":%" PRIu64
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
           ",\"republished\":%" PRIu64
-          ",\"waiting\":%zu,\"running\":%zu,\"pooled\":%zu"
+          ",\"waiting\":%zu,\"running\":%zu,\"pooled\":%zu,\"ready\":%zu"
           ",\"undelivered\":%" PRIu64 ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64
           ",\"host_bytes_in_use\":%" PRIu64 ",\"gpu_bytes_in_use\":%" PRIu64
           ",\"paused\":%s,\"unsettled\":%" PRIu64 ",\"timed_out\":%" PRIu64
-          ",\"late_results_dropped\":%" PRIu64,
+          ",\"late_results_dropped\":%" PRIu64 ",\"phase_avg_us\":{\"wait\":%" PRIu64
+          ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64 ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64
+          "},\"encode_avg_us\":%" PRIu64 ",\"driving_ms\":{\"input\":%" PRIu64
+          ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64 ",\"idle\":%" PRIu64 "}",
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
-          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->undelivered,
-          w->n_handles, oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use,
+          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
+          w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use,
           w->paused ? "true" : "false", w->unsettled, w->counters[IB_WC_TIMED_OUT],
-          w->counters[IB_WC_LATE_DROPPED]);
+          w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC),
+          phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE),
+          enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
+          (w->drive_exec_us > w->drive_input_us ? w->drive_exec_us - w->drive_input_us : 0) / 1000,
+          w->drive_loop_us / 1000, w->drive_idle_us / 1000);
+  w->drive_input_us = w->drive_exec_us = w->drive_loop_us = w->drive_idle_us = 0;
+  memset(w->phase_sum_us, 0, sizeof w->phase_sum_us);
+  memset(w->phase_n, 0, sizeof w->phase_n);
 }
 
 static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *deadline) {
@@ -187,6 +211,7 @@ static void on_result(ib_worker *w, ib_result *res) {
     drop_late(w, j);
     return;
   }
+  ib_wphase(w, IB_WP_EXEC, j->exec_since_us);
   ib_hist_observe(&w->queue_hist, res->queue_us);
   ib_hist_observe(&w->exec_hist, res->exec_us);
   if (is_worker_fault(res)) {
@@ -219,6 +244,7 @@ static void send_prepared(ib_worker *w) {
     ib_wout *next = o->next;
     o->j->in_pool = false;
     w->pooled--;
+    ib_wphase(w, IB_WP_POOL, o->j->pool_since_us);
     if (o->j->timed_out)
       drop_late(w, o->j);
     else if (ib_wout_send(w, o))
@@ -241,6 +267,7 @@ static void service(ib_worker *w, int wait_ms) {
    * is outstanding, no poll may sleep long on the other's behalf. */
   if (wait_ms > 1 && (w->undelivered || w->unsettled)) wait_ms = 1;
   ib_wconsume_poll(w, wait_ms);
+  ib_wsend_ready(w); /* commit acknowledgements free room under the kill bound */
   if (w->control) ib_wcontrol_poll(w);
   uint64_t now = ib_wnow_us();
   if (!w->cfg->transactional || now - w->last_commit_us >= TXN_EVERY_US) {
@@ -374,9 +401,13 @@ static void stop_clients(ib_worker *w) {
 
 /* After the stream ended: wait for every delivery, then commit. */
 static void drain_deliveries(ib_worker *w, uint64_t deadline) {
-  while ((w->undelivered || w->republish.n) && ib_wnow_us() < deadline && *w->cfg->stop < 2) {
-    ib_wpublish_poll(w, 100);
+  while ((w->undelivered || w->republish.n || w->ready.n) && ib_wnow_us() < deadline &&
+         *w->cfg->stop < 2) {
+    /* Results held for the kill bound go out as commits settle earlier ones. */
+    ib_wsend_ready(w);
+    ib_wpublish_poll(w, w->ready.n ? 1 : 100);
     ib_wconsume_poll(w, 0);
+    if (w->ready.n) ib_wcommit(w, false);
   }
   ib_wcommit(w, true);
 }
@@ -386,6 +417,7 @@ static void drain_deliveries(ib_worker *w, uint64_t deadline) {
  * the hung-job rule go on. */
 static void *standby(void *arg) {
   ib_worker *w = arg;
+  pthread_setname_np(pthread_self(), "ib-standby");
   pthread_mutex_lock(&w->mu);
   while (!w->standby_quit) {
     struct timespec ts;
@@ -457,17 +489,25 @@ static int run(ib_worker *w) {
       break;
     }
     ib_result res;
-    w->in_exec_since_us = ib_wnow_us();
+    uint64_t t0 = ib_wnow_us();
+    w->in_exec_since_us = t0;
     pthread_mutex_unlock(&w->mu);
     ib_status st = ib_results_next(w->rs, &res);
     pthread_mutex_lock(&w->mu);
     w->in_exec_since_us = 0;
+    uint64_t t1 = ib_wnow_us();
+    w->drive_exec_us += t1 - t0;
     if (st == IB_OK) {
       on_result(w, &res);
       ib_result_free(&res);
       service(w, 0);
     } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
       service(w, 50);
+    }
+    if (st == IB_OK) {
+      w->drive_loop_us += ib_wnow_us() - t1;
+    } else if (st == IB_AGAIN || st == IB_RESULT_BACKPRESSURE) {
+      w->drive_idle_us += ib_wnow_us() - t1; /* polls that may wait for work */
     } else if (st == IB_END) {
       while (ib_wpool_outstanding(w->pool) && ib_wnow_us() < deadline && *cfg->stop < 2)
         service(w, 2);

@@ -56,6 +56,8 @@ typedef struct ib_wjob {
   bool in_pool;           /* its Result being prepared on the encode pool */
   uint64_t exec_since_us; /* when it was handed to the executor */
   uint64_t pool_since_us; /* when its Result went to the encode pool */
+  uint64_t produced_us;   /* when its Result was last produced (phase times) */
+  uint64_t acked_us;      /* when the broker acknowledged it */
   uint8_t *result;        /* packed Result, kept until acknowledged */
   size_t result_len;
   char result_key[96];
@@ -79,7 +81,10 @@ typedef struct ib_wpart {
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
   int64_t committing;   /* offset of the commit in flight; -1 none */
   uint64_t committing_since_us;
-  int64_t *settle; /* offsets of jobs done here, waiting for a commit to cover them */
+  struct ib_wsettle {
+    int64_t offset;
+    uint64_t done_us;
+  } * settle; /* jobs done here, waiting for a commit to cover them */
   size_t settle_head, settle_n, settle_cap;
 } ib_wpart;
 
@@ -116,6 +121,17 @@ typedef struct ib_hist {
 enum { IB_WO_IMAGE, IB_WO_ERROR, IB_WO_FILE, IB_WO_RESIDENT, IB_WO_N };
 enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_WF_OTHER, IB_WF_N };
 
+/* Where a job's time goes between fetch and settle, averaged per status
+ * line (a job holds a max_jobs slot from START through SETTLE). */
+enum {
+  IB_WP_WAIT,    /* fetched -> handed to the executor */
+  IB_WP_EXEC,    /* in the executor */
+  IB_WP_POOL,    /* result -> Result produced (encode pool, then the send) */
+  IB_WP_DELIVER, /* produced -> acknowledged by the broker */
+  IB_WP_SETTLE,  /* done -> a commit covering it acknowledged */
+  IB_WP_N
+};
+
 enum {
   IB_WC_CONSUMED,
   IB_WC_RESULTS,
@@ -145,6 +161,7 @@ typedef struct ib_worker {
   ib_wjob_queue retry;     /* faulted by the worker, to resubmit one by one */
   ib_wjob_queue republish; /* Results whose delivery failed, to produce again */
   ib_wjob_queue txn;       /* --transactional: acknowledged in the open transaction */
+  ib_wjob_queue ready;     /* Results packed, waiting for the kill bound (publish.c) */
   bool txn_open;
   size_t running; /* jobs in the executor */
   size_t pooled;  /* jobs whose Result the encode pool is preparing */
@@ -157,8 +174,8 @@ typedef struct ib_worker {
   uint64_t last_success_seq; /* the latest start sequence whose Result went out */
   uint64_t consecutive_faults;
   /* Jobs whose Result is out but not yet covered by an acknowledged commit:
-   * a crash would repeat them (bounded with the running and pooled ones by
-   * max_jobs). */
+   * a crash would repeat them (bounded by max_jobs at the send; running,
+   * pooled and ready ones are bounded by max_jobs at admission). */
   uint64_t unsettled;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
@@ -173,6 +190,12 @@ typedef struct ib_worker {
   uint64_t faults[IB_WF_N];              /* worker faults, by kind */
   uint64_t consumed_bytes, result_bytes; /* Job payloads in, Results out */
   ib_hist queue_hist, exec_hist;
+  uint64_t phase_sum_us[IB_WP_N], phase_n[IB_WP_N]; /* since the last status line */
+  /* The driving thread's time since the last status line: pulling inputs
+   * (consume.c: copy, parse), in the executor besides that, and the loop's
+   * own work (results, Kafka service), and its polls while nothing was
+   * ready (they may sleep). */
+  uint64_t drive_input_us, drive_exec_us, drive_loop_us, drive_idle_us;
   bool joined;            /* in the group: an assignment (possibly empty) was served */
   uint64_t stop_deadline; /* while stopping: the end of the grace period */
   ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
@@ -194,6 +217,9 @@ typedef struct ib_worker {
 /* A worker fault met by job j (worker.c): no Result, no commit; the job
  * is resubmitted, judged alone, or the worker stops on a sticky fault. */
 void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
+
+/* Adds one job's time in a phase (worker.c). */
+void ib_wphase(ib_worker *w, int phase, uint64_t since_us);
 
 /* Logging (worker.c). */
 void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
@@ -270,6 +296,8 @@ ib_wout *ib_wpool_take(ib_wpool *p);
 size_t ib_wpool_outstanding(ib_wpool *p);
 /* Serves delivery reports; re-produces Results whose delivery failed. */
 void ib_wpublish_poll(ib_worker *w, int timeout_ms);
+/* Sends the Results held in w->ready while the kill bound has room. */
+void ib_wsend_ready(ib_worker *w);
 void ib_woutdir_sweep(ib_worker *w);
 
 /* Resident outputs and the control topic (control.c). */

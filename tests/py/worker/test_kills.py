@@ -53,9 +53,9 @@ def test_sigkill_three_times_loses_nothing(make_env):
         duplicates += len(msgs) - 1
     # What kill k exposed: jobs run k answered (their Result is on the topic)
     # at or past the offsets committed when it died. Its successor starts
-    # there and answers them again. The worker admits a job only while fewer
-    # than --max-jobs are running, being encoded, or answered and not yet
-    # covered by an acknowledged commit, so a kill exposes at most that many.
+    # there and answers them again. The worker sends a Result only while
+    # fewer than --max-jobs are answered and not yet covered by an
+    # acknowledged commit, so a kill exposes at most that many.
     # (Read after the end, so a Result that reached the topic just before a
     # kill is not missed.)
     exposed = []

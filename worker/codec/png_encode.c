@@ -1,0 +1,147 @@
+/* png_encode.c - PNG out through libdeflate (see png_encode.h). */
+#include "codec/png_encode.h"
+
+#include <glib.h>
+#include <libdeflate.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* A compressor per thread, kept for its level: allocating one costs more
+ * than compressing a small image. Freed when its thread exits. */
+typedef struct compressor {
+  int level;
+  struct libdeflate_compressor *c;
+} compressor;
+
+static pthread_key_t key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_failed;
+
+static void free_compressor(void *p) {
+  compressor *k = p;
+  if (k) libdeflate_free_compressor(k->c);
+  free(k);
+}
+
+static void make_key(void) { key_failed = pthread_key_create(&key, free_compressor) != 0; }
+
+static struct libdeflate_compressor *compressor_for(int level) {
+  if (pthread_once(&key_once, make_key) != 0 || key_failed) return NULL;
+  compressor *k = pthread_getspecific(key);
+  if (k && k->level == level) return k->c;
+  if (!k) {
+    if (!(k = calloc(1, sizeof *k))) return NULL;
+    if (pthread_setspecific(key, k) != 0) {
+      free(k);
+      return NULL;
+    }
+  }
+  libdeflate_free_compressor(k->c);
+  k->c = libdeflate_alloc_compressor(level);
+  k->level = level;
+  return k->c;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* A chunk at p: length, type, the `n` data bytes already at p + 8, CRC. */
+static size_t chunk(uint8_t *p, const char type[4], size_t n) {
+  put32(p, (uint32_t)n);
+  memcpy(p + 4, type, 4);
+  put32(p + 8 + n, libdeflate_crc32(0, p + 4, n + 4));
+  return n + 12;
+}
+
+/* Branch-free (selects, not jumps): it runs for every byte of every row. */
+static inline uint8_t paeth(int a, int b, int c) {
+  int pa = abs(b - c), pb = abs(a - c), pc = abs(a + b - 2 * c);
+  int ab = pb < pa ? b : a, pab = pb < pa ? pb : pa;
+  return (uint8_t)(pc < pab ? c : ab);
+}
+
+static unsigned long cost(const uint8_t *v, size_t n) {
+  unsigned long sum = 0;
+  for (size_t i = 0; i < n; i++) sum += (unsigned)abs((int8_t)v[i]);
+  return sum;
+}
+
+/* Filters one row (`prev` the row above, zeros for the first) with each
+ * PNG filter and keeps the one with the smallest sum of absolute signed
+ * bytes, the heuristic of libpng and Pillow; `out` gets the filter byte,
+ * then the row. `t` has room for 4 rows. */
+static void filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsigned bpp,
+                       uint8_t *out, uint8_t *t) {
+  uint8_t *sub = t, *up = t + n, *avg = t + 2 * n, *pae = t + 3 * n;
+  for (size_t i = 0; i < bpp; i++) {
+    sub[i] = row[i];
+    up[i] = (uint8_t)(row[i] - prev[i]);
+    avg[i] = (uint8_t)(row[i] - prev[i] / 2);
+    pae[i] = (uint8_t)(row[i] - prev[i]);
+  }
+  for (size_t i = bpp; i < n; i++) {
+    sub[i] = (uint8_t)(row[i] - row[i - bpp]);
+    up[i] = (uint8_t)(row[i] - prev[i]);
+    avg[i] = (uint8_t)(row[i] - (row[i - bpp] + prev[i]) / 2);
+    pae[i] = (uint8_t)(row[i] - paeth(row[i - bpp], prev[i], prev[i - bpp]));
+  }
+  const uint8_t *rows[5] = {row, sub, up, avg, pae};
+  unsigned long best = cost(row, n);
+  uint8_t f = 0;
+  for (uint8_t k = 1; k < 5; k++) {
+    unsigned long c = cost(rows[k], n);
+    if (c < best) best = c, f = k;
+  }
+  out[0] = f;
+  memcpy(out + 1, rows[f], n);
+}
+
+ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsigned channels,
+                        size_t stride, int level, uint8_t **out, size_t *len, ib_error *err) {
+  static const uint8_t color_type[5] = {0, 0, 4, 2, 6};
+  if (channels < 1 || channels > 4 || !width || !height || level < 1 || level > 9)
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
+                        "encode png: %u channels, %ux%u, level %d", channels, width, height, level);
+  struct libdeflate_compressor *c = compressor_for(level);
+  size_t row = (size_t)width * channels, raw = (row + 1) * height;
+  /* The filtered rows, then room for four trial rows and a row of zeros. */
+  uint8_t *filtered = calloc(raw + 5 * row, 1);
+  if (!c || !filtered) {
+    free(filtered);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: out of memory");
+  }
+  for (uint32_t y = 0; y < height; y++)
+    filter_row(px + y * stride, y ? px + (y - 1) * stride : filtered + raw + 4 * row, row, channels,
+               filtered + y * (row + 1), filtered + raw);
+  size_t bound = libdeflate_zlib_compress_bound(c, raw);
+  /* Signature, IHDR (13 bytes), one IDAT, IEND. */
+  uint8_t *png = g_try_malloc(8 + 25 + 12 + bound + 12);
+  if (!png) {
+    free(filtered);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: out of memory");
+  }
+  memcpy(png, "\x89PNG\r\n\x1a\n", 8);
+  size_t o = 8;
+  uint8_t *ihdr = png + o + 8;
+  put32(ihdr, width);
+  put32(ihdr + 4, height);
+  ihdr[8] = 8; /* bit depth */
+  ihdr[9] = color_type[channels];
+  ihdr[10] = ihdr[11] = ihdr[12] = 0; /* deflate, adaptive filters, no interlace */
+  o += chunk(png + o, "IHDR", 13);
+  size_t z = libdeflate_zlib_compress(c, filtered, raw, png + o + 8, bound);
+  free(filtered);
+  if (!z) {
+    g_free(png);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: deflate failed");
+  }
+  o += chunk(png + o, "IDAT", z);
+  o += chunk(png + o, "IEND", 0);
+  *out = png;
+  *len = o;
+  return IB_OK;
+}
