@@ -8,7 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
-      libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev python3-venv
+      libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev libdeflate-dev
+      python3-venv
       clang libclang-rt-14-dev clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
