@@ -345,14 +345,10 @@ IB_FN void ib_tone_lms_f32(const float *decode, const uint8_t *rgb, float *lms) 
   lms[2] = 0.0883024619f * r + 0.2817188376f * g + 0.6299787005f * b;
 }
 
-/* One pixel: rgb[0..2] in, out[0..2] written (may alias). */
-IB_FN void ib_tone_px_f32(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out) {
-  float lms[3];
-  ib_tone_lms_f32(p->decode, rgb, lms);
-  float l = ib_tone_cbrt_f32(lms[0]);
-  float m = ib_tone_cbrt_f32(lms[1]);
-  float s = ib_tone_cbrt_f32(lms[2]);
-
+/* The tone curve through Oklab: the cube-rooted LMS l, m, s in, the linear
+ * RGB to encode out. One formula for the pixel below and the test's former
+ * pixel (double cube roots, the encode function). */
+IB_FN void ib_tone_oklab_f32(const ib_tone_f32 *p, float l, float m, float s, float *lin) {
   float L = 0.2104542553f * l + 0.7936177850f * m - 0.0040720468f * s;
   float A = 1.9779984951f * l - 2.4285922050f * m + 0.4505937099f * s;
   float B = 0.0259040371f * l + 0.7827717662f * m - 0.8086757660f * s;
@@ -366,9 +362,20 @@ IB_FN void ib_tone_px_f32(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out
   m = m * m * m;
   s = s * s * s;
 
-  out[0] = ib_tone_encode_fast_f32(4.0767416621f * l - 3.3077115913f * m + 0.2309699292f * s);
-  out[1] = ib_tone_encode_fast_f32(-1.2684380046f * l + 2.6097574011f * m - 0.3413193965f * s);
-  out[2] = ib_tone_encode_fast_f32(-0.0041960863f * l - 0.7034186147f * m + 1.7076147010f * s);
+  lin[0] = 4.0767416621f * l - 3.3077115913f * m + 0.2309699292f * s;
+  lin[1] = -1.2684380046f * l + 2.6097574011f * m - 0.3413193965f * s;
+  lin[2] = -0.0041960863f * l - 0.7034186147f * m + 1.7076147010f * s;
+}
+
+/* One pixel: rgb[0..2] in, out[0..2] written (may alias). */
+IB_FN void ib_tone_px_f32(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out) {
+  float lms[3], lin[3];
+  ib_tone_lms_f32(p->decode, rgb, lms);
+  ib_tone_oklab_f32(p, ib_tone_cbrt_f32(lms[0]), ib_tone_cbrt_f32(lms[1]), ib_tone_cbrt_f32(lms[2]),
+                    lin);
+  out[0] = ib_tone_encode_fast_f32(lin[0]);
+  out[1] = ib_tone_encode_fast_f32(lin[1]);
+  out[2] = ib_tone_encode_fast_f32(lin[2]);
 }
 
 /* `n` pixels of `bands` (3 or 4) bytes; band 3 (alpha) is copied. */

@@ -234,24 +234,11 @@ Test(tone, float_cbrt_equals_the_double_one_on_all_rgb_triples_high) {
 /* The pixel as it was computed before the fast paths (double cube roots, the
  * encode function): the same bytes for random pixels and parameters. */
 static void px_before(const ib_tone_f32 *p, const uint8_t *rgb, uint8_t *out) {
-  float lms[3];
+  float lms[3], lin[3];
   ib_tone_lms_f32(p->decode, rgb, lms);
-  float l = (float)ib_cbrt_d((double)lms[0]);
-  float m = (float)ib_cbrt_d((double)lms[1]);
-  float s = (float)ib_cbrt_d((double)lms[2]);
-  float L = 0.2104542553f * l + 0.7936177850f * m - 0.0040720468f * s;
-  float A = 1.9779984951f * l - 2.4285922050f * m + 0.4505937099f * s;
-  float B = 0.0259040371f * l + 0.7827717662f * m - 0.8086757660f * s;
-  L = ib_tone_adjust_f32(p, L);
-  l = L + 0.3963377774f * A + 0.2158037573f * B;
-  m = L - 0.1055613458f * A - 0.0638541728f * B;
-  s = L - 0.0894841775f * A - 1.2914855480f * B;
-  l = l * l * l;
-  m = m * m * m;
-  s = s * s * s;
-  out[0] = ib_tone_encode_f32(4.0767416621f * l - 3.3077115913f * m + 0.2309699292f * s);
-  out[1] = ib_tone_encode_f32(-1.2684380046f * l + 2.6097574011f * m - 0.3413193965f * s);
-  out[2] = ib_tone_encode_f32(-0.0041960863f * l - 0.7034186147f * m + 1.7076147010f * s);
+  ib_tone_oklab_f32(p, (float)ib_cbrt_d((double)lms[0]), (float)ib_cbrt_d((double)lms[1]),
+                    (float)ib_cbrt_d((double)lms[2]), lin);
+  for (int c = 0; c < 3; c++) out[c] = ib_tone_encode_f32(lin[c]);
 }
 
 Test(tone, fast_pixel_equals_the_former_one_on_random_pixels_and_params) {
