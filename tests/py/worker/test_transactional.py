@@ -5,6 +5,7 @@ pins what can be observed: the call sequence succeeds (init, begin, produce,
 send_offsets_to_transaction, commit), every job gets exactly one Result, and
 the worker drains and exits 0."""
 import signal
+import time
 
 from harness import check_result_for, coord_key
 from jobs import image_job
@@ -25,6 +26,11 @@ def test_transactional_worker_commits_results_and_offsets_in_transactions(make_e
         r = check_result_for(msgs[0], c, i)
         assert r.WhichOneof("outcome") == "image", (i, r.error)
     w.wait_event("txn_committed", timeout=30)
+    # The mock shows Results before their transaction commits, so the last
+    # commits may still be on their way when every Result has been read.
+    deadline = time.monotonic() + 30
+    while sum(e["results"] for e in w.named("txn_committed")) < N and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not w.named("txn_failed"), w.stderr()
     txns = w.named("txn_committed")
     assert sum(e["results"] for e in txns) >= N, txns
