@@ -2,11 +2,12 @@
 job through `imgbatch run --backend cuda` under Nsight Compute
 (gpu__time_duration.sum per kernel, --clock-control none), summed over the
 job's kernels (a Gaussian is a row pass and column passes; a fused chain is
-one kernel). One process per workload running --repeat equal jobs: the row is
-the last job's kernels, the first job's sum is in the note. The first launch
-in a process meets device memory the process has never touched, and one
-job alone measured memory-bound kernels 3-4x slower than gpu_bench's events
-did. Appends rows (ms_kernel, impl imgbatch-ncu) to --csv; "skipped: no ncu"
+one kernel). One process per workload running --repeat equal jobs, one job
+per submission (--max-jobs 1: jobs of one signature in one submission share
+a launch): the row is the last job's kernels, the first job's sum is in the
+note. The first launch in a process meets device memory the process has
+never touched: at 4096² RGBA a pointwise op took 0.152 ms in the first job
+and 0.033 ms in the third (2026-12-03 21:15), as gpu_bench's events say. Appends rows (ms_kernel, impl imgbatch-ncu) to --csv; "skipped: no ncu"
 without it."""
 import argparse
 import csv
@@ -63,7 +64,7 @@ def main():
                         "--jobs", job, "--expect", job + ".exp"], check=True)
         cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
                "--print-units", "base", "--log-file", log, a.bin, "run", "--backend", "cuda",
-               "--in", job, "--out", os.devnull]
+               "--max-jobs", "1", "--in", job, "--out", os.devnull]
         rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
         ks = kernel_times(log) if os.path.exists(log) else []
         if rc != 0 or not ks or len(ks) % a.repeat:
