@@ -12,6 +12,7 @@ from typing import Any, Tuple, Union
 
 import PIL.ImageOps
 
+from . import Image
 from ._methods import LazyImage, ceil_threshold, ensure_lazy, lazy, pillow_check, resolve_color
 
 
@@ -97,8 +98,10 @@ def expand(image: Any, border: Union[int, Tuple[int, ...]] = 0, fill: Any = 0) -
     if min(left, top, right, bottom) < 0:
         x0, y0 = max(0, -left), max(0, -top)
         x1, y1 = w - max(0, -right), h - max(0, -bottom)
-        if x1 < x0 or y1 < y0:
-            raise NotImplementedError("imgbatch: expand with a border that crops past the image")
+        if x1 <= x0 or y1 <= y0:
+            # Nothing of the image is left on the canvas: Pillow returns the
+            # fill alone (an empty crop would be rejected by the worker).
+            return Image.new(image.mode, (w + left + right, h + top + bottom), fill)
         crop = {"left": x0, "top": y0, "right": x1, "bottom": y1}
         # Internal node: its replay passes the input through, so the expand
         # node below replays Pillow's expand on the original image.

@@ -80,6 +80,29 @@ def test_expand_matches_pillow(mode):
     parity.assert_exact(cases)
 
 
+@pytest.mark.parametrize("mode", parity.MODES)
+def test_expand_negative_border_matches_pillow(mode):
+    """A negative border crops; one that crops the whole image (or past it)
+    leaves Pillow's fill alone on the canvas (found by the random graphs: a
+    1-wide image with border right=-1)."""
+    r = parity.rng("expand-neg", mode)
+    cases = []
+    for i, im in enumerate(images(r, mode, N)):
+        w, h = im.size
+        kind = i % 4
+        if kind == 0:  # a partial crop on every side that has room
+            border = (-(w // 3), -(h // 3), r.randint(-(w // 3), 4), r.randint(-(h // 3), 4))
+        elif kind == 1:  # the whole width cropped from the left
+            border = (-w, r.randint(0, 3), r.randint(1, 5), 0)
+        elif kind == 2:  # past the image from the top: x1 < x0 in the crop
+            border = (r.randint(0, 2), -h - 1, 1, h + 2)
+        else:  # the whole width cropped from the right, as the random graph did
+            border = (r.randint(1, 4), 0, -w, r.randint(0, 3))
+        out = ImageOps.expand(im, border, fill_for(r, mode))
+        cases.append(Case(f"expand-neg-{mode}-{i}-{border}", "expand", mode, out))
+    parity.assert_exact(cases)
+
+
 def box_edges(r, n):
     def edge():
         k = r.random()
