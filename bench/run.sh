@@ -161,10 +161,12 @@ part_api() {
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
     --images "$(q 2048 20480)" --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
-    say "api: max_in_flight $f at $(q 1024 2048,4096) RGBA$([ "$f" = 3 ] && echo ", 256^2 invert max_jobs 512") (looking for the best setting)"
+    say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
+    # At 4 in flight every family and mode of the >= 2048^2 target, chains included.
     step api 150 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
-      --feeds zc --families all --sizes "$(q 1024 2048,4096)" --modes RGBA --big "$(q 2 12)" \
-      --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
+      --feeds zc --families "$([ "$f" = 3 ] && echo all || echo "$fams_all")" \
+      --sizes "$(q 1024 2048,4096)" --modes "$([ "$f" = 3 ] && echo RGBA || echo "$(q RGBA L,RGB,RGBA)")" \
+      --big "$(q 2 12)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
   done
 }
 
