@@ -39,6 +39,10 @@
 
 #define IB_MAX_STREAMS 8
 #define IB_CUDA_THREADS 256u
+/* ib_executor_options.compile_timeout_ms 0: below the worker's default
+ * --stall-seconds (60), so a wedged compile is answered as the worker's
+ * fault before the stall rule would answer its job with Timeout. */
+#define IB_COMPILE_TIMEOUT_MS_DEFAULT 30000u
 
 /* A loaded kernel module, an entry of ib_cuda.mods; or (interp) a chain
  * run by the interpreter tier, with its step table, for one submission. */

@@ -17,7 +17,17 @@
  * parks it out of submissions, so no other job waits for that compile.
  * Only a job submitted regardless (queue mode off, or nothing left
  * compiling) waits inside its submission, for that compile moved to the
- * front of the queue, not for an inline one. */
+ * front of the queue, not for an inline one.
+ *
+ * A compile has a time bound (compile_timeout_ms): one still running past
+ * it is LATE (compile_pool.h), and so is every queued one once each pool
+ * thread is stuck in such a compile. A job needing a LATE kernel is ready
+ * (no parked job waits for good, deadline or not) and its submission
+ * fails it with IB_INTERNAL: a stuck compiler is a fault of the worker,
+ * not of the job (SPEC 6), so the worker retries it rather than answer it;
+ * its credits come back as for any failed job. NVRTC cannot be
+ * interrupted: the pool thread goes on, and a late result is kept as any
+ * other should it come. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +58,13 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
     rc = c->cu->cuModuleGetFunction(&c->ilsum, c->imod, IB_INTERP_LSUM_KERNEL);
   if (rc != CUDA_SUCCESS)
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_ADMIT, "loading the interpreter module");
-  ib_cpool_options po = {.threads = o->compile_threads,
-                         .max_pending = o->compile_queue ? o->compile_queue : 64,
-                         .arch = c->arch,
-                         .opts = nvrtc_opts,
-                         .n_opts = 1};
+  ib_cpool_options po = {
+      .threads = o->compile_threads,
+      .max_pending = o->compile_queue ? o->compile_queue : 64,
+      .arch = c->arch,
+      .opts = nvrtc_opts,
+      .n_opts = 1,
+      .timeout_ms = o->compile_timeout_ms ? o->compile_timeout_ms : IB_COMPILE_TIMEOUT_MS_DEFAULT};
   c->cpool = ib_cpool_new(c->kc, &po, err);
   return c->cpool ? IB_OK : (err->status ? err->status : IB_INTERNAL);
 }
@@ -185,6 +197,8 @@ bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g) {
     if (q == IB_CP_DONE) { /* loaded unpinned; a failed compile is dropped */
       if (c->cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) adopt(c, &h->chain, &r, NULL, NULL, &err);
       free(r.image);
+    } else if (q == IB_CP_LATE) {
+      continue; /* its submission fails it (ib_cuda_stage_func) */
     } else if (q != IB_CP_NONE) {
       ib_cpool_urgent(c->cpool, h->sk.sig); /* a job waits for it */
       ready = false;
@@ -196,7 +210,7 @@ bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g) {
 uint64_t ib_cuda_tier_epoch(ib_cuda *c) {
   if (!c->cpool) return 0;
   const ib_cpool_stats s = ib_cpool_stats_get(c->cpool);
-  return s.compiles + s.cache_hits;
+  return s.compiles + s.cache_hits + s.timed_out; /* finished or gone late */
 }
 
 bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms) {
@@ -228,6 +242,17 @@ static ib_kfunc *interp_func(ib_backend_submission *s, const ib_gchain *ch, cons
   return f;
 }
 
+/* A stage whose kernel compile passed the pool's time bound. */
+static ib_status late(const ib_cuda *c, const char *sig, ib_error *err) {
+  err->status = IB_INTERNAL;
+  err->stage = IB_STAGE_EXECUTE;
+  snprintf(err->message, sizeof err->message,
+           "execute: the kernel compile of %.160s did not finish within %u ms (a fault of the "
+           "worker's compiler, not of the job)",
+           sig, ib_cpool_timeout_ms(c->cpool));
+  return IB_INTERNAL;
+}
+
 /* A module pinned for the submission: one pin slot per stage at most. */
 static ib_status pinned(ib_backend_submission *s, ib_status st) {
   if (st == IB_OK) s->n_pins++;
@@ -257,12 +282,14 @@ ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_k
   }
   const bool waits = q != IB_CP_DONE;
   if (waits) ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
-  if (waits && q != IB_CP_NONE) {
+  if (waits && q != IB_CP_NONE && q != IB_CP_LATE) {
     /* A head whose compile admission requested: this job waits for it,
-     * first in line. */
+     * first in line, up to the pool's time bound. */
     ib_cpool_urgent(c->cpool, sig);
-    q = ib_cpool_wait(c->cpool, sig, -1) == IB_CP_DONE ? ib_cpool_take(c->cpool, sig, &r) : q;
+    q = ib_cpool_wait(c->cpool, sig, -1);
+    if (q == IB_CP_DONE) q = ib_cpool_take(c->cpool, sig, &r);
   }
+  if (q == IB_CP_LATE) return late(c, sig, err);
   if (q == IB_CP_DONE) {
     adopt(c, ch, &r, out, pin, err);
     if (*out) return pinned(s, IB_OK);
