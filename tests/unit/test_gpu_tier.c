@@ -121,14 +121,14 @@ Test(gpu_tier, a_head_waits_for_its_compile_and_is_ready_once_it_finished) {
   ib_graph *g = graph(JG_TRANSPOSE, 7);
   const uint64_t e0 = ib_cuda_tier_epoch(c);
   admit_ok(c, g);
-  cr_assert_eq(c->tmemo.n_heads, 1, "transpose is a gather head");
+  cr_assert_eq(c->tmemo.last->n_heads, 1, "transpose is a gather head");
   cr_assert_not(ib_cuda_tier_ready(c, g), "its kernel is compiling");
   /* The compile finishes on the pool's thread: the epoch moves. */
   for (int i = 0; i < 3000 && ib_cuda_tier_epoch(c) == e0; i++) usleep(10000);
   cr_assert_neq(ib_cuda_tier_epoch(c), e0);
   cr_assert(ib_cuda_tier_ready(c, g), "ready once compiled (the memo kept no readiness)");
   cr_assert_eq(loads, 1, "job_ready loaded the finished module");
-  cr_assert(ib_lru_has(&c->mods, c->tmemo.heads[0].sk.key));
+  cr_assert(ib_lru_has(&c->mods, c->tmemo.last->heads[0].sk.key));
   cr_assert(ib_cuda_tier_ready(c, g));
   ib_error err = {0};
   cr_assert_eq(ib_cuda_tier_admit(c, g, &err), IB_OK);
@@ -139,7 +139,7 @@ Test(gpu_tier, a_head_waits_for_its_compile_and_is_ready_once_it_finished) {
   cr_assert_eq(unloads, loads);
 }
 
-Test(gpu_tier, a_repeated_graph_is_planned_once_a_different_one_again) {
+Test(gpu_tier, a_repeated_graph_is_planned_once_a_different_one_too) {
   ib_cuda *c = tier_new(8);
   ib_graph *a = graph(JG_TRANSPOSE, 7), *a2 = graph(JG_TRANSPOSE, 7), *p = graph(JG_INVERT, 3);
   admit_ok(c, a);
@@ -149,15 +149,38 @@ Test(gpu_tier, a_repeated_graph_is_planned_once_a_different_one_again) {
   cr_assert_eq(c->tmemo.plans, 1);
   admit_ok(c, p);
   cr_assert_eq(c->tmemo.plans, 2);
-  cr_assert_eq(c->tmemo.n_heads, 0, "a pointwise chain has no head to wait for");
+  cr_assert_eq(c->tmemo.last->n_heads, 0, "a pointwise chain has no head to wait for");
   cr_assert(ib_cuda_tier_ready(c, p), "the interpreter runs it at once");
   admit_ok(c, a);
-  cr_assert_eq(c->tmemo.plans, 3);
-  cr_assert_eq(c->tmemo.n_heads, 1);
+  cr_assert_eq(c->tmemo.plans, 2, "a is still in the memo");
+  cr_assert_eq(c->tmemo.last->n_heads, 1);
   ib_graph_free(a);
   ib_graph_free(a2);
   ib_graph_free(p);
   tier_free(c);
+}
+
+/* Jobs of n graphs, interleaved round robin (a mixed stream): up to the
+ * memo's 8 graphs each is planned once, for admission, job_ready and its
+ * charge alike; past 8 the least recently used makes room (bounded). */
+Test(gpu_tier, interleaved_graphs_are_planned_once_each_up_to_eight) {
+  const int ops[9] = {JG_TRANSPOSE, JG_INVERT, JG_RESIZE,  JG_CROP, JG_POINT,
+                      JG_RANK,      JG_KERNEL, JG_BOXBLUR, JG_GAUSS};
+  for (int n = 2; n <= 9; n++) {
+    ib_cuda *c = tier_new(16);
+    for (int round = 0; round < 3; round++)
+      for (int i = 0; i < n; i++) {
+        ib_graph *job = graph(ops[i], 20u + (uint32_t)i); /* another job, equal nodes */
+        admit_ok(c, job);
+        ib_cuda_tier_ready(c, job);
+        cr_assert_not_null(ib_cuda_tier_plan(c, job), "the charge takes admission's plan");
+        ib_graph_free(job);
+        if (round == 0) cr_assert_eq(c->tmemo.plans, (uint64_t)i + 1, "n %d: distinct graphs", n);
+      }
+    const uint64_t want = n <= 8 ? (uint64_t)n : 3u * (uint64_t)n;
+    cr_assert_eq(c->tmemo.plans, want, "n %d: %llu plans", n, (unsigned long long)c->tmemo.plans);
+    tier_free(c);
+  }
 }
 
 /* A head neither loaded nor in the pool (never requested: admitted before
@@ -196,7 +219,7 @@ Test(gpu_tier, the_charge_of_a_new_graph_takes_admissions_plan) {
 static ib_status head_func(ib_cuda *c, ib_kfunc **f, ib_error *err) {
   ib_lru_entry *pins[1] = {NULL};
   ib_backend_submission s = {.c = c, .pins = pins};
-  ib_status st = ib_cuda_stage_func(&s, &c->tmemo.heads[0].chain, f, err);
+  ib_status st = ib_cuda_stage_func(&s, &c->tmemo.last->heads[0].chain, f, err);
   if (s.n_pins) ib_lru_unpin(&c->mods, pins[0]);
   return st;
 }
@@ -241,7 +264,7 @@ Test(gpu_tier, a_head_whose_compile_never_returns_fails_its_jobs_at_the_time_bou
   cr_assert_lt(ms_now() - t1, 200);
   /* The compiler returns: its kernels are kept and run. */
   atomic_store(&stuck, 0);
-  for (int i = 0; i < 3000 && !ib_lru_has(&c->mods, c->tmemo.heads[0].sk.key); i++) {
+  for (int i = 0; i < 3000 && !ib_lru_has(&c->mods, c->tmemo.last->heads[0].sk.key); i++) {
     ib_cuda_tier_ready(c, h);
     usleep(10000);
   }
