@@ -102,17 +102,17 @@ static ib_cpool_state state_of(const centry *e) {
   return e->late && e->state != IB_CP_DONE ? IB_CP_LATE : e->state;
 }
 
-/* The absolute CLOCK_MONOTONIC time to wake at: `until` (us), brought
- * forward to the next due time so a waiter sees a compile go late, and to
- * one bound from now, the earliest due time of a compile that starts
- * while it sleeps. */
+/* The absolute CLOCK_MONOTONIC time to wake at: `until` (us, the caller's
+ * own limit), brought forward to just past the next due time, so a waiter
+ * sees a compile go late, and to just past one bound from now, the
+ * earliest due time of a compile that starts while it sleeps. */
 static struct timespec wake_at(const ib_cpool *p, uint64_t until) {
   uint64_t t = until;
   if (p->o.timeout_ms) {
-    const uint64_t next = now_us() + (uint64_t)p->o.timeout_ms * 1000u;
-    if (next < t) t = next;
-    if (p->next_due_us < t) t = p->next_due_us;
-    t += 1000u; /* just past it: expire() then sees it due */
+    uint64_t due = now_us() + (uint64_t)p->o.timeout_ms * 1000u;
+    if (p->next_due_us < due) due = p->next_due_us;
+    due += 1000u; /* just past it: expire() then sees it due */
+    if (due < t) t = due;
   }
   if (t > (uint64_t)INT32_MAX * 1000000u) t = (uint64_t)INT32_MAX * 1000000u;
   return (struct timespec){.tv_sec = (time_t)(t / 1000000u),
