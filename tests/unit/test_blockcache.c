@@ -3,7 +3,9 @@
  * to requests they fit within a quarter, small ones and those past the
  * bounds are freed, the protobuf-c allocator frees by address alone, and a
  * block given back after the creator's reference was dropped still finds
- * its cache (ASan would see a use after free otherwise).
+ * its cache (ASan would see a use after free otherwise), and the blocks
+ * out plus the cached ones stay within max_bytes (the CPU backend's
+ * host_bytes).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -79,5 +81,61 @@ Test(blockcache, zeroed_blocks) {
   for (size_t i = 0; i < 2 * MIB - 7; i += 4093) cr_assert_eq(b[i], 0);
   cr_assert_eq(b[2 * MIB - 8], 0);
   ib_blockcache_put(c, b);
+  ib_blockcache_unref(c);
+}
+
+/* What the cache holds beyond the blocks out must never take the sum past
+ * max_bytes: a fresh block first frees cached ones, a freed block is kept
+ * only while it fits. (Before, 14 of 10 MiB here; the CPU backend could
+ * hold twice --host-bytes.) */
+static void assert_within(ib_blockcache *c, size_t max, const char *when) {
+  const size_t out = ib_blockcache_out_bytes(c), cached = ib_blockcache_cached_bytes(c);
+  cr_assert(cached == 0 || out + cached <= max, "%s: %zu out + %zu cached > %zu", when, out, cached,
+            max);
+}
+
+Test(blockcache, blocks_out_and_cached_stay_within_max_bytes) {
+  ib_blockcache *c = ib_blockcache_new(10 * MIB);
+  void *a = ib_blockcache_get(c, 4 * MIB), *b = ib_blockcache_get(c, 4 * MIB);
+  cr_assert_eq(ib_blockcache_out_bytes(c), 8 * MIB);
+  ib_blockcache_put(c, a);
+  ib_blockcache_put(c, b);
+  cr_assert_eq(ib_blockcache_cached_bytes(c), 8 * MIB);
+  void *d = ib_blockcache_get(c, 6 * MIB); /* fits neither: a fresh block */
+  cr_assert_eq(ib_blockcache_out_bytes(c), 6 * MIB);
+  cr_assert_eq(ib_blockcache_cached_bytes(c), 4 * MIB, "one 4 MiB block freed to make room");
+  void *e = ib_blockcache_get(c, 4 * MIB); /* the cached one */
+  cr_assert_eq(ib_blockcache_hits(c), 1);
+  void *f = ib_blockcache_get(c, 2 * MIB); /* beyond the bound: allowed, nothing cached */
+  cr_assert_eq(ib_blockcache_out_bytes(c), 12 * MIB);
+  ib_blockcache_put(c, e);
+  cr_assert_eq(ib_blockcache_cached(c), 0, "8 MiB out and 4 more would pass 10");
+  ib_blockcache_put(c, f);
+  cr_assert_eq(ib_blockcache_cached_bytes(c), 2 * MIB);
+  ib_blockcache_put(c, d);
+  cr_assert_eq(ib_blockcache_out_bytes(c), 0);
+  assert_within(c, 10 * MIB, "all back");
+
+  /* Random patterns: sizes 1-7 MiB, up to 6 blocks out, a 24 MiB bound. */
+  ib_blockcache *r = ib_blockcache_new(24 * MIB);
+  void *out[6] = {0};
+  uint32_t x = 12345;
+  for (int step = 0; step < 4000; step++) {
+    x = x * 1103515245u + 12345u;
+    const int slot = (int)((x >> 8) % 6);
+    if (out[slot]) {
+      ib_blockcache_put(r, out[slot]);
+      out[slot] = NULL;
+    } else {
+      const size_t n = MIB + (size_t)((x >> 12) % (6 * MIB));
+      out[slot] = ib_blockcache_get(r, n);
+      cr_assert_not_null(out[slot]);
+      memset(out[slot], 1, 64);
+    }
+    assert_within(r, 24 * MIB, "random");
+  }
+  for (int i = 0; i < 6; i++) ib_blockcache_put(r, out[i]);
+  cr_assert_gt(ib_blockcache_hits(r), 0, "the cache still serves");
+  ib_blockcache_unref(r);
   ib_blockcache_unref(c);
 }

@@ -4,7 +4,8 @@
  * freeing the pool with compiles queued and running leaks nothing (the
  * ASan build runs these); and the issue's cache test: 600 distinct chain
  * signatures through the pool into a 5 MiB memory / 12 MiB disk cache,
- * both bounds holding, evicted entries recompiling on demand. */
+ * both bounds holding, evicted entries recompiling on demand; a compile
+ * past the time bound goes LATE. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu/compile_pool.h"
@@ -206,6 +208,80 @@ Test(cpool, shutdown_with_compiles_in_flight, .timeout = 900) {
   for (unsigned i = 200; i < 208; i++) request(p, i);
   ib_cpool_free(p);
   ib_cpool_free(pool(kc, 1, 1, NULL, NULL));
+  ib_kcache_free(kc);
+}
+
+/* A compile that does not return (on_start holds it, standing for NVRTC)
+ * is LATE once it ran past the time bound, and so is what is queued while
+ * the only thread is stuck; waiters return then. Should it finish after
+ * all, its result is taken as any other and the queue moves again. */
+static atomic_int gate; /* 1: on_start holds k1 */
+static void hold_k1(void *ctx, const char *sig) {
+  (void)ctx;
+  while (strcmp(sig, "k1") == 0 && atomic_load(&gate)) usleep(1000);
+}
+
+/* DONE, through LATE too: a compile slower than the 500 ms bound (the ASan
+ * build's are) goes late and is kept when it finishes. */
+static ib_cpool_state wait_done(ib_cpool *p, const char *sig) {
+  for (int i = 0; i < 120000 && ib_cpool_poll(p, sig) != IB_CP_DONE; i++) usleep(1000);
+  return ib_cpool_poll(p, sig);
+}
+
+static uint64_t ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+Test(cpool, a_compile_past_the_time_bound_is_late_and_kept_if_it_finishes, .timeout = 900) {
+  ib_kcache *kc = ib_kcache_new(NULL, 64 << 20, 0);
+  atomic_store(&gate, 1);
+  const ib_cpool_options o = {.threads = 1,
+                              .max_pending = 8,
+                              .arch = "sm_90",
+                              .opts = fmad_opt,
+                              .n_opts = 1,
+                              .on_start = hold_k1,
+                              .timeout_ms = 500};
+  ib_error err = {0};
+  ib_cpool *p = ib_cpool_new(kc, &o, &err);
+  cr_assert_not_null(p, "%s", err.message);
+  cr_assert_eq(ib_cpool_timeout_ms(p), 500);
+  const uint64_t t0 = ms_now();
+  cr_assert_eq(request(p, 1), IB_CP_QUEUED);
+  for (int i = 0; i < 5000 && ib_cpool_poll(p, "k1") == IB_CP_QUEUED; i++) usleep(1000);
+  cr_assert_eq(ib_cpool_poll(p, "k1"), IB_CP_RUNNING);
+  cr_assert_eq(request(p, 2), IB_CP_QUEUED);
+  cr_assert_eq(ib_cpool_poll(p, "k2"), IB_CP_QUEUED, "behind a compile not yet late");
+  cr_assert_eq(ib_cpool_wait(p, "k1", -1), IB_CP_LATE, "a waiter returns at the bound");
+  const uint64_t took = ms_now() - t0;
+  cr_assert(took >= 500 && took < 3000, "late after %llu ms", (unsigned long long)took);
+  cr_assert_eq(ib_cpool_poll(p, "k2"), IB_CP_LATE, "no thread can start it");
+  ib_cpool_result r;
+  cr_assert_eq(ib_cpool_take(p, "k2", &r), IB_CP_LATE, "nothing to take");
+  cr_assert_eq(request(p, 3), IB_CP_QUEUED);
+  cr_assert_eq(ib_cpool_poll(p, "k3"), IB_CP_LATE, "queued while every thread is stuck");
+  cr_assert_eq(request(p, 1), IB_CP_COALESCED);
+  ib_cpool_stats s = ib_cpool_stats_get(p);
+  cr_assert_eq(s.timed_out, 3);
+  cr_assert_eq(s.depth, 3);
+  /* The compile returns after all: kept, and the queue runs again. */
+  atomic_store(&gate, 0);
+  cr_assert_eq(wait_done(p, "k1"), IB_CP_DONE);
+  cr_assert_eq(ib_cpool_take(p, "k1", &r), IB_CP_DONE);
+  expect_image(&r);
+  free(r.image);
+  for (unsigned i = 2; i <= 3; i++) {
+    char sig[8];
+    snprintf(sig, sizeof sig, "k%u", i);
+    cr_assert_eq(wait_done(p, sig), IB_CP_DONE, "%s", sig);
+    cr_assert_eq(ib_cpool_take(p, sig, &r), IB_CP_DONE);
+    expect_image(&r);
+    free(r.image);
+  }
+  cr_assert_geq(ib_cpool_stats_get(p).timed_out, 3);
+  ib_cpool_free(p);
   ib_kcache_free(kc);
 }
 

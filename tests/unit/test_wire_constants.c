@@ -68,6 +68,74 @@ Test(wire_fields, hand_read_field_numbers_match_the_proto) {
 
   expect_field(&imgbatch__v1__raw_image__descriptor, "data", IB_FIELD_RAW_IMAGE_DATA,
                PROTOBUF_C_TYPE_BYTES, PROTOBUF_C_LABEL_NONE);
+
+  const ProtobufCMessageDescriptor *spec = &imgbatch__v1__output_spec__descriptor;
+  expect_field(spec, "cpu", IB_FIELD_OUTPUT_SPEC_CPU, PROTOBUF_C_TYPE_MESSAGE,
+               PROTOBUF_C_LABEL_NONE);
+  expect_field(spec, "gpu", IB_FIELD_OUTPUT_SPEC_GPU, PROTOBUF_C_TYPE_MESSAGE,
+               PROTOBUF_C_LABEL_NONE);
+  cr_expect_eq(spec->n_fields, 2, "OutputSpec is its target oneof alone");
+  expect_field(&imgbatch__v1__cpu_output__descriptor, "format", IB_FIELD_CPU_OUTPUT_FORMAT,
+               PROTOBUF_C_TYPE_ENUM, PROTOBUF_C_LABEL_NONE);
+}
+
+/* ib_result_msg_encodes reads the spec off the wire: the answer protobuf-c's
+ * unpack gives, for every target and format as the executor packs them and
+ * for hand-made sequences (a repeated or switched oneof). */
+static bool encodes_by_unpack(const uint8_t *b, size_t n) {
+  Imgbatch__V1__OutputSpec *s = imgbatch__v1__output_spec__unpack(NULL, n, b);
+  bool enc = s && s->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU && s->cpu &&
+             s->cpu->format != IMGBATCH__V1__FORMAT__RAW;
+  if (s) imgbatch__v1__output_spec__free_unpacked(s, NULL);
+  return enc;
+}
+
+static void expect_same(const uint8_t *b, size_t n, const char *what) {
+  ib_result r = {
+      .kind = IB_RESULT_IMAGE, .ok = true, .output_spec = (void *)b, .output_spec_len = n};
+  cr_expect_eq(ib_result_msg_encodes(&r), encodes_by_unpack(b, n), "%s", what);
+}
+
+Test(wire_fields, result_encodes_reads_the_spec_as_unpack_does) {
+  for (int target = 0; target < 3; target++)
+    for (int fmt = 0; fmt <= 5; fmt++) {
+      Imgbatch__V1__OutputSpec s = IMGBATCH__V1__OUTPUT_SPEC__INIT;
+      Imgbatch__V1__CpuOutput cpu = IMGBATCH__V1__CPU_OUTPUT__INIT;
+      Imgbatch__V1__GpuOutput gpu = IMGBATCH__V1__GPU_OUTPUT__INIT;
+      cpu.format = (Imgbatch__V1__Format)fmt;
+      cpu.quality = 80;
+      if (target == 1) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU, s.cpu = &cpu;
+      if (target == 2) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU, s.gpu = &gpu;
+      uint8_t b[64];
+      size_t n = imgbatch__v1__output_spec__pack(&s, b);
+      char what[64];
+      snprintf(what, sizeof what, "target %d format %d", target, fmt);
+      expect_same(b, n, what);
+    }
+  /* cpu{png} gpu{} ; gpu{} cpu{png} ; cpu{png} cpu{} ; cpu{png} gpu{} cpu{} ;
+   * cpu{format 2^32} (an int32 on the wire) ; cut short ; field 1 as a
+   * varint ; an unknown field 2 ; format as fixed32 ; an unknown field 3
+   * before the format. */
+  static const struct {
+    uint8_t b[16];
+    size_t n;
+  } seq[] = {{{0x0a, 2, 0x08, 1, 0x12, 0}, 6},
+             {{0x12, 0, 0x0a, 2, 0x08, 1}, 6},
+             {{0x0a, 2, 0x08, 1, 0x0a, 0}, 6},
+             {{0x0a, 2, 0x08, 1, 0x12, 0, 0x0a, 0}, 8},
+             {{0x0a, 6, 0x08, 0x80, 0x80, 0x80, 0x80, 0x10}, 8},
+             {{0x0a, 4, 0x08, 1}, 4},
+             {{0x0a, 2, 0x08, 1, 0x08, 1}, 6},
+             {{0x0a, 2, 0x08, 1, 0x10, 1}, 6},
+             {{0x0a, 5, 0x0d, 1, 0, 0, 0}, 7},
+             {{0x0a, 4, 0x18, 5, 0x08, 2}, 6}};
+  for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "sequence %zu", i);
+    expect_same(seq[i].b, seq[i].n, what);
+  }
+  ib_result none = {.kind = IB_RESULT_IMAGE, .ok = true};
+  cr_expect_not(ib_result_msg_encodes(&none), "no spec: raw");
 }
 
 /* ------------------------------------------------------------ enum mirrors */

@@ -32,7 +32,8 @@ static void worker_usage(FILE *f) {
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
       "  [--transactional] [--grace-seconds S] [--stall-seconds S] [--worker-id ID]\n"
-      "  [--lease-seconds S] [--compile-threads N] [--metrics-addr HOST:PORT]\n"
+      "  [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
+      "  [--metrics-addr HOST:PORT]\n"
       "  [-X librdkafka.key=value]..."
       " [--config FILE]"
 #ifdef IB_FAULTS
@@ -52,6 +53,8 @@ static void worker_usage(FILE *f) {
       "commit past it; its real result, if it comes later, is dropped.\n"
       "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off the\n"
       "submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
+      "--compile-timeout S (cuda, default 30): a kernel compile not done after S seconds fails\n"
+      "the jobs waiting for it as a worker fault (retried; sticky faults stop the worker).\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
       "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
@@ -159,6 +162,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->lease_s = n;
   else if (strcmp(name, "compile-threads") == 0 && n <= 64)
     w->exec.compile_threads = (int)n;
+  else if (strcmp(name, "compile-timeout") == 0 && n && n <= UINT32_MAX / 1000u)
+    w->exec.compile_timeout_ms = (uint32_t)n * 1000u;
   else
     return false;
   return true;
@@ -187,6 +192,7 @@ static const char *const flag_names[] = {"brokers",
                                          "stall-seconds",
                                          "lease-seconds",
                                          "compile-threads",
+                                         "compile-timeout",
                                          "metrics-addr",
                                          "fault",
                                          NULL};

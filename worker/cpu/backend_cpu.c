@@ -4,9 +4,9 @@
  * driving thread (the host is the device, so working buffers are host
  * memory: host_working_set); wait and ready only hand the finished
  * submission back. Job buffers and large results come from a block cache
- * (blockcache.h) holding at most host_bytes of freed blocks (what the
- * credits let the jobs hold at once: two 4096^2 RGBA jobs' buffers at the
- * default caps).
+ * (blockcache.h) bounded by host_bytes, the blocks in use and the freed
+ * ones it keeps together, so the cache adds nothing to what the credits
+ * let the jobs hold (two 4096^2 RGBA jobs' buffers at the default caps).
  */
 #include <stdlib.h>
 

@@ -20,6 +20,7 @@ struct ib_blockcache {
   pthread_mutex_t lock;
   atomic_size_t refs; /* the creator's + one per block handed out */
   size_t max_bytes, bytes, hits;
+  size_t out; /* bytes of large blocks handed out (blockcache.h: the bound) */
   size_t n;
   block_hdr *blocks[IB_BLOCKCACHE_KEEP];
   ProtobufCAllocator pa;
@@ -51,18 +52,52 @@ static block_hdr *take_fit(ib_blockcache *c, size_t n) {
   return h;
 }
 
+/* Under the lock: whether n more bytes fit beside the blocks out and the
+ * cached ones within max_bytes. */
+static bool fits(const ib_blockcache *c, size_t n) {
+  const size_t m = c->max_bytes;
+  return n <= m && c->out <= m - n && c->bytes <= m - n - c->out;
+}
+
+/* Under the lock: moves cached blocks, the largest first, to `drop` until
+ * a fresh block of n bytes fits (or nothing is cached); returns how many. */
+static size_t make_room(ib_blockcache *c, size_t n, block_hdr **drop) {
+  size_t k = 0;
+  while (c->n && !fits(c, n)) {
+    size_t big = 0;
+    for (size_t i = 1; i < c->n; i++)
+      if (c->blocks[i]->cap > c->blocks[big]->cap) big = i;
+    drop[k++] = c->blocks[big];
+    c->bytes -= c->blocks[big]->cap;
+    c->blocks[big] = c->blocks[--c->n];
+  }
+  return k;
+}
+
 static void *get(ib_blockcache *c, size_t n, bool zero) {
-  block_hdr *h = NULL;
-  if (n >= IB_BLOCKCACHE_MIN) {
+  block_hdr *h = NULL, *drop[IB_BLOCKCACHE_KEEP];
+  size_t n_drop = 0;
+  if (n > SIZE_MAX - sizeof *h) return NULL;
+  const bool large = n >= IB_BLOCKCACHE_MIN;
+  if (large) {
     pthread_mutex_lock(&c->lock);
     h = take_fit(c, n);
+    if (!h) n_drop = make_room(c, n, drop);
+    c->out += h ? h->cap : n; /* counted before the malloc: a racing get sees it */
     pthread_mutex_unlock(&c->lock);
   }
+  for (size_t i = 0; i < n_drop; i++) free(drop[i]); /* outside the lock: munmap */
   if (h && zero) memset(h + 1, 0, n);
   if (!h) {
-    if (n > SIZE_MAX - sizeof *h) return NULL;
     h = zero ? calloc(1, sizeof *h + (n ? n : 1)) : malloc(sizeof *h + (n ? n : 1));
-    if (!h) return NULL;
+    if (!h) {
+      if (large) {
+        pthread_mutex_lock(&c->lock);
+        c->out -= n;
+        pthread_mutex_unlock(&c->lock);
+      }
+      return NULL;
+    }
     h->cap = n;
   }
   atomic_fetch_add(&c->refs, 1);
@@ -78,7 +113,9 @@ void ib_blockcache_put(ib_blockcache *c, void *p) {
   bool kept = false;
   if (h->cap >= IB_BLOCKCACHE_MIN) {
     pthread_mutex_lock(&c->lock);
-    kept = c->n < IB_BLOCKCACHE_KEEP && h->cap <= c->max_bytes - c->bytes;
+    c->out -= h->cap;
+    /* Kept only while the blocks out and the cached ones fit together. */
+    kept = c->n < IB_BLOCKCACHE_KEEP && fits(c, h->cap);
     if (kept) {
       c->blocks[c->n++] = h;
       c->bytes += h->cap;
@@ -118,6 +155,20 @@ size_t ib_blockcache_cached(ib_blockcache *c) {
 size_t ib_blockcache_hits(ib_blockcache *c) {
   pthread_mutex_lock(&c->lock);
   size_t n = c->hits;
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
+size_t ib_blockcache_cached_bytes(ib_blockcache *c) {
+  pthread_mutex_lock(&c->lock);
+  size_t n = c->bytes;
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
+size_t ib_blockcache_out_bytes(ib_blockcache *c) {
+  pthread_mutex_lock(&c->lock);
+  size_t n = c->out;
   pthread_mutex_unlock(&c->lock);
   return n;
 }

@@ -5,10 +5,16 @@
  * malloc of that size is a fresh mmap: every page faults in zeroed on its
  * first touch and is unmapped again on free, which at 2048^2 and up costs
  * as much as the copy of the pixels itself (`imgbatch run`). A freed block
- * goes to the cache (at most IB_BLOCKCACHE_KEEP blocks and max_bytes in all;
- * past that it is freed) and is handed out again to a request it fits
- * within a quarter of its size. The cached blocks are memory beyond the
- * executor's credits, bounded by max_bytes.
+ * goes to the cache (at most IB_BLOCKCACHE_KEEP blocks; past that it is
+ * freed) and is handed out again to a request it fits within a quarter of
+ * its size.
+ *
+ * max_bytes (the executor's host_bytes) bounds the cached blocks and the
+ * large blocks handed out together: a block is kept only while both fit,
+ * and cached blocks are freed before a fresh block would take the sum past
+ * it. So the cache never adds to what the credits let the jobs hold: the
+ * large blocks held in all stay within max_bytes, unless the blocks out
+ * alone exceed it (the cache is empty then).
  *
  * Thread-safe. Reference counted: the backend holds one reference and
  * every block handed out another, so a result image freed after its
@@ -46,5 +52,9 @@ ProtobufCAllocator *ib_blockcache_allocator(ib_blockcache *c);
 /* For tests: blocks cached now, and gets served from the cache so far. */
 size_t ib_blockcache_cached(ib_blockcache *c);
 size_t ib_blockcache_hits(ib_blockcache *c);
+/* For tests: bytes of the cached blocks, and of the blocks of
+ * IB_BLOCKCACHE_MIN or more handed out and not yet given back. */
+size_t ib_blockcache_cached_bytes(ib_blockcache *c);
+size_t ib_blockcache_out_bytes(ib_blockcache *c);
 
 #endif

@@ -1,7 +1,6 @@
 /* Kernel compiles on a pool of threads (see compile_pool.h). */
 #include "gpu/compile_pool.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +12,8 @@ typedef struct centry {
   struct centry *hnext; /* hash chain */
   struct centry *qnext; /* FIFO of queued entries, then of done ones */
   ib_cpool_state state; /* QUEUED, RUNNING or DONE */
+  bool late;            /* QUEUED or RUNNING past the time bound */
+  uint64_t due_us;      /* RUNNING: when it goes late */
   char *src;            /* NULL: generate from chain */
   char name[64];
   ib_gchain chain;
@@ -33,6 +34,8 @@ struct ib_cpool {
   pthread_t *threads;
   int n_threads;
   bool stop;
+  uint64_t next_due_us; /* no RUNNING entry goes late before this */
+  int late_running;     /* threads still inside a late compile */
   ib_cpool_stats st;
 };
 
@@ -59,6 +62,61 @@ static uint64_t now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Under the lock. A thread that waits on a compile that never returns is
+ * lost to the pool (NVRTC cannot be interrupted); once every thread is,
+ * nothing queued can start either, so queued entries go late too. */
+static void mark_queue(ib_cpool *p, bool late) {
+  for (centry *e = p->q_head; e; e = e->qnext) {
+    if (late && !e->late) p->st.timed_out++;
+    e->late = late;
+  }
+}
+
+/* Under the lock: marks LATE what passed the time bound. Scans the table
+ * only once the earliest due time passed (entries start later, so the
+ * earliest due time only moves on). */
+static void expire(ib_cpool *p) {
+  if (!p->o.timeout_ms) return;
+  const uint64_t now = now_us();
+  if (now < p->next_due_us) return;
+  p->next_due_us = UINT64_MAX;
+  for (size_t b = 0; b < p->n_buckets; b++)
+    for (centry *e = p->buckets[b]; e; e = e->hnext) {
+      if (e->state != IB_CP_RUNNING || e->late) continue;
+      if (e->due_us <= now) {
+        e->late = true;
+        p->late_running++;
+        p->st.timed_out++;
+      } else if (e->due_us < p->next_due_us) {
+        p->next_due_us = e->due_us;
+      }
+    }
+  if (p->late_running >= p->n_threads) mark_queue(p, true);
+}
+
+/* What callers see of an entry. */
+static ib_cpool_state state_of(const centry *e) {
+  if (!e) return IB_CP_NONE;
+  return e->late && e->state != IB_CP_DONE ? IB_CP_LATE : e->state;
+}
+
+/* The absolute CLOCK_MONOTONIC time to wake at: `until` (us, the caller's
+ * own limit), brought forward to just past the next due time, so a waiter
+ * sees a compile go late, and to just past one bound from now, the
+ * earliest due time of a compile that starts while it sleeps. */
+static struct timespec wake_at(const ib_cpool *p, uint64_t until) {
+  uint64_t t = until;
+  if (p->o.timeout_ms) {
+    uint64_t due = now_us() + (uint64_t)p->o.timeout_ms * 1000u;
+    if (p->next_due_us < due) due = p->next_due_us;
+    due += 1000u; /* just past it: expire() then sees it due */
+    if (due < t) t = due;
+  }
+  if (t > (uint64_t)INT32_MAX * 1000000u) t = (uint64_t)INT32_MAX * 1000000u;
+  return (struct timespec){.tv_sec = (time_t)(t / 1000000u),
+                           .tv_nsec = (long)(t % 1000000u) * 1000};
 }
 
 static void compile(ib_cpool *p, centry *e) {
@@ -91,11 +149,24 @@ static void *worker(void *arg) {
     if (!p->q_head) p->q_tail = NULL;
     e->qnext = NULL;
     e->state = IB_CP_RUNNING;
+    e->late = false; /* queued late behind stuck threads: its own bound now */
+    if (p->o.timeout_ms) {
+      e->due_us = now_us() + (uint64_t)p->o.timeout_ms * 1000u;
+      if (e->due_us < p->next_due_us) p->next_due_us = e->due_us;
+    }
     /* The entry stays in the table (RUNNING): only this thread touches
      * its result until it is DONE, and free joins us before freeing it. */
     pthread_mutex_unlock(&p->mu);
+    if (p->o.on_start) p->o.on_start(p->o.ctx, e->res.sig);
     compile(p, e);
     pthread_mutex_lock(&p->mu);
+    if (e->late) {
+      /* It finished after all: its jobs failed, its result is kept as any
+       * other, and this thread can take queued work again. */
+      e->late = false;
+      p->late_running--;
+      mark_queue(p, false);
+    }
     e->state = IB_CP_DONE;
     if (p->d_tail)
       p->d_tail->qnext = e;
@@ -142,7 +213,12 @@ ib_cpool *ib_cpool_new(ib_kcache *kc, const ib_cpool_options *o, ib_error *err) 
   snprintf(p->arch, sizeof p->arch, "%s", o->arch);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->work, NULL);
-  pthread_cond_init(&p->done, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* wake_at's clock */
+  pthread_cond_init(&p->done, &ca);
+  pthread_condattr_destroy(&ca);
+  p->next_due_us = UINT64_MAX;
   p->n_buckets = 16;
   while (p->n_buckets < 2u * o->max_pending) p->n_buckets *= 2;
   p->buckets = calloc(p->n_buckets, sizeof *p->buckets);
@@ -187,6 +263,7 @@ void ib_cpool_free(ib_cpool *p) {
  * entries, or inserts e. */
 static ib_cpool_state enqueue(ib_cpool *p, centry *e, uint32_t limit) {
   pthread_mutex_lock(&p->mu);
+  expire(p);
   p->st.requests++;
   centry **s = slot(p, e->res.sig);
   ib_cpool_state r;
@@ -206,6 +283,10 @@ static ib_cpool_state enqueue(ib_cpool *p, centry *e, uint32_t limit) {
     p->q_tail = e;
     p->st.pending++;
     p->st.depth++;
+    if (p->o.timeout_ms && p->late_running >= p->n_threads) {
+      e->late = true; /* no thread can start it */
+      p->st.timed_out++;
+    }
     pthread_cond_signal(&p->work);
     e = NULL;
     r = IB_CP_QUEUED;
@@ -247,8 +328,8 @@ ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char 
 
 ib_cpool_state ib_cpool_poll(ib_cpool *p, const char *sig) {
   pthread_mutex_lock(&p->mu);
-  centry *e = *slot(p, sig);
-  ib_cpool_state s = e ? e->state : IB_CP_NONE;
+  expire(p);
+  ib_cpool_state s = state_of(*slot(p, sig));
   pthread_mutex_unlock(&p->mu);
   return s;
 }
@@ -271,8 +352,9 @@ static void hand_over(ib_cpool *p, centry *e, ib_cpool_result *out) {
 
 ib_cpool_state ib_cpool_take(ib_cpool *p, const char *sig, ib_cpool_result *out) {
   pthread_mutex_lock(&p->mu);
+  expire(p);
   centry *e = *slot(p, sig);
-  ib_cpool_state s = e ? e->state : IB_CP_NONE;
+  ib_cpool_state s = state_of(e);
   if (s == IB_CP_DONE) hand_over(p, e, out);
   pthread_mutex_unlock(&p->mu);
   return s;
@@ -287,23 +369,19 @@ ib_cpool_state ib_cpool_next_done(ib_cpool *p, ib_cpool_result *out) {
 }
 
 ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  if (timeout_ms >= 0) {
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  }
+  const uint64_t until = timeout_ms < 0 ? UINT64_MAX : now_us() + (uint64_t)timeout_ms * 1000u;
   pthread_mutex_lock(&p->mu);
   ib_cpool_state s;
   for (;;) {
-    centry *e = *slot(p, sig);
-    s = e ? e->state : IB_CP_NONE;
-    if (s == IB_CP_DONE || s == IB_CP_NONE) break;
-    if (timeout_ms < 0)
+    expire(p);
+    s = state_of(*slot(p, sig));
+    if (s == IB_CP_DONE || s == IB_CP_NONE || s == IB_CP_LATE || now_us() >= until) break;
+    if (timeout_ms < 0 && !p->o.timeout_ms) {
       pthread_cond_wait(&p->done, &p->mu);
-    else if (pthread_cond_timedwait(&p->done, &p->mu, &until) == ETIMEDOUT)
-      break;
+    } else {
+      const struct timespec at = wake_at(p, until);
+      pthread_cond_timedwait(&p->done, &p->mu, &at);
+    }
   }
   pthread_mutex_unlock(&p->mu);
   return s;
@@ -312,8 +390,8 @@ ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms) {
 ib_cpool_state ib_cpool_urgent(ib_cpool *p, const char *sig) {
   pthread_mutex_lock(&p->mu);
   centry *e = *slot(p, sig);
-  ib_cpool_state s = e ? e->state : IB_CP_NONE;
-  if (s == IB_CP_QUEUED && p->q_head != e) {
+  ib_cpool_state s = state_of(e);
+  if (e && e->state == IB_CP_QUEUED && p->q_head != e) {
     centry *prev = p->q_head;
     while (prev->qnext != e) prev = prev->qnext;
     prev->qnext = e->qnext;
@@ -325,25 +403,33 @@ ib_cpool_state ib_cpool_urgent(ib_cpool *p, const char *sig) {
   return s;
 }
 
+/* Under the lock: finished or late, the count the executor waits on to
+ * move (cuda_tier.c ready_epoch). */
+static uint64_t moved(const ib_cpool *p) {
+  return p->st.compiles + p->st.cache_hits + p->st.timed_out;
+}
+
 bool ib_cpool_wait_any(ib_cpool *p, int timeout_ms) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  const uint64_t until = now_us() + (uint64_t)timeout_ms * 1000u;
   pthread_mutex_lock(&p->mu);
+  expire(p);
   const bool busy = p->st.depth > 0;
-  const uint64_t finished = p->st.compiles + p->st.cache_hits;
-  while (busy && p->st.compiles + p->st.cache_hits == finished)
-    if (pthread_cond_timedwait(&p->done, &p->mu, &until) == ETIMEDOUT) break;
+  const uint64_t before = moved(p);
+  while (busy && moved(p) == before && now_us() < until) {
+    const struct timespec at = wake_at(p, until);
+    pthread_cond_timedwait(&p->done, &p->mu, &at);
+    expire(p);
+  }
   pthread_mutex_unlock(&p->mu);
   return busy;
 }
 
 uint32_t ib_cpool_bound(const ib_cpool *p) { return p->o.max_pending; }
+uint32_t ib_cpool_timeout_ms(const ib_cpool *p) { return p->o.timeout_ms; }
 
 ib_cpool_stats ib_cpool_stats_get(ib_cpool *p) {
   pthread_mutex_lock(&p->mu);
+  expire(p);
   ib_cpool_stats s = p->st;
   pthread_mutex_unlock(&p->mu);
   return s;

@@ -13,9 +13,22 @@
  * becomes backpressure. An entry leaves the table when its
  * result is taken (ib_cpool_take, ib_cpool_next_done).
  *
- * Thread-safe; nothing blocks on a compile but ib_cpool_wait and
- * ib_cpool_free, which lets running compiles finish (NVRTC cannot be
- * interrupted), drops queued ones and frees every result nobody took.
+ * A time bound (timeout_ms) keeps a compile that never returns from
+ * holding its jobs for good: a compile running longer than the bound, and
+ * every queued one while each thread runs such a compile, is LATE. Jobs
+ * waiting for a LATE signature fail (cuda_tier.c: a fault of the worker,
+ * not of the job); a request for it coalesces onto it and is LATE too.
+ * NVRTC cannot be interrupted, so the thread goes on: should the compile
+ * finish after all, the entry becomes DONE and its result is taken as
+ * any other (the module cache keeps it); a queued LATE entry is compiled
+ * once a thread is free again. The bound is checked by the calls below
+ * (poll, take, wait, wait_any, stats), not by a timer of its own.
+ *
+ * Thread-safe; nothing blocks on a compile but ib_cpool_wait (up to the
+ * time bound when there is one) and ib_cpool_free, which lets running
+ * compiles finish (NVRTC cannot be interrupted: a compile that never
+ * returns keeps free from returning), drops queued ones and frees every
+ * result nobody took.
  */
 #ifndef IB_GPU_COMPILE_POOL_H
 #define IB_GPU_COMPILE_POOL_H
@@ -42,6 +55,13 @@ typedef struct ib_cpool_options {
    * submitting thread can be woken to take it. NULL: none. */
   void (*on_done)(void *ctx);
   void *ctx;
+  /* Called (pool thread, no lock held) before each compile of `sig`; tests
+   * hold a compile there to stand for an NVRTC call that does not return.
+   * NULL: none. */
+  void (*on_start)(void *ctx, const char *sig);
+  /* The time bound of a compile (see above), from the moment a thread
+   * starts it; 0: none. */
+  uint32_t timeout_ms;
 } ib_cpool_options;
 
 /* kc must outlive the pool. NULL and err filled when a thread cannot start
@@ -56,6 +76,7 @@ typedef enum ib_cpool_state {
   IB_CP_DONE,      /* finished (image or error): take it */
   IB_CP_COALESCED, /* request(): an entry for this signature was there already */
   IB_CP_FULL,      /* request(): the table is at its bound; nothing queued */
+  IB_CP_LATE,      /* queued or compiling past the time bound (see above) */
 } ib_cpool_state;
 
 /* Requests the chain's module (its source is generated on a pool thread).
@@ -71,7 +92,7 @@ ib_cpool_state ib_cpool_request_chain_below(ib_cpool *p, const ib_gchain *c, uin
 ib_cpool_state ib_cpool_request_source(ib_cpool *p, const char *sig, const char *name,
                                        const char *src);
 
-/* Non-blocking: NONE, QUEUED, RUNNING or DONE. */
+/* Non-blocking: NONE, QUEUED, RUNNING, LATE or DONE. */
 ib_cpool_state ib_cpool_poll(ib_cpool *p, const char *sig);
 
 typedef struct ib_cpool_result {
@@ -87,23 +108,27 @@ typedef struct ib_cpool_result {
 } ib_cpool_result;
 
 /* Hands over the result of `sig` when it is DONE (the entry leaves the
- * table; returns DONE), else returns its state and leaves *out alone. */
+ * table; returns DONE), else returns its state (LATE included) and leaves
+ * *out alone. */
 ib_cpool_state ib_cpool_take(ib_cpool *p, const char *sig, ib_cpool_result *out);
 /* Hands over the oldest finished result, whatever its signature: DONE, or
  * NONE when nothing has finished. */
 ib_cpool_state ib_cpool_next_done(ib_cpool *p, ib_cpool_result *out);
-/* Blocks until `sig` is DONE or NONE, or `timeout_ms` passed (< 0: no
- * limit); returns the state then. */
+/* Blocks until `sig` is DONE, NONE or LATE, or `timeout_ms` passed (< 0:
+ * no limit but the pool's time bound); returns the state then. */
 ib_cpool_state ib_cpool_wait(ib_cpool *p, const char *sig, int timeout_ms);
 
 /* Moves a QUEUED signature to the front of the queue, because a job now
  * waits for it; returns its state (no-op unless QUEUED). */
 ib_cpool_state ib_cpool_urgent(ib_cpool *p, const char *sig);
-/* Blocks until some queued or running compile finishes, or `timeout_ms`
- * (>= 0) passed; false at once when nothing is queued or compiling. */
+/* Blocks until some queued or running compile finishes or goes LATE, or
+ * `timeout_ms` (>= 0) passed; false at once when nothing is queued or
+ * compiling. */
 bool ib_cpool_wait_any(ib_cpool *p, int timeout_ms);
 /* max_pending. */
 uint32_t ib_cpool_bound(const ib_cpool *p);
+/* timeout_ms. */
+uint32_t ib_cpool_timeout_ms(const ib_cpool *p);
 
 /* Counts kept for the executor's counters: the pool's own, and two the
  * backend reports through it (ib_cpool_note). */
@@ -112,6 +137,7 @@ typedef struct ib_cpool_stats {
   uint64_t compiles;   /* finished requests that ran NVRTC (failed ones too) */
   uint64_t cache_hits; /* finished requests the memory or disk cache answered */
   uint64_t failed;
+  uint64_t timed_out;  /* requests that went LATE (each time it happened) */
   uint64_t compile_us; /* total wall time of the compiles */
   uint64_t depth;      /* queued + compiling now */
   uint64_t pending;    /* table entries now (depth + done untaken) */

@@ -39,6 +39,10 @@
 
 #define IB_MAX_STREAMS 8
 #define IB_CUDA_THREADS 256u
+/* ib_executor_options.compile_timeout_ms 0: below the worker's default
+ * --stall-seconds (60), so a wedged compile is answered as the worker's
+ * fault before the stall rule would answer its job with Timeout. */
+#define IB_COMPILE_TIMEOUT_MS_DEFAULT 30000u
 
 /* A loaded kernel module, an entry of ib_cuda.mods; or (interp) a chain
  * run by the interpreter tier, with its step table, for one submission. */
@@ -78,18 +82,28 @@ typedef struct ib_tier_head {
   int stage;
 } ib_tier_head;
 
-/* The last graph admission planned with the compile pool on (driving
- * thread): a graph whose nodes equal `like`'s (ib_cuda_same_nodes) has the
- * same stages, so a stream of one graph plans once for admission and for
- * job_ready. It keeps only what the graph fixes - which heads it has;
- * whether their kernels are loaded is looked up afresh every time, so a
- * finished compile is seen at once. */
-typedef struct ib_tier_memo {
+/* A graph admission planned with the compile pool on: a graph whose nodes
+ * equal `like`'s (ib_cuda_same_nodes) has the same stages. It keeps only
+ * what the graph fixes - which heads it has; whether their kernels are
+ * loaded is looked up afresh every time, so a finished compile is seen at
+ * once. */
+typedef struct ib_tier_graph {
   ib_graph like;
   bool valid;
   ib_gplan plan; /* like's plan: the charge (job_bytes) of a new graph takes it too */
   ib_tier_head *heads;
   int n_heads, cap;
+  uint64_t used; /* the memo's clock at its last use */
+} ib_tier_graph;
+
+/* The last IB_TIER_MEMO_GRAPHS graphs admission planned (driving thread),
+ * so a stream that interleaves a few graphs plans each once for admission,
+ * job_ready and its charge. The least recently used one makes room. */
+#define IB_TIER_MEMO_GRAPHS 8
+typedef struct ib_tier_memo {
+  ib_tier_graph g[IB_TIER_MEMO_GRAPHS];
+  ib_tier_graph *last; /* the one looked up last (tests read its heads) */
+  uint64_t clock;
   uint64_t plans; /* graphs planned for it (a memo miss each) */
 } ib_tier_memo;
 
@@ -259,8 +273,8 @@ bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms);
  * let go, or failed) counts as ready: its stage compiles inline, as
  * without the pool, from the disk cache where the pool left it. */
 bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g);
-/* The plan admission made of `g` (a graph whose nodes equal the tier
- * memo's), for its charge; NULL when there is none. */
+/* The plan admission made of `g` (a graph whose nodes equal one in the
+ * tier memo), for its charge; NULL when there is none. */
 const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g);
 /* backend.h ready_epoch: compiles the pool finished. */
 uint64_t ib_cuda_tier_epoch(ib_cuda *c);

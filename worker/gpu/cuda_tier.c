@@ -17,7 +17,17 @@
  * parks it out of submissions, so no other job waits for that compile.
  * Only a job submitted regardless (queue mode off, or nothing left
  * compiling) waits inside its submission, for that compile moved to the
- * front of the queue, not for an inline one. */
+ * front of the queue, not for an inline one.
+ *
+ * A compile has a time bound (compile_timeout_ms): one still running past
+ * it is LATE (compile_pool.h), and so is every queued one once each pool
+ * thread is stuck in such a compile. A job needing a LATE kernel is ready
+ * (no parked job waits for good, deadline or not) and its submission
+ * fails it with IB_INTERNAL: a stuck compiler is a fault of the worker,
+ * not of the job (SPEC 6), so the worker retries it rather than answer it;
+ * its credits come back as for any failed job. NVRTC cannot be
+ * interrupted: the pool thread goes on, and a late result is kept as any
+ * other should it come. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +58,13 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
     rc = c->cu->cuModuleGetFunction(&c->ilsum, c->imod, IB_INTERP_LSUM_KERNEL);
   if (rc != CUDA_SUCCESS)
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_ADMIT, "loading the interpreter module");
-  ib_cpool_options po = {.threads = o->compile_threads,
-                         .max_pending = o->compile_queue ? o->compile_queue : 64,
-                         .arch = c->arch,
-                         .opts = nvrtc_opts,
-                         .n_opts = 1};
+  ib_cpool_options po = {
+      .threads = o->compile_threads,
+      .max_pending = o->compile_queue ? o->compile_queue : 64,
+      .arch = c->arch,
+      .opts = nvrtc_opts,
+      .n_opts = 1,
+      .timeout_ms = o->compile_timeout_ms ? o->compile_timeout_ms : IB_COMPILE_TIMEOUT_MS_DEFAULT};
   c->cpool = ib_cpool_new(c->kc, &po, err);
   return c->cpool ? IB_OK : (err->status ? err->status : IB_INTERNAL);
 }
@@ -60,9 +72,12 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
 void ib_cuda_tier_close(ib_cuda *c) {
   ib_cpool_free(c->cpool); /* lets running compiles finish; before the cache goes */
   c->cpool = NULL;
-  ib_cuda_like_free(&c->tmemo.like);
-  ib_gplan_free(&c->tmemo.plan);
-  free(c->tmemo.heads);
+  for (int i = 0; i < IB_TIER_MEMO_GRAPHS; i++) {
+    ib_tier_graph *t = &c->tmemo.g[i];
+    ib_cuda_like_free(&t->like);
+    ib_gplan_free(&t->plan);
+    free(t->heads);
+  }
   c->tmemo = (ib_tier_memo){0};
   if (c->imod) c->cu->cuModuleUnload(c->imod);
   c->imod = NULL;
@@ -114,51 +129,72 @@ static ib_cpool_state request(ib_cuda *c, const ib_gchain *ch, uint32_t limit) {
   return q;
 }
 
-/* The heads of `g` (c->tmemo): from the memo when g's nodes equal the
- * last planned graph's, else planned now. */
-static ib_status tier_heads(ib_cuda *c, const ib_graph *g, ib_error *err) {
+/* The memo's graph whose nodes equal g's; NULL when none does. The last
+ * one used first: a stream of one graph compares once. */
+static ib_tier_graph *memo_find(ib_tier_memo *m, const ib_graph *g) {
+  if (m->last && m->last->valid && ib_cuda_same_nodes(g, &m->last->like)) return m->last;
+  for (int i = 0; i < IB_TIER_MEMO_GRAPHS; i++)
+    if (m->g[i].valid && ib_cuda_same_nodes(g, &m->g[i].like)) return &m->g[i];
+  return NULL;
+}
+
+/* The heads of `g` (*out, also c->tmemo.last): from the memo when g's
+ * nodes equal a kept graph's, else planned now in place of the least
+ * recently used one. */
+static ib_status tier_heads(ib_cuda *c, const ib_graph *g, ib_tier_graph **out, ib_error *err) {
   ib_tier_memo *m = &c->tmemo;
-  if (m->valid && ib_cuda_same_nodes(g, &m->like)) return IB_OK;
-  m->valid = false;
-  m->n_heads = 0;
+  ib_tier_graph *t = memo_find(m, g);
+  const bool hit = t;
+  if (!hit) {
+    t = &m->g[0];
+    for (int i = 0; i < IB_TIER_MEMO_GRAPHS && t->valid; i++)
+      if (!m->g[i].valid || m->g[i].used < t->used) t = &m->g[i];
+  }
+  t->used = ++m->clock;
+  m->last = *out = t;
+  if (hit) return IB_OK;
+  t->valid = false;
+  t->n_heads = 0;
   m->plans++;
-  ib_gplan_free(&m->plan);
-  ib_gplan *p = &m->plan;
+  ib_gplan_free(&t->plan);
+  ib_gplan *p = &t->plan;
   ib_status st = ib_gplan_build(g, p, err); /* frees what it built on failure */
   if (st != IB_OK) return st;
   for (int k = 0; st == IB_OK && k < p->n_stages; k++) {
     const ib_gchain *ch = &p->stages[k].chain;
     if (ib_interp_can_run(ch)) continue;
-    if (m->n_heads == m->cap) {
-      const int cap = m->cap ? 2 * m->cap : 4;
-      ib_tier_head *h = realloc(m->heads, (size_t)cap * sizeof *h);
+    if (t->n_heads == t->cap) {
+      const int cap = t->cap ? 2 * t->cap : 4;
+      ib_tier_head *h = realloc(t->heads, (size_t)cap * sizeof *h);
       if (!h) {
         st = ib_cuda_oom(err);
         break;
       }
-      m->heads = h;
-      m->cap = cap;
+      t->heads = h;
+      t->cap = cap;
     }
-    ib_tier_head *h = &m->heads[m->n_heads++];
+    ib_tier_head *h = &t->heads[t->n_heads++];
     h->chain = *ch;
     h->stage = k;
     ib_cuda_sigkey(ch, &h->sk);
   }
   /* Only a graph with its wire bytes can equal a later one. */
-  if (st == IB_OK) m->valid = ib_cuda_like_keep(&m->like, g);
+  if (st == IB_OK) t->valid = ib_cuda_like_keep(&t->like, g);
   return st;
 }
 
 const ib_gplan *ib_cuda_tier_plan(ib_cuda *c, const ib_graph *g) {
-  const ib_tier_memo *m = &c->tmemo;
-  return c->cpool && m->valid && ib_cuda_same_nodes(g, &m->like) ? &m->plan : NULL;
+  if (!c->cpool) return NULL;
+  const ib_tier_graph *t = memo_find(&c->tmemo, g);
+  return t ? &t->plan : NULL;
 }
 
 ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err) {
   if (!c->cpool) return IB_OK;
-  ib_status st = tier_heads(c, g, err);
-  for (int k = 0; st == IB_OK && k < c->tmemo.n_heads; k++) {
-    const ib_tier_head *h = &c->tmemo.heads[k];
+  ib_tier_graph *t;
+  ib_status st = tier_heads(c, g, &t, err);
+  for (int k = 0; st == IB_OK && k < t->n_heads; k++) {
+    const ib_tier_head *h = &t->heads[k];
     if (ib_lru_has(&c->mods, h->sk.key) ||
         request(c, &h->chain, ib_cpool_bound(c->cpool)) != IB_CP_FULL)
       continue; /* NONE (out of memory): its stage compiles inline */
@@ -175,16 +211,19 @@ ib_status ib_cuda_tier_admit(ib_cuda *c, const ib_graph *g, ib_error *err) {
 bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g) {
   if (!c->cpool) return true;
   ib_error err = {0};
-  if (tier_heads(c, g, &err) != IB_OK) return true; /* its submission reports the error */
+  ib_tier_graph *t;
+  if (tier_heads(c, g, &t, &err) != IB_OK) return true; /* its submission reports the error */
   bool ready = true;
-  for (int k = 0; k < c->tmemo.n_heads; k++) {
-    const ib_tier_head *h = &c->tmemo.heads[k];
+  for (int k = 0; k < t->n_heads; k++) {
+    const ib_tier_head *h = &t->heads[k];
     if (ib_lru_has(&c->mods, h->sk.key)) continue;
     ib_cpool_result r;
     const ib_cpool_state q = ib_cpool_take(c->cpool, h->sk.sig, &r);
     if (q == IB_CP_DONE) { /* loaded unpinned; a failed compile is dropped */
       if (c->cu->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) adopt(c, &h->chain, &r, NULL, NULL, &err);
       free(r.image);
+    } else if (q == IB_CP_LATE) {
+      continue; /* its submission fails it (ib_cuda_stage_func) */
     } else if (q != IB_CP_NONE) {
       ib_cpool_urgent(c->cpool, h->sk.sig); /* a job waits for it */
       ready = false;
@@ -196,7 +235,7 @@ bool ib_cuda_tier_ready(ib_cuda *c, const ib_graph *g) {
 uint64_t ib_cuda_tier_epoch(ib_cuda *c) {
   if (!c->cpool) return 0;
   const ib_cpool_stats s = ib_cpool_stats_get(c->cpool);
-  return s.compiles + s.cache_hits;
+  return s.compiles + s.cache_hits + s.timed_out; /* finished or gone late */
 }
 
 bool ib_cuda_tier_admit_wait(ib_cuda *c, int timeout_ms) {
@@ -228,6 +267,17 @@ static ib_kfunc *interp_func(ib_backend_submission *s, const ib_gchain *ch, cons
   return f;
 }
 
+/* A stage whose kernel compile passed the pool's time bound. */
+static ib_status late(const ib_cuda *c, const char *sig, ib_error *err) {
+  err->status = IB_INTERNAL;
+  err->stage = IB_STAGE_EXECUTE;
+  snprintf(err->message, sizeof err->message,
+           "execute: the kernel compile of %.160s did not finish within %u ms (a fault of the "
+           "worker's compiler, not of the job)",
+           sig, ib_cpool_timeout_ms(c->cpool));
+  return IB_INTERNAL;
+}
+
 /* A module pinned for the submission: one pin slot per stage at most. */
 static ib_status pinned(ib_backend_submission *s, ib_status st) {
   if (st == IB_OK) s->n_pins++;
@@ -257,12 +307,14 @@ ib_status ib_cuda_stage_func(ib_backend_submission *s, const ib_gchain *ch, ib_k
   }
   const bool waits = q != IB_CP_DONE;
   if (waits) ib_cpool_note(c->cpool, IB_CP_NOTE_WAITED, 1);
-  if (waits && q != IB_CP_NONE) {
+  if (waits && q != IB_CP_NONE && q != IB_CP_LATE) {
     /* A head whose compile admission requested: this job waits for it,
-     * first in line. */
+     * first in line, up to the pool's time bound. */
     ib_cpool_urgent(c->cpool, sig);
-    q = ib_cpool_wait(c->cpool, sig, -1) == IB_CP_DONE ? ib_cpool_take(c->cpool, sig, &r) : q;
+    q = ib_cpool_wait(c->cpool, sig, -1);
+    if (q == IB_CP_DONE) q = ib_cpool_take(c->cpool, sig, &r);
   }
+  if (q == IB_CP_LATE) return late(c, sig, err);
   if (q == IB_CP_DONE) {
     adopt(c, ch, &r, out, pin, err);
     if (*out) return pinned(s, IB_OK);

@@ -245,6 +245,13 @@ typedef struct ib_executor_options {
                                 * kernel when the pool is full is IB_QUEUE_FULL at
                                 * admission (a run stream waits for a compile to finish
                                 * and retries). Both counted in compile_queue_full */
+  uint32_t compile_timeout_ms; /* cuda, compile_threads > 0: a kernel compile still running
+                                * after this (or queued while every compile thread is
+                                * stuck in such a compile) fails the jobs waiting for it
+                                * with IB_INTERNAL at stage execute, parked ones included
+                                * (their credits return): a fault of the worker, not of
+                                * the job. NVRTC cannot be interrupted; a late result is
+                                * kept should it come. 0 = 30000 */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
 } ib_executor_options;

@@ -17,7 +17,11 @@ enum {
   IB_FIELD_SOURCE_KIND_FIRST = 1,
   IB_FIELD_SOURCE_RAW = 3, /* Source.raw (RawImage) */
   IB_FIELD_SOURCE_KIND_LAST = 4,
-  IB_FIELD_RAW_IMAGE_DATA = 4 /* RawImage.data (bytes) */
+  IB_FIELD_RAW_IMAGE_DATA = 4, /* RawImage.data (bytes) */
+  /* result_msg.c reads whether a result encodes off its spec snapshot. */
+  IB_FIELD_OUTPUT_SPEC_CPU = 1,  /* OutputSpec.cpu (CpuOutput, oneof target) */
+  IB_FIELD_OUTPUT_SPEC_GPU = 2,  /* OutputSpec.gpu (GpuOutput, oneof target) */
+  IB_FIELD_CPU_OUTPUT_FORMAT = 1 /* CpuOutput.format (enum Format) */
 };
 
 #endif

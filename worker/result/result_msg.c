@@ -7,6 +7,8 @@
 #include "codec/codec.h"
 #include "core/error.h"
 #include "core/utf8.h"
+#include "parse/wire_check.h"
+#include "parse/wire_fields.h"
 
 /* Every string a Result carries is valid UTF-8, or strict protobuf runtimes
  * refuse the whole Result (and a client loses its batch). Parsing already
@@ -98,14 +100,39 @@ static bool cpu_encodes(const Imgbatch__V1__CpuOutput *cpu) {
   return cpu && cpu->format != IMGBATCH__V1__FORMAT__RAW;
 }
 
+/* Read off the spec's wire bytes, as protobuf-c would unpack them (the last
+ * target of the oneof wins, and its last format), so that building the
+ * message (encode_result) is the one unpack of the spec per result. The
+ * bytes are the executor's own pack of a parsed Job; malformed ones answer
+ * false, as a failed unpack did. */
 bool ib_result_msg_encodes(const ib_result *res) {
   if (res->kind != IB_RESULT_IMAGE || !res->output_spec_len) return false;
-  Imgbatch__V1__OutputSpec *spec =
-      imgbatch__v1__output_spec__unpack(NULL, res->output_spec_len, res->output_spec);
-  bool enc =
-      spec && spec->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU && cpu_encodes(spec->cpu);
-  if (spec) imgbatch__v1__output_spec__free_unpacked(spec, NULL);
-  return enc;
+  const uint8_t *p = res->output_spec, *end = p + res->output_spec_len;
+  bool cpu = false;
+  int32_t format = IMGBATCH__V1__FORMAT__RAW;
+  ib_wire_field f;
+  int r;
+  while ((r = ib_wire_next(&p, end, &f)) == 1) {
+    if (f.fn != IB_FIELD_OUTPUT_SPEC_CPU && f.fn != IB_FIELD_OUTPUT_SPEC_GPU) continue;
+    if (f.wt != IB_WT_LEN) return false; /* unpack refuses it */
+    /* Each target field replaces the one before (protobuf-c keeps the last
+     * member of a oneof, not a merge of repeated ones). */
+    cpu = f.fn == IB_FIELD_OUTPUT_SPEC_CPU;
+    format = IMGBATCH__V1__FORMAT__RAW;
+    if (!cpu) continue;
+    const uint8_t *q = f.val, *qend = f.val + f.vlen;
+    ib_wire_field g;
+    int s;
+    while ((s = ib_wire_next(&q, qend, &g)) == 1) {
+      uint64_t v;
+      const uint8_t *vp = g.val;
+      if (g.fn != IB_FIELD_CPU_OUTPUT_FORMAT) continue;
+      if (g.wt != IB_WT_VARINT || !ib_wire_varint(&vp, g.end, &v)) return false;
+      format = (int32_t)(uint32_t)v; /* an enum is an int32 on the wire */
+    }
+    if (s < 0) return false;
+  }
+  return r == 0 && cpu && format != IMGBATCH__V1__FORMAT__RAW;
 }
 
 static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend_raw,

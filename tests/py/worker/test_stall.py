@@ -130,3 +130,15 @@ def test_stall_seconds_is_a_checked_number():
                            env={**{k: v for k, v in os.environ.items()
                                    if not k.startswith("IMGBATCH_")}, **env})
         assert p.returncode == 2, (args, env, p.returncode, p.stderr)
+
+
+def test_compile_timeout_is_a_checked_number():
+    """--compile-timeout S: the kernel compile bound (cuda; README Kernel compiles)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("IMGBATCH_")}
+    for args, env in ((["--compile-timeout", "0"], {}), (["--compile-timeout", "soon"], {}),
+                      ([], {"IMGBATCH_COMPILE_TIMEOUT": "-1"})):
+        p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1", *args],
+                           capture_output=True, text=True, timeout=30, env={**clean, **env})
+        assert p.returncode == 2, (args, env, p.returncode, p.stderr)
+    usage = subprocess.run([BIN, "worker", "--help"], capture_output=True, text=True).stdout
+    assert "--compile-timeout S" in usage
