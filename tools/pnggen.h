@@ -110,7 +110,7 @@ static inline bool pg_make(const pg_spec *s, uint8_t **out, size_t *len) {
                  : s->color == PNG_COLOR_TYPE_RGB_ALPHA  ? 4
                                                          : 1;
   size_t rowbytes = ((size_t)s->width * (size_t)channels * (size_t)s->depth + 7) / 8;
-  uint8_t *px = malloc(rowbytes * s->height + 1);
+  uint8_t *px = calloc(rowbytes * s->height + 8, 1); /* +8: the tRNS colour reads 6 */
   png_bytep *rows = malloc(sizeof *rows * (s->height ? s->height : 1));
   if (!px || !rows) abort();
   int npal = s->palette ? s->palette : 1 << s->depth;
