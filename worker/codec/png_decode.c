@@ -30,6 +30,23 @@ enum { TAIL_SLACK = 64 * 1024 };
 static const png_byte skipped[] = "tEXt\0zTXt\0iTXt\0iCCP\0sPLT\0eXIf";
 enum { N_SKIPPED = 6 };
 
+/* Whether a skipped chunk comes before IHDR. libpng's own handlers refuse
+ * one there ("tEXt: missing IHDR") where an unknown chunk passes, so such a
+ * file is read with every chunk handled: libpng then fails it as libvips'
+ * read did. Walks the chunk headers only. */
+static bool skipped_before_ihdr(const uint8_t *p, size_t len) {
+  for (size_t i = 8; i + 8 <= len;) {
+    const uint8_t *type = p + i + 4;
+    if (memcmp(type, "IHDR", 4) == 0 || memcmp(type, "IDAT", 4) == 0) return false;
+    for (size_t k = 0; k < N_SKIPPED; k++)
+      if (memcmp(type, skipped + 5 * k, 4) == 0) return true;
+    size_t n = (size_t)p[i] << 24 | (size_t)p[i + 1] << 16 | (size_t)p[i + 2] << 8 | p[i + 3];
+    if (n > len - i - 8) return false;
+    i += 12 + n;
+  }
+  return false;
+}
+
 typedef struct reader {
   const uint8_t *p;
   size_t left;
@@ -115,7 +132,8 @@ static ib_status run(reader *r, ib_shape *shape, const ib_shape *want, uint8_t *
   png_set_user_limits(png, MAX_COORD, MAX_COORD);
   png_set_chunk_malloc_max(png, CHUNK_MALLOC_MAX);
   png_set_chunk_cache_max(png, CHUNK_CACHE_MAX);
-  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, N_SKIPPED);
+  if (!skipped_before_ihdr(r->p, r->left))
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, N_SKIPPED);
   png_set_read_fn(png, r, on_read);
   png_read_info(png, info);
 
