@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "codec/codec.h"
 #include "codec/png_decode.h"
@@ -504,5 +505,33 @@ Test(png_decode, threads_decode_alike) {
   for (int k = 0; k < 4; k++) pthread_join(t[k], NULL);
   cr_assert_eq(j.bad, 0);
   for (int i = 0; i < 12; i++) free(j.b[i]), free(j.want[i]);
+  NO_LEAKS();
+}
+
+static long peak_rss_mb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024;
+}
+
+/* Found by fuzz_image: a 76-byte file whose zTXt declares 1.9 GB. libpng
+ * under libvips allocates (and touches) the declared length before reading
+ * it (~1.9 GB peak); the new decoder skips the chunk: the same error, no
+ * memory. Only the new decoder runs here (each test is its own process, so
+ * the peak is this test's). */
+Test(png_decode, a_chunk_declaring_gigabytes_costs_no_memory) {
+  static const uint8_t file[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00,
+                                 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x00,
+                                 0x00, 0x07, 0x02, 0x03, 0x00, 0x00, 0x01, 0xd9, 0x19, 0x1f, 0x1f,
+                                 0x00, 0x00, 0x00, 0x0c, 0x50, 0x4c, 0x54, 0x45, 0x20, 0x47, 0x92,
+                                 0xa3, 0x37, 0xbe, 0xc8, 0x19, 0x22, 0xc8, 0x10, 0x62, 0xd9, 0x2c,
+                                 0xb3, 0x24, 0x76, 0x65, 0x20, 0x66, 0x7a, 0x54, 0x58, 0x74, 0x69,
+                                 0x6c, 0x74, 0x65, 0x72, 0x20, 0x76, 0x61, 0x6c, 0x75, 0x65};
+  long before = peak_rss_mb();
+  ib_shape s;
+  ib_error e = {0};
+  cr_assert_eq(ib_png_header(file, sizeof file, &s, &e), IB_DECODE);
+  cr_assert_str_eq(e.message, "png: zTXt: chunk data is too large; not enough data");
+  cr_assert_lt(peak_rss_mb() - before, 64, "peak RSS grew by %ld MB", peak_rss_mb() - before);
   NO_LEAKS();
 }
