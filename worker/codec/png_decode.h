@@ -7,9 +7,11 @@
  * (libvips/foreign/vipspng.c: the same transforms, options, limits and
  * error wording, fail_on=truncated), so every PNG gives the bytes, mode and
  * message the libvips path gave, and reads each image once. Where it
- * differs on purpose (hostile input only): the header allocates no rows,
+ * differs on purpose (hostile input only): the header allocates no rows;
  * metadata chunks (text, ICC, sPLT, eXIf) are skipped unread instead of
- * decompressed and kept, and compressed data after the last row is bounded.
+ * decompressed and kept (so a failing file's message lacks their warnings);
+ * compressed data after the last row is bounded (16 x a row + 64 KiB: more
+ * is a decode error, where libvips inflated on, up to ~1000x the file).
  * No globals: safe on any number of threads. Never prints.
  */
 #ifndef IB_PNG_DECODE_H
