@@ -6,7 +6,7 @@
  * libvips' decodes did not scale past one thread in one process.
  *
  *   codec_bench [--sides 128,1024] [--threads 1,2] [--images N]
- *               [--seconds S] [--content noise|smooth]
+ *               [--seconds S] [--content noise|smooth] [--paths both|libvips|libpng]
  *
  *   --sides     RGB images of S x S, encoded as the worker encodes them
  *               (libdeflate, level 6, adaptive filters); 128,1024
@@ -15,6 +15,7 @@
  *   --seconds   per measurement; 1.0
  *   --content   noise (a PNG as large as its pixels, as kafka_bench's jobs)
  *               or smooth (a gradient with noise in its low bits); noise
+ *   --paths     which paths to time (for a profile of one); both
  *
  * First checks that both paths give the same bytes for every file. Prints
  * one line per side, path and thread count (images/s, MB/s of pixels), then
@@ -174,6 +175,7 @@ int main(int argc, char **argv) {
   int sides[8] = {128, 1024}, n_sides = 2, threads[16] = {1, 2}, n_threads = 2, images = 64;
   double seconds = 1.0;
   bool smooth = false;
+  int first_path = 0, last_path = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
@@ -190,10 +192,13 @@ int main(int argc, char **argv) {
       seconds = atof(v);
     else if (strcmp(a, "--content") == 0)
       smooth = strcmp(v, "smooth") == 0;
-    else {
+    else if (strcmp(a, "--paths") == 0) {
+      first_path = strcmp(v, "libpng") == 0;
+      last_path = strcmp(v, "libvips") == 0 ? 0 : 1;
+    } else {
       fprintf(stderr,
               "usage: codec_bench [--sides 128,1024] [--threads 1,2] [--images N] "
-              "[--seconds S] [--content noise|smooth]\n");
+              "[--seconds S] [--content noise|smooth] [--paths both|libvips|libpng]\n");
       return 1;
     }
     i++;
@@ -212,8 +217,8 @@ int main(int argc, char **argv) {
     file *f = make_files(sides[s], n, smooth);
     check_alike(f, n);
     double mb = (double)sides[s] * sides[s] * 3 / 1e6;
-    double rate[2][16];
-    for (int path = 0; path < 2; path++)
+    double rate[2][16] = {{0}};
+    for (int path = first_path; path <= last_path; path++)
       for (int t = 0; t < n_threads; t++) {
         rate[path][t] = measure(f, n, path == 0, threads[t], seconds);
         printf("codec_bench side=%d content=%s path=%s threads=%d images/s=%.0f MB/s=%.0f\n",
@@ -221,7 +226,7 @@ int main(int argc, char **argv) {
                rate[path][t], rate[path][t] * mb);
         fflush(stdout);
       }
-    for (int t = 0; t < n_threads; t++)
+    for (int t = 0; first_path == 0 && last_path == 1 && t < n_threads; t++)
       printf(
           "codec_bench side=%d threads=%d libpng/libvips=%.2fx scaling libvips=%.2fx "
           "libpng=%.2fx (vs 1st thread count)\n",
