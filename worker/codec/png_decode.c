@@ -155,7 +155,9 @@ static ib_status run(reader *r, ib_shape *shape, const ib_shape *want, uint8_t *
   png_set_chunk_cache_max(png, CHUNK_CACHE_MAX);
   if (!skipped_before_ihdr(r->p, r->left))
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, N_SKIPPED);
-  if (crcs_right(r->p, r->left)) png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+  /* (A header reads only the small chunks before IDAT: libpng checks.) */
+  if (dst && crcs_right(r->p, r->left))
+    png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
   png_set_read_fn(png, r, on_read);
   png_read_info(png, info);
 
