@@ -419,6 +419,28 @@ Test(png_decode, missing_iend_garbage_after_iend_and_chunk_floods) {
   cr_assert_eq(same(o.p, o.len, "zTXt bomb"), IB_OK);
   free(o.p), free(g.p), free(zt.p), free(z), free(data);
 
+  /* Colour-space and other ancillary chunks change no pixel (no transform
+   * asks for them), on either path. */
+  static const struct {
+    const char *type;
+    uint32_t n;
+    const char *data;
+  } anc[] = {
+      {"gAMA", 4, "\0\0\xb1\x8f"},
+      {"sRGB", 1, "\0"},
+      {"cHRM", 32, "\0\0z&\0\0\x80\x84\0\0\xfa\0\0\0\x80\xe8\0\0u0\0\0\xea`\0\0:\x98\0\0\x17p"},
+      {"bKGD", 6, "\0\x10\0\x20\0\x30"},
+      {"pHYs", 9, "\0\0\x0b\x13\0\0\x0b\x13\x01"},
+      {"sBIT", 3, "\x05\x06\x05"},
+      {"tIME", 7, "\x07\xea\x0c\x03\x15\x2d\x00"},
+      {"iCCP", 13, "icc\0\0garbage"}};
+  g = (pg_buf){0};
+  for (size_t k = 0; k < sizeof anc / sizeof anc[0]; k++)
+    pg_chunk(&g, anc[k].type, anc[k].data, anc[k].n);
+  splice(b, len, &g, true, &o);
+  cr_assert_eq(same(o.p, o.len, "gAMA sRGB cHRM bKGD pHYs sBIT tIME iCCP"), IB_OK);
+  free(o.p), free(g.p);
+
   /* Chunks before IHDR: libpng's handlers refuse the known ones ("tEXt:
    * missing IHDR"), the unknown pass; the skipped kinds must not pass. */
   const char *first[] = {"tEXt", "zTXt", "iCCP", "eXIf", "prVt", "gAMA"};
