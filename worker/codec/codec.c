@@ -209,9 +209,9 @@ out:
   return st;
 }
 
-/* PNG through libpng directly (png_decode.h: same bytes and messages, no
- * libvips machinery per image, so decode threads scale); the rest through
- * libvips. */
+/* PNG through libpng directly (png_decode.h: the same bytes and messages
+ * but where it hardens, no libvips machinery per image, so decode threads
+ * scale); the rest through libvips. */
 static bool is_png(const uint8_t *b, size_t n) {
   return n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
 }
