@@ -1,5 +1,6 @@
 /*
- * codec.c - libvips header checks, decode into caller memory, encode.
+ * codec.c - header checks, decode into caller memory, encode: PNG decodes
+ * through png_decode.c, everything else through libvips.
  * The magic bytes pick the loader; the generic loader is never called on
  * untrusted bytes (it probes ImageMagick).
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <vips/vips.h>
 
+#include "codec/png_decode.h"
 #include "codec/png_encode.h"
 #include "core/error.h"
 
@@ -146,7 +148,7 @@ static ib_status shape_of(VipsImage *img, const char *fmt, ib_shape *shape, ib_e
   return IB_OK;
 }
 
-ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
+ib_status ib_codec_header_vips(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
   VipsImage *img = NULL;
   const char *fmt = "";
   ib_status st = open_lazy(bytes, len, &img, &fmt, err);
@@ -177,8 +179,8 @@ out:
   return rc;
 }
 
-ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
-                               uint8_t *dst, ib_error *err) {
+ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                                    uint8_t *dst, ib_error *err) {
   VipsImage *img = NULL;
   const char *fmt = "";
   ib_status st = open_lazy(bytes, len, &img, &fmt, err);
@@ -205,6 +207,24 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
 out:
   g_object_unref(img);
   return st;
+}
+
+/* PNG through libpng directly (png_decode.h: the same bytes and messages
+ * but where it hardens, no libvips machinery per image, so decode threads
+ * scale); the rest through libvips. */
+static bool is_png(const uint8_t *b, size_t n) {
+  return n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
+  if (is_png(bytes, len)) return ib_png_header(bytes, len, shape, err);
+  return ib_codec_header_vips(bytes, len, shape, err);
+}
+
+ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err) {
+  if (is_png(bytes, len)) return ib_png_decode_into(bytes, len, shape, dst, err);
+  return ib_codec_decode_into_vips(bytes, len, shape, dst, err);
 }
 
 static VipsInterpretation interpretation_of(ib_mode m) {

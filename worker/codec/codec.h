@@ -1,8 +1,9 @@
 /*
- * codec.h - libvips decode/encode and header checks (internal).
+ * codec.h - image decode/encode and header checks (internal).
  * Untrusted bytes: the magic is checked and the specific loader called
  * (png/jpeg/webp/tiff/gif), never the generic loader (which probes
  * ImageMagick). Headers are read lazily, so limits are checked before decode.
+ * PNG is read by libpng directly (png_decode.h), the rest by libvips.
  */
 #ifndef IB_CODEC_H
 #define IB_CODEC_H
@@ -25,6 +26,13 @@ ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_
  * upload staging). Truncated or corrupt data is IB_DECODE. */
 ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                uint8_t *dst, ib_error *err);
+
+/* The same two through libvips for every format, PNG included: the path PNG
+ * took before png_decode.h, kept as the reference it is tested and
+ * benchmarked against (tests/unit/test_png_decode.c, bench/codec_bench.c). */
+ib_status ib_codec_header_vips(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
+ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                                    uint8_t *dst, ib_error *err);
 
 /* Encodes `im` per `spec` (RAW returns a copy of the pixels). `*out` is
  * g_malloc'ed: free it with ib_codec_free. Stage IB_STAGE_ENCODE. */

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import pytest
 from PIL import Image
@@ -266,3 +267,70 @@ def test_truncated_and_corrupt_images_are_decode_errors_with_libvips_cause_and_n
         assert "libvips failed" not in e.message
     assert got["ok"].WhichOneof("outcome") == "image"
     assert got["ok"].image.data == Image.open(io.BytesIO(full)).tobytes()
+
+
+# ------------------------------------------------ PNG bombs (codec/png_decode.c)
+
+def _png(w, h, depth, color, idat, tail=b"", iend=True):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color,
+                                                                0, 0, 0))
+            + chunk(b"IDAT", idat) + (chunk(b"IEND", b"") if iend else b"") + tail)
+
+
+def _zeros_deflated(n):
+    z = zlib.compressobj(9)
+    block = bytes(1 << 20)
+    out = [z.compress(block) for _ in range(n >> 20)]
+    out.append(z.compress(bytes(n & ((1 << 20) - 1))))
+    return b"".join(out) + z.flush()
+
+
+# A 76-byte file whose zTXt declares 1.9 GB (found by fuzz_image): libpng
+# under libvips allocated the declared length; the worker now skips it.
+_ZTXT_2G = bytes.fromhex(
+    "89504e470d0a1a0a0000000d494844520000000d000000070203000001d9191f1f0000000c504c5445"
+    "204792a337bec81922c81062d92cb3247665206a7a5458") + b"tilter value"
+
+
+def test_png_bombs_are_bounded_in_memory_and_answered_like_any_bad_image(tmp_path):
+    rgb8 = 8 * (1 + 8 * 3)
+    cases = {
+        "ztxt-2g": (_ZTXT_2G, pb.DECODE_ERROR, "chunk data is too large"),
+        "wide": (_png(5000, 1, 8, 0, zlib.compress(bytes(5001))), pb.LIMIT, "5000"),
+        # 8x8 whose IDAT goes on for 200 MB of zeros (~200 KB of file)
+        "tail": (_png(8, 8, 8, 2, _zeros_deflated(rgb8 + (200 << 20))), pb.DECODE_ERROR,
+                 "far past the last row"),
+        "short": (_png(64, 64, 8, 2, zlib.compress(bytes(40))), pb.DECODE_ERROR, "png"),
+    }
+    fine = {
+        "zeros-4096": _png(4096, 4096, 8, 0, _zeros_deflated(4096 * 4097)),
+        "no-iend": _png(8, 8, 8, 2, zlib.compress(bytes(rgb8)), iend=False),
+        "after-iend": _png(8, 8, 8, 2, zlib.compress(bytes(rgb8)), tail=b"garbage" * 100),
+    }
+    jobs = [encoded_job(k, v) for k, (v, _, _) in cases.items()]
+    jobs += [encoded_job(k, v) for k, v in fine.items()]
+    # The worker's peak RSS, from a wrapper process of its own (RUSAGE_CHILDREN
+    # of this one holds every earlier test's children).
+    rss = tmp_path / "rss"
+    wrapper = ("import resource, subprocess, sys; "
+               "p = subprocess.run(sys.argv[2:], stdin=sys.stdin, stdout=sys.stdout); "
+               "open(sys.argv[1], 'w').write(str(resource.getrusage("
+               "resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(p.returncode)")
+    p = subprocess.run([sys.executable, "-c", wrapper, str(rss), BIN, "run"],
+                       input=frames(jobs), capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr.decode(errors="replace")
+    got = by_key(results_of(p.stdout))
+    for key, (_, kind, words) in cases.items():
+        e = got[key].error
+        assert e.kind == kind, (key, e)
+        assert words in e.message, (key, e.message)
+    assert got["zeros-4096"].image.data == bytes(4096 * 4096)
+    for key in ("no-iend", "after-iend"):
+        assert got[key].image.data == bytes(8 * 8 * 3), key
+    # The 4096^2 image's source, output and result are ~50 MB; the zTXt
+    # alone cost libvips' path 1.9 GB.
+    peak_mb = int(rss.read_text()) / 1024
+    assert peak_mb < 600, peak_mb
