@@ -1,9 +1,9 @@
 /*
- * imgbatch run: the offline front end over the executor API. Jobs are
- * pulled lazily by the executor's run stream (each frame read straight into
- * an executor buffer that its job keeps until done; at most the credit
- * window plus one job admitted);
- * each Result the stream yields goes to a writer thread (run_writer.c) that
+ * imgbatch run: the offline front end over the executor API. A reader
+ * thread (run_reader.c) reads each frame straight into an executor buffer
+ * that its job keeps until done; the executor's run stream pulls them
+ * lazily, parsed on the driving thread (at most the credit window plus one
+ * job admitted); each Result the stream yields goes to a writer thread (run_writer.c) that
  * writes it while the stream goes on, in the order yielded. Results come in
  * completion order: match them by job_id or input_key.
  *
@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +25,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/run_spare.h"
+#include "cli/run_reader.h"
 #include "cli/run_writer.h"
 #include "core/error.h"
-
-#define MAX_FRAME (512u << 20)
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
@@ -40,55 +37,23 @@ typedef struct run_opts {
   ib_executor_options exec;
 } run_opts;
 
-/* One input read ahead by the reader thread: a graph, or the error that
- * stands in for it. */
-typedef struct run_item {
-  ib_status st;
-  uint8_t *buf; /* a frame in an executor buffer (st IB_OK), parsed by the driver */
-  size_t len;
-  ib_error err;
-} run_item;
-
-/* The input side of the stream. A reader thread reads frames (the driver
- * parses them) so that it never blocks on input: while the input has
- * nothing (a pipe left open), the stream still writes every Result as its
- * job completes. It reads ahead into a queue of up to READ_AHEAD_ITEMS
- * frames and, past the first, ahead_bytes of them (--read-ahead; by default
- * a quarter of the executor's host_bytes cap: on the CUDA backend the
- * frames lie in pinned memory whose parse budget is twice that cap, and the
- * stream's window and the writer hold up to the cap itself), so that
- * reading the next frames overlaps the executor and the writer instead of
- * waiting for the driver to take the previous one. Besides the queue the
- * reader holds the frame it is reading and, within the same budget, one
- * spare buffer for the next (run_spare.h); the run stream's own lookahead
- * bounds the rest. */
-#define READ_AHEAD_ITEMS 16u
-
 /* Where the time of `imgbatch run` goes (IB_RUN_PROFILE=1: on stderr at the
- * end): seconds per thread and what it was doing. */
+ * end): seconds per thread and what it was doing. The driving thread's: in
+ * the stream, parsing, with no input, with the writer full. */
 typedef struct run_prof {
-  double read_s, alloc_s, full_s; /* reader: reading bodies, getting buffers, queue full */
-  double next_s, parse_s, starve_s,
-      put_s; /* driver: in the stream, parsing, no input, writer full */
-  uint64_t frames, bytes;
+  double next_s, parse_s, starve_s, put_s;
 } run_prof;
 
+/* The driving thread's view of the input: frames the reader thread read
+ * (run_reader.h), parsed here. */
 typedef struct run_input {
-  ib_executor *ex;     /* frames are read into its buffers (pinned on CUDA) */
-  ib_run_spare *spare; /* the next large frame's buffer, got while one is read */
-  FILE *in;
+  ib_executor *ex;
+  ib_run_reader *reader;
   ib_graph_limits limits;
-  pthread_mutex_t mu;
-  pthread_cond_t changed;
-  run_item q[READ_AHEAD_ITEMS]; /* read, not yet taken: q[head], ... (count of them) */
-  size_t head, count, queued_bytes, ahead_bytes;
-  bool eof;
-  bool stream_failed; /* a framing error ended the input */
-  bool stop;          /* the driver is done: read no further */
-  bool done;          /* the reader thread has returned (or is about to) */
-  bool profile;       /* IB_RUN_PROFILE set: timings on stderr at the end */
+  bool profile; /* IB_RUN_PROFILE set: timings on stderr at the end */
   double t_start;
   run_prof prof;
+  ib_run_reader_prof rprof;
   ib_run_writer_prof wprof;
 } run_input;
 
@@ -192,133 +157,19 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   return IB_EXIT_OK;
 }
 
-/* A framing error ends the input after its error result. */
-static ib_status frame_failed(run_input *ri, ib_frame_status fs, ib_error *err) {
-  ri->stream_failed = true;
-  *err = (ib_error){.status = IB_INVALID, .stage = IB_STAGE_PARSE};
-  snprintf(err->message, sizeof err->message, "parse: %s",
-           fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
-                                    : "frame length prefix is malformed or exceeds 512 MiB");
-  fprintf(stderr, "imgbatch run: %s\n", err->message);
-  return IB_INVALID;
-}
-
-/* No executor buffer for the frame: its body is read past (so the next
- * frame lines up) and it is answered with an internal error, stage parse. */
-static ib_status frame_unbuffered(run_input *ri, size_t len, ib_error *err) {
-  ib_frame_status fs = ib_frame_skip_body(ri->in, len);
-  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, err);
-  return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "parse: out of memory for a %zu-byte frame",
-                      len);
-}
-
-/* Reads and parses one frame. Each frame is read straight into an
- * executor buffer and parsed in place (ib_executor_parse_buffer), so raw
- * source pixels cross host memory once: stdin -> the memory the backend
- * uploads from. A frame that does not parse is an error without an id
- * (stage parse) or, when the Job unpacked but failed validation, an
- * admission rejection (the executor gives it an id). IB_END at the end. */
-static ib_status read_input(run_input *ri, run_item *it) {
-  if (ri->stream_failed) return IB_END;
-  size_t len = 0;
-  ib_frame_status fs = ib_frame_read_len(ri->in, MAX_FRAME, &len);
-  if (fs == IB_FRAME_EOF) return IB_END;
-  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, &it->err);
-  double t0 = ri->profile ? now_s() : 0;
-  /* The spare for the next frame is read-ahead too: asked for only while
-   * this frame, queued, leaves room for it. */
-  pthread_mutex_lock(&ri->mu);
-  bool ask = ri->queued_bytes + len <= ri->ahead_bytes;
-  pthread_mutex_unlock(&ri->mu);
-  uint8_t *buf = ib_run_spare_take(ri->spare, ri->ex, len, ask);
-  double t1 = ri->profile ? now_s() : 0;
-  if (!buf) return frame_unbuffered(ri, len, &it->err);
-  fs = ib_frame_read_body(ri->in, buf, len);
-  if (ri->profile) {
-    ri->prof.alloc_s += t1 - t0;
-    ri->prof.read_s += now_s() - t1;
-    ri->prof.frames++;
-    ri->prof.bytes += len;
-  }
-  if (fs != IB_FRAME_OK) {
-    ib_executor_buffer_free(ri->ex, buf);
-    return frame_failed(ri, fs, &it->err);
-  }
-  it->buf = buf;
-  it->len = len;
-  return IB_OK;
-}
-
-/* Room in the queue for an item of `len` bytes (the first always fits). */
-static bool queue_room(const run_input *ri, size_t len) {
-  return ri->count == 0 ||
-         (ri->count < READ_AHEAD_ITEMS && ri->queued_bytes + len <= ri->ahead_bytes);
-}
-
-static void *reader_main(void *arg) {
-  run_input *ri = arg;
-  bool stop = false;
-  while (!stop) {
-    run_item it = {0};
-    it.st = read_input(ri, &it);
-    double t0 = ri->profile ? now_s() : 0;
-    pthread_mutex_lock(&ri->mu);
-    while (it.st != IB_END && !queue_room(ri, it.len) && !ri->stop)
-      pthread_cond_wait(&ri->changed, &ri->mu);
-    if (ri->profile) ri->prof.full_s += now_s() - t0;
-    stop = ri->stop;
-    if (stop && it.buf) { /* nobody will take it */
-      ib_executor_buffer_free(ri->ex, it.buf);
-    } else if (it.st == IB_END) {
-      ri->eof = stop = true;
-    } else if (!stop) {
-      ri->q[(ri->head + ri->count++) % READ_AHEAD_ITEMS] = it;
-      ri->queued_bytes += it.len;
-    }
-    ri->done = stop;
-    pthread_cond_broadcast(&ri->changed);
-    pthread_mutex_unlock(&ri->mu);
-  }
-  return NULL;
-}
-
-/* Tells the reader that nothing more is taken and, when the input is a
- * regular file (whose reads always return), waits for it to return. True
- * when it has. */
-static bool stop_reader(run_input *ri, bool regular) {
-  pthread_mutex_lock(&ri->mu);
-  ri->stop = true;
-  pthread_cond_broadcast(&ri->changed);
-  while (regular && !ri->done) pthread_cond_wait(&ri->changed, &ri->mu);
-  bool done = ri->done;
-  pthread_mutex_unlock(&ri->mu);
-  return done;
-}
-
 /* ib_input_next_fn: parses what the reader has read, or says "nothing
  * now". Parsing (header probes through libvips) stays on the driving
  * thread: libvips keeps one error buffer per process, and a probe beside a
  * decode would take the other's cause out of its message. */
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
-  pthread_mutex_lock(&ri->mu);
-  bool has = ri->count > 0;
-  run_item it = has ? ri->q[ri->head] : (run_item){0};
-  ib_status st = has ? it.st : ri->eof ? IB_END : IB_AGAIN;
-  if (has) {
-    ri->head = (ri->head + 1) % READ_AHEAD_ITEMS;
-    ri->count--;
-    ri->queued_bytes -= it.len;
-    pthread_cond_broadcast(&ri->changed);
-  }
-  pthread_mutex_unlock(&ri->mu);
-  if (!has || st != IB_OK) {
-    if (has) *err = it.err;
-    return st;
-  }
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  ib_status st = ib_run_reader_take(ri->reader, &buf, &len, err);
+  if (st != IB_OK) return st;
   double t0 = ri->profile ? now_s() : 0;
   ib_key key = {0};
-  st = ib_executor_parse_buffer(ri->ex, it.buf, it.len, &ri->limits, &in->graph, &key, err);
+  st = ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &in->graph, &key, err);
   if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
     in->key = key;
     in->has_key = true;
@@ -332,9 +183,7 @@ static ib_status next_input(void *user, ib_input *in, ib_error *err) {
 /* Blocks until the reader has an input or reached the end. */
 static void wait_input(run_input *ri) {
   double t0 = ri->profile ? now_s() : 0;
-  pthread_mutex_lock(&ri->mu);
-  while (ri->count == 0 && !ri->eof) pthread_cond_wait(&ri->changed, &ri->mu);
-  pthread_mutex_unlock(&ri->mu);
+  ib_run_reader_wait(ri->reader);
   if (ri->profile) ri->prof.starve_s += now_s() - t0;
 }
 
@@ -363,6 +212,7 @@ static size_t writer_bytes(const ib_executor_options *o) { return (size_t)(o->ho
 
 static void print_profile(const run_input *ri, double start, double destroy) {
   const run_prof *p = &ri->prof;
+  const ib_run_reader_prof *rp = &ri->rprof;
   const ib_run_writer_prof *wp = &ri->wprof;
   double wall = now_s() - ri->t_start;
   fprintf(stderr,
@@ -370,8 +220,8 @@ static void print_profile(const run_input *ri, double start, double destroy) {
           "in; reader: read %.3f s, buffers "
           "%.3f s, queue full %.3f s; driver: stream %.3f s (parse %.3f), no input %.3f s, "
           "writer full %.3f s; writer: write %.3f s, free %.3f s, idle %.3f s\n",
-          wall, start, destroy, (unsigned long long)p->frames, (double)p->bytes / 1e6, p->read_s,
-          p->alloc_s, p->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s,
+          wall, start, destroy, (unsigned long long)rp->frames, (double)rp->bytes / 1e6, rp->read_s,
+          rp->alloc_s, rp->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s,
           wp->free_s, wp->idle_s);
 }
 
@@ -441,25 +291,12 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  /* On the heap: a reader left in a read that never returns (below) must
-   * not find its state in a stack frame that is gone. */
-  run_input *ri = calloc(1, sizeof *ri);
-  if (!ri) {
-    fprintf(stderr, "imgbatch run: out of memory\n");
-    ib_executor_destroy(ex);
-    return IB_EXIT_FAILURE;
-  }
   const char *prof = getenv("IB_RUN_PROFILE");
-  *ri = (run_input){
-      .ex = ex,
-      .in = in,
-      .limits = {.source_root = o.source_root},
-      .ahead_bytes = (size_t)(o.read_ahead != UINT64_MAX ? o.read_ahead : o.exec.host_bytes / 4),
-      .profile = prof && *prof && strcmp(prof, "0") != 0,
-      .t_start = t_start};
+  run_input ri = {.ex = ex,
+                  .limits = {.source_root = o.source_root},
+                  .profile = prof && *prof && strcmp(prof, "0") != 0,
+                  .t_start = t_start};
   double t_exec = now_s();
-  pthread_mutex_init(&ri->mu, NULL);
-  pthread_cond_init(&ri->changed, NULL);
   struct stat st;
   bool regular = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode);
   /* A reader gone away is a write error (EPIPE), said and exit 1, not a
@@ -469,18 +306,16 @@ int ib_cmd_run(int argc, char **argv) {
   int encoders = o.decode_threads ? o.decode_threads : cpus > 0 ? (int)cpus : 1;
   size_t items = 2u * (size_t)encoders > WRITER_ITEMS ? 2u * (size_t)encoders : WRITER_ITEMS;
   ib_run_writer *w = ib_run_writer_start(fileno(out), items, writer_bytes(&o.exec), encoders);
-  pthread_t reader;
-  ri->spare = ib_run_spare_start(ex); /* NULL: the reader gets every buffer itself */
-  if (!w || pthread_create(&reader, NULL, reader_main, ri) != 0) {
+  size_t ahead = (size_t)(o.read_ahead != UINT64_MAX ? o.read_ahead : o.exec.host_bytes / 4);
+  if (w) ri.reader = ib_run_reader_start(ex, in, ahead, ri.profile);
+  if (!ri.reader) {
     fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");
     if (w) ib_run_writer_finish(w, NULL, 0, NULL);
-    ib_run_spare_stop(ri->spare);
     ib_executor_destroy(ex);
-    free(ri);
     return IB_EXIT_FAILURE;
   }
-  bool ok = drive(ex, ri, o.download_resident, w);
-  if (!stop_reader(ri, regular)) {
+  bool ok = drive(ex, &ri, o.download_resident, w);
+  if (!ib_run_reader_stop(ri.reader, regular)) {
     /* The stream failed while the input (a pipe) stays open: the reader
      * may sit in a read that never returns, or inside the executor, so
      * neither is torn down under it (nor its state freed); the process is
@@ -488,17 +323,11 @@ int ib_cmd_run(int argc, char **argv) {
     fprintf(stderr, "imgbatch run: stopping with input unread\n");
     return IB_EXIT_FAILURE;
   }
-  pthread_join(reader, NULL);
-  ib_run_spare_stop(ri->spare);
-  for (; ri->count > 0; ri->count--, ri->head = (ri->head + 1) % READ_AHEAD_ITEMS)
-    if (ri->q[ri->head].buf) ib_executor_buffer_free(ex, ri->q[ri->head].buf);
-  if (!ok || ri->stream_failed) rc = IB_EXIT_FAILURE;
+  if (!ok || ib_run_reader_failed(ri.reader)) rc = IB_EXIT_FAILURE;
+  ib_run_reader_free(ri.reader, &ri.rprof);
   double t_destroy = now_s();
   ib_executor_destroy(ex);
-  if (ri->profile) print_profile(ri, t_exec - t_start, now_s() - t_destroy);
-  pthread_mutex_destroy(&ri->mu);
-  pthread_cond_destroy(&ri->changed);
-  free(ri);
+  if (ri.profile) print_profile(&ri, t_exec - t_start, now_s() - t_destroy);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;
