@@ -276,6 +276,11 @@ int ib_cmd_run(int argc, char **argv) {
   run_opts o;
   int rc = parse_args(argc, argv, &o);
   if (rc != IB_EXIT_OK) return rc;
+  const char *prof = getenv("IB_RUN_PROFILE");
+  const bool profile = prof && *prof && strcmp(prof, "0") != 0;
+  /* The CUDA backend's own profile too (its pinned pool among it), logged
+   * at close. */
+  o.exec.cuda_profile = o.exec.cuda_profile || profile;
   ib_executor *ex = NULL;
   ib_error err = {0};
   double t_start = now_s();
@@ -291,11 +296,8 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  const char *prof = getenv("IB_RUN_PROFILE");
-  run_input ri = {.ex = ex,
-                  .limits = {.source_root = o.source_root},
-                  .profile = prof && *prof && strcmp(prof, "0") != 0,
-                  .t_start = t_start};
+  run_input ri = {
+      .ex = ex, .limits = {.source_root = o.source_root}, .profile = profile, .t_start = t_start};
   double t_exec = now_s();
   struct stat st;
   bool regular = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode);

@@ -34,6 +34,7 @@ static void trim_class(ib_pool *p, int k) {
   while (p->free_list[k].n) {
     p->free(p->ctx, p->free_list[k].addr[--p->free_list[k].n], sz);
     p->held -= sz;
+    p->trims++;
   }
 }
 

@@ -46,6 +46,7 @@ typedef struct ib_pool {
   uint64_t held;   /* bytes obtained from the allocator and not returned */
   uint64_t live;   /* bytes handed out */
   uint64_t allocs; /* allocator calls (steady state: stops growing) */
+  uint64_t trims;  /* free blocks given back to the allocator (over the cap) */
   struct {
     uint64_t *addr;
     size_t n, cap;
