@@ -33,15 +33,20 @@ typedef struct run_opts {
   const char *in, *out, *source_root;
   bool download_resident;
   uint64_t read_ahead; /* bytes of frames read ahead past the first; UINT64_MAX: default */
+  uint64_t exec_ahead; /* --executor-ahead; UINT64_MAX: default */
   int decode_threads;  /* encoder threads, and the backend's host threads; 0: every CPU */
   ib_executor_options exec;
 } run_opts;
+
+/* --executor-ahead's default ceiling (and host_bytes / 2). */
+#define IB_RUN_EXEC_AHEAD ((uint64_t)128 << 20)
 
 /* Where the time of `imgbatch run` goes (IB_RUN_PROFILE=1: on stderr at the
  * end): seconds per thread and what it was doing. The driving thread's: in
  * the stream, parsing, with no input, with the writer full. */
 typedef struct run_prof {
   double next_s, parse_s, starve_s, put_s;
+  uint64_t depth_max, held_back; /* frames in the stream at most; AGAINs for the bound */
 } run_prof;
 
 /* The driving thread's view of the input: frames the reader thread read
@@ -50,7 +55,18 @@ typedef struct run_input {
   ib_executor *ex;
   ib_run_reader *reader;
   ib_graph_limits limits;
-  bool profile; /* IB_RUN_PROFILE set: timings on stderr at the end */
+  /* The executor's depth: inputs handed to the stream and results got
+   * back. The writer is the slowest stage, so past a few frames more
+   * depth only holds more buffers (each a fresh pinned block the first
+   * time round: about 4 GB/s of cuMemHostAlloc) without more throughput;
+   * large caps would otherwise let it take every frame the reader read. */
+  uint64_t taken, received;
+  size_t max_len;     /* the largest frame taken */
+  size_t ahead_bytes; /* the bound (--executor-ahead); 0: none */
+  uint64_t ahead_min; /* frames always allowed */
+  bool held_back;     /* the last next_input said AGAIN for the bound */
+  bool let_one;       /* the stream had nothing live: let one through */
+  bool profile;       /* IB_RUN_PROFILE set: timings on stderr at the end */
   double t_start;
   run_prof prof;
   ib_run_reader_prof rprof;
@@ -68,7 +84,8 @@ static void run_usage(FILE *f) {
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
           "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
-          "                    [--decode-threads N] [--read-ahead N] [--download-resident]\n\n"
+          "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
+          "                    [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -78,6 +95,9 @@ static void run_usage(FILE *f) {
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
           "--read-ahead N (default: a quarter of --host-bytes): bytes of input frames read\n"
           "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
+          "--executor-ahead N (default: min(--host-bytes / 2, 128M)): bytes of frames handed to\n"
+          "the executor whose results have not come back, past max-in-flight + 2 frames\n"
+          "(0: only the caps bound them).\n"
           "--device N picks the CUDA device (cuda backend).\n"
           "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
           "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
@@ -106,6 +126,8 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     o->out = v;
   } else if (strcmp(a, "--read-ahead") == 0) {
     return ib_cli_parse_u64(v, true, &o->read_ahead) && o->read_ahead != UINT64_MAX;
+  } else if (strcmp(a, "--executor-ahead") == 0) {
+    return ib_cli_parse_u64(v, true, &o->exec_ahead) && o->exec_ahead != UINT64_MAX;
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
   } else if (strcmp(a, "--device") == 0) {
@@ -142,6 +164,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->exec.log_cb = ib_cli_log_stderr;
   o->exec.log_opaque = "imgbatch run";
   o->read_ahead = UINT64_MAX;
+  o->exec_ahead = UINT64_MAX;
   for (int i = 1; i < argc; i += 2) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;
@@ -161,11 +184,27 @@ static int parse_args(int argc, char **argv, run_opts *o) {
  * now". Parsing (header probes through libvips) stays on the driving
  * thread: libvips keeps one error buffer per process, and a probe beside a
  * decode would take the other's cause out of its message. */
+/* Whether the executor holds enough frames for now (see run_input). */
+static bool deep_enough(run_input *ri) {
+  const uint64_t live = ri->taken - ri->received;
+  if (!ri->ahead_bytes || live < ri->ahead_min || ri->let_one) return false;
+  return (live + 1) * ri->max_len > ri->ahead_bytes;
+}
+
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
+  if ((ri->held_back = deep_enough(ri))) {
+    ri->prof.held_back++;
+    return IB_AGAIN;
+  }
+  ri->let_one = false;
   uint8_t *buf = NULL;
   size_t len = 0;
   ib_status st = ib_run_reader_take(ri->reader, &buf, &len, err);
+  if (st == IB_AGAIN || st == IB_END) return st;
+  ri->taken++; /* every input taken yields one result, an error one too */
+  if (ri->taken - ri->received > ri->prof.depth_max) ri->prof.depth_max = ri->taken - ri->received;
+  if (len > ri->max_len) ri->max_len = len;
   if (st != IB_OK) return st;
   double t0 = ri->profile ? now_s() : 0;
   ib_key key = {0};
@@ -219,9 +258,11 @@ static void print_profile(const run_input *ri, double start, double destroy) {
           "imgbatch run profile: %.3f s (executor start %.3f s, stop %.3f s), %llu frames, %.1f MB "
           "in; reader: read %.3f s, buffers "
           "%.3f s, queue full %.3f s; driver: stream %.3f s (parse %.3f), no input %.3f s, "
-          "writer full %.3f s; writer: write %.3f s, free %.3f s, idle %.3f s\n",
+          "writer full %.3f s, executor depth at most %llu frames (held back %llu times); "
+          "writer: write %.3f s, free %.3f s, idle %.3f s\n",
           wall, start, destroy, (unsigned long long)rp->frames, (double)rp->bytes / 1e6, rp->read_s,
-          rp->alloc_s, rp->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s,
+          rp->alloc_s, rp->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s,
+          (unsigned long long)p->depth_max, (unsigned long long)p->held_back, wp->write_s,
           wp->free_s, wp->idle_s);
 }
 
@@ -239,7 +280,12 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *
     double t1 = ri->profile ? now_s() : 0;
     ri->prof.next_s += t1 - t0;
     if (st == IB_AGAIN) {
-      wait_input(ri);
+      /* Held back with nothing live in the stream (not expected: the
+       * frames it holds come back as results first): never wait on that. */
+      if (ri->held_back)
+        ri->let_one = true;
+      else
+        wait_input(ri);
       continue;
     }
     /* Lent images still being written hold the budget: they come back as
@@ -249,6 +295,7 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *
       continue;
     }
     if (st != IB_OK) break;
+    ri->received++;
     if (res.kind == IB_RESULT_RESIDENT && download) download_resident(&res);
     ok = ib_run_writer_put(w, &res);
     if (ri->profile) ri->prof.put_s += now_s() - t1;
@@ -296,8 +343,16 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  run_input ri = {
-      .ex = ex, .limits = {.source_root = o.source_root}, .profile = profile, .t_start = t_start};
+  const uint64_t half = o.exec.host_bytes / 2;
+  const uint64_t exec_ahead = o.exec_ahead != UINT64_MAX ? o.exec_ahead
+                              : half < IB_RUN_EXEC_AHEAD ? half
+                                                         : IB_RUN_EXEC_AHEAD;
+  run_input ri = {.ex = ex,
+                  .limits = {.source_root = o.source_root},
+                  .ahead_bytes = (size_t)exec_ahead,
+                  .ahead_min = (uint64_t)o.exec.max_in_flight + 2,
+                  .profile = profile,
+                  .t_start = t_start};
   double t_exec = now_s();
   struct stat st;
   bool regular = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode);
