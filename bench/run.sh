@@ -25,7 +25,7 @@
 #   peers    OpenCV (CPU) and torchvision (GPU) over the API matrix
 #   run      `imgbatch run --in F --out G` on tmpfs vs `cat F > G`, default caps
 #            and a larger setting, the cpu backend, Pillow on the same jobs;
-#            >= 1024^2: 0.6-1.6 GB of jobs, steady over the last 3/4 of them
+#            >= 1024^2: 0.7-1.6 GB of jobs, steady over the last 2/3 of them
 #   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
 #            vs Pillow doing the same decode, op and encode
 #   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
@@ -219,11 +219,11 @@ run_case() {
     --jobs "$j" --expect "$e" || return
   local -a settings=("default caps|")
   [ "$backend" = cuda ] && settings+=("$best_caps|$best_caps")
-  # Large images: the first quarter of the jobs is start-up and warm-up
+  # Large images: the first third of the jobs is start-up and warm-up
   # (the pinned blocks of the pipeline's depth are fresh the first time
   # round), the steady rate comes from the rest (bench/run_bench.py).
   local warm=1
-  [ "$s" -ge 1024 ] && warm=$((n / 4))
+  [ "$s" -ge 1024 ] && warm=$((n / 3))
   local setting caps nocat=()
   for sc in "${settings[@]}"; do
     setting=${sc%%|*} caps=${sc#*|}
@@ -248,11 +248,11 @@ run_case() {
 
 part_run() {
   run_case run invert RGB "$(q 64 256)" "$(q 200 2000)" raw
-  # >= 1024^2: enough bytes (0.6-1.6 GB) that start-up noise and the
+  # >= 1024^2: enough bytes (0.7-1.6 GB) that start-up noise and the
   # pipeline's warm-up do not decide the % of cat.
-  run_case run chain5 RGB "$(q 128 1024)" "$(q 40 200)" raw
-  run_case run gauss8 RGB "$(q 128 2048)" "$(q 20 80)" raw
-  run_case run median3 RGB "$(q 128 2048)" "$(q 20 80)" raw
+  run_case run chain5 RGB "$(q 128 1024)" "$(q 40 240)" raw
+  run_case run gauss8 RGB "$(q 128 2048)" "$(q 20 96)" raw
+  run_case run median3 RGB "$(q 128 2048)" "$(q 20 96)" raw
   run_case run copy RGBA "$(q 256 4096)" "$(q 20 24)" raw
 }
 

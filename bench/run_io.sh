@@ -10,7 +10,7 @@
 # copy:RGBA:4096:24 or copy:RGBA:4096:24:--max-in-flight,4. Default: the
 # 4096^2 RGBA copy and 2048^2 RGB gauss8 at the default caps and at the best
 # setting of bench/run.sh, as many jobs as its `run` part. At >= 1024^2 the
-# first quarter of the jobs counts as start-up and warm-up (run_bench.py
+# first third of the jobs counts as start-up and warm-up (run_bench.py
 # --warm): the steady rate is that of the rest. The profile run prints the
 # CUDA backend's pinned pool too (fresh blocks, parse buffers on the heap).
 set -u
@@ -31,8 +31,8 @@ if ! "$PY" -c "import imgbatch" 2>/dev/null && ls .whl/imgbatch_client-*.whl >/d
 fi
 best="--max-in-flight,4,--max-jobs,256,--gpu-bytes,8G,--host-bytes,8G"
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(copy:RGBA:4096:24 "copy:RGBA:4096:24:$best" gauss8:RGB:2048:80
-  "gauss8:RGB:2048:80:$best")
+[ ${#cases[@]} -gt 0 ] || cases=(copy:RGBA:4096:24 "copy:RGBA:4096:24:$best" gauss8:RGB:2048:96
+  "gauss8:RGB:2048:96:$best")
 d=/dev/shm/ib_runio.$$
 mkdir -p "$d" || exit 2
 trap 'rm -rf "$d"' EXIT
@@ -47,7 +47,7 @@ for c in "${cases[@]}"; do
     made="$w:$m:$s:$n"
   fi
   warm=1
-  [ "$s" -ge 1024 ] && warm=$((n / 4))
+  [ "$s" -ge 1024 ] && warm=$((n / 3))
   echo "== $w $m ${s}^2 x$n, caps: ${caps:-default}"
   "$PY" bench/run_bench.py --backend "$backend" --jobs "$d/jobs" --results "$d/res" --n "$n" \
     --caps "$caps" --setting "${caps:-default caps}" --row "run,$w,$m,$s" --warm "$warm" \

@@ -38,8 +38,10 @@ typedef struct run_opts {
   ib_executor_options exec;
 } run_opts;
 
-/* --executor-ahead's default ceiling (and host_bytes / 2). */
-#define IB_RUN_EXEC_AHEAD ((uint64_t)128 << 20)
+/* The defaults of --read-ahead and --executor-ahead: a quarter of
+ * host_bytes, at most 64 MiB each (what the default caps give): larger
+ * caps let more be held, not more be written per second. */
+#define IB_RUN_AHEAD_MAX ((uint64_t)64 << 20)
 
 /* Where the time of `imgbatch run` goes (IB_RUN_PROFILE=1: on stderr at the
  * end): seconds per thread and what it was doing. The driving thread's: in
@@ -93,9 +95,9 @@ static void run_usage(FILE *f) {
           "--source-root DIR lets jobs name path sources inside DIR.\n"
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
-          "--read-ahead N (default: a quarter of --host-bytes): bytes of input frames read\n"
+          "--read-ahead N (default: min(--host-bytes / 4, 64M)): bytes of input frames read\n"
           "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
-          "--executor-ahead N (default: min(--host-bytes / 2, 128M)): bytes of frames handed to\n"
+          "--executor-ahead N (default: min(--host-bytes / 4, 64M)): bytes of frames handed to\n"
           "the executor whose results have not come back, past max-in-flight + 2 frames\n"
           "(0: only the caps bound them).\n"
           "--device N picks the CUDA device (cuda backend).\n"
@@ -343,10 +345,10 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  const uint64_t half = o.exec.host_bytes / 2;
-  const uint64_t exec_ahead = o.exec_ahead != UINT64_MAX ? o.exec_ahead
-                              : half < IB_RUN_EXEC_AHEAD ? half
-                                                         : IB_RUN_EXEC_AHEAD;
+  const uint64_t quarter = o.exec.host_bytes / 4;
+  const uint64_t exec_ahead = o.exec_ahead != UINT64_MAX   ? o.exec_ahead
+                              : quarter < IB_RUN_AHEAD_MAX ? quarter
+                                                           : IB_RUN_AHEAD_MAX;
   run_input ri = {.ex = ex,
                   .limits = {.source_root = o.source_root},
                   .ahead_bytes = (size_t)exec_ahead,
@@ -363,7 +365,9 @@ int ib_cmd_run(int argc, char **argv) {
   int encoders = o.decode_threads ? o.decode_threads : cpus > 0 ? (int)cpus : 1;
   size_t items = 2u * (size_t)encoders > WRITER_ITEMS ? 2u * (size_t)encoders : WRITER_ITEMS;
   ib_run_writer *w = ib_run_writer_start(fileno(out), items, writer_bytes(&o.exec), encoders);
-  size_t ahead = (size_t)(o.read_ahead != UINT64_MAX ? o.read_ahead : o.exec.host_bytes / 4);
+  size_t ahead = (size_t)(o.read_ahead != UINT64_MAX   ? o.read_ahead
+                          : quarter < IB_RUN_AHEAD_MAX ? quarter
+                                                       : IB_RUN_AHEAD_MAX);
   if (w) ri.reader = ib_run_reader_start(ex, in, ahead, ri.profile);
   if (!ri.reader) {
     fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");

@@ -1,10 +1,10 @@
 /* The reader thread of `imgbatch run` (see run_reader.h). The read-ahead
  * budget (--read-ahead; by default a quarter of the executor's host_bytes
- * cap: on the CUDA backend the frames lie in pinned memory whose parse
- * budget is twice that cap, and the stream's window and the writer hold up
- * to the cap itself) lets reading the next frames overlap the executor and
- * the writer instead of waiting for the driver to take the previous one;
- * the run stream's own lookahead bounds the rest. */
+ * cap, at most 64 MiB: on the CUDA backend the frames lie in pinned memory
+ * whose parse budget is twice that cap, and the stream's window and the
+ * writer hold up to the cap itself) lets reading the next frames overlap
+ * the executor and the writer instead of waiting for the driver to take
+ * the previous one; the run stream's own lookahead bounds the rest. */
 #include "cli/run_reader.h"
 
 #include <pthread.h>
