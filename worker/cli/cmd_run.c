@@ -247,9 +247,16 @@ static void download_resident(ib_result *res) {
 /* Results waiting in the writer: enough for it to write one while the
  * driving thread produces the next, and few enough that the lent images it
  * holds leave the executor's host budget to admission: 3/8 of host_bytes
- * (96 MiB at the default caps), past the first result. */
+ * (96 MiB at the default caps), past the first result. At most 192 MiB
+ * however large the caps (sixteen 2048^2 RGB images for the encoder
+ * threads): the writer is the slowest stage, so its queue stays full, and
+ * more in it is only more pinned buffers held. */
 #define WRITER_ITEMS 4u /* twice the encoder threads when there are more */
-static size_t writer_bytes(const ib_executor_options *o) { return (size_t)(o->host_bytes / 8 * 3); }
+#define WRITER_BYTES_MAX ((uint64_t)192 << 20)
+static size_t writer_bytes(const ib_executor_options *o) {
+  const uint64_t b = o->host_bytes / 8 * 3;
+  return (size_t)(b < WRITER_BYTES_MAX ? b : WRITER_BYTES_MAX);
+}
 
 static void print_profile(const run_input *ri, double start, double destroy) {
   const run_prof *p = &ri->prof;
