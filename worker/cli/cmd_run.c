@@ -182,16 +182,18 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   return IB_EXIT_OK;
 }
 
-/* ib_input_next_fn: parses what the reader has read, or says "nothing
- * now". Parsing (header probes through libvips) stays on the driving
- * thread: libvips keeps one error buffer per process, and a probe beside a
- * decode would take the other's cause out of its message. */
 /* Whether the executor holds enough frames for now (see run_input). */
 static bool deep_enough(run_input *ri) {
   const uint64_t live = ri->taken - ri->received;
   if (!ri->ahead_bytes || live < ri->ahead_min || ri->let_one) return false;
   return (live + 1) * ri->max_len > ri->ahead_bytes;
 }
+
+/* ib_input_next_fn: parses what the reader has read, or says "nothing
+ * now" (also while the executor is deep enough). Parsing (header probes
+ * through libvips) stays on the driving thread: libvips keeps one error
+ * buffer per process, and a probe beside a decode would take the other's
+ * cause out of its message. */
 
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
