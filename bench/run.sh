@@ -25,7 +25,7 @@
 #   peers    OpenCV (CPU) and torchvision (GPU) over the API matrix
 #   run      `imgbatch run --in F --out G` on tmpfs vs `cat F > G`, default caps
 #            and a larger setting, the cpu backend, Pillow on the same jobs;
-#            >= 1024^2: 0.7-1.6 GB of jobs, steady over the last 2/3 of them
+#            >= 1024^2: 0.6-1.2 GB of jobs, steady over the last 2/3 of them
 #   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
 #            vs Pillow doing the same decode, op and encode
 #   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
@@ -248,12 +248,12 @@ run_case() {
 
 part_run() {
   run_case run invert RGB "$(q 64 256)" "$(q 200 2000)" raw
-  # >= 1024^2: enough bytes (0.7-1.6 GB) that start-up noise and the
+  # >= 1024^2: enough bytes (0.6-1.2 GB) that start-up noise and the
   # pipeline's warm-up do not decide the % of cat.
-  run_case run chain5 RGB "$(q 128 1024)" "$(q 40 240)" raw
-  run_case run gauss8 RGB "$(q 128 2048)" "$(q 20 96)" raw
-  run_case run median3 RGB "$(q 128 2048)" "$(q 20 96)" raw
-  run_case run copy RGBA "$(q 256 4096)" "$(q 20 24)" raw
+  run_case run chain5 RGB "$(q 128 1024)" "$(q 40 192)" raw
+  run_case run gauss8 RGB "$(q 128 2048)" "$(q 20 72)" raw
+  run_case run median3 RGB "$(q 128 2048)" "$(q 20 72)" raw
+  run_case run copy RGBA "$(q 256 4096)" "$(q 20 18)" raw
 }
 
 part_codecs() {
