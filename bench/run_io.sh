@@ -7,9 +7,12 @@
 # timings); same jobs (bench/make_jobs.py) and timing (bench/run_bench.py).
 #   bench/run_io.sh [--backend cuda|cpu] [CASE...]
 # CASE is workload:mode:side:n[:caps, commas for spaces], e.g.
-# copy:RGBA:4096:10 or copy:RGBA:4096:10:--max-in-flight,4. Default: the
+# copy:RGBA:4096:24 or copy:RGBA:4096:24:--max-in-flight,4. Default: the
 # 4096^2 RGBA copy and 2048^2 RGB gauss8 at the default caps and at the best
-# setting of bench/run.sh.
+# setting of bench/run.sh, as many jobs as its `run` part. At >= 1024^2 the
+# first third of the jobs counts as start-up and warm-up (run_bench.py
+# --warm): the steady rate is that of the rest. The profile run prints the
+# CUDA backend's pinned pool too (fresh blocks, parse buffers on the heap).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
@@ -28,8 +31,8 @@ if ! "$PY" -c "import imgbatch" 2>/dev/null && ls .whl/imgbatch_client-*.whl >/d
 fi
 best="--max-in-flight,4,--max-jobs,256,--gpu-bytes,8G,--host-bytes,8G"
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(copy:RGBA:4096:10 "copy:RGBA:4096:10:$best" gauss8:RGB:2048:30
-  "gauss8:RGB:2048:30:$best")
+[ ${#cases[@]} -gt 0 ] || cases=(copy:RGBA:4096:24 "copy:RGBA:4096:24:$best" gauss8:RGB:2048:96
+  "gauss8:RGB:2048:96:$best")
 d=/dev/shm/ib_runio.$$
 mkdir -p "$d" || exit 2
 trap 'rm -rf "$d"' EXIT
@@ -43,9 +46,12 @@ for c in "${cases[@]}"; do
       --sample 1 --jobs "$d/jobs" --expect "$d/exp" || exit 2
     made="$w:$m:$s:$n"
   fi
+  warm=1
+  [ "$s" -ge 1024 ] && warm=$((n / 3))
   echo "== $w $m ${s}^2 x$n, caps: ${caps:-default}"
   "$PY" bench/run_bench.py --backend "$backend" --jobs "$d/jobs" --results "$d/res" --n "$n" \
-    --caps "$caps" --setting "${caps:-default caps}" --row "run,$w,$m,$s" --csv "$d/rows.csv" | sed 's/^ *//'
+    --caps "$caps" --setting "${caps:-default caps}" --row "run,$w,$m,$s" --warm "$warm" \
+    --csv "$d/rows.csv" | sed 's/^ *//'
   "$PY" bench/check_results.py --results "$d/res" --expect "$d/exp" --n "$n" || rc=1
   # shellcheck disable=SC2086 # caps are words
   IB_RUN_PROFILE=1 imgbatch run --backend "$backend" $caps --in "$d/jobs" --out "$d/res" 2>&1 |

@@ -389,9 +389,9 @@ Test(pool, steady_state_reuses_blocks_and_respects_cap) {
     ib_pool_put(&p, &b);
   }
   cr_assert_eq(p.allocs, 2, "steady state allocates nothing new");
-  /* 4 MiB cap: a 3.5 MiB + 1 request (4 MiB class) must evict the cached
-   * 1 MiB and 80 KiB blocks first. */
-  cr_assert(ib_pool_get(&p, (7u << 19) + 1, &a));
+  /* 4 MiB cap: a 3.75 MiB + 1 request (4 MiB class) must evict the cached
+   * 1 MiB and 72 KiB blocks first. */
+  cr_assert(ib_pool_get(&p, (15u << 18) + 1, &a));
   cr_assert_eq(p.held, 4u << 20);
   cr_assert_not(ib_pool_get(&p, 1, &b), "over the cap");
   ib_pool_put(&p, &a);
@@ -399,17 +399,25 @@ Test(pool, steady_state_reuses_blocks_and_respects_cap) {
   cr_assert_eq(outstanding, 0);
 }
 
-Test(pool, classes_waste_under_a_quarter) {
+Test(pool, classes_waste_under_an_eighth) {
   cr_assert_eq(ib_pool_class_size(0), 64u << 10);
-  cr_assert_eq(ib_pool_class_size(4), 128u << 10);
+  cr_assert_eq(ib_pool_class_size(8), 128u << 10);
   /* A 4096^2 RGBA Job: its pixels and a header. */
-  cr_assert_eq(ib_pool_class_size(ib_pool_class((64u << 20) + 40)), 80u << 20);
-  for (size_t b = 65536; b < ((size_t)1 << 34); b = b * 9 / 8 + 12345) {
+  cr_assert_eq(ib_pool_class_size(ib_pool_class((64u << 20) + 40)), 72u << 20);
+  cr_assert_eq(ib_pool_class_size(ib_pool_class(64u << 20)), 64u << 20);
+  for (size_t b = 65536; b < ((size_t)1 << 36); b = b * 17 / 16 + 12345) {
+    for (size_t d = 0; d < 3; d++) { /* a class size, and one byte either side */
+      size_t x = b - 1 + d;
+      int k = ib_pool_class(x);
+      cr_assert_geq(k, 0);
+      cr_assert_geq(ib_pool_class_size(k), x);
+      cr_assert_lt((double)ib_pool_class_size(k), 1.125 * (double)x, "%zu -> %zu", x,
+                   ib_pool_class_size(k));
+      cr_assert(k == 0 || ib_pool_class_size(k - 1) < x, "the smallest class that fits");
+    }
     int k = ib_pool_class(b);
-    cr_assert_geq(k, 0);
-    cr_assert_geq(ib_pool_class_size(k), b);
-    cr_assert_lt((double)ib_pool_class_size(k), 1.25 * (double)b, "%zu -> %zu", b,
-                 ib_pool_class_size(k));
-    cr_assert(k == 0 || ib_pool_class_size(k - 1) < b, "the smallest class that fits");
+    cr_assert_eq(ib_pool_class(ib_pool_class_size(k)), k, "a class's own size");
+    cr_assert_eq(ib_pool_class(ib_pool_class_size(k) + 1), k + 1);
   }
+  cr_assert_eq(ib_pool_class(ib_pool_class_size(IB_POOL_CLASSES - 1) + 1), -1);
 }

@@ -168,3 +168,52 @@ Test(pinned, the_allocator_runs_without_the_lock) {
   cr_assert_eq(ib_pinned_parse_bytes(slow_pin), 0);
   ib_pinned_free(slow_pin);
 }
+
+/* Jobs of one size reuse their blocks (a run of many 4096^2 frames pays
+ * cuMemHostAlloc only for the blocks live at once), and whatever the mix
+ * of sizes the pool never holds more than its cap: free blocks of other
+ * classes go back first. */
+Test(pinned, blocks_are_reused_across_jobs_and_held_within_the_cap) {
+  const uint64_t cap = 64u << 20;
+  ib_pinned *p = ib_pinned_new(heap_alloc, heap_free, NULL, cap, 32u << 20);
+  ProtobufCAllocator *a = ib_pinned_allocator(p);
+  for (int job = 0; job < 50; job++) {
+    void *frame[2] = {a->alloc(a->allocator_data, (9u << 20) + 40),
+                      a->alloc(a->allocator_data, (9u << 20) + 40)};
+    ib_pool_block stage;
+    cr_assert(ib_pinned_get(p, 4u << 20, &stage));
+    cr_assert(ib_pinned_holds(p, frame[0], frame[0], 9u << 20));
+    cr_assert(ib_pinned_holds(p, frame[1], frame[1], 9u << 20));
+    ib_pinned_put(p, &stage);
+    a->free(a->allocator_data, frame[1]);
+    a->free(a->allocator_data, frame[0]);
+  }
+  ib_pinned_stats st = ib_pinned_stats_get(p);
+  cr_assert_eq(st.allocs, 3, "two frames and one staging block, then reuse: %llu",
+               (unsigned long long)st.allocs);
+  cr_assert_eq(st.alloc_bytes, 2 * ib_pool_class_size(ib_pool_class((9u << 20) + 40)) + (4u << 20));
+  cr_assert_eq(st.parse_heap, 0);
+  /* Growing sizes: every request a new class, each fitting the cap alone. */
+  for (size_t n = 1u << 20; n <= 30u << 20; n += 3u << 20) {
+    void *f = a->alloc(a->allocator_data, n);
+    ib_pool_block b;
+    cr_assert(ib_pinned_get(p, n, &b));
+    cr_assert(ib_pinned_holds(p, f, f, n), "%zu", n);
+    ib_pinned_put(p, &b);
+    a->free(a->allocator_data, f);
+  }
+  st = ib_pinned_stats_get(p);
+  cr_assert_leq(st.held_max, cap, "held %llu", (unsigned long long)st.held_max);
+  cr_assert_gt(st.trims, 0, "free blocks given back to stay within the cap");
+  /* Past the parse cap: on the heap, and counted. */
+  void *x = a->alloc(a->allocator_data, 20u << 20);
+  void *y = a->alloc(a->allocator_data, 20u << 20);
+  cr_assert_not(ib_pinned_holds(p, y, y, 1));
+  st = ib_pinned_stats_get(p);
+  cr_assert_eq(st.parse_heap, 1);
+  cr_assert_eq(st.parse_heap_bytes, 20u << 20);
+  a->free(a->allocator_data, y);
+  a->free(a->allocator_data, x);
+  ib_pinned_free(p);
+  cr_assert_eq(atomic_load(&host_allocs), atomic_load(&host_frees));
+}

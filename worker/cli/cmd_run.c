@@ -1,9 +1,9 @@
 /*
- * imgbatch run: the offline front end over the executor API. Jobs are
- * pulled lazily by the executor's run stream (each frame read straight into
- * an executor buffer that its job keeps until done; at most the credit
- * window plus one job admitted);
- * each Result the stream yields goes to a writer thread (run_writer.c) that
+ * imgbatch run: the offline front end over the executor API. A reader
+ * thread (run_reader.c) reads each frame straight into an executor buffer
+ * that its job keeps until done; the executor's run stream pulls them
+ * lazily, parsed on the driving thread (at most the credit window plus one
+ * job admitted); each Result the stream yields goes to a writer thread (run_writer.c) that
  * writes it while the stream goes on, in the order yielded. Results come in
  * completion order: match them by job_id or input_key.
  *
@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,69 +25,53 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/run_spare.h"
+#include "cli/run_reader.h"
 #include "cli/run_writer.h"
 #include "core/error.h"
-
-#define MAX_FRAME (512u << 20)
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
   bool download_resident;
   uint64_t read_ahead; /* bytes of frames read ahead past the first; UINT64_MAX: default */
+  uint64_t exec_ahead; /* --executor-ahead; UINT64_MAX: default */
   int decode_threads;  /* encoder threads, and the backend's host threads; 0: every CPU */
   ib_executor_options exec;
 } run_opts;
 
-/* One input read ahead by the reader thread: a graph, or the error that
- * stands in for it. */
-typedef struct run_item {
-  ib_status st;
-  uint8_t *buf; /* a frame in an executor buffer (st IB_OK), parsed by the driver */
-  size_t len;
-  ib_error err;
-} run_item;
-
-/* The input side of the stream. A reader thread reads frames (the driver
- * parses them) so that it never blocks on input: while the input has
- * nothing (a pipe left open), the stream still writes every Result as its
- * job completes. It reads ahead into a queue of up to READ_AHEAD_ITEMS
- * frames and, past the first, ahead_bytes of them (--read-ahead; by default
- * a quarter of the executor's host_bytes cap: on the CUDA backend the
- * frames lie in pinned memory whose parse budget is twice that cap, and the
- * stream's window and the writer hold up to the cap itself), so that
- * reading the next frames overlaps the executor and the writer instead of
- * waiting for the driver to take the previous one. Besides the queue the
- * reader holds the frame it is reading and, within the same budget, one
- * spare buffer for the next (run_spare.h); the run stream's own lookahead
- * bounds the rest. */
-#define READ_AHEAD_ITEMS 16u
+/* The defaults of --read-ahead and --executor-ahead: a quarter of
+ * host_bytes, at most 64 MiB each (what the default caps give): larger
+ * caps let more be held, not more be written per second. */
+#define IB_RUN_AHEAD_MAX ((uint64_t)64 << 20)
 
 /* Where the time of `imgbatch run` goes (IB_RUN_PROFILE=1: on stderr at the
- * end): seconds per thread and what it was doing. */
+ * end): seconds per thread and what it was doing. The driving thread's: in
+ * the stream, parsing, with no input, with the writer full. */
 typedef struct run_prof {
-  double read_s, alloc_s, full_s; /* reader: reading bodies, getting buffers, queue full */
-  double next_s, parse_s, starve_s,
-      put_s; /* driver: in the stream, parsing, no input, writer full */
-  uint64_t frames, bytes;
+  double next_s, parse_s, starve_s, put_s;
+  uint64_t depth_max, held_back; /* frames in the stream at most; AGAINs for the bound */
 } run_prof;
 
+/* The driving thread's view of the input: frames the reader thread read
+ * (run_reader.h), parsed here. */
 typedef struct run_input {
-  ib_executor *ex;     /* frames are read into its buffers (pinned on CUDA) */
-  ib_run_spare *spare; /* the next large frame's buffer, got while one is read */
-  FILE *in;
+  ib_executor *ex;
+  ib_run_reader *reader;
   ib_graph_limits limits;
-  pthread_mutex_t mu;
-  pthread_cond_t changed;
-  run_item q[READ_AHEAD_ITEMS]; /* read, not yet taken: q[head], ... (count of them) */
-  size_t head, count, queued_bytes, ahead_bytes;
-  bool eof;
-  bool stream_failed; /* a framing error ended the input */
-  bool stop;          /* the driver is done: read no further */
-  bool done;          /* the reader thread has returned (or is about to) */
+  /* The executor's depth: inputs handed to the stream and results got
+   * back. The writer is the slowest stage, so past a few frames more
+   * depth only holds more buffers (each a fresh pinned block the first
+   * time round: about 4 GB/s of cuMemHostAlloc) without more throughput;
+   * large caps would otherwise let it take every frame the reader read. */
+  uint64_t taken, received;
+  size_t max_len;     /* the largest frame taken */
+  size_t ahead_bytes; /* the bound (--executor-ahead); 0: none */
+  uint64_t ahead_min; /* frames always allowed */
+  bool held_back;     /* the last next_input said AGAIN for the bound */
+  bool let_one;       /* the stream had nothing live: let one through */
   bool profile;       /* IB_RUN_PROFILE set: timings on stderr at the end */
   double t_start;
   run_prof prof;
+  ib_run_reader_prof rprof;
   ib_run_writer_prof wprof;
 } run_input;
 
@@ -103,7 +86,8 @@ static void run_usage(FILE *f) {
           "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
           "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
           "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
-          "                    [--decode-threads N] [--read-ahead N] [--download-resident]\n\n"
+          "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
+          "                    [--download-resident]\n\n"
           "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
           "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
           "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -111,8 +95,11 @@ static void run_usage(FILE *f) {
           "--source-root DIR lets jobs name path sources inside DIR.\n"
           "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
           "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
-          "--read-ahead N (default: a quarter of --host-bytes): bytes of input frames read\n"
+          "--read-ahead N (default: min(--host-bytes / 4, 64M)): bytes of input frames read\n"
           "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
+          "--executor-ahead N (default: min(--host-bytes / 4, 64M)): bytes of frames handed to\n"
+          "the executor whose results have not come back, past max-in-flight + 2 frames\n"
+          "(0: only the caps bound them).\n"
           "--device N picks the CUDA device (cuda backend).\n"
           "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
           "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
@@ -141,6 +128,8 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     o->out = v;
   } else if (strcmp(a, "--read-ahead") == 0) {
     return ib_cli_parse_u64(v, true, &o->read_ahead) && o->read_ahead != UINT64_MAX;
+  } else if (strcmp(a, "--executor-ahead") == 0) {
+    return ib_cli_parse_u64(v, true, &o->exec_ahead) && o->exec_ahead != UINT64_MAX;
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
   } else if (strcmp(a, "--device") == 0) {
@@ -177,6 +166,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->exec.log_cb = ib_cli_log_stderr;
   o->exec.log_opaque = "imgbatch run";
   o->read_ahead = UINT64_MAX;
+  o->exec_ahead = UINT64_MAX;
   for (int i = 1; i < argc; i += 2) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;
@@ -192,133 +182,37 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   return IB_EXIT_OK;
 }
 
-/* A framing error ends the input after its error result. */
-static ib_status frame_failed(run_input *ri, ib_frame_status fs, ib_error *err) {
-  ri->stream_failed = true;
-  *err = (ib_error){.status = IB_INVALID, .stage = IB_STAGE_PARSE};
-  snprintf(err->message, sizeof err->message, "parse: %s",
-           fs == IB_FRAME_TRUNCATED ? "input stream ends inside a frame (truncated)"
-                                    : "frame length prefix is malformed or exceeds 512 MiB");
-  fprintf(stderr, "imgbatch run: %s\n", err->message);
-  return IB_INVALID;
-}
-
-/* No executor buffer for the frame: its body is read past (so the next
- * frame lines up) and it is answered with an internal error, stage parse. */
-static ib_status frame_unbuffered(run_input *ri, size_t len, ib_error *err) {
-  ib_frame_status fs = ib_frame_skip_body(ri->in, len);
-  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, err);
-  return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "parse: out of memory for a %zu-byte frame",
-                      len);
-}
-
-/* Reads and parses one frame. Each frame is read straight into an
- * executor buffer and parsed in place (ib_executor_parse_buffer), so raw
- * source pixels cross host memory once: stdin -> the memory the backend
- * uploads from. A frame that does not parse is an error without an id
- * (stage parse) or, when the Job unpacked but failed validation, an
- * admission rejection (the executor gives it an id). IB_END at the end. */
-static ib_status read_input(run_input *ri, run_item *it) {
-  if (ri->stream_failed) return IB_END;
-  size_t len = 0;
-  ib_frame_status fs = ib_frame_read_len(ri->in, MAX_FRAME, &len);
-  if (fs == IB_FRAME_EOF) return IB_END;
-  if (fs != IB_FRAME_OK) return frame_failed(ri, fs, &it->err);
-  double t0 = ri->profile ? now_s() : 0;
-  /* The spare for the next frame is read-ahead too: asked for only while
-   * this frame, queued, leaves room for it. */
-  pthread_mutex_lock(&ri->mu);
-  bool ask = ri->queued_bytes + len <= ri->ahead_bytes;
-  pthread_mutex_unlock(&ri->mu);
-  uint8_t *buf = ib_run_spare_take(ri->spare, ri->ex, len, ask);
-  double t1 = ri->profile ? now_s() : 0;
-  if (!buf) return frame_unbuffered(ri, len, &it->err);
-  fs = ib_frame_read_body(ri->in, buf, len);
-  if (ri->profile) {
-    ri->prof.alloc_s += t1 - t0;
-    ri->prof.read_s += now_s() - t1;
-    ri->prof.frames++;
-    ri->prof.bytes += len;
-  }
-  if (fs != IB_FRAME_OK) {
-    ib_executor_buffer_free(ri->ex, buf);
-    return frame_failed(ri, fs, &it->err);
-  }
-  it->buf = buf;
-  it->len = len;
-  return IB_OK;
-}
-
-/* Room in the queue for an item of `len` bytes (the first always fits). */
-static bool queue_room(const run_input *ri, size_t len) {
-  return ri->count == 0 ||
-         (ri->count < READ_AHEAD_ITEMS && ri->queued_bytes + len <= ri->ahead_bytes);
-}
-
-static void *reader_main(void *arg) {
-  run_input *ri = arg;
-  bool stop = false;
-  while (!stop) {
-    run_item it = {0};
-    it.st = read_input(ri, &it);
-    double t0 = ri->profile ? now_s() : 0;
-    pthread_mutex_lock(&ri->mu);
-    while (it.st != IB_END && !queue_room(ri, it.len) && !ri->stop)
-      pthread_cond_wait(&ri->changed, &ri->mu);
-    if (ri->profile) ri->prof.full_s += now_s() - t0;
-    stop = ri->stop;
-    if (stop && it.buf) { /* nobody will take it */
-      ib_executor_buffer_free(ri->ex, it.buf);
-    } else if (it.st == IB_END) {
-      ri->eof = stop = true;
-    } else if (!stop) {
-      ri->q[(ri->head + ri->count++) % READ_AHEAD_ITEMS] = it;
-      ri->queued_bytes += it.len;
-    }
-    ri->done = stop;
-    pthread_cond_broadcast(&ri->changed);
-    pthread_mutex_unlock(&ri->mu);
-  }
-  return NULL;
-}
-
-/* Tells the reader that nothing more is taken and, when the input is a
- * regular file (whose reads always return), waits for it to return. True
- * when it has. */
-static bool stop_reader(run_input *ri, bool regular) {
-  pthread_mutex_lock(&ri->mu);
-  ri->stop = true;
-  pthread_cond_broadcast(&ri->changed);
-  while (regular && !ri->done) pthread_cond_wait(&ri->changed, &ri->mu);
-  bool done = ri->done;
-  pthread_mutex_unlock(&ri->mu);
-  return done;
+/* Whether the executor holds enough frames for now (see run_input). */
+static bool deep_enough(run_input *ri) {
+  const uint64_t live = ri->taken - ri->received;
+  if (!ri->ahead_bytes || live < ri->ahead_min || ri->let_one) return false;
+  return (live + 1) * ri->max_len > ri->ahead_bytes;
 }
 
 /* ib_input_next_fn: parses what the reader has read, or says "nothing
- * now". Parsing (header probes through libvips) stays on the driving
- * thread: libvips keeps one error buffer per process, and a probe beside a
- * decode would take the other's cause out of its message. */
+ * now" (also while the executor is deep enough). Parsing (header probes
+ * through libvips) stays on the driving thread: libvips keeps one error
+ * buffer per process, and a probe beside a decode would take the other's
+ * cause out of its message. */
+
 static ib_status next_input(void *user, ib_input *in, ib_error *err) {
   run_input *ri = user;
-  pthread_mutex_lock(&ri->mu);
-  bool has = ri->count > 0;
-  run_item it = has ? ri->q[ri->head] : (run_item){0};
-  ib_status st = has ? it.st : ri->eof ? IB_END : IB_AGAIN;
-  if (has) {
-    ri->head = (ri->head + 1) % READ_AHEAD_ITEMS;
-    ri->count--;
-    ri->queued_bytes -= it.len;
-    pthread_cond_broadcast(&ri->changed);
+  if ((ri->held_back = deep_enough(ri))) {
+    ri->prof.held_back++;
+    return IB_AGAIN;
   }
-  pthread_mutex_unlock(&ri->mu);
-  if (!has || st != IB_OK) {
-    if (has) *err = it.err;
-    return st;
-  }
+  ri->let_one = false;
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  ib_status st = ib_run_reader_take(ri->reader, &buf, &len, err);
+  if (st == IB_AGAIN || st == IB_END) return st;
+  ri->taken++; /* every input taken yields one result, an error one too */
+  if (ri->taken - ri->received > ri->prof.depth_max) ri->prof.depth_max = ri->taken - ri->received;
+  if (len > ri->max_len) ri->max_len = len;
+  if (st != IB_OK) return st;
   double t0 = ri->profile ? now_s() : 0;
   ib_key key = {0};
-  st = ib_executor_parse_buffer(ri->ex, it.buf, it.len, &ri->limits, &in->graph, &key, err);
+  st = ib_executor_parse_buffer(ri->ex, buf, len, &ri->limits, &in->graph, &key, err);
   if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
     in->key = key;
     in->has_key = true;
@@ -332,9 +226,7 @@ static ib_status next_input(void *user, ib_input *in, ib_error *err) {
 /* Blocks until the reader has an input or reached the end. */
 static void wait_input(run_input *ri) {
   double t0 = ri->profile ? now_s() : 0;
-  pthread_mutex_lock(&ri->mu);
-  while (ri->count == 0 && !ri->eof) pthread_cond_wait(&ri->changed, &ri->mu);
-  pthread_mutex_unlock(&ri->mu);
+  ib_run_reader_wait(ri->reader);
   if (ri->profile) ri->prof.starve_s += now_s() - t0;
 }
 
@@ -357,21 +249,31 @@ static void download_resident(ib_result *res) {
 /* Results waiting in the writer: enough for it to write one while the
  * driving thread produces the next, and few enough that the lent images it
  * holds leave the executor's host budget to admission: 3/8 of host_bytes
- * (96 MiB at the default caps), past the first result. */
+ * (96 MiB at the default caps), past the first result. At most 192 MiB
+ * however large the caps (sixteen 2048^2 RGB images for the encoder
+ * threads): the writer is the slowest stage, so its queue stays full, and
+ * more in it is only more pinned buffers held. */
 #define WRITER_ITEMS 4u /* twice the encoder threads when there are more */
-static size_t writer_bytes(const ib_executor_options *o) { return (size_t)(o->host_bytes / 8 * 3); }
+#define WRITER_BYTES_MAX ((uint64_t)192 << 20)
+static size_t writer_bytes(const ib_executor_options *o) {
+  const uint64_t b = o->host_bytes / 8 * 3;
+  return (size_t)(b < WRITER_BYTES_MAX ? b : WRITER_BYTES_MAX);
+}
 
 static void print_profile(const run_input *ri, double start, double destroy) {
   const run_prof *p = &ri->prof;
+  const ib_run_reader_prof *rp = &ri->rprof;
   const ib_run_writer_prof *wp = &ri->wprof;
   double wall = now_s() - ri->t_start;
   fprintf(stderr,
           "imgbatch run profile: %.3f s (executor start %.3f s, stop %.3f s), %llu frames, %.1f MB "
           "in; reader: read %.3f s, buffers "
           "%.3f s, queue full %.3f s; driver: stream %.3f s (parse %.3f), no input %.3f s, "
-          "writer full %.3f s; writer: write %.3f s, free %.3f s, idle %.3f s\n",
-          wall, start, destroy, (unsigned long long)p->frames, (double)p->bytes / 1e6, p->read_s,
-          p->alloc_s, p->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s, wp->write_s,
+          "writer full %.3f s, executor depth at most %llu frames (held back %llu times); "
+          "writer: write %.3f s, free %.3f s, idle %.3f s\n",
+          wall, start, destroy, (unsigned long long)rp->frames, (double)rp->bytes / 1e6, rp->read_s,
+          rp->alloc_s, rp->full_s, p->next_s, p->parse_s, p->starve_s, p->put_s,
+          (unsigned long long)p->depth_max, (unsigned long long)p->held_back, wp->write_s,
           wp->free_s, wp->idle_s);
 }
 
@@ -389,7 +291,12 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *
     double t1 = ri->profile ? now_s() : 0;
     ri->prof.next_s += t1 - t0;
     if (st == IB_AGAIN) {
-      wait_input(ri);
+      /* Held back with nothing live in the stream (not expected: the
+       * frames it holds come back as results first): never wait on that. */
+      if (ri->held_back)
+        ri->let_one = true;
+      else
+        wait_input(ri);
       continue;
     }
     /* Lent images still being written hold the budget: they come back as
@@ -399,6 +306,7 @@ static bool drive(ib_executor *ex, run_input *ri, bool download, ib_run_writer *
       continue;
     }
     if (st != IB_OK) break;
+    ri->received++;
     if (res.kind == IB_RESULT_RESIDENT && download) download_resident(&res);
     ok = ib_run_writer_put(w, &res);
     if (ri->profile) ri->prof.put_s += now_s() - t1;
@@ -426,6 +334,11 @@ int ib_cmd_run(int argc, char **argv) {
   run_opts o;
   int rc = parse_args(argc, argv, &o);
   if (rc != IB_EXIT_OK) return rc;
+  const char *prof = getenv("IB_RUN_PROFILE");
+  const bool profile = prof && *prof && strcmp(prof, "0") != 0;
+  /* The CUDA backend's own profile too (its pinned pool among it), logged
+   * at close. */
+  o.exec.cuda_profile = o.exec.cuda_profile || profile;
   ib_executor *ex = NULL;
   ib_error err = {0};
   double t_start = now_s();
@@ -441,25 +354,17 @@ int ib_cmd_run(int argc, char **argv) {
     ib_executor_destroy(ex);
     return IB_EXIT_FAILURE;
   }
-  /* On the heap: a reader left in a read that never returns (below) must
-   * not find its state in a stack frame that is gone. */
-  run_input *ri = calloc(1, sizeof *ri);
-  if (!ri) {
-    fprintf(stderr, "imgbatch run: out of memory\n");
-    ib_executor_destroy(ex);
-    return IB_EXIT_FAILURE;
-  }
-  const char *prof = getenv("IB_RUN_PROFILE");
-  *ri = (run_input){
-      .ex = ex,
-      .in = in,
-      .limits = {.source_root = o.source_root},
-      .ahead_bytes = (size_t)(o.read_ahead != UINT64_MAX ? o.read_ahead : o.exec.host_bytes / 4),
-      .profile = prof && *prof && strcmp(prof, "0") != 0,
-      .t_start = t_start};
+  const uint64_t quarter = o.exec.host_bytes / 4;
+  const uint64_t exec_ahead = o.exec_ahead != UINT64_MAX   ? o.exec_ahead
+                              : quarter < IB_RUN_AHEAD_MAX ? quarter
+                                                           : IB_RUN_AHEAD_MAX;
+  run_input ri = {.ex = ex,
+                  .limits = {.source_root = o.source_root},
+                  .ahead_bytes = (size_t)exec_ahead,
+                  .ahead_min = (uint64_t)o.exec.max_in_flight + 2,
+                  .profile = profile,
+                  .t_start = t_start};
   double t_exec = now_s();
-  pthread_mutex_init(&ri->mu, NULL);
-  pthread_cond_init(&ri->changed, NULL);
   struct stat st;
   bool regular = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode);
   /* A reader gone away is a write error (EPIPE), said and exit 1, not a
@@ -469,18 +374,18 @@ int ib_cmd_run(int argc, char **argv) {
   int encoders = o.decode_threads ? o.decode_threads : cpus > 0 ? (int)cpus : 1;
   size_t items = 2u * (size_t)encoders > WRITER_ITEMS ? 2u * (size_t)encoders : WRITER_ITEMS;
   ib_run_writer *w = ib_run_writer_start(fileno(out), items, writer_bytes(&o.exec), encoders);
-  pthread_t reader;
-  ri->spare = ib_run_spare_start(ex); /* NULL: the reader gets every buffer itself */
-  if (!w || pthread_create(&reader, NULL, reader_main, ri) != 0) {
+  size_t ahead = (size_t)(o.read_ahead != UINT64_MAX   ? o.read_ahead
+                          : quarter < IB_RUN_AHEAD_MAX ? quarter
+                                                       : IB_RUN_AHEAD_MAX);
+  if (w) ri.reader = ib_run_reader_start(ex, in, ahead, ri.profile);
+  if (!ri.reader) {
     fprintf(stderr, "imgbatch run: cannot start the %s thread\n", w ? "input reader" : "writer");
     if (w) ib_run_writer_finish(w, NULL, 0, NULL);
-    ib_run_spare_stop(ri->spare);
     ib_executor_destroy(ex);
-    free(ri);
     return IB_EXIT_FAILURE;
   }
-  bool ok = drive(ex, ri, o.download_resident, w);
-  if (!stop_reader(ri, regular)) {
+  bool ok = drive(ex, &ri, o.download_resident, w);
+  if (!ib_run_reader_stop(ri.reader, regular)) {
     /* The stream failed while the input (a pipe) stays open: the reader
      * may sit in a read that never returns, or inside the executor, so
      * neither is torn down under it (nor its state freed); the process is
@@ -488,17 +393,11 @@ int ib_cmd_run(int argc, char **argv) {
     fprintf(stderr, "imgbatch run: stopping with input unread\n");
     return IB_EXIT_FAILURE;
   }
-  pthread_join(reader, NULL);
-  ib_run_spare_stop(ri->spare);
-  for (; ri->count > 0; ri->count--, ri->head = (ri->head + 1) % READ_AHEAD_ITEMS)
-    if (ri->q[ri->head].buf) ib_executor_buffer_free(ex, ri->q[ri->head].buf);
-  if (!ok || ri->stream_failed) rc = IB_EXIT_FAILURE;
+  if (!ok || ib_run_reader_failed(ri.reader)) rc = IB_EXIT_FAILURE;
+  ib_run_reader_free(ri.reader, &ri.rprof);
   double t_destroy = now_s();
   ib_executor_destroy(ex);
-  if (ri->profile) print_profile(ri, t_exec - t_start, now_s() - t_destroy);
-  pthread_mutex_destroy(&ri->mu);
-  pthread_cond_destroy(&ri->changed);
-  free(ri);
+  if (ri.profile) print_profile(&ri, t_exec - t_start, now_s() - t_destroy);
   if (o.in) fclose(in);
   if (o.out && fclose(out) != 0) rc = IB_EXIT_FAILURE;
   return rc;

@@ -147,6 +147,16 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
            "admission and job_ready %.2f ms in all\n",
            label, (unsigned long long)c->n_load, c->t_load * 1e3, c->t_load_max * 1e3,
            c->t_tier * 1e3);
+  if (c->prof && c->pin) {
+    const ib_pinned_stats ps = ib_pinned_stats_get(c->pin);
+    ib_log(&c->log, IB_LOG_INFO,
+           "cuda host profile (%s): pinned: %llu fresh blocks, %.1f MiB in %.3f s; held at most "
+           "%.1f MiB; %llu blocks given back over the cap; %llu parse buffers (%.1f MiB) on the "
+           "heap past the parse cap\n",
+           label, (unsigned long long)ps.allocs, (double)ps.alloc_bytes / 1048576.0, ps.alloc_s,
+           (double)ps.held_max / 1048576.0, (unsigned long long)ps.trims,
+           (unsigned long long)ps.parse_heap, (double)ps.parse_heap_bytes / 1048576.0);
+  }
   c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
   c->t_load = c->t_load_max = c->t_tier = 0;
   c->n_sub = c->n_jobs = c->n_load = 0;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* A live block: address, size, and whether the parse allocator owns it. */
 typedef struct live_ent {
@@ -22,7 +23,14 @@ struct ib_pinned {
   live_ent *tab;
   size_t tab_cap, n_live;
   ProtobufCAllocator pa;
+  ib_pinned_stats st;
 };
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static size_t slot_of(const ib_pinned *p, uint64_t addr) {
   uint64_t h = (addr >> 16) * 0x9E3779B97F4A7C15ull;
@@ -87,8 +95,13 @@ static bool get_block(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out
   if (r == 0) {
     if (parse) p->parse_live += out->size; /* reserved with the pool's bytes */
     pthread_mutex_unlock(&p->lock);
+    double t0 = now_s();
     uint64_t addr = p->pool.alloc(p->pool.ctx, out->size);
+    double t1 = now_s();
     pthread_mutex_lock(&p->lock);
+    p->st.allocs++;
+    p->st.alloc_bytes += out->size;
+    p->st.alloc_s += t1 - t0;
     if (parse) p->parse_live -= out->size;
     if (addr)
       ib_pool_get_commit(&p->pool, out, addr);
@@ -101,6 +114,8 @@ static bool get_block(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out
   bool ok = r == 1 && tab_add(p, (live_ent){out->addr, out->size, out->cls, parse});
   if (!ok && r == 1) ib_pool_put(&p->pool, out);
   if (ok && parse) p->parse_live += out->size;
+  if (p->pool.held > p->st.held_max) p->st.held_max = p->pool.held;
+  if (!ok && parse) p->st.parse_heap++, p->st.parse_heap_bytes += bytes;
   pthread_mutex_unlock(&p->lock);
   return ok;
 }
@@ -179,6 +194,14 @@ size_t ib_pinned_live_blocks(ib_pinned *p) {
   size_t n = p->n_live;
   pthread_mutex_unlock(&p->lock);
   return n;
+}
+
+ib_pinned_stats ib_pinned_stats_get(ib_pinned *p) {
+  pthread_mutex_lock(&p->lock);
+  ib_pinned_stats st = p->st;
+  st.trims = p->pool.trims;
+  pthread_mutex_unlock(&p->lock);
+  return st;
 }
 
 uint64_t ib_pinned_parse_bytes(ib_pinned *p) {

@@ -45,6 +45,17 @@ bool ib_pinned_holds(ib_pinned *p, const void *base, const void *ptr, size_t n);
 /* The protobuf-c allocator of ib_executor_parse (lives as long as p). */
 ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);
 
+/* What the pool cost so far (cuda_profile): fresh allocations (their
+ * bytes and seconds, taken outside the lock), the most bytes held from the
+ * allocator at once, free blocks given back to it over the cap, and parse requests of
+ * IB_PINNED_PARSE_MIN or more that landed on the heap past parse_cap (their sources are then
+ * staged: one more copy on the CPU). */
+typedef struct ib_pinned_stats {
+  uint64_t allocs, alloc_bytes, held_max, trims, parse_heap, parse_heap_bytes;
+  double alloc_s;
+} ib_pinned_stats;
+ib_pinned_stats ib_pinned_stats_get(ib_pinned *p);
+
 /* For tests: blocks handed out and allocator calls so far. */
 size_t ib_pinned_live_blocks(ib_pinned *p);
 uint64_t ib_pinned_parse_bytes(ib_pinned *p);

@@ -12,12 +12,21 @@ void ib_pool_init(ib_pool *p, ib_pool_alloc_fn a, ib_pool_free_fn f, void *ctx, 
   p->cap = cap;
 }
 
-size_t ib_pool_class_size(int k) { return (size_t)(4 + k % 4) << (IB_POOL_MIN_SHIFT - 2 + k / 4); }
+#define STEPS (1 << IB_POOL_STEPS_SHIFT)
 
+size_t ib_pool_class_size(int k) {
+  return (size_t)(STEPS + k % STEPS) << (IB_POOL_MIN_SHIFT - IB_POOL_STEPS_SHIFT + k / STEPS);
+}
+
+/* In closed form (a get per job must not scan the classes): the octave of
+ * bytes - 1 and the step within it, rounded up. */
 int ib_pool_class(size_t bytes) {
-  for (int k = 0; k < IB_POOL_CLASSES; k++)
-    if (bytes <= ib_pool_class_size(k)) return k;
-  return -1;
+  if (bytes <= ((size_t)1 << IB_POOL_MIN_SHIFT)) return 0;
+  const size_t n = bytes - 1;
+  const int hb = 63 - __builtin_clzll((unsigned long long)n); /* >= IB_POOL_MIN_SHIFT */
+  const size_t m = (n >> (hb - IB_POOL_STEPS_SHIFT)) + 1;     /* STEPS + 1 .. 2 * STEPS */
+  const int k = (hb - IB_POOL_MIN_SHIFT) * STEPS + (int)m - STEPS;
+  return k < IB_POOL_CLASSES ? k : -1;
 }
 
 static void trim_class(ib_pool *p, int k) {
@@ -25,6 +34,7 @@ static void trim_class(ib_pool *p, int k) {
   while (p->free_list[k].n) {
     p->free(p->ctx, p->free_list[k].addr[--p->free_list[k].n], sz);
     p->held -= sz;
+    p->trims++;
   }
 }
 

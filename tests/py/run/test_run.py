@@ -64,6 +64,38 @@ def test_a_frame_without_memory_is_an_internal_parse_error_and_the_next_frame_ru
     assert ok.key_u64 == 9 and ok.image.data == raw_job(9).source.raw.data
 
 
+@pytest.mark.parametrize("ahead", ["1", "0", "64M"])
+def test_executor_ahead_bounds_the_frames_in_the_stream_and_every_job_is_answered(ahead):
+    # --executor-ahead 1: never more than max-in-flight + 2 frames handed to
+    # the executor without their result back (IB_RUN_PROFILE says how many
+    # at most), and the bound holds nothing back for good: error inputs (an
+    # empty frame failing validation, a frame that does not parse, a job
+    # over host-bytes rejected at admission) count as inputs with one result
+    # each, and every job is answered as without the bound (0) or with one
+    # that never binds here (64M).
+    jobs = [raw_job(k, w=64, h=48, seed=k) for k in range(30)]
+    big = raw_job(99, w=512, h=512)
+    stream = frames(jobs[:10] + [b""] + jobs[10:15] + [b"\xff"] + jobs[15:20] + [big] + jobs[20:])
+    p = subprocess.run([BIN, "run", "--executor-ahead", ahead, "--max-in-flight", "1",
+                        "--host-bytes", "512K"], input=stream, capture_output=True, timeout=60,
+                       env={**os.environ, "IB_RUN_PROFILE": "1"})
+    assert p.returncode == 0, p.stderr
+    results = results_of(p.stdout)
+    assert len(results) == 33
+    images = [r for r in results if r.WhichOneof("outcome") == "image"]
+    assert sorted(r.key_u64 for r in images) == list(range(30))
+    for r in images:
+        assert r.image.data == jobs[r.key_u64].source.raw.data
+    errors = [r for r in results if r.WhichOneof("outcome") == "error"]
+    assert sorted(r.error.stage for r in errors) == [pb.PARSE, pb.VALIDATE, pb.ADMIT]
+    depth = int(p.stderr.split(b"executor depth at most ")[1].split()[0])
+    held = int(p.stderr.split(b"(held back ")[1].split()[0])
+    if ahead == "1":
+        assert depth <= 3 and held > 0, p.stderr
+    else:
+        assert held == 0, p.stderr
+
+
 def test_parse_error_has_no_id_and_validation_error_consumes_one():
     bad = raw_job(7)
     bad.nodes[1].inputs[0] = 1  # self reference
@@ -110,7 +142,8 @@ def test_png_output_follows_the_jobs_output_spec():
 
 
 @pytest.mark.parametrize("args", [["--max-jobs", "0"], ["--host-bytes", "1X"],
-                                  ["--max-in-flight"], ["--device", "-1"]])
+                                  ["--max-in-flight"], ["--device", "-1"],
+                                  ["--executor-ahead", "-1"], ["--executor-ahead"]])
 def test_bad_cap_flags_are_usage_errors(args):
     p = subprocess.run([BIN, "run", *args], input=b"", capture_output=True, timeout=20)
     assert p.returncode == 2
