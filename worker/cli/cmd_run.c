@@ -82,35 +82,39 @@ static double now_s(void) {
 }
 
 static void run_usage(FILE *f) {
-  fprintf(f,
-          "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
-          "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
-          "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
-          "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
-          "                    [--download-resident]\n\n"
-          "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
-          "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
-          "completion order (match by job_id or input_key). A job that fails yields an error\n"
-          "Result naming stage and kind; the stream goes on.\n"
-          "--source-root DIR lets jobs name path sources inside DIR.\n"
-          "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
-          "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
-          "--read-ahead N (default: min(--host-bytes / 4, 64M)): bytes of input frames read\n"
-          "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
-          "--executor-ahead N (default: min(--host-bytes / 4, 64M)): bytes of frames handed to\n"
-          "the executor whose results have not come back, past max-in-flight + 2 frames\n"
-          "(0: only the caps bound them).\n"
-          "--device N picks the CUDA device (cuda backend).\n"
-          "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
-          "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
-          "--decode-threads N (default 0: every CPU): threads that encode PNG/JPEG/WebP/TIFF\n"
-          "outputs (and the cuda backend's source decodes), several results at once.\n"
-          "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
-          "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
-          "nothing after it exits. --download-resident downloads each one instead and writes it\n"
-          "as a raw image Result.\n"
-          "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
-          "start-up failure (e.g. no CUDA driver), 2 usage\n");
+  fprintf(
+      f,
+      "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
+      "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
+      "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
+      "                    [--compile-timeout S]\n"
+      "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
+      "                    [--download-resident]\n\n"
+      "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
+      "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
+      "completion order (match by job_id or input_key). A job that fails yields an error\n"
+      "Result naming stage and kind; the stream goes on.\n"
+      "--source-root DIR lets jobs name path sources inside DIR.\n"
+      "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
+      "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
+      "--read-ahead N (default: min(--host-bytes / 4, 64M)): bytes of input frames read\n"
+      "ahead of the executor, past the first (at most 16 frames; 0: one frame).\n"
+      "--executor-ahead N (default: min(--host-bytes / 4, 64M)): bytes of frames handed to\n"
+      "the executor whose results have not come back, past max-in-flight + 2 frames\n"
+      "(0: only the caps bound them).\n"
+      "--device N picks the CUDA device (cuda backend).\n"
+      "--compile-threads N (cuda, default 2): N threads compile new kernel signatures off\n"
+      "the submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
+      "--compile-timeout S (cuda, default 30): a kernel compile not done after S seconds fails\n"
+      "the jobs waiting for it (error Results, stage execute, kind Internal).\n"
+      "--decode-threads N (default 0: every CPU): threads that encode PNG/JPEG/WebP/TIFF\n"
+      "outputs (and the cuda backend's source decodes), several results at once.\n"
+      "Jobs with output gpu (cuda backend) are answered with a resident HandleRef\n"
+      "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
+      "nothing after it exits. --download-resident downloads each one instead and writes it\n"
+      "as a raw image Result.\n"
+      "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
+      "start-up failure (e.g. no CUDA driver), 2 usage\n");
 }
 
 static bool parse_opt(run_opts *o, const char *a, const char *v) {
@@ -146,6 +150,10 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     uint32_t n = 0;
     if (!ib_cli_parse_u32(v, &n) || n > 64) return false;
     o->exec.compile_threads = (int)n;
+  } else if (strcmp(a, "--compile-timeout") == 0) {
+    uint32_t n = 0;
+    if (!ib_cli_parse_u32(v, &n) || !n || n > UINT32_MAX / 1000u) return false;
+    o->exec.compile_timeout_ms = n * 1000u;
   } else if (strcmp(a, "--max-in-flight") == 0) {
     return ib_cli_parse_u32(v, &o->exec.max_in_flight) && o->exec.max_in_flight > 0;
   } else if (strcmp(a, "--gpu-bytes") == 0) {

@@ -143,10 +143,17 @@ def test_png_output_follows_the_jobs_output_spec():
 
 @pytest.mark.parametrize("args", [["--max-jobs", "0"], ["--host-bytes", "1X"],
                                   ["--max-in-flight"], ["--device", "-1"],
-                                  ["--executor-ahead", "-1"], ["--executor-ahead"]])
+                                  ["--executor-ahead", "-1"], ["--executor-ahead"],
+                                  ["--compile-timeout", "0"], ["--compile-timeout", "4294968"]])
 def test_bad_cap_flags_are_usage_errors(args):
     p = subprocess.run([BIN, "run", *args], input=b"", capture_output=True, timeout=20)
     assert p.returncode == 2
+
+
+def test_compile_timeout_takes_seconds():
+    p = subprocess.run([BIN, "run", "--backend", "cpu", "--compile-timeout", "5"], input=b"",
+                       capture_output=True, timeout=20)
+    assert p.returncode == 0, p.stderr
 
 
 def test_cuda_backend_without_driver_or_device_is_a_start_up_failure():
