@@ -184,6 +184,9 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
   out->blur_global_passes = atomic_load(&c->blur_global);
+  out->upload_direct_sources = atomic_load(&c->direct_sources);
+  out->upload_direct_copies = atomic_load(&c->direct_copies);
+  out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
   if (c->cpool) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;

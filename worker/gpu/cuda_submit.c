@@ -66,46 +66,61 @@ static void sub_release(ib_backend_submission *s) {
     free(s->js[i].buf_off); /* par_off and direct too (plan_job) */
   }
   free(s->js);
+  free(s->dsrc);
   free(s);
 }
 
-/* The pinned raw sources of a submission, each copied from where it lies:
- * in batches of one driver call where the driver has cuMemcpyBatchAsync
- * (small images: one enqueue instead of one per job), else one by one. */
-#define DIRECT_BATCH 256
-typedef struct direct_copies {
-  CUdeviceptr *dst, *src;
-  size_t *len, *job, n;
-} direct_copies;
+static bool delivers(const ib_backend_submission *s, size_t i) {
+  return s->js[i].planned && s->jobs[i].status == IB_OK;
+}
 
-static ib_status collect_direct(const ib_backend_submission *s, direct_copies *d, ib_error *err) {
-  size_t cap = 0;
-  for (size_t i = 0; i < s->n; i++)
-    for (int b = 0; s->js[i].planned && b < s->js[i].plan.n_bufs; b++) cap += s->js[i].direct[b];
+#define COPY_BATCH 256
+
+static void add_copy(ib_up_copies *d, CUdeviceptr dst, const void *src, size_t len, size_t job) {
+  d->dst[d->n] = dst;
+  d->src[d->n] = (CUdeviceptr)(uintptr_t)src;
+  d->len[d->n] = len;
+  d->job[d->n++] = job;
+}
+
+ib_status ib_cuda_sub_copies(ib_backend_submission *s, ib_up_copies *d, ib_error *err) {
+  const size_t cap = s->n_dsrc + 1;
   d->dst = malloc(cap * sizeof *d->dst);
   d->src = malloc(cap * sizeof *d->src);
   d->len = malloc(cap * sizeof *d->len);
   d->job = malloc(cap * sizeof *d->job);
   if (!d->dst || !d->src || !d->len || !d->job) return ib_cuda_oom(err);
-  for (size_t i = 0; i < s->n; i++) {
-    const ib_jstate *js = &s->js[i];
-    const ib_graph *g = s->jobs[i].graph;
-    if (!js->planned || s->jobs[i].status != IB_OK) continue;
-    for (int b = 0; b < js->plan.n_bufs; b++) {
-      if (!js->direct[b]) continue;
-      const ib_node *nd = &g->nodes[js->plan.bufs[b].source_node];
-      d->dst[d->n] = ib_sub_dev(s) + js->buf_off[b];
-      d->src[d->n] = (CUdeviceptr)(uintptr_t)g->sources[nd->pb->source->index].bytes;
-      d->len[d->n] = js->plan.bufs[b].bytes;
-      d->job[d->n++] = i;
+  if (s->lay.upload) add_copy(d, ib_sub_dev(s), ib_sub_host(s), s->lay.upload, 0);
+  const size_t first = d->n;
+  uint64_t sources = 0;
+  /* open: the last copy may be extended by a joining entry (entries of
+   * failed jobs inside a run are copied along: their range is theirs). */
+  bool open = false;
+  for (size_t k = 0; k < s->n_dsrc; k++) {
+    const ib_direct_src *e = &s->dsrc[k];
+    if (!e->joins) open = false;
+    if (!delivers(s, e->job)) continue;
+    sources++;
+    if (open) {
+      d->len[d->n - 1] = (size_t)((uintptr_t)(e->src + e->bytes) - (uintptr_t)d->src[d->n - 1]);
+      continue;
     }
+    add_copy(d, ib_sub_dev(s) + s->js[e->job].buf_off[e->buf], e->src, e->bytes, e->job);
+    open = true;
   }
+  atomic_fetch_add_explicit(&s->c->direct_sources, sources, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->c->direct_copies, d->n - first, memory_order_relaxed);
   return IB_OK;
+}
+
+void ib_cuda_copies_free(ib_up_copies *d) {
+  free(d->dst), free(d->src), free(d->len), free(d->job);
+  *d = (ib_up_copies){0};
 }
 
 /* Copies [k0, k0 + m) in one driver call; false when the driver refused
  * (never asked again: copied one by one from then on). */
-static bool batch_copy(ib_backend_submission *s, const direct_copies *d, size_t k0, size_t m) {
+static bool batch_copy(ib_backend_submission *s, const ib_up_copies *d, size_t k0, size_t m) {
   ib_cuda *c = s->c;
   if (m < 2 || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
   CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
@@ -115,41 +130,27 @@ static bool batch_copy(ib_backend_submission *s, const direct_copies *d, size_t 
   if (rc == CUDA_SUCCESS) return true;
   c->no_batch_copy = 1;
   ib_log(&c->log, IB_LOG_WARN,
-         "cuda: cuMemcpyBatchAsync refused (%d); raw sources are uploaded one by one from now on",
+         "cuda: cuMemcpyBatchAsync refused (%d); uploads are copied one by one from now on",
          (int)rc);
   return false;
 }
 
-static ib_status upload_direct(ib_backend_submission *s, ib_error *err) {
-  direct_copies d = {0};
-  ib_status rs = collect_direct(s, &d, err);
-  for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += DIRECT_BATCH) {
-    const size_t m = d.n - k0 < DIRECT_BATCH ? d.n - k0 : DIRECT_BATCH;
+/* Every upload of the submission: in batches of one driver call where the
+ * driver has cuMemcpyBatchAsync, else one by one. */
+static ib_status enqueue_uploads(ib_backend_submission *s, ib_error *err) {
+  ib_up_copies d = {0};
+  ib_status rs = ib_cuda_sub_copies(s, &d, err);
+  for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += COPY_BATCH) {
+    const size_t m = d.n - k0 < COPY_BATCH ? d.n - k0 : COPY_BATCH;
     if (batch_copy(s, &d, k0, m)) continue;
     for (size_t k = k0; k < k0 + m && rs == IB_OK; k++) {
       CUresult rc = s->c->cu->cuMemcpyHtoDAsync(d.dst[k], (const void *)(uintptr_t)d.src[k],
                                                 d.len[k], s->stream);
-      if (rc != CUDA_SUCCESS)
-        rs = ib_cuda_device_fail(s, rc, "upload of a pinned source", d.job[k], err);
+      if (rc != CUDA_SUCCESS) rs = ib_cuda_device_fail(s, rc, "upload", d.job[k], err);
     }
   }
-  free(d.dst), free(d.src), free(d.len), free(d.job);
+  ib_cuda_copies_free(&d);
   return rs;
-}
-
-/* The staging block in one copy (descriptors included), then the sources
- * copied from where they lie. */
-static ib_status enqueue_uploads(ib_backend_submission *s, ib_error *err) {
-  const ib_cu *cu = s->c->cu;
-  CUresult rc;
-  if (s->lay.upload && (rc = cu->cuMemcpyHtoDAsync(ib_sub_dev(s), ib_sub_host(s), s->lay.upload,
-                                                   s->stream)) != CUDA_SUCCESS)
-    return ib_cuda_device_fail(s, rc, "upload", 0, err);
-  return s->lay.direct ? upload_direct(s, err) : IB_OK;
-}
-
-static bool delivers(const ib_backend_submission *s, size_t i) {
-  return s->js[i].planned && s->jobs[i].status == IB_OK;
 }
 
 /* After the launches, in this order on the submission's stream: resident

@@ -377,6 +377,12 @@ typedef struct ib_executor_counters {
   uint64_t interp_executions;        /* stages run on the pointwise interpreter tier */
   uint64_t blur_global_passes;       /* blur launch groups run as global-memory passes (too large a
                                       * line or radius for shared memory): slower, same bytes */
+  uint64_t upload_direct_sources;    /* raw sources uploaded from where they lie in pinned memory */
+  uint64_t upload_direct_copies;     /* the copies they took: one per run of sources lying one
+                                      * after the other in a pinned slab; as many as sources when
+                                      * the slabs are not used */
+  uint64_t pinned_slab_misses;       /* parsed Jobs' pinned allocations not carved from a slab
+                                      * (above 1 MiB, or none to be had): a copy of their own */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
