@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
     if (ib_cuda_sub_stage(&s, &err) != IB_OK) die(err.message);
     double t3 = now();
     ib_up_copies cp = {0};
-    if (ib_cuda_sub_copies(&s, &cp, &err) != IB_OK) die(err.message);
+    if (ib_cuda_sub_copies(&s, 0, s.n, true, &cp, &err) != IB_OK) die(err.message);
     double t4 = now();
     copies += cp.n;
     ib_cuda_copies_free(&cp);

@@ -89,7 +89,7 @@ static size_t upload_failing(ib_cuda *c, ib_graph **gs, size_t n, size_t fail) {
   ib_up_copies cp = {0};
   ib_error err = {0};
   const uint64_t copies0 = c->direct_copies;
-  cr_assert_eq(ib_cuda_sub_copies(&s, &cp, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_cuda_sub_copies(&s, 0, n, true, &cp, &err), IB_OK, "%s", err.message);
   for (size_t k = 0; k < cp.n; k++) {
     cr_assert(cp.dst[k] >= (CUdeviceptr)(uintptr_t)dev &&
                   cp.dst[k] + cp.len[k] <= (CUdeviceptr)(uintptr_t)(dev + dev_bytes),
@@ -200,6 +200,63 @@ Test(gpu_slab, a_job_above_the_slab_limit_is_counted_and_copied_alone) {
   cr_assert_eq(ib_pinned_slab_misses(c->pin), 1, "the large Job is counted");
   cr_assert_eq(upload(c, gs, 4), 2, "the 3 small ones in one copy, the large one alone");
   for (int i = 0; i < 4; i++) ib_graph_free(gs[i]);
+  cuda_free(c);
+}
+
+/* A submission in pieces (ib_cuda.pieces): each piece's copies write only
+ * its own jobs' device ranges (another piece's stream reads the others),
+ * and together they bring every source. */
+Test(gpu_slab, pieces_copy_their_own_jobs_only) {
+  ib_cuda *c = cuda_new();
+  ib_graph *gs[N];
+  size_t len = 0;
+  for (int i = 0; i < N; i++) {
+    uint8_t *b = packed(IB_MODE_RGB, 160, (uint64_t)i, &len);
+    gs[i] = parse_pinned(c, b, len);
+    free(b);
+  }
+  for (int i = N - 1; i > 0; i--) { /* handed over out of carve order */
+    int k = (i * 5 + 1) % (i + 1);
+    ib_graph *t = gs[i];
+    gs[i] = gs[k];
+    gs[k] = t;
+  }
+  ib_backend_job jobs[N];
+  for (int i = 0; i < N; i++) jobs[i] = (ib_backend_job){.graph = gs[i], .job_id = (uint64_t)i};
+  ib_backend_submission s = {.c = c, .jobs = jobs, .n = N, .js = calloc(N, sizeof *s.js)};
+  ib_cuda_sub_plan(&s);
+  ib_cuda_sub_layout(&s);
+  const CUdeviceptr dev = 1u << 20; /* offsets only: nothing is copied */
+  s.dblk.addr = dev;
+  size_t covered = 0;
+  for (int p = 0; p < 4; p++) {
+    const size_t a = N * p / 4, b = N * (p + 1) / 4;
+    ib_up_copies cp = {0};
+    ib_error err = {0};
+    cr_assert_eq(ib_cuda_sub_copies(&s, a, b, false, &cp, &err), IB_OK);
+    for (size_t k = 0; k < cp.n; k++) {
+      covered += cp.len[k];
+      for (size_t i = 0; i < N; i++) {
+        const ib_jstate *js = &s.js[i];
+        cr_assert_geq(js->plan.bufs[0].source_node, 0, "buffer 0 is the source");
+        const size_t lo = dev + js->buf_off[0], hi = lo + js->plan.bufs[0].bytes;
+        const bool mine = i >= a && i < b;
+        const bool meets = cp.dst[k] < hi && lo < cp.dst[k] + cp.len[k];
+        cr_assert(mine || !meets, "piece %d's copy %zu writes job %zu's source", p, k, i);
+      }
+    }
+    ib_cuda_copies_free(&cp);
+  }
+  size_t sources = 0;
+  for (int i = 0; i < N; i++) {
+    sources += s.js[i].plan.bufs[0].bytes;
+    ib_gplan_free(&s.js[i].plan);
+    free(s.js[i].buf_off);
+  }
+  cr_assert_geq(covered, sources, "every source copied");
+  free(s.dsrc);
+  free(s.js);
+  for (int i = 0; i < N; i++) ib_graph_free(gs[i]);
   cuda_free(c);
 }
 

@@ -41,6 +41,8 @@
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
+/* Streams one submission may be split over (ib_executor_options.cuda_pieces). */
+#define IB_MAX_PIECES 4
 #define IB_CUDA_THREADS 256u
 
 /* A loaded kernel module, an entry of ib_cuda.mods; or (interp) a chain
@@ -109,6 +111,12 @@ struct ib_cuda {
   ib_pinned *pin; /* upload staging, download arenas, parsed Jobs */
   CUstream streams[IB_MAX_STREAMS];
   unsigned n_streams, next_stream;
+  /* pieces > 1: per stream slot, the streams of a submission's other
+   * pieces, the event they wait for (its staging upload) and the events
+   * the slot's stream waits for (their ends). */
+  unsigned pieces;
+  CUstream aux[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
+  CUevent fork_ev[IB_MAX_STREAMS], join_ev[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
   /* Loaded modules by chain signature: the in-memory module cache, an LRU
    * bounded by module_cache_bytes (a module counts its image's bytes).
    * The rule that keeps eviction safe: every module a submission launches
@@ -219,7 +227,8 @@ struct ib_backend_submission {
   ib_cuda *c;
   ib_lru_entry **pins; /* modules this submission launches from (see mods) */
   size_t n_pins;
-  CUstream stream;
+  CUstream stream; /* its stream slot's (another while a piece is enqueued) */
+  unsigned slot;
   CUevent ev;
   ib_pool_block hblk, dblk;
   ib_lent_arena *arena; /* NULL when nothing comes back to the host */
@@ -315,7 +324,8 @@ ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err);
 
 /* cuda_launch.c */
 ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err);
-ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err);
+/* The launches of jobs [a, b) on s->stream. */
+ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_error *err);
 
 /* cuda_submit.c */
 /* A submission's host-to-device copies (ib_cuda_sub_copies): the staging
@@ -326,7 +336,10 @@ typedef struct ib_up_copies {
   CUdeviceptr *dst, *src;
   size_t *len, *job, n;
 } ib_up_copies;
-ib_status ib_cuda_sub_copies(ib_backend_submission *s, ib_up_copies *d, ib_error *err);
+/* Those of jobs [a, b) (a run never spans a job outside), after the
+ * staging block when `staging`. */
+ib_status ib_cuda_sub_copies(ib_backend_submission *s, size_t a, size_t b, bool staging,
+                             ib_up_copies *d, ib_error *err);
 void ib_cuda_copies_free(ib_up_copies *d);
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
 ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,

@@ -232,6 +232,9 @@ typedef struct ib_executor_options {
                                 * close) */
   bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur passes (rows and
                                 * columns) */
+  uint32_t cuda_pieces;        /* cuda: streams a submission of many small jobs is split
+                                * over, so the download of its first jobs overlaps the
+                                * upload of its last; 0 = 1 (one stream), at most 4 */
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
