@@ -179,6 +179,7 @@ void ib_cuda_close(ib_cuda *c) {
   const ib_cu *cu = c->cu;
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
+  for (unsigned i = 0; i < c->n_ev_free; i++) cu->cuEventDestroy(c->ev_free[i]);
   for (unsigned i = 0; i < c->n_streams; i++) {
     cu->cuStreamDestroy(c->streams[i]);
     if (c->fork_ev[i]) cu->cuEventDestroy(c->fork_ev[i]);

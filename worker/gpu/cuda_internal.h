@@ -115,6 +115,10 @@ struct ib_cuda {
    * pieces, the event they wait for (its staging upload) and the events
    * the slot's stream waits for (their ends). */
   unsigned pieces;
+  /* Submissions' completion events, kept for the next ones (driving
+   * thread): no cuEventCreate/cuEventDestroy per submission. */
+  CUevent ev_free[2 * IB_MAX_STREAMS];
+  unsigned n_ev_free;
   CUstream aux[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
   CUevent fork_ev[IB_MAX_STREAMS], join_ev[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
   /* Loaded modules by chain signature: the in-memory module cache, an LRU

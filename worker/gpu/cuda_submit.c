@@ -54,7 +54,11 @@ static void sub_release(ib_backend_submission *s) {
   for (size_t i = 0; i < s->n_pins; i++) ib_lru_unpin(&c->mods, s->pins[i]);
   free(s->pins);
   free_launch_plan(&s->lp);
-  if (s->ev) c->cu->cuEventDestroy(s->ev);
+  /* Complete, or never recorded (abandon fenced the streams): reusable. */
+  if (s->ev && c->n_ev_free < sizeof c->ev_free / sizeof c->ev_free[0])
+    c->ev_free[c->n_ev_free++] = s->ev;
+  else if (s->ev)
+    c->cu->cuEventDestroy(s->ev);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
   if (s->arena) { /* not lent to any result */
@@ -243,7 +247,9 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
   for (unsigned p = 1; k > 1 && p < k && rs == IB_OK; p++)
     if ((rc = cu->cuStreamWaitEvent(main, join[p - 1], 0)) != CUDA_SUCCESS)
       rs = ib_cuda_device_fail(s, rc, "cuStreamWaitEvent (pieces)", 0, err);
-  if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+  if (rs == IB_OK && c->n_ev_free)
+    s->ev = c->ev_free[--c->n_ev_free];
+  else if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
     rs = ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
   if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
     rs = ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
