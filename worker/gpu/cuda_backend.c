@@ -80,7 +80,9 @@ static ib_status open_device(ib_cuda *c, const ib_executor_options *opts, ib_err
  * created up front, so a submission creates none. */
 static ib_status open_pieces(ib_cuda *c, uint32_t pieces, ib_error *err) {
   const ib_cu *cu = c->cu;
-  const unsigned k = pieces < 1 ? 1 : pieces > IB_MAX_PIECES ? IB_MAX_PIECES : pieces;
+  const unsigned k = pieces < 1               ? IB_DEFAULT_PIECES
+                     : pieces > IB_MAX_PIECES ? IB_MAX_PIECES
+                                              : pieces;
   CUresult rc = CUDA_SUCCESS;
   for (unsigned i = 0; i < c->n_streams && k > 1 && rc == CUDA_SUCCESS; i++) {
     rc = cu->cuEventCreate(&c->fork_ev[i], CU_EVENT_DISABLE_TIMING);
@@ -117,6 +119,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   c->prof = opts->cuda_profile;
   c->log = (ib_log_sink){opts->log_cb, opts->log_opaque};
   c->blur_global_rows = opts->cuda_blur_global_rows;
+  c->batch_min = opts->cuda_batch_min > 2 ? opts->cuda_batch_min : 2;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the

@@ -129,7 +129,7 @@ void ib_cuda_copies_free(ib_up_copies *d) {
  * (never asked again: copied one by one from then on). */
 static bool batch_copy(ib_backend_submission *s, const ib_up_copies *d, size_t k0, size_t m) {
   ib_cuda *c = s->c;
-  if (m < 2 || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
+  if (m < 2 || m < c->batch_min || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
   CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
   size_t at_idx = 0;
   const CUresult rc = c->cu->cuMemcpyBatchAsync(d->dst + k0, d->src + k0, d->len + k0, m, &at,

@@ -234,7 +234,10 @@ typedef struct ib_executor_options {
                                 * columns) */
   uint32_t cuda_pieces;        /* cuda: streams a submission of many small jobs is split
                                 * over, so the download of its first jobs overlaps the
-                                * upload of its last; 0 = 1 (one stream), at most 4 */
+                                * upload of its last; 0 = 2, 1 = one stream, at most 4 */
+  uint32_t cuda_batch_min;     /* cuda: a submission's upload copies go out as one
+                                * cuMemcpyBatchAsync call when there are at least this
+                                * many, else one call each; 0 = 2 */
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
