@@ -401,6 +401,13 @@ static ab_case run_api_small(int images, int batch, int producers) {
   printf("section 4: 256^2 RGB invert, %d images per feed, max_jobs %d\n", images, batch);
   fflush(stdout);
   ab_cases_run(ex, &c, 1, &p);
+  ib_executor_counters k;
+  ib_executor_counters_get(ex, &k);
+  printf(
+      "section 4: %llu submissions; raw sources uploaded from pinned memory: %llu in %llu copies "
+      "(%llu slab misses)\n",
+      (unsigned long long)k.submissions, (unsigned long long)k.upload_direct_sources,
+      (unsigned long long)k.upload_direct_copies, (unsigned long long)k.pinned_slab_misses);
   fflush(stdout);
   fprintf(stderr, "bench: the next cuda host profile covers section 4 (warm-up included)\n");
   ib_executor_destroy(ex);

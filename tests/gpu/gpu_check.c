@@ -88,6 +88,100 @@ static int compare(const ib_image *a, const ib_image *b, int *maxdiff) {
   return eq;
 }
 
+/* 5b. Raw sources uploaded from pinned slabs (worker/gpu/pinned.h): Jobs of
+ * one shape written one after the other into executor buffers lie one
+ * after the other in a slab, and their submission uploads them in one
+ * span per run. A run stream (full batches) takes them in carve order,
+ * then out of it (pairs swapped: producers handing Jobs over out of
+ * order); every result must equal the CPU's, and the copies must be far
+ * fewer than the sources (else the slab path is not used: a failure). */
+typedef struct slab_feed {
+  ib_executor *ex;
+  uint8_t **buf;
+  size_t *len;
+  int n, next;
+} slab_feed;
+
+static ib_status slab_next(void *user, ib_input *in, ib_error *err) {
+  slab_feed *f = user;
+  if (f->next == f->n) return IB_END;
+  int i = f->next++;
+  if (i >= f->n / 2 && (i ^ 1) < f->n) i ^= 1; /* second half: pairs swapped */
+  return ib_executor_parse_buffer(f->ex, f->buf[i], f->len[i], NULL, &in->graph, NULL, err);
+}
+
+static tally slab_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key) {
+  enum { NS = 96 };
+  tally t = {0};
+  ib_error err = {0};
+  ib_executor_options eo;
+  ib_executor_options_default(&eo);
+  eo.backend = IB_BACKEND_CUDA;
+  ib_cli_tool_options(&eo);
+  eo.queue = true;
+  ib_executor *ex = NULL;
+  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+    fprintf(logf_, "FAIL slab: executor create: %s\n", err.message);
+    t.failed++;
+    return t;
+  }
+  uint8_t *buf[NS];
+  size_t len[NS];
+  ib_graph *ref[NS];
+  const uint64_t key0 = *key + 1000; /* keys of one varint length: one Job length */
+  for (int k = 0; k < NS; k++) {
+    jg_begin(j, arena, r, IB_MODE_RGB, 200, 150, key0 + (uint64_t)k); /* 90,000 bytes: pinned */
+    jg_op(j, r, JG_INVERT, 0, IB_MODE_RGB, 200, 150, -1);
+    len[k] = imgbatch__v1__job__get_packed_size(&j->job);
+    buf[k] = ib_executor_buffer(ex, len[k]);
+    imgbatch__v1__job__pack(&j->job, buf[k]);
+    ref[k] = jg_finish(j, &err);
+  }
+  *key = key0 + NS;
+  slab_feed f = {ex, buf, len, NS, 0};
+  ib_results *rs = NULL;
+  if (ib_executor_run(ex, slab_next, &f, &rs) != IB_OK) {
+    fprintf(logf_, "FAIL slab: ib_executor_run\n");
+    t.failed++;
+  } else {
+    ib_result res;
+    while (ib_results_next(rs, &res) == IB_OK) {
+      t.cases++;
+      const int k = res.key.is_u64 ? (int)(res.key.u64 - key0) : -1;
+      ib_image cpu = {0};
+      ib_error e = {0};
+      int md = 0;
+      if (k < 0 || k >= NS || !ref[k] || !res.ok || ib_cpu_execute(ref[k], &cpu, &e) != IB_OK) {
+        t.failed++;
+        fprintf(logf_, "FAIL slab job %d: %s\n", k, res.ok ? e.message : res.error.message);
+      } else if (compare(&cpu, &res.image, &md)) {
+        t.equal++;
+      } else {
+        t.failed++;
+        t.maxdiff = md > t.maxdiff ? md : t.maxdiff;
+        fprintf(logf_, "DIFF slab job %d: max |diff| %d\n", k, md);
+      }
+      ib_image_release(&cpu);
+      ib_result_free(&res);
+    }
+    ib_results_close(rs);
+  }
+  ib_executor_counters c;
+  ib_executor_counters_get(ex, &c);
+  printf("slab: %llu raw sources uploaded from pinned memory in %llu copies, %llu slab misses\n",
+         (unsigned long long)c.upload_direct_sources, (unsigned long long)c.upload_direct_copies,
+         (unsigned long long)c.pinned_slab_misses);
+  if (c.upload_direct_sources != NS || 4 * c.upload_direct_copies > c.upload_direct_sources) {
+    t.failed++;
+    fprintf(logf_, "FAIL slab: %d Jobs in a slab took %llu copies for %llu sources\n", NS,
+            (unsigned long long)c.upload_direct_copies,
+            (unsigned long long)c.upload_direct_sources);
+  }
+  for (int k = 0; k < NS; k++) ib_graph_free(ref[k]);
+  ib_executor_destroy(ex);
+  return t;
+}
+
 /* 6. Resident outputs (output gpu) through the executor: every handle's
  * download equals the CPU result; the handles keep their bytes charged
  * until released, then every credit is back; a handle outlives
@@ -922,6 +1016,10 @@ int main(int argc, char **argv) {
     printf("%-12s %6d %6d %6d %6d %8d\n", "executor", exec_t.cases, exec_t.equal, exec_t.failed,
            exec_t.skipped, exec_t.maxdiff);
     fails += exec_t.failed;
+    tally slab_t = slab_check(&r, &j, &arena, &key);
+    printf("%-12s %6d %6d %6d %6d %8d\n", "slab", slab_t.cases, slab_t.equal, slab_t.failed,
+           slab_t.skipped, slab_t.maxdiff);
+    fails += slab_t.failed;
     tally res_t = resident_check(&r, &j, &arena, &key);
     printf("%-12s %6d %6d %6d %6d %8d\n", "resident", res_t.cases, res_t.equal, res_t.failed,
            res_t.skipped, res_t.maxdiff);

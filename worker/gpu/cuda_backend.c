@@ -76,6 +76,25 @@ static ib_status open_device(ib_cuda *c, const ib_executor_options *opts, ib_err
   return IB_OK;
 }
 
+/* The streams and events of submissions split into pieces (see ib_cuda):
+ * created up front, so a submission creates none. */
+static ib_status open_pieces(ib_cuda *c, uint32_t pieces, ib_error *err) {
+  const ib_cu *cu = c->cu;
+  const unsigned k = pieces < 1               ? IB_DEFAULT_PIECES
+                     : pieces > IB_MAX_PIECES ? IB_MAX_PIECES
+                                              : pieces;
+  CUresult rc = CUDA_SUCCESS;
+  for (unsigned i = 0; i < c->n_streams && k > 1 && rc == CUDA_SUCCESS; i++) {
+    rc = cu->cuEventCreate(&c->fork_ev[i], CU_EVENT_DISABLE_TIMING);
+    for (unsigned p = 0; p + 1 < k && rc == CUDA_SUCCESS; p++)
+      if ((rc = cu->cuStreamCreate(&c->aux[i][p], CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS)
+        rc = cu->cuEventCreate(&c->join_ev[i][p], CU_EVENT_DISABLE_TIMING);
+  }
+  if (rc != CUDA_SUCCESS) return ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "pieces: streams/events");
+  c->pieces = k;
+  return IB_OK;
+}
+
 ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error *err) {
   /* Zero fields take the documented defaults below (no dependency on the
    * executor core's ib_executor_options_default). */
@@ -100,6 +119,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   c->prof = opts->cuda_profile;
   c->log = (ib_log_sink){opts->log_cb, opts->log_opaque};
   c->blur_global_rows = opts->cuda_blur_global_rows;
+  c->batch_min = opts->cuda_batch_min > 2 ? opts->cuda_batch_min : 2;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the
@@ -119,6 +139,10 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
       ib_cuda_close(c);
       return IB_DEVICE;
     }
+  if (open_pieces(c, opts->cuda_pieces, err) != IB_OK) {
+    ib_cuda_close(c);
+    return IB_DEVICE;
+  }
   if (!c->kc || !c->pin || !mods_ok) {
     ib_cuda_close(c);
     return IB_INTERNAL;
@@ -168,7 +192,15 @@ void ib_cuda_close(ib_cuda *c) {
   const ib_cu *cu = c->cu;
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
-  for (unsigned i = 0; i < c->n_streams; i++) cu->cuStreamDestroy(c->streams[i]);
+  for (unsigned i = 0; i < c->n_ev_free; i++) cu->cuEventDestroy(c->ev_free[i]);
+  for (unsigned i = 0; i < c->n_streams; i++) {
+    cu->cuStreamDestroy(c->streams[i]);
+    if (c->fork_ev[i]) cu->cuEventDestroy(c->fork_ev[i]);
+    for (unsigned p = 0; p + 1 < IB_MAX_PIECES; p++) {
+      if (c->aux[i][p]) cu->cuStreamDestroy(c->aux[i][p]);
+      if (c->join_ev[i][p]) cu->cuEventDestroy(c->join_ev[i][p]);
+    }
+  }
   ib_cuda_tier_close(c);
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
@@ -194,6 +226,9 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
   out->blur_global_passes = atomic_load(&c->blur_global);
+  out->upload_direct_sources = atomic_load(&c->direct_sources);
+  out->upload_direct_copies = atomic_load(&c->direct_copies);
+  out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
   if (c->cpool) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;

@@ -4,6 +4,9 @@
  *   plan    (cuda_layout.c) each job's device plan;
  *   layout  (cuda_layout.c) the submission's offsets: device block
  *           [upload | direct | inter | download], pinned staging = upload,
+ *           direct = raw sources in pinned memory, by host address, those
+ *           lying one after the other in one allocation (a slab, pinned.h)
+ *           at the same offsets as on the host, so they upload as one span,
  *           download arena = the download region's arena part;
  *   stage   (cuda_stage.c)  sources and parameter blocks into pinned staging,
  *           on the host pool;
@@ -38,6 +41,12 @@
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
+/* Streams one submission may be split over (ib_executor_options.cuda_pieces):
+ * at most, and by default (H200, 256^2 invert, 2026-12-03: 2 pieces 159.6k/s
+ * at max_jobs 64 and 231.8k/s at 512, one stream 152.5k and 201.8k, 4
+ * pieces 143.2k and 155.4k: their driver calls cost more than they hide). */
+#define IB_MAX_PIECES 4
+#define IB_DEFAULT_PIECES 2
 #define IB_CUDA_THREADS 256u
 /* ib_executor_options.compile_timeout_ms 0: below the worker's default
  * --stall-seconds (60), so a wedged compile is answered as the worker's
@@ -120,6 +129,16 @@ struct ib_cuda {
   ib_pinned *pin; /* upload staging, download arenas, parsed Jobs */
   CUstream streams[IB_MAX_STREAMS];
   unsigned n_streams, next_stream;
+  /* pieces > 1: per stream slot, the streams of a submission's other
+   * pieces, the event they wait for (its staging upload) and the events
+   * the slot's stream waits for (their ends). */
+  unsigned pieces;
+  /* Submissions' completion events, kept for the next ones (driving
+   * thread): no cuEventCreate/cuEventDestroy per submission. */
+  CUevent ev_free[2 * IB_MAX_STREAMS];
+  unsigned n_ev_free;
+  CUstream aux[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
+  CUevent fork_ev[IB_MAX_STREAMS], join_ev[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
   /* Loaded modules by chain signature: the in-memory module cache, an LRU
    * bounded by module_cache_bytes (a module counts its image's bytes).
    * The rule that keeps eviction safe: every module a submission launches
@@ -134,7 +153,8 @@ struct ib_cuda {
   ib_cpool *cpool;
   CUmodule imod;
   CUfunction ifn, ilsum;
-  int no_batch_copy; /* cuMemcpyBatchAsync refused once: copy one by one */
+  int no_batch_copy;  /* cuMemcpyBatchAsync refused once: copy one by one */
+  unsigned batch_min; /* copies per cuMemcpyBatchAsync call, at least */
   ib_log_sink log;
   ib_charge_memo memo;
   ib_tier_memo tmemo;
@@ -146,6 +166,11 @@ struct ib_cuda {
    * passes (a line or tile too large for shared memory): the slow path is
    * counted, never silent (ib_executor_counters.blur_global_passes). */
   _Atomic uint64_t blur_global;
+  /* Raw sources uploaded from where they lie in pinned memory, and the
+   * copies they took: one per run of sources lying one after the other in
+   * a slab; as many as sources when the slabs are not used (counted, not
+   * silent: ib_executor_counters.upload_direct_*). */
+  _Atomic uint64_t direct_sources, direct_copies;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
   /* ... and on the driving thread beside submissions: module loads (any
@@ -165,6 +190,18 @@ typedef struct ib_jstate {
   uint8_t *direct; /* per plan buffer: 1 = a raw source uploaded from its
                     * own pinned memory (ib_executor_parse), not staged */
 } ib_jstate;
+
+/* A raw source uploaded from where it lies in pinned memory (the layout's
+ * order: by host address). `joins`: it lies in the same host allocation as
+ * the previous entry, and its device offset is that entry's plus the
+ * distance between them on the host, so both upload in one span. */
+typedef struct ib_direct_src {
+  const uint8_t *src;
+  uint64_t region; /* the host allocation (ib_pinned_region) */
+  size_t bytes, job;
+  int buf;
+  bool joins;
+} ib_direct_src;
 
 /* A submission's download arena, lent to its results (backend.h), or one
  * job's own Job buffer holding its output (job_buf set). */
@@ -213,13 +250,16 @@ struct ib_backend_submission {
   ib_cuda *c;
   ib_lru_entry **pins; /* modules this submission launches from (see mods) */
   size_t n_pins;
-  CUstream stream;
+  CUstream stream; /* its stream slot's (another while a piece is enqueued) */
+  unsigned slot;
   CUevent ev;
   ib_pool_block hblk, dblk;
   ib_lent_arena *arena; /* NULL when nothing comes back to the host */
   ib_backend_job *jobs;
   size_t n;
   ib_jstate *js;
+  ib_direct_src *dsrc; /* the direct region's sources, in its order */
+  size_t n_dsrc, cap_dsrc;
   ib_sub_layout lay;
   ib_launch_plan lp;
   ib_status device_status;
@@ -295,6 +335,8 @@ bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);
 bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g);
 void ib_cuda_like_free(ib_graph *like);
 bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index);
+/* ib_cuda_source_pinned, and the host allocation the source lies in. */
+bool ib_cuda_source_region(ib_cuda *c, const ib_graph *g, size_t index, uint64_t *region);
 bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g);
 void ib_cuda_sub_plan(ib_backend_submission *s);
 void ib_cuda_sub_layout(ib_backend_submission *s);
@@ -305,9 +347,23 @@ ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err);
 
 /* cuda_launch.c */
 ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err);
-ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err);
+/* The launches of jobs [a, b) on s->stream. */
+ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_error *err);
 
 /* cuda_submit.c */
+/* A submission's host-to-device copies (ib_cuda_sub_copies): the staging
+ * block, then the raw sources lying in pinned memory, one span per run the
+ * layout joined (place_direct), each copied from where it lies. Counts
+ * the sources and copies (ib_cuda.direct_*). */
+typedef struct ib_up_copies {
+  CUdeviceptr *dst, *src;
+  size_t *len, *job, n;
+} ib_up_copies;
+/* Those of jobs [a, b) (a run never spans a job outside), after the
+ * staging block when `staging`. */
+ib_status ib_cuda_sub_copies(ib_backend_submission *s, size_t a, size_t b, bool staging,
+                             ib_up_copies *d, ib_error *err);
+void ib_cuda_copies_free(ib_up_copies *d);
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
 ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
                               ib_error *err);

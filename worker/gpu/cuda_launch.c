@@ -232,8 +232,10 @@ static ib_status launch_group(ib_backend_submission *s, size_t e, size_t e_end, 
   return rs;
 }
 
-/* Enqueues the launches level by level: a level's groups in group order. */
-ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err) {
+/* Enqueues the launches of jobs [a, b) level by level: a level's groups in
+ * group order (a group's entries are sorted by job, so the range is one
+ * slice of its descriptors). */
+ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_error *err) {
   const ib_launch_plan *lp = &s->lp;
   for (int lv = 0; lv < s->lay.max_stages; lv++) {
     size_t e = 0;
@@ -242,7 +244,10 @@ ib_status ib_cuda_sub_launch(ib_backend_submission *s, ib_error *err) {
       size_t e_end = e;
       while (e_end < lp->n_ent && lp->ents[e_end].group == g) e_end++;
       if (lp->glevel[g] == lv) {
-        ib_status rs = launch_group(s, e, e_end, err);
+        size_t e0 = e, e1;
+        while (e0 < e_end && lp->ents[e0].job < a) e0++;
+        for (e1 = e0; e1 < e_end && lp->ents[e1].job < b;) e1++;
+        ib_status rs = e1 > e0 ? launch_group(s, e0, e1, err) : IB_OK;
         if (rs != IB_OK) return rs;
       }
       e = e_end;

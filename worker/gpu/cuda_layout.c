@@ -55,8 +55,7 @@ void ib_cuda_like_free(ib_graph *like) {
 /* A raw source whose bytes lie in this backend's pinned memory (the Job was
  * unpacked by ib_executor_parse): uploaded from there, no staging copy.
  * Admission (be_job_bytes) asks the same question, so the charge knows. */
-bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index) {
-  ib_cuda *c = state;
+bool ib_cuda_source_region(ib_cuda *c, const ib_graph *g, size_t index, uint64_t *region) {
   const ib_source *src = &g->sources[index];
   size_t bytes = (size_t)src->shape.width * src->shape.height * ib_mode_bands(src->shape.mode);
   if (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_RAW || src->len < bytes || !bytes)
@@ -66,7 +65,12 @@ bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index) {
   const uint8_t *buf = g->buffer;
   const uint8_t *base =
       buf && src->bytes >= buf && src->bytes < buf + g->buffer_len ? buf : src->bytes;
-  return ib_pinned_holds(c->pin, base, src->bytes, bytes);
+  return ib_pinned_region(c->pin, base, src->bytes, bytes, region);
+}
+
+bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index) {
+  uint64_t region;
+  return ib_cuda_source_region(state, g, index, &region);
 }
 
 /* A terminal image of 1 MiB or more goes back into its own Job buffer
@@ -119,23 +123,49 @@ void ib_cuda_sub_plan(ib_backend_submission *s) {
   for (size_t i = 0; i < s->n; i++) plan_job(&s->jobs[i], &s->js[i]);
 }
 
+/* Room for `more` direct sources; false (the job fails) when out of memory. */
+static bool dsrc_room(ib_backend_submission *s, size_t more) {
+  if (s->n_dsrc + more <= s->cap_dsrc) return true;
+  size_t cap = s->cap_dsrc ? s->cap_dsrc * 2 : s->n + more;
+  while (cap < s->n_dsrc + more) cap *= 2;
+  ib_direct_src *d = realloc(s->dsrc, cap * sizeof *d);
+  if (!d) return false;
+  s->dsrc = d;
+  s->cap_dsrc = cap;
+  return true;
+}
+
 /* Sources: staged in the upload region, or, raw ones lying in pinned
- * memory, in the direct region (offsets relative to it until rebased);
- * parameter blocks after each job's staged sources. */
+ * memory, listed for the direct region (place_direct); parameter blocks
+ * after each job's staged sources. */
 static void place_sources(ib_backend_submission *s) {
   ib_sub_layout *l = &s->lay;
   for (size_t i = 0; i < s->n; i++) {
     ib_jstate *js = &s->js[i];
     if (!js->planned) continue;
     const ib_graph *g = s->jobs[i].graph;
+    if (!dsrc_room(s, (size_t)js->plan.n_bufs)) {
+      ib_cuda_job_fail(&s->jobs[i],
+                       &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory"},
+                       IB_STAGE_UPLOAD);
+      js->planned = 0;
+      continue;
+    }
     for (int b = 0; b < js->plan.n_bufs; b++) {
       if (js->plan.bufs[b].source_node < 0) continue;
       const ib_node *nd = &g->nodes[js->plan.bufs[b].source_node];
-      size_t *region = (js->direct[b] = ib_cuda_source_pinned(s->c, g, nd->pb->source->index))
-                           ? &l->direct
-                           : &l->upload;
-      js->buf_off[b] = *region;
-      *region += ib_cuda_up(js->plan.bufs[b].bytes);
+      const size_t idx = nd->pb->source->index;
+      uint64_t region = 0;
+      if ((js->direct[b] = ib_cuda_source_region(s->c, g, idx, &region))) {
+        s->dsrc[s->n_dsrc++] = (ib_direct_src){.src = g->sources[idx].bytes,
+                                               .region = region,
+                                               .bytes = js->plan.bufs[b].bytes,
+                                               .job = i,
+                                               .buf = b};
+        continue;
+      }
+      js->buf_off[b] = l->upload;
+      l->upload += ib_cuda_up(js->plan.bufs[b].bytes);
     }
     for (int k = 0; k < js->plan.n_stages; k++) {
       js->par_off[k] = l->upload;
@@ -144,6 +174,47 @@ static void place_sources(ib_backend_submission *s) {
     }
     l->total_stages += (size_t)js->plan.n_stages;
     if (js->plan.n_stages > l->max_stages) l->max_stages = js->plan.n_stages;
+  }
+}
+
+static int dsrc_cmp(const void *a, const void *b) {
+  const uint8_t *x = ((const ib_direct_src *)a)->src, *y = ((const ib_direct_src *)b)->src;
+  return x < y ? -1 : x > y;
+}
+
+/* The host bytes between two sources that a joined span copies along: at
+ * most this, and at most 1/16 of the source before (small on PCIe and in
+ * device memory beside the charge, which counts each source alone). */
+#define DIRECT_GAP_MAX ((size_t)4096)
+_Static_assert(IB_PINNED_SLAB_ALIGN % IB_CUDA_ALIGN == 0,
+               "slab offsets must keep joined sources at aligned device offsets");
+
+/* `d` may share one upload span with `prev`: the same host allocation, a
+ * distance that keeps its device offset aligned and clear of prev's
+ * buffer, and a short gap. */
+static bool joins(const ib_direct_src *prev, const ib_direct_src *d) {
+  if (d->region != prev->region || d->src < prev->src) return false;
+  const size_t dist = (size_t)(d->src - prev->src), gap = dist - prev->bytes;
+  return dist % IB_CUDA_ALIGN == 0 && dist >= ib_cuda_up(prev->bytes) && gap <= DIRECT_GAP_MAX &&
+         gap * 16 <= prev->bytes;
+}
+
+/* The direct region: sources by host address (Jobs parsed on several
+ * threads are carved from a slab out of submission order); one that joins
+ * the previous one lies as far from it on the device as on the host,
+ * others start after what is placed (offsets relative until rebased). */
+static void place_direct(ib_backend_submission *s) {
+  ib_direct_src *d = s->dsrc;
+  bool sorted = true;
+  for (size_t k = 1; k < s->n_dsrc && sorted; k++) sorted = d[k - 1].src <= d[k].src;
+  if (!sorted) qsort(d, s->n_dsrc, sizeof *d, dsrc_cmp);
+  size_t prev_off = 0;
+  for (size_t k = 0; k < s->n_dsrc; k++) {
+    size_t *off = &s->js[d[k].job].buf_off[d[k].buf];
+    d[k].joins = k > 0 && joins(&d[k - 1], &d[k]);
+    *off = d[k].joins ? prev_off + (size_t)(d[k].src - d[k - 1].src) : s->lay.direct;
+    s->lay.direct = *off + ib_cuda_up(d[k].bytes);
+    prev_off = *off;
   }
 }
 
@@ -202,13 +273,16 @@ static void rebase(ib_backend_submission *s) {
 
 /* Upload (host = device layout, one copy from the pinned staging block):
  * staged sources, parameter blocks, descriptor tables. Direct: raw sources
- * whose bytes already lie in pinned memory (Jobs unpacked by
- * ib_executor_parse), each copied from there. Inter: stage outputs that
+ * whose bytes already lie in pinned memory (Jobs parsed by ib_executor_parse
+ * or in place in an ib_executor_buffer), copied from there, one span per
+ * run of sources lying one after the other in a slab (place_direct). Inter: stage outputs that
  * stay on the device. Download: the other terminal images, packed so one
  * copy brings the arena's back into the arena lent to the results. */
 void ib_cuda_sub_layout(ib_backend_submission *s) {
   s->lay = (ib_sub_layout){0};
+  s->n_dsrc = 0;
   place_sources(s);
+  place_direct(s);
   s->lay.desc_off = s->lay.upload;
   s->lay.upload += ib_cuda_up(s->lay.total_stages * sizeof(ib_gdesc));
   place_inter(s);

@@ -54,7 +54,11 @@ static void sub_release(ib_backend_submission *s) {
   for (size_t i = 0; i < s->n_pins; i++) ib_lru_unpin(&c->mods, s->pins[i]);
   free(s->pins);
   free_launch_plan(&s->lp);
-  if (s->ev) c->cu->cuEventDestroy(s->ev);
+  /* Complete, or never recorded (abandon fenced the streams): reusable. */
+  if (s->ev && c->n_ev_free < sizeof c->ev_free / sizeof c->ev_free[0])
+    c->ev_free[c->n_ev_free++] = s->ev;
+  else if (s->ev)
+    c->cu->cuEventDestroy(s->ev);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
   if (s->arena) { /* not lent to any result */
@@ -66,48 +70,66 @@ static void sub_release(ib_backend_submission *s) {
     free(s->js[i].buf_off); /* par_off and direct too (plan_job) */
   }
   free(s->js);
+  free(s->dsrc);
   free(s);
 }
 
-/* The pinned raw sources of a submission, each copied from where it lies:
- * in batches of one driver call where the driver has cuMemcpyBatchAsync
- * (small images: one enqueue instead of one per job), else one by one. */
-#define DIRECT_BATCH 256
-typedef struct direct_copies {
-  CUdeviceptr *dst, *src;
-  size_t *len, *job, n;
-} direct_copies;
+static bool delivers(const ib_backend_submission *s, size_t i) {
+  return s->js[i].planned && s->jobs[i].status == IB_OK;
+}
 
-static ib_status collect_direct(const ib_backend_submission *s, direct_copies *d, ib_error *err) {
-  size_t cap = 0;
-  for (size_t i = 0; i < s->n; i++)
-    for (int b = 0; s->js[i].planned && b < s->js[i].plan.n_bufs; b++) cap += s->js[i].direct[b];
+#define COPY_BATCH 256
+
+static void add_copy(ib_up_copies *d, CUdeviceptr dst, const void *src, size_t len, size_t job) {
+  d->dst[d->n] = dst;
+  d->src[d->n] = (CUdeviceptr)(uintptr_t)src;
+  d->len[d->n] = len;
+  d->job[d->n++] = job;
+}
+
+ib_status ib_cuda_sub_copies(ib_backend_submission *s, size_t a, size_t b, bool staging,
+                             ib_up_copies *d, ib_error *err) {
+  const size_t cap = s->n_dsrc + 1;
   d->dst = malloc(cap * sizeof *d->dst);
   d->src = malloc(cap * sizeof *d->src);
   d->len = malloc(cap * sizeof *d->len);
   d->job = malloc(cap * sizeof *d->job);
   if (!d->dst || !d->src || !d->len || !d->job) return ib_cuda_oom(err);
-  for (size_t i = 0; i < s->n; i++) {
-    const ib_jstate *js = &s->js[i];
-    const ib_graph *g = s->jobs[i].graph;
-    if (!js->planned || s->jobs[i].status != IB_OK) continue;
-    for (int b = 0; b < js->plan.n_bufs; b++) {
-      if (!js->direct[b]) continue;
-      const ib_node *nd = &g->nodes[js->plan.bufs[b].source_node];
-      d->dst[d->n] = ib_sub_dev(s) + js->buf_off[b];
-      d->src[d->n] = (CUdeviceptr)(uintptr_t)g->sources[nd->pb->source->index].bytes;
-      d->len[d->n] = js->plan.bufs[b].bytes;
-      d->job[d->n++] = i;
+  if (staging && s->lay.upload) add_copy(d, ib_sub_dev(s), ib_sub_host(s), s->lay.upload, 0);
+  const size_t first = d->n;
+  uint64_t sources = 0;
+  /* open: the last copy may be extended by a joining entry (entries of
+   * failed jobs inside a run are copied along: their range is theirs; a
+   * job outside [a, b) ends the run: another piece's stream reads it). */
+  bool open = false;
+  for (size_t k = 0; k < s->n_dsrc; k++) {
+    const ib_direct_src *e = &s->dsrc[k];
+    if (!e->joins || e->job < a || e->job >= b) open = false;
+    if (e->job < a || e->job >= b) continue;
+    if (!delivers(s, e->job)) continue;
+    sources++;
+    if (open) {
+      d->len[d->n - 1] = (size_t)((uintptr_t)(e->src + e->bytes) - (uintptr_t)d->src[d->n - 1]);
+      continue;
     }
+    add_copy(d, ib_sub_dev(s) + s->js[e->job].buf_off[e->buf], e->src, e->bytes, e->job);
+    open = true;
   }
+  atomic_fetch_add_explicit(&s->c->direct_sources, sources, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->c->direct_copies, d->n - first, memory_order_relaxed);
   return IB_OK;
+}
+
+void ib_cuda_copies_free(ib_up_copies *d) {
+  free(d->dst), free(d->src), free(d->len), free(d->job);
+  *d = (ib_up_copies){0};
 }
 
 /* Copies [k0, k0 + m) in one driver call; false when the driver refused
  * (never asked again: copied one by one from then on). */
-static bool batch_copy(ib_backend_submission *s, const direct_copies *d, size_t k0, size_t m) {
+static bool batch_copy(ib_backend_submission *s, const ib_up_copies *d, size_t k0, size_t m) {
   ib_cuda *c = s->c;
-  if (m < 2 || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
+  if (m < 2 || m < c->batch_min || !c->cu->cuMemcpyBatchAsync || c->no_batch_copy) return false;
   CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
   size_t at_idx = 0;
   const CUresult rc = c->cu->cuMemcpyBatchAsync(d->dst + k0, d->src + k0, d->len + k0, m, &at,
@@ -115,64 +137,57 @@ static bool batch_copy(ib_backend_submission *s, const direct_copies *d, size_t 
   if (rc == CUDA_SUCCESS) return true;
   c->no_batch_copy = 1;
   ib_log(&c->log, IB_LOG_WARN,
-         "cuda: cuMemcpyBatchAsync refused (%d); raw sources are uploaded one by one from now on",
+         "cuda: cuMemcpyBatchAsync refused (%d); uploads are copied one by one from now on",
          (int)rc);
   return false;
 }
 
-static ib_status upload_direct(ib_backend_submission *s, ib_error *err) {
-  direct_copies d = {0};
-  ib_status rs = collect_direct(s, &d, err);
-  for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += DIRECT_BATCH) {
-    const size_t m = d.n - k0 < DIRECT_BATCH ? d.n - k0 : DIRECT_BATCH;
+/* The uploads of jobs [a, b) (after the staging block when `staging`): in
+ * batches of one driver call where the driver has cuMemcpyBatchAsync, else
+ * one by one. */
+static ib_status enqueue_uploads(ib_backend_submission *s, size_t a, size_t b, bool staging,
+                                 ib_error *err) {
+  ib_up_copies d = {0};
+  ib_status rs = ib_cuda_sub_copies(s, a, b, staging, &d, err);
+  for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += COPY_BATCH) {
+    const size_t m = d.n - k0 < COPY_BATCH ? d.n - k0 : COPY_BATCH;
     if (batch_copy(s, &d, k0, m)) continue;
     for (size_t k = k0; k < k0 + m && rs == IB_OK; k++) {
       CUresult rc = s->c->cu->cuMemcpyHtoDAsync(d.dst[k], (const void *)(uintptr_t)d.src[k],
                                                 d.len[k], s->stream);
-      if (rc != CUDA_SUCCESS)
-        rs = ib_cuda_device_fail(s, rc, "upload of a pinned source", d.job[k], err);
+      if (rc != CUDA_SUCCESS) rs = ib_cuda_device_fail(s, rc, "upload", d.job[k], err);
     }
   }
-  free(d.dst), free(d.src), free(d.len), free(d.job);
+  ib_cuda_copies_free(&d);
   return rs;
 }
 
-/* The staging block in one copy (descriptors included), then the sources
- * copied from where they lie. */
-static ib_status enqueue_uploads(ib_backend_submission *s, ib_error *err) {
-  const ib_cu *cu = s->c->cu;
-  CUresult rc;
-  if (s->lay.upload && (rc = cu->cuMemcpyHtoDAsync(ib_sub_dev(s), ib_sub_host(s), s->lay.upload,
-                                                   s->stream)) != CUDA_SUCCESS)
-    return ib_cuda_device_fail(s, rc, "upload", 0, err);
-  return s->lay.direct ? upload_direct(s, err) : IB_OK;
-}
-
-static bool delivers(const ib_backend_submission *s, size_t i) {
-  return s->js[i].planned && s->jobs[i].status == IB_OK;
-}
-
-/* After the launches, in this order on the submission's stream: resident
+/* After the launches of jobs [a, b), in this order on s->stream: resident
  * outputs copied into their own allocations (so the one event covers them
- * too), the arena's outputs in one copy, then own-buffer outputs - after
- * the upload on the same stream, so the source pixels they overwrite were
- * already read. */
-static ib_status enqueue_downloads(ib_backend_submission *s, ib_error *err) {
+ * too), their range of the arena in one copy, then own-buffer outputs -
+ * after the upload on the same stream, so the source pixels they overwrite
+ * were already read. */
+static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b, ib_error *err) {
   ib_cuda *c = s->c;
   const ib_cu *cu = c->cu;
   const CUdeviceptr dev = ib_sub_dev(s), out = dev + s->lay.out_base;
-  for (size_t i = 0; i < s->n; i++) {
+  size_t lo = SIZE_MAX, hi = 0; /* the arena outputs of [a, b) (placed in job order) */
+  for (size_t i = a; i < b; i++) {
     const ib_jstate *js = &s->js[i];
+    if (js->planned && !s->jobs[i].resident && !js->own) {
+      if (lo == SIZE_MAX) lo = js->dl_off;
+      hi = js->dl_off + ib_cuda_up(js->plan.bufs[js->plan.out_buf].bytes);
+    }
     if (!delivers(s, i) || !s->jobs[i].resident) continue;
     ib_cuda_keep(cu, c->ctx, s->stream, dev + js->buf_off[js->plan.out_buf], &js->plan.out_shape,
                  &s->jobs[i]);
   }
+  if (hi > s->lay.arena_bytes) hi = s->lay.arena_bytes;
   CUresult rc;
-  if (s->lay.arena_bytes &&
-      (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)s->arena->blk.addr, out, s->lay.arena_bytes,
-                                  s->stream)) != CUDA_SUCCESS)
-    return ib_cuda_device_fail(s, rc, "download", 0, err);
-  for (size_t i = 0; i < s->n; i++) {
+  if (lo < hi && (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + lo), out + lo,
+                                             hi - lo, s->stream)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "download", a, err);
+  for (size_t i = a; i < b; i++) {
     const ib_jstate *js = &s->js[i];
     if (!js->own || !delivers(s, i)) continue;
     if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, out + js->dl_off,
@@ -183,14 +198,58 @@ static ib_status enqueue_downloads(ib_backend_submission *s, ib_error *err) {
   return IB_OK;
 }
 
-/* Everything of the submission on its stream, then its one event. */
+/* Pieces of a submission (ib_cuda.pieces): worth it for many jobs whose
+ * copies take long enough that a piece's download overlapping the next
+ * piece's upload saves more than its launches and event waits cost. */
+#define PIECE_MIN_JOBS 4
+#define PIECE_MIN_BYTES ((size_t)4 << 20)
+static unsigned pieces_of(const ib_backend_submission *s) {
+  unsigned k = s->c->pieces;
+  if (k < 2 || s->lay.direct + s->lay.upload + s->lay.download < PIECE_MIN_BYTES) return 1;
+  while (k > 1 && s->n < (size_t)k * PIECE_MIN_JOBS) k--;
+  return k;
+}
+
+/* Jobs [a, b) on s->stream: their uploads (the staging block first when
+ * `staging`), launches and downloads. */
+static ib_status enqueue_jobs(ib_backend_submission *s, size_t a, size_t b, bool staging,
+                              ib_error *err) {
+  ib_status rs = enqueue_uploads(s, a, b, staging, err);
+  if (rs == IB_OK) rs = ib_cuda_sub_launch(s, a, b, err);
+  if (rs == IB_OK) rs = enqueue_downloads(s, a, b, err);
+  return rs;
+}
+
+/* Everything of the submission, then its one event on its slot's stream.
+ * In pieces: the staging block (descriptors, parameters) on the slot's
+ * stream, each piece on its own stream after it, the slot's stream after
+ * every piece. */
 static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
-  const ib_cu *cu = s->c->cu;
-  ib_status rs = enqueue_uploads(s, err);
-  if (rs == IB_OK) rs = ib_cuda_sub_launch(s, err);
-  if (rs == IB_OK) rs = enqueue_downloads(s, err);
+  ib_cuda *c = s->c;
+  const ib_cu *cu = c->cu;
+  const unsigned k = pieces_of(s);
+  const CUstream main = s->stream;
+  CUevent fork = c->fork_ev[s->slot], *join = c->join_ev[s->slot];
+  ib_status rs = k == 1 ? enqueue_jobs(s, 0, s->n, true, err) : enqueue_uploads(s, 0, 0, true, err);
   CUresult rc;
-  if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+  if (k > 1 && rs == IB_OK && (rc = cu->cuEventRecord(fork, main)) != CUDA_SUCCESS)
+    rs = ib_cuda_device_fail(s, rc, "cuEventRecord (pieces)", 0, err);
+  for (unsigned p = 0; k > 1 && p < k && rs == IB_OK; p++) {
+    const size_t a = s->n * p / k, b = s->n * (p + 1) / k;
+    s->stream = p ? c->aux[s->slot][p - 1] : main;
+    if (p && (rc = cu->cuStreamWaitEvent(s->stream, fork, 0)) != CUDA_SUCCESS)
+      rs = ib_cuda_device_fail(s, rc, "cuStreamWaitEvent (pieces)", a, err);
+    if (rs == IB_OK) rs = enqueue_jobs(s, a, b, false, err);
+    if (rs == IB_OK && p && (rc = cu->cuEventRecord(join[p - 1], s->stream)) != CUDA_SUCCESS)
+      rs = ib_cuda_device_fail(s, rc, "cuEventRecord (pieces)", a, err);
+  }
+  s->stream = main;
+  for (unsigned p = 1; k > 1 && p < k && rs == IB_OK; p++)
+    if ((rc = cu->cuStreamWaitEvent(main, join[p - 1], 0)) != CUDA_SUCCESS)
+      rs = ib_cuda_device_fail(s, rc, "cuStreamWaitEvent (pieces)", 0, err);
+  if (rs == IB_OK && c->n_ev_free)
+    s->ev = c->ev_free[--c->n_ev_free];
+  else if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
     rs = ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
   if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
     rs = ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
@@ -200,6 +259,8 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
 /* Something may have been enqueued: fence before the blocks go back. */
 static ib_status abandon(ib_backend_submission *s, ib_status rs) {
   s->c->cu->cuStreamSynchronize(s->stream);
+  for (unsigned p = 0; p + 1 < s->c->pieces; p++)
+    s->c->cu->cuStreamSynchronize(s->c->aux[s->slot][p]);
   for (size_t i = 0; i < s->n; i++) {
     ib_cuda_resident_release(NULL, s->jobs[i].dev);
     s->jobs[i].dev = NULL;
@@ -217,7 +278,8 @@ static ib_backend_submission *sub_new(ib_cuda *c, ib_backend_job *jobs, size_t n
   s->c = c;
   s->jobs = jobs;
   s->n = n;
-  s->stream = c->streams[c->next_stream++ % c->n_streams];
+  s->slot = c->next_stream++ % c->n_streams;
+  s->stream = c->streams[s->slot];
   return s;
 }
 

@@ -22,6 +22,12 @@
  * (raw pixels, encoded files); smaller ones (message structs, strings) to
  * the heap. */
 #define IB_PINNED_PARSE_MIN ((size_t)64 << 10)
+/* Slabs (above): their size, the largest request carved from one (larger
+ * ones take a pool block of their own, whose copy is long anyway), and the
+ * carving alignment (a multiple of the device layout's, IB_CUDA_ALIGN). */
+#define IB_PINNED_SLAB ((size_t)16 << 20)
+#define IB_PINNED_SLAB_MAX ((size_t)1 << 20)
+#define IB_PINNED_SLAB_ALIGN ((size_t)256)
 
 typedef struct ib_pinned ib_pinned;
 
@@ -41,6 +47,10 @@ void ib_pinned_put(ib_pinned *p, const ib_pool_block *b);
  * or the Job buffer a source was parsed in place from), so the answer is
  * one table probe however many blocks are live. */
 bool ib_pinned_holds(ib_pinned *p, const void *base, const void *ptr, size_t n);
+/* ib_pinned_holds, and the start of the one host allocation the range lies
+ * in (its slab, or its block): two ranges of the same allocation can be
+ * copied as one span. */
+bool ib_pinned_region(ib_pinned *p, const void *base, const void *ptr, size_t n, uint64_t *region);
 
 /* The protobuf-c allocator of ib_executor_parse (lives as long as p). */
 ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);
@@ -59,5 +69,9 @@ ib_pinned_stats ib_pinned_stats_get(ib_pinned *p);
 /* For tests: blocks handed out and allocator calls so far. */
 size_t ib_pinned_live_blocks(ib_pinned *p);
 uint64_t ib_pinned_parse_bytes(ib_pinned *p);
+/* Parse allocations of IB_PINNED_PARSE_MIN bytes or more that were not
+ * carved from a slab (larger than IB_PINNED_SLAB_MAX, over the parse cap,
+ * or no slab to be had): each uploads in a copy of its own, or is staged. */
+uint64_t ib_pinned_slab_misses(ib_pinned *p);
 
 #endif

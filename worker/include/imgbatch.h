@@ -232,6 +232,12 @@ typedef struct ib_executor_options {
                                 * close) */
   bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur passes (rows and
                                 * columns) */
+  uint32_t cuda_pieces;        /* cuda: streams a submission of many small jobs is split
+                                * over, so the download of its first jobs overlaps the
+                                * upload of its last; 0 = 2, 1 = one stream, at most 4 */
+  uint32_t cuda_batch_min;     /* cuda: a submission's upload copies go out as one
+                                * cuMemcpyBatchAsync call when there are at least this
+                                * many, else one call each; 0 = 2 */
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
@@ -384,6 +390,12 @@ typedef struct ib_executor_counters {
   uint64_t interp_executions;        /* stages run on the pointwise interpreter tier */
   uint64_t blur_global_passes;       /* blur launch groups run as global-memory passes (too large a
                                       * line or radius for shared memory): slower, same bytes */
+  uint64_t upload_direct_sources;    /* raw sources uploaded from where they lie in pinned memory */
+  uint64_t upload_direct_copies;     /* the copies they took: one per run of sources lying one
+                                      * after the other in a pinned slab; as many as sources when
+                                      * the slabs are not used */
+  uint64_t pinned_slab_misses;       /* parsed Jobs' pinned allocations not carved from a slab
+                                      * (above 1 MiB, or none to be had): a copy of their own */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
