@@ -105,9 +105,19 @@ static bool tab_take(ib_pinned *p, uint64_t addr, live_ent *out) {
  * that grows calls cuMemHostAlloc, milliseconds for a large image, and the
  * other threads (the driver asking ib_pinned_holds, the writer giving a
  * lent image back) would wait for it. */
+static void slab_drop(ib_pinned *p, slab *s);
+
 static bool pool_take(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out) {
   int r =
       parse && p->parse_live + bytes > p->parse_cap ? -1 : ib_pool_get_begin(&p->pool, bytes, out);
+  /* Past the cap, the current slab with nothing carved from it live is
+   * only held for later carvings: it goes back, and the request has its
+   * room (a slab for it is taken again when a small buffer needs one). */
+  if (r < 0 && !(parse && p->parse_live + bytes > p->parse_cap) && p->cur && !p->cur->live) {
+    slab_drop(p, p->cur);
+    p->cur = NULL;
+    r = ib_pool_get_begin(&p->pool, bytes, out);
+  }
   if (r == 0) {
     if (parse) p->parse_live += out->size; /* reserved with the pool's bytes */
     pthread_mutex_unlock(&p->lock);
