@@ -25,6 +25,7 @@
 #include "gpu/cuda_internal.h"
 #include "parse/parse.h"
 #include "tools/jobgen.h"
+#include "tools/page_heap.h"
 
 static double now(void) {
   struct timespec ts;
@@ -35,16 +36,6 @@ static double now(void) {
 static void die(const char *what) {
   printf("sub_bench: %s\n", what);
   exit(1);
-}
-
-static uint64_t heap_alloc(void *ctx, size_t n) {
-  (void)ctx;
-  return (uint64_t)(uintptr_t)aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
-}
-static void heap_free(void *ctx, uint64_t a, size_t n) {
-  (void)ctx;
-  (void)n;
-  free((void *)(uintptr_t)a);
 }
 
 int main(int argc, char **argv) {
@@ -59,7 +50,7 @@ int main(int argc, char **argv) {
   }
   if (side < 1 || n < 1 || rounds < 1) die("bad arguments");
   ib_cuda c = {0};
-  c.pin = ib_pinned_new(heap_alloc, heap_free, NULL, 8ull << 30, 4ull << 30);
+  c.pin = ib_pinned_new(page_heap_alloc, page_heap_free, NULL, 8ull << 30, 4ull << 30);
   c.hp = ib_hostpar_new(0);
   if (!c.pin || !c.hp) die("out of memory");
   ProtobufCAllocator *al = ib_pinned_allocator(c.pin);

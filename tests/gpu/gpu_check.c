@@ -110,18 +110,30 @@ static ib_status slab_next(void *user, ib_input *in, ib_error *err) {
   return ib_executor_parse_buffer(f->ex, f->buf[i], f->len[i], NULL, &in->graph, NULL, err);
 }
 
+/* An executor on `backend` with the tools' environment options (queue: a
+ * run stream); NULL, with "FAIL <what>: executor create: ..." logged, when
+ * it cannot start. */
+static ib_executor *tool_executor(ib_backend_kind backend, bool queue, const char *what) {
+  ib_executor_options eo;
+  ib_executor_options_default(&eo);
+  eo.backend = backend;
+  ib_cli_tool_options(&eo);
+  eo.queue = queue;
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+    fprintf(logf_, "FAIL %s: executor create: %s\n", what, err.message);
+    return NULL;
+  }
+  return ex;
+}
+
 static tally slab_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key) {
   enum { NS = 96 };
   tally t = {0};
   ib_error err = {0};
-  ib_executor_options eo;
-  ib_executor_options_default(&eo);
-  eo.backend = IB_BACKEND_CUDA;
-  ib_cli_tool_options(&eo);
-  eo.queue = true;
-  ib_executor *ex = NULL;
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
-    fprintf(logf_, "FAIL slab: executor create: %s\n", err.message);
+  ib_executor *ex = tool_executor(IB_BACKEND_CUDA, true, "slab");
+  if (!ex) {
     t.failed++;
     return t;
   }
@@ -190,13 +202,8 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   enum { NR = 16 };
   tally t = {0};
   ib_error err = {0};
-  ib_executor_options eo;
-  ib_executor_options_default(&eo);
-  eo.backend = IB_BACKEND_CUDA;
-  ib_cli_tool_options(&eo);
-  ib_executor *ex = NULL;
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
-    fprintf(logf_, "FAIL resident: executor create: %s\n", err.message);
+  ib_executor *ex = tool_executor(IB_BACKEND_CUDA, false, "resident");
+  if (!ex) {
     t.failed++;
     return t;
   }
@@ -357,15 +364,12 @@ static void cap_compare(tally *t, const char *what, const ib_result *res, ib_gra
 /* One job alone: submitted, joined, compared. */
 static void cap_alone(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg_arena *arena,
                       int kind, const char *what) {
-  ib_executor_options eo;
-  ib_executor_options_default(&eo);
-  eo.backend = backend;
-  ib_cli_tool_options(&eo);
-  ib_executor *ex = NULL;
+  char name[96];
+  snprintf(name, sizeof name, "capacity %s", what);
+  ib_executor *ex = tool_executor(backend, false, name);
   ib_error err = {0};
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+  if (!ex) {
     t->cases++, t->failed++;
-    fprintf(logf_, "FAIL capacity %s: executor create: %s\n", what, err.message);
     return;
   }
   cap_job c = cap_make(ex, r, j, arena, kind, 1);
@@ -412,16 +416,12 @@ static ib_status cap_next(void *user, ib_input *in, ib_error *err) {
  * side (both must be admitted). */
 static void cap_pair(tally *t, ib_backend_kind backend, jg_rng *r, jg_job *j, jg_arena *arena,
                      int kind, int streamed, const char *what) {
-  ib_executor_options eo;
-  ib_executor_options_default(&eo);
-  eo.backend = backend;
-  ib_cli_tool_options(&eo);
-  eo.queue = true;
-  ib_executor *ex = NULL;
+  char name[96];
+  snprintf(name, sizeof name, "capacity %s", what);
+  ib_executor *ex = tool_executor(backend, true, name);
   ib_error err = {0};
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+  if (!ex) {
     t->cases++, t->failed++;
-    fprintf(logf_, "FAIL capacity %s: executor create: %s\n", what, err.message);
     return;
   }
   cap_stream s = {0};
@@ -910,14 +910,8 @@ int main(int argc, char **argv) {
    * lent range of its submission's arena. */
   tally exec_t = {0};
   if (!cpu_only) {
-    ib_executor_options eo;
-    ib_executor_options_default(&eo);
-    eo.backend = IB_BACKEND_CUDA;
-    ib_cli_tool_options(&eo);
-    eo.queue = true;
-    ib_executor *ex = NULL;
-    if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
-      fprintf(logf_, "FAIL executor create: %s\n", err.message);
+    ib_executor *ex = tool_executor(IB_BACKEND_CUDA, true, "executor");
+    if (!ex) {
       exec_t.failed++;
     } else {
       enum { NE = 48 };

@@ -17,21 +17,11 @@
 #include "gpu/cuda_internal.h"
 #include "parse/parse.h"
 #include "tools/jobgen.h"
-
-/* Page-aligned, as cuMemHostAlloc's blocks are. */
-static uint64_t heap_alloc(void *ctx, size_t n) {
-  (void)ctx;
-  return (uint64_t)(uintptr_t)aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
-}
-static void heap_free(void *ctx, uint64_t a, size_t n) {
-  (void)ctx;
-  (void)n;
-  free((void *)(uintptr_t)a);
-}
+#include "tools/page_heap.h"
 
 static ib_cuda *cuda_new(void) {
   ib_cuda *c = calloc(1, sizeof *c);
-  c->pin = ib_pinned_new(heap_alloc, heap_free, NULL, 1ull << 30, 512ull << 20);
+  c->pin = ib_pinned_new(page_heap_alloc, page_heap_free, NULL, 1ull << 30, 512ull << 20);
   cr_assert_not_null(c->pin);
   return c;
 }
@@ -261,7 +251,7 @@ Test(gpu_slab, pieces_copy_their_own_jobs_only) {
 }
 
 Test(gpu_slab, a_slab_goes_back_when_its_last_buffer_does) {
-  ib_pinned *p = ib_pinned_new(heap_alloc, heap_free, NULL, 256ull << 20, 128ull << 20);
+  ib_pinned *p = ib_pinned_new(page_heap_alloc, page_heap_free, NULL, 256ull << 20, 128ull << 20);
   ProtobufCAllocator *a = ib_pinned_allocator(p);
   enum { M = 200 };
   void *b[M];
