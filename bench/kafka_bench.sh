@@ -5,14 +5,16 @@
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
 #   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the
 #          worker's default caps), then the most threads with --max-jobs M
-#   (raw is run at --max-jobs M too: the kill bound, max_jobs Results out
-#   uncommitted, caps throughput at max_jobs per delivery + commit round trip)
+#   (raw is run at --max-jobs M too, and at each --max-uncommitted U of --uncommitted:
+#   the kill bound, U Results out uncommitted, caps throughput at U per delivery +
+#   commit round trip; --codec-n 0 skips the codec cases)
 # The driver keeps a window of Jobs outstanding over every partition (see
 # kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
 # Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
-#                             [--codec-n N] [--best-max-jobs M]
+#                             [--codec-n N] [--best-max-jobs M] [--uncommitted "U1 U2"]
+#                             [--repeat R]
 set -u
-backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256
+backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256 uncommitted="" repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -21,6 +23,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --codec-n) codec_n=$2; shift 2 ;;
     --best-max-jobs) best_jobs=$2; shift 2 ;;
+    --uncommitted) uncommitted=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     *) echo "unknown $1" >&2; exit 2 ;;
   esac
 done
@@ -76,9 +80,17 @@ run_case() { # name kind jobs-count relay|worker-args...
 }
 
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs"
-run_case relay-raw raw "$n" relay
-run_case worker-raw raw "$n" --decode-threads 0
-run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
+# --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike).
+for r in $(seq "$repeat"); do
+  run_case relay-raw raw "$n" relay
+  run_case worker-raw raw "$n" --decode-threads 0
+  [ "$best_jobs" = 0 ] ||
+    run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
+  for u in $uncommitted; do
+    run_case "worker-raw-mu$u" raw "$n" --decode-threads 0 --max-uncommitted "$u"
+  done
+done
+[ "$codec_n" -gt 0 ] || exit 0
 for t in $threads; do
   run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
 done

@@ -9,6 +9,15 @@
 
 #include "kafka/wstate.h"
 
+/* Commits in flight per partition. A job is settled (its kill-bound slot
+ * free) only when a commit covering it is answered; with one in flight, a
+ * job done just after a commit went out waited for that round trip and
+ * then its own. The coordinator answers a group's commits in order, so a
+ * newer offset may go while older ones are on the wire. */
+#ifndef IB_COMMITS_IN_FLIGHT
+#define IB_COMMITS_IN_FLIGHT 4
+#endif
+
 bool ib_wresults_backlogged(const ib_worker *w) {
   return w->held_bytes > w->cfg->exec.host_bytes / 2;
 }
@@ -160,7 +169,12 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     const rd_kafka_topic_partition_t *t = &offsets->elems[i];
     ib_wpart *p = ib_wpart_get(w, t->partition, false);
     rd_kafka_resp_err_t e = err ? err : t->err;
-    if (p && p->committing == t->offset) p->committing = -1;
+    if (p && p->commits_in_flight) {
+      /* Answered in order: the newest one answers for every one before it. */
+      p->commits_in_flight = t->offset >= p->committing ? 0 : p->commits_in_flight - 1;
+      if (!p->commits_in_flight) p->committing = -1;
+      p->committing_since_us = ib_wnow_us();
+    }
     if (e) {
       /* Retried on the next tick: the watermark has not moved back. */
       ib_wlog(w, "warn", "commit_failed",
@@ -186,12 +200,15 @@ void ib_wcommit(ib_worker *w, bool sync) {
   for (int32_t i = 0; i < w->n_parts; i++) {
     ib_wpart *p = &w->parts[i];
     if (!p->assigned) continue;
+    /* Commits in flight unanswered for a second are taken as lost and sent
+     * again. */
+    uint64_t now = ib_wnow_us();
+    if (p->commits_in_flight && now - p->committing_since_us > 1000000u)
+      p->commits_in_flight = 0, p->committing = -1;
     int64_t at = ib_wpart_commit_offset(p);
-    /* One commit in flight per partition; one unanswered for a second is
-     * taken as lost and sent again. */
-    if (p->committing >= 0 && ib_wnow_us() - p->committing_since_us > 1000000u) p->committing = -1;
-    if (at < 0 || (p->committing >= 0 && !sync)) continue;
-    p->committing_since_us = ib_wnow_us();
+    if (at < 0 || (p->commits_in_flight >= IB_COMMITS_IN_FLIGHT && !sync)) continue;
+    if (!p->commits_in_flight) p->committing_since_us = now;
+    p->commits_in_flight++;
     p->committing = at;
     rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
@@ -304,14 +321,12 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* Three windows of max_jobs each: jobs in the executor, jobs after it
-   * (on the encode pool, or packed and waiting for the kill bound), and
-   * Results out that no acknowledged commit covers (the kill bound, kept at
-   * the send in publish.c: a crash repeats at most max_jobs Results). A
-   * job's slot in one does not wait on the next stage, so executing,
-   * encoding and the commit round trips of earlier jobs overlap. */
-  uint32_t cap = w->cfg->exec.max_jobs;
-  if (w->running >= cap || w->pooled + w->ready.n >= cap) return NULL;
+  /* max_jobs as SPEC §4 counts it: a job holds its slot from admission
+   * until its Result's delivery is acknowledged. The commit after that is
+   * bounded apart (max_uncommitted, at the send in publish.c: the Results a
+   * crash would repeat), so executing, encoding and delivering overlap
+   * the commit round trips of earlier jobs instead of waiting for them. */
+  if (ib_wlive_jobs(w) >= w->cfg->exec.max_jobs) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }
