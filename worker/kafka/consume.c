@@ -9,15 +9,6 @@
 
 #include "kafka/wstate.h"
 
-/* Commits in flight per partition. A job is settled (its kill-bound slot
- * free) only when a commit covering it is answered; with one in flight, a
- * job done just after a commit went out waited for that round trip and
- * then its own. The coordinator answers a group's commits in order, so a
- * newer offset may go while older ones are on the wire. */
-#ifndef IB_COMMITS_IN_FLIGHT
-#define IB_COMMITS_IN_FLIGHT 4
-#endif
-
 bool ib_wresults_backlogged(const ib_worker *w) {
   return w->held_bytes > w->cfg->exec.host_bytes / 2;
 }
@@ -161,6 +152,21 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
   }
 }
 
+/* A commit of `offset` was answered: takes it off p's in-flight list.
+ * True when no commit sent before it is still pending (or it was not
+ * tracked: a synchronous commit, an answer after its loss was assumed). */
+static bool inflight_answered(ib_wpart *p, int64_t offset) {
+  int i = 0;
+  while (i < p->n_inflight && p->inflight[i] != offset) i++;
+  if (i == p->n_inflight) return true;
+  memmove(p->inflight + i, p->inflight + i + 1,
+          (size_t)(p->n_inflight - i - 1) * sizeof *p->inflight);
+  p->n_inflight--;
+  p->committing = p->n_inflight ? p->inflight[p->n_inflight - 1] : -1;
+  p->committing_since_us = ib_wnow_us();
+  return i == 0;
+}
+
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque) {
   (void)rk;
@@ -169,12 +175,10 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     const rd_kafka_topic_partition_t *t = &offsets->elems[i];
     ib_wpart *p = ib_wpart_get(w, t->partition, false);
     rd_kafka_resp_err_t e = err ? err : t->err;
-    if (p && p->commits_in_flight) {
-      /* Answered in order: the newest one answers for every one before it. */
-      p->commits_in_flight = t->offset >= p->committing ? 0 : p->commits_in_flight - 1;
-      if (!p->commits_in_flight) p->committing = -1;
-      p->committing_since_us = ib_wnow_us();
-    }
+    /* The broker holds the offset it applied last. An answer with an
+     * older commit still pending (librdkafka retrying it) may be undone
+     * when that one lands: it settles nothing; the offset goes again. */
+    bool last = p ? inflight_answered(p, t->offset) : false;
     if (e) {
       /* Retried on the next tick: the watermark has not moved back. */
       ib_wlog(w, "warn", "commit_failed",
@@ -182,8 +186,11 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
               t->offset, rd_kafka_err2name(e));
       continue;
     }
-    if (p && p->assigned && t->offset > p->committed) p->committed = t->offset;
-    if (p && p->assigned) ib_wpart_settled(w, p, t->offset);
+    if (!last) continue;
+    /* Possibly lower than before (a retried commit landing late): the
+     * watermark's offset is then committed again. */
+    if (p->assigned) p->committed = t->offset;
+    if (p->assigned) ib_wpart_settled(w, p, t->offset);
     w->counters[IB_WC_COMMITS]++;
     ib_wlog(w, "info", "committed",
             "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64, t->topic,
@@ -203,13 +210,15 @@ void ib_wcommit(ib_worker *w, bool sync) {
     /* Commits in flight unanswered for a second are taken as lost and sent
      * again. */
     uint64_t now = ib_wnow_us();
-    if (p->commits_in_flight && now - p->committing_since_us > 1000000u)
-      p->commits_in_flight = 0, p->committing = -1;
+    if (p->n_inflight && now - p->committing_since_us > 1000000u)
+      p->n_inflight = 0, p->committing = -1;
     int64_t at = ib_wpart_commit_offset(p);
-    if (at < 0 || (p->commits_in_flight >= IB_COMMITS_IN_FLIGHT && !sync)) continue;
-    if (!p->commits_in_flight) p->committing_since_us = now;
-    p->commits_in_flight++;
-    p->committing = at;
+    if (at < 0 || (p->n_inflight == IB_COMMITS_IN_FLIGHT && !sync)) continue;
+    if (p->n_inflight < IB_COMMITS_IN_FLIGHT) {
+      if (!p->n_inflight) p->committing_since_us = now;
+      p->inflight[p->n_inflight++] = at;
+      p->committing = at;
+    }
     rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
   if (l->cnt) {

@@ -227,5 +227,5 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
   p->done_upto = -1;
   p->committed = -1;
   p->committing = -1;
-  p->commits_in_flight = 0;
+  p->n_inflight = 0;
 }

@@ -24,6 +24,12 @@ typedef enum ib_wjob_state {
 
 struct ib_wpart;
 
+/* Commits in flight per partition. A job is settled (its kill-bound slot
+ * free) only when a commit covering it is answered; with one in flight, a
+ * job done just after a commit went out waited for that round trip and
+ * then its own. */
+#define IB_COMMITS_IN_FLIGHT 4
+
 /* One consumed message, from fetch until its Result is acknowledged. The
  * message itself is kept (librdkafka's buffer, no copy) so a worker fault
  * can resubmit the same bytes and the DLQ can carry the original. */
@@ -79,10 +85,12 @@ typedef struct ib_wpart {
   ib_wjob *head, *tail; /* every tracked message, in offset order */
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
-  /* Commits in flight (pipelined: the coordinator answers a group's
-   * commits in order, so an acknowledgement covers every earlier one). */
-  int64_t committing; /* offset of the newest commit in flight; -1 none */
-  int commits_in_flight;
+  /* Commits in flight, oldest first (consume.c: pipelined; the broker
+   * applies a group's commits in the order they arrive, but librdkafka
+   * retries a failed one by sending it again, after newer ones). */
+  int64_t inflight[IB_COMMITS_IN_FLIGHT];
+  int n_inflight;
+  int64_t committing;           /* offset of the newest commit in flight; -1 none */
   uint64_t committing_since_us; /* the last commit sent or answered */
   struct ib_wsettle {
     int64_t offset;
