@@ -5,14 +5,19 @@
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
 #   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the
 #          worker's default caps), then the most threads with --max-jobs M
-#   (raw is run at --max-jobs M too: the kill bound, max_jobs Results out
-#   uncommitted, caps throughput at max_jobs per delivery + commit round trip)
+#   (raw is run at --max-jobs M too, and at each --max-uncommitted U of --uncommitted:
+#   the kill bound, U Results out uncommitted, caps throughput at U per delivery +
+#   commit round trip; --codec-n 0 skips the codec cases)
 # The driver keeps a window of Jobs outstanding over every partition (see
 # kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
 # Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
-#                             [--codec-n N] [--best-max-jobs M]
+#                             [--codec-n N] [--best-max-jobs M] [--uncommitted "U1 U2"]
+#                             [--repeat R] [--rtt MS] [--variant 'NAME|WORKER ARGS']...
+# --rtt MS: the embedded broker answers every request MS ms late (a broker
+# far away: round-trip bounds show through a small machine's CPU noise).
+# --variant 'l0|-X linger.ms=0': one more raw case, worker-raw-l0, with those worker args.
 set -u
-backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256
+backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256 uncommitted="" repeat=1 rtt=0 variants=()
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -21,6 +26,10 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --codec-n) codec_n=$2; shift 2 ;;
     --best-max-jobs) best_jobs=$2; shift 2 ;;
+    --uncommitted) uncommitted=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --rtt) rtt=$2; shift 2 ;;
+    --variant) variants+=("$2"); shift 2 ;;
     *) echo "unknown $1" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +41,11 @@ start_broker() {
   coproc BROKER { exec imgbatch broker 2>"$out/broker.log"; }
   read -r line <&"${BROKER[0]}"
   boot=${line#bootstrap=}
+  if [ "$rtt" != 0 ]; then
+    echo "rtt all $rtt" >&"${BROKER[1]}"
+    read -r line <&"${BROKER[0]}"
+    [ "$line" = ok ] || { echo "kafka_bench.sh: rtt: $line" >&2; exit 1; }
+  fi
 }
 stop_broker() { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
 
@@ -75,10 +89,22 @@ run_case() { # name kind jobs-count relay|worker-args...
   printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
 }
 
-echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs"
-run_case relay-raw raw "$n" relay
-run_case worker-raw raw "$n" --decode-threads 0
-run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
+echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs; rtt $rtt ms"
+# --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike).
+for r in $(seq "$repeat"); do
+  run_case relay-raw raw "$n" relay
+  run_case worker-raw raw "$n" --decode-threads 0
+  [ "$best_jobs" = 0 ] ||
+    run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
+  for u in $uncommitted; do
+    run_case "worker-raw-mu$u" raw "$n" --decode-threads 0 --max-uncommitted "$u"
+  done
+  for v in ${variants[@]+"${variants[@]}"}; do
+    # shellcheck disable=SC2086 # the variant's arguments split on spaces
+    run_case "worker-raw-${v%%|*}" raw "$n" --decode-threads 0 ${v#*|}
+  done
+done
+[ "$codec_n" -gt 0 ] || exit 0
 for t in $threads; do
   run_case "worker-png-t$t" png "$codec_n" --decode-threads "$t"
 done

@@ -23,6 +23,9 @@ static void on_signal(int sig) {
   stop_requested = 1;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static void worker_usage(FILE *f) {
   fprintf(
       f,
@@ -30,9 +33,9 @@ static void worker_usage(FILE *f) {
       "  [--results-topic imgbatch.results] [--control-topic imgbatch.control]\n"
       "  [--dlq-topic NAME] [--backend cuda|cpu] [--device N] [--source-root DIR]\n"
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
-      "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-in-flight N]\n"
-      "  [--transactional] [--grace-seconds S] [--stall-seconds S] [--worker-id ID]\n"
-      "  [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
+      "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-uncommitted N]\n"
+      "  [--max-in-flight N] [--transactional] [--grace-seconds S] [--stall-seconds S]\n"
+      "  [--worker-id ID] [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
       "  [--metrics-addr HOST:PORT]\n"
       "  [-X librdkafka.key=value]..."
       " [--config FILE]"
@@ -48,6 +51,10 @@ static void worker_usage(FILE *f) {
       "the environment over the file. -X passes any librdkafka property (SASL/SSL included) to\n"
       "every client; in the file: `X = key=value`.\n"
       "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
+      "--max-jobs N (default 64): jobs from admission until the broker acknowledges their\n"
+      "Result. --max-uncommitted N (default " STR(IB_WORKER_MAX_UNCOMMITTED) "): Results out that no acknowledged commit\n"
+      "covers; a crash or kill repeats at most N Results (same keys and bytes), and\n"
+      "throughput is at most N Results per delivery + commit round trip.\n"
       "--stall-seconds S (default 60; 0: off): the oldest unfinished job of a partition, older\n"
       "than S and stuck in its stage, is answered with a Timeout Result so that the offsets\n"
       "commit past it; its real result, if it comes later, is dropped.\n"
@@ -146,6 +153,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->exec.host_bytes = n;
   else if (strcmp(name, "max-jobs") == 0 && n && n <= UINT32_MAX)
     w->exec.max_jobs = (uint32_t)n;
+  else if (strcmp(name, "max-uncommitted") == 0 && n && n <= UINT32_MAX)
+    w->max_uncommitted = (uint32_t)n;
   else if (strcmp(name, "max-in-flight") == 0 && n && n <= 64)
     w->exec.max_in_flight = (uint32_t)n;
   else if (strcmp(name, "max-result-bytes") == 0)
@@ -169,33 +178,20 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   return true;
 }
 
-static const char *const flag_names[] = {"brokers",
-                                         "group",
-                                         "jobs-topic",
-                                         "results-topic",
-                                         "control-topic",
-                                         "dlq-topic",
-                                         "source-root",
-                                         "output-dir",
-                                         "worker-id",
-                                         "backend",
-                                         "transactional",
-                                         "device",
-                                         "gpu-bytes",
-                                         "host-bytes",
-                                         "max-jobs",
-                                         "max-in-flight",
-                                         "max-result-bytes",
-                                         "decode-threads",
-                                         "output-ttl",
-                                         "grace-seconds",
-                                         "stall-seconds",
-                                         "lease-seconds",
-                                         "compile-threads",
-                                         "compile-timeout",
-                                         "metrics-addr",
-                                         "fault",
-                                         NULL};
+static const char *const flag_names[] = {"brokers",         "group",
+                                         "jobs-topic",      "results-topic",
+                                         "control-topic",   "dlq-topic",
+                                         "source-root",     "output-dir",
+                                         "worker-id",       "backend",
+                                         "transactional",   "device",
+                                         "gpu-bytes",       "host-bytes",
+                                         "max-jobs",        "max-uncommitted",
+                                         "max-in-flight",   "max-result-bytes",
+                                         "decode-threads",  "output-ttl",
+                                         "grace-seconds",   "stall-seconds",
+                                         "lease-seconds",   "compile-threads",
+                                         "compile-timeout", "metrics-addr",
+                                         "fault",           NULL};
 
 static char *trim(char *s) {
   while (isspace((unsigned char)*s)) s++;

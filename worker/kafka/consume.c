@@ -152,6 +152,21 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
   }
 }
 
+/* A commit of `offset` was answered: takes it off p's in-flight list.
+ * True when no commit sent before it is still pending (or it was not
+ * tracked: a synchronous commit, an answer after its loss was assumed). */
+static bool inflight_answered(ib_wpart *p, int64_t offset) {
+  int i = 0;
+  while (i < p->n_inflight && p->inflight[i] != offset) i++;
+  if (i == p->n_inflight) return true;
+  memmove(p->inflight + i, p->inflight + i + 1,
+          (size_t)(p->n_inflight - i - 1) * sizeof *p->inflight);
+  p->n_inflight--;
+  p->committing = p->n_inflight ? p->inflight[p->n_inflight - 1] : -1;
+  p->committing_since_us = ib_wnow_us();
+  return i == 0;
+}
+
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque) {
   (void)rk;
@@ -160,7 +175,10 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     const rd_kafka_topic_partition_t *t = &offsets->elems[i];
     ib_wpart *p = ib_wpart_get(w, t->partition, false);
     rd_kafka_resp_err_t e = err ? err : t->err;
-    if (p && p->committing == t->offset) p->committing = -1;
+    /* The broker holds the offset it applied last. An answer with an
+     * older commit still pending (librdkafka retrying it) may be undone
+     * when that one lands: it settles nothing; the offset goes again. */
+    bool last = p ? inflight_answered(p, t->offset) : false;
     if (e) {
       /* Retried on the next tick: the watermark has not moved back. */
       ib_wlog(w, "warn", "commit_failed",
@@ -168,8 +186,11 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
               t->offset, rd_kafka_err2name(e));
       continue;
     }
-    if (p && p->assigned && t->offset > p->committed) p->committed = t->offset;
-    if (p && p->assigned) ib_wpart_settled(w, p, t->offset);
+    if (!last) continue;
+    /* Possibly lower than before (a retried commit landing late): the
+     * watermark's offset is then committed again. */
+    if (p->assigned) p->committed = t->offset;
+    if (p->assigned) ib_wpart_settled(w, p, t->offset);
     w->counters[IB_WC_COMMITS]++;
     ib_wlog(w, "info", "committed",
             "\"topic\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64, t->topic,
@@ -186,13 +207,18 @@ void ib_wcommit(ib_worker *w, bool sync) {
   for (int32_t i = 0; i < w->n_parts; i++) {
     ib_wpart *p = &w->parts[i];
     if (!p->assigned) continue;
+    /* Commits in flight unanswered for a second are taken as lost and sent
+     * again. */
+    uint64_t now = ib_wnow_us();
+    if (p->n_inflight && now - p->committing_since_us > 1000000u)
+      p->n_inflight = 0, p->committing = -1;
     int64_t at = ib_wpart_commit_offset(p);
-    /* One commit in flight per partition; one unanswered for a second is
-     * taken as lost and sent again. */
-    if (p->committing >= 0 && ib_wnow_us() - p->committing_since_us > 1000000u) p->committing = -1;
-    if (at < 0 || (p->committing >= 0 && !sync)) continue;
-    p->committing_since_us = ib_wnow_us();
-    p->committing = at;
+    if (at < 0 || (p->n_inflight == IB_COMMITS_IN_FLIGHT && !sync)) continue;
+    if (p->n_inflight < IB_COMMITS_IN_FLIGHT) {
+      if (!p->n_inflight) p->committing_since_us = now;
+      p->inflight[p->n_inflight++] = at;
+      p->committing = at;
+    }
     rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
   if (l->cnt) {
@@ -304,14 +330,12 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* Three windows of max_jobs each: jobs in the executor, jobs after it
-   * (on the encode pool, or packed and waiting for the kill bound), and
-   * Results out that no acknowledged commit covers (the kill bound, kept at
-   * the send in publish.c: a crash repeats at most max_jobs Results). A
-   * job's slot in one does not wait on the next stage, so executing,
-   * encoding and the commit round trips of earlier jobs overlap. */
-  uint32_t cap = w->cfg->exec.max_jobs;
-  if (w->running >= cap || w->pooled + w->ready.n >= cap) return NULL;
+  /* max_jobs as SPEC §4 counts it: a job holds its slot from admission
+   * until its Result's delivery is acknowledged. The commit after that is
+   * bounded apart (max_uncommitted, at the send in publish.c: the Results a
+   * crash would repeat), so executing, encoding and delivering overlap
+   * the commit round trips of earlier jobs instead of waiting for them. */
+  if (ib_wlive_jobs(w) >= w->cfg->exec.max_jobs) return NULL;
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }

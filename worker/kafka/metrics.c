@@ -51,6 +51,8 @@ static void fill(ib_worker *w, ib_wsnap *s) {
   s->waiting = w->waiting.n + w->retry.n;
   s->running = w->running;
   s->undelivered = w->undelivered;
+  s->live = ib_wlive_jobs(w);
+  s->unsettled = w->unsettled;
   s->handles = w->n_handles;
   uint64_t now = ib_wnow_us();
   s->partitions = 0;
@@ -219,6 +221,12 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
   scalar(&b, "imgbatch_jobs_running", "gauge", "Jobs in the executor.", s->running);
   scalar(&b, "imgbatch_results_undelivered", "gauge",
          "Results and DLQ copies produced, not yet acknowledged.", s->undelivered);
+  scalar(&b, "imgbatch_jobs_live", "gauge",
+         "Jobs holding a --max-jobs slot: admitted, their Result not yet acknowledged.", s->live);
+  scalar(&b, "imgbatch_results_uncommitted", "gauge",
+         "Results out that no acknowledged commit covers (what a crash would repeat; at most "
+         "--max-uncommitted).",
+         s->unsettled);
   family(&b, "imgbatch_oldest_uncommitted_seconds", "gauge",
          "Age of the oldest message not yet finished in an assigned partition.");
   put(&b, "imgbatch_oldest_uncommitted_seconds %.3f\n", (double)s->oldest_us / 1e6);

@@ -17,7 +17,8 @@ typedef struct ib_wsnap {
   uint64_t consumed_bytes, result_bytes;
   ib_hist queue, exec, encode;
   uint64_t waiting, running, undelivered, handles, partitions, oldest_us;
-  int64_t lag; /* -1: no partition with a known high watermark */
+  uint64_t live, unsettled; /* --max-jobs and --max-uncommitted slots held */
+  int64_t lag;              /* -1: no partition with a known high watermark */
   ib_credit_counter credits[IB_CREDIT_N];
   bool paused, joined, stopping, sick, fatal;
   int exit_code;

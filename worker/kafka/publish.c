@@ -39,6 +39,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     j->delivery_failed = true;
   }
   if (--j->pending > 0) return;
+  w->delivering--;
   if (!j->delivery_failed) {
     j->acked_us = ib_wnow_us();
     ib_wphase(w, IB_WP_DELIVER, j->produced_us);
@@ -85,7 +86,7 @@ static bool produce(ib_worker *w, ib_wjob *j, const char *topic, const void *val
         RD_KAFKA_V_VALUE((void *)val, len), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(j),
         RD_KAFKA_V_END);
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      j->pending++;
+      if (j->pending++ == 0) w->delivering++;
       w->undelivered++;
       return true;
     }
@@ -154,18 +155,29 @@ static void send_now(ib_worker *w, ib_wjob *j) {
   produce_all(w, j);
 }
 
-/* The kill bound: at most max_jobs Results are out that no acknowledged
- * commit covers (a crash repeats only those). The gate sits here, at the
- * send, not at admission: executing and encoding overlap the commit round
- * trips of earlier jobs instead of waiting for them. A Result that may not
- * go yet waits in w->ready.
+uint64_t ib_wlive_jobs(const ib_worker *w) {
+  return w->running + w->pooled + w->ready.n + w->delivering + w->republish.n;
+}
+
+/* The kill bound: at most max_uncommitted Results are out that no
+ * acknowledged commit covers (a crash repeats only those). The gate sits
+ * here, at the send, not at admission: executing and encoding overlap the
+ * commit round trips of earlier jobs instead of waiting for them. A Result
+ * that may not go yet waits in w->ready (holding its max_jobs slot, so a
+ * full kill bound stops admission too).
  * Only a partition's head (its first unfinished job) moves its watermark,
  * so Results sent behind a head that cannot be sent could hold every slot
  * and never settle (deadlock). Slots are therefore kept for unsent heads:
  * a head (or an orphan of a revoked partition, freed at its delivery) goes
  * while any slot is free; another Result only while the slots free exceed
  * the partitions whose head is unsent. A sent head always frees its slot
- * (delivery, then a commit), so the heads behind it get theirs in turn. */
+ * (delivery, then a commit), so the heads behind it get theirs in turn.
+ * Waiting Results also hold max_jobs slots, and a full max_jobs window
+ * stops admission; that never starves a head: a partition's jobs are
+ * admitted in offset order (the waiting queue is FIFO; a retried one runs
+ * alone, past the window), so no Result of a partition is out before its
+ * head was admitted, and an admitted head reaches w->ready and goes out
+ * with one free slot. */
 static bool is_head(const ib_wjob *j) { return !j->part || j->part->head == j; }
 
 static size_t unsent_heads(const ib_worker *w) {
@@ -178,7 +190,7 @@ static size_t unsent_heads(const ib_worker *w) {
 }
 
 static bool may_send(const ib_worker *w, const ib_wjob *j, size_t heads) {
-  uint64_t cap = w->cfg->exec.max_jobs;
+  uint64_t cap = w->max_uncommitted;
   if (j->counted) return true; /* already in the bound */
   return is_head(j) ? w->unsettled < cap : w->unsettled + heads < cap;
 }
@@ -419,11 +431,12 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
             ib_wconf_set(w, c, "enable.idempotence", "true", errbuf, cap) &&
             ib_wconf_set(w, c, "acks", "all", errbuf, cap) &&
             ib_wconf_set(w, c, "compression.type", "none", errbuf, cap) &&
-            /* A Result holds its job's kill-bound slot (max_jobs) until its
-             * delivery and the commit after it come back, so delivery latency
-             * caps throughput at max_jobs per round trip: librdkafka's 5 ms
-             * default linger cost a third of it; 0 (a request per Result)
-             * queues behind idempotence's 5 requests in flight. */
+            /* A job holds its max_jobs slot until its delivery comes back
+             * (and its kill-bound slot until the commit after that), so
+             * delivery latency caps throughput at max_jobs per round trip:
+             * librdkafka's 5 ms default linger cost a third of it; 0 (a
+             * request per Result) queues behind idempotence's 5 requests in
+             * flight. */
             ib_wconf_set(w, c, "linger.ms", "1", errbuf, cap);
   for (int i = 0; ok && i < w->cfg->n_props; i++)
     ok = ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap);

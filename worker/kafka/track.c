@@ -174,7 +174,7 @@ void ib_wjob_done(ib_worker *w, ib_wjob *j) {
 
 int64_t ib_wpart_commit_offset(const ib_wpart *p) {
   int64_t at = p->head ? p->head->offset : p->done_upto;
-  if (at < 0 || at <= p->committed || at == p->committing) return -1;
+  if (at < 0 || at <= p->committed || at <= p->committing) return -1;
   /* Nothing done since the last commit: the head's own offset was already
    * the position. */
   if (p->head && p->done_upto < 0 && p->committed < 0) return -1;
@@ -227,4 +227,5 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
   p->done_upto = -1;
   p->committed = -1;
   p->committing = -1;
+  p->n_inflight = 0;
 }

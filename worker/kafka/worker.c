@@ -21,8 +21,9 @@
 
 #define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (issue 11) */
 #define STICKY_FAULTS 5  /* solo retries failing in a row: the worker is sick */
-/* Commits go out as soon as a watermark moves (one in flight per
- * partition): a done job stays unsettled for one commit round trip. A
+/* Commits go out as soon as a watermark moves (up to IB_COMMITS_IN_FLIGHT
+ * per partition, consume.c): a done job stays unsettled for about one
+ * commit round trip. A
  * transaction (--transactional) commits at most this often. */
 #define TXN_EVERY_US 200000u
 #define STATUS_EVERY_US 1000000u
@@ -110,21 +111,22 @@ static void status_log(ib_worker *w) {
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
           ",\"republished\":%" PRIu64
           ",\"waiting\":%zu,\"running\":%zu,\"pooled\":%zu,\"ready\":%zu"
-          ",\"undelivered\":%" PRIu64 ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64
-          ",\"host_bytes_in_use\":%" PRIu64 ",\"gpu_bytes_in_use\":%" PRIu64
-          ",\"paused\":%s,\"unsettled\":%" PRIu64 ",\"timed_out\":%" PRIu64
-          ",\"late_results_dropped\":%" PRIu64 ",\"phase_avg_us\":{\"wait\":%" PRIu64
-          ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64 ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64
-          "},\"encode_avg_us\":%" PRIu64 ",\"driving_ms\":{\"input\":%" PRIu64
-          ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64 ",\"idle\":%" PRIu64 "}",
+          ",\"delivering\":%" PRIu64 ",\"undelivered\":%" PRIu64
+          ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
+          ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64
+          ",\"timed_out\":%" PRIu64 ",\"late_results_dropped\":%" PRIu64
+          ",\"phase_avg_us\":{\"wait\":%" PRIu64 ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64
+          ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64 "},\"encode_avg_us\":%" PRIu64
+          ",\"driving_ms\":{\"input\":%" PRIu64 ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64
+          ",\"idle\":%" PRIu64 "}",
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
-          w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use, c.gpu_bytes.in_use,
-          w->paused ? "true" : "false", w->unsettled, w->counters[IB_WC_TIMED_OUT],
-          w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC),
-          phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE),
-          enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
+          w->delivering, w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use,
+          c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled,
+          w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT),
+          phase_avg(w, IB_WP_EXEC), phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER),
+          phase_avg(w, IB_WP_SETTLE), enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
           (w->drive_exec_us > w->drive_input_us ? w->drive_exec_us - w->drive_input_us : 0) / 1000,
           w->drive_loop_us / 1000, w->drive_idle_us / 1000);
   w->drive_input_us = w->drive_exec_us = w->drive_loop_us = w->drive_idle_us = 0;
@@ -263,7 +265,7 @@ static void service(ib_worker *w, int wait_ms) {
   /* Encodes in flight come back soon: do not sleep past them. */
   if (wait_ms > 2 && w->pool && ib_wpool_outstanding(w->pool)) wait_ms = 2;
   /* Delivery reports (the producer's poll) and commit acknowledgements
-   * (the consumer's) settle jobs and reopen the max_jobs gate: while any
+   * (the consumer's) free max_jobs and kill-bound slots: while any
    * is outstanding, no poll may sleep long on the other's behalf. */
   if (wait_ms > 1 && (w->undelivered || w->unsettled)) wait_ms = 1;
   ib_wconsume_poll(w, wait_ms);
@@ -532,7 +534,9 @@ static int run(ib_worker *w) {
 }
 
 int ib_worker_run(const ib_worker_config *cfg) {
-  ib_worker w = {.cfg = cfg};
+  ib_worker w = {
+      .cfg = cfg,
+      .max_uncommitted = cfg->max_uncommitted ? cfg->max_uncommitted : IB_WORKER_MAX_UNCOMMITTED};
   if (pthread_mutex_init(&w.mu, NULL) != 0) return 1;
   pthread_mutex_lock(&w.mu);
   int rc = run(&w);

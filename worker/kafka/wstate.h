@@ -24,6 +24,12 @@ typedef enum ib_wjob_state {
 
 struct ib_wpart;
 
+/* Commits in flight per partition. A job is settled (its kill-bound slot
+ * free) only when a commit covering it is answered; with one in flight, a
+ * job done just after a commit went out waited for that round trip and
+ * then its own. */
+#define IB_COMMITS_IN_FLIGHT 4
+
 /* One consumed message, from fetch until its Result is acknowledged. The
  * message itself is kept (librdkafka's buffer, no copy) so a worker fault
  * can resubmit the same bytes and the DLQ can carry the original. */
@@ -79,8 +85,13 @@ typedef struct ib_wpart {
   ib_wjob *head, *tail; /* every tracked message, in offset order */
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
-  int64_t committing;   /* offset of the commit in flight; -1 none */
-  uint64_t committing_since_us;
+  /* Commits in flight, oldest first (consume.c: pipelined; the broker
+   * applies a group's commits in the order they arrive, but librdkafka
+   * retries a failed one by sending it again, after newer ones). */
+  int64_t inflight[IB_COMMITS_IN_FLIGHT];
+  int n_inflight;
+  int64_t committing;           /* offset of the newest commit in flight; -1 none */
+  uint64_t committing_since_us; /* the last commit sent or answered */
   struct ib_wsettle {
     int64_t offset;
     uint64_t done_us;
@@ -122,7 +133,8 @@ enum { IB_WO_IMAGE, IB_WO_ERROR, IB_WO_FILE, IB_WO_RESIDENT, IB_WO_N };
 enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_WF_OTHER, IB_WF_N };
 
 /* Where a job's time goes between fetch and settle, averaged per status
- * line (a job holds a max_jobs slot from START through SETTLE). */
+ * line (a job holds a max_jobs slot from EXEC through DELIVER, and a
+ * max_uncommitted one from its send through SETTLE). */
 enum {
   IB_WP_WAIT,    /* fetched -> handed to the executor */
   IB_WP_EXEC,    /* in the executor */
@@ -174,9 +186,13 @@ typedef struct ib_worker {
   uint64_t last_success_seq; /* the latest start sequence whose Result went out */
   uint64_t consecutive_faults;
   /* Jobs whose Result is out but not yet covered by an acknowledged commit:
-   * a crash would repeat them (bounded by max_jobs at the send; running,
-   * pooled and ready ones are bounded by max_jobs at admission). */
+   * a crash would repeat them (bounded by max_uncommitted at the send). */
   uint64_t unsettled;
+  uint32_t max_uncommitted; /* the kill bound (cfg, or its default) */
+  /* Jobs with a delivery outstanding (Result or DLQ copy produced, not yet
+   * acknowledged): with running, pooled, ready and republish, the jobs
+   * that hold a max_jobs slot (SPEC §4: pending + executing + undelivered). */
+  uint64_t delivering;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */
   uint64_t held_bytes;  /* packed Results kept until acknowledged */
@@ -296,6 +312,8 @@ ib_wout *ib_wpool_take(ib_wpool *p);
 size_t ib_wpool_outstanding(ib_wpool *p);
 /* Serves delivery reports; re-produces Results whose delivery failed. */
 void ib_wpublish_poll(ib_worker *w, int timeout_ms);
+/* Jobs holding a max_jobs slot: admitted and not yet acknowledged. */
+uint64_t ib_wlive_jobs(const ib_worker *w);
 /* Sends the Results held in w->ready while the kill bound has room. */
 void ib_wsend_ready(ib_worker *w);
 void ib_woutdir_sweep(ib_worker *w);

@@ -215,6 +215,7 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     def settled():
         f = metrics(w)
         return f if value(f, "imgbatch_results_undelivered") == 0 and \
+            value(f, "imgbatch_results_uncommitted") == 0 and \
             value(f, "imgbatch_commits_total") >= 1 and \
             sum(value(f, "imgbatch_results_total", outcome=o)
                 for o in ("image", "error", "file", "resident")) == n else None
@@ -236,6 +237,7 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     assert value(f, "imgbatch_encode_seconds_count") == 7
     assert value(f, "imgbatch_encode_seconds_sum") > 0
     assert value(f, "imgbatch_jobs_running") == 0
+    assert value(f, "imgbatch_jobs_live") == 0
     assert value(f, "imgbatch_jobs_waiting") == 0
     assert value(f, "imgbatch_partitions_assigned") >= 1
     assert value(f, "imgbatch_paused") == 0

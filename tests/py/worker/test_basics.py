@@ -16,7 +16,7 @@ def test_help_names_the_interface():
     for flag in ("--brokers", "--group", "--jobs-topic", "--results-topic", "--control-topic",
                  "--dlq-topic", "--backend", "--source-root", "--output-dir",
                  "--max-result-bytes", "--host-bytes", "--gpu-bytes", "--max-jobs",
-                 "--max-in-flight", "--grace-seconds", "--worker-id", "-X"):
+                 "--max-uncommitted", "--max-in-flight", "--grace-seconds", "--worker-id", "-X"):
         assert flag in p.stdout, flag
 
 
@@ -24,6 +24,10 @@ def test_a_bad_flag_is_a_usage_error():
     p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1", "--no-such-flag"],
                        capture_output=True, text=True, timeout=20)
     assert p.returncode == 2, p.stderr
+    for bad in ("0", "-1", "x", "4294967296"):
+        p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1", "--max-uncommitted", bad],
+                           capture_output=True, text=True, timeout=20)
+        assert p.returncode == 2, (bad, p.stderr)
 
 
 def test_one_job_round_trip(make_env):
