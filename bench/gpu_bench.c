@@ -658,10 +658,12 @@ int main(int argc, char **argv) {
       {"median 3x3 (rank head, 3x3 network)", {Med}, 1, 0},
       {"kernel 3x3 (convolve head)", {Ker}, 1, 0},
       {"color>point>brightness>tone>point (5-op mix)", {Col, P, Bri, Tone, P}, 5, 0},
+      /* The mix less tone: what the fused chain costs around a compute-bound step. */
+      {"color>point>brightness>point (the mix without tone)", {Col, P, Bri, P}, 4, 0},
   };
   static const char *const chain_ids[] = {"k_chain_fold", "k_chain_unfold3", "k_color_point",
                                           "k_tone",       "k_median3",       "k_kernel3",
-                                          "k_mix5"};
+                                          "k_mix5",       "k_mix4_notone"};
   for (size_t ci = 0; sec[1] && ci < sizeof chains / sizeof chains[0]; ci++) {
     ib_gchain ch = {0};
     for (int k = 0; k < chains[ci].n; k++) ib_gchain_push(&ch, &chains[ci].steps[k]);

@@ -132,13 +132,14 @@ cat "$raw/versions.txt" | tee -a "$log"
 
 # ---- ncu
 # gpu_bench --sections 1 (section 2, PCIe, always runs too) launches, in
-# order, the 7 chains of section 1 (one warm-up + 30 timed launches each,
+# order, the 8 chains of section 1 (one warm-up + 30 timed launches each,
 # all named ib_chain), then GaussianBlur(8): per repetition one ib_chain (the
 # rows, in shared memory) and 3 ib_post (column passes); nothing launches
 # before (the executor sections come later). With --kernel-name matching
 # both names, launch k of chain c is index 31*c + k; blur repetition 1
-# starts at 7*31 + 4 = 221. Chains: 0 fold, 1 unfold3, 2 color>point,
-# 3 tone, 4 median3, 5 kernel3, 6 mix5 (gpu_bench.c: chains[], chain_ids).
+# starts at 8*31 + 4 = 252. Chains: 0 fold, 1 unfold3, 2 color>point,
+# 3 tone, 4 median3, 5 kernel3, 6 mix5, 7 mix4_notone (gpu_bench.c: chains[],
+# chain_ids).
 sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
   --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats
   --section InstructionStats)
@@ -178,7 +179,8 @@ step_ncu() {
   ncu_one k_tone 90 "$f" 94 1 "${gb[@]}"
   ncu_one k_median3 90 "$f" 125 1 "${gb[@]}"
   ncu_one k_mix5 90 "$f" 187 1 "${gb[@]}"
-  ncu_one k_gauss8 120 "$f" 221 4 "${gb[@]}"
+  ncu_one k_mix4_notone 90 "$f" 218 1 "${gb[@]}"
+  ncu_one k_gauss8 120 "$f" 252 4 "${gb[@]}"
   # The device copy reference: 16 bytes per thread, grid stride, 4096^2 RGBA.
   cat >"$scratch/copyref.py" <<'EOF'
 import cupy as cp

@@ -24,13 +24,14 @@ ID_COLS = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kern
            "Metric Unit", "Metric Value"}
 # gpu_bench section 1's chains in launch order (gpu_bench.c chain_ids).
 CHAIN_ORDER = ["k_chain_fold", "k_chain_unfold3", "k_color_point", "k_tone", "k_median3", "k_kernel3",
-               "k_mix5"]
+               "k_mix5", "k_mix4_notone"]
 WHAT = {"k_chain_fold": "chain point>bri>point folded (1 LUT)",
         "k_chain_unfold3": "chain point>bri>point unfolded",
         "k_color_point": "chain color>point",
         "k_tone": "tone",
         "k_median3": "median 3x3",
         "k_mix5": "chain 5-op mix (with tone)",
+        "k_mix4_notone": "chain: the mix without tone",
         "k_gauss8": "GaussianBlur(8)",
         "ref_copy": "copy reference (16 B/thread)",
         "npp_median3": "NPP median 3x3"}
