@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kafka/wstate.h"
 
@@ -315,6 +316,16 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
   }
   w->counters[IB_WC_CONSUMED]++;
   w->consumed_bytes += m->len;
+  /* From the producer's CreateTime: how late input arrives (the broker,
+   * the fetch) beside the phases inside the worker. */
+  rd_kafka_timestamp_type_t tt;
+  int64_t ts_ms = rd_kafka_message_timestamp(m, &tt);
+  if (ts_ms > 0 && tt == RD_KAFKA_TIMESTAMP_CREATE_TIME) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    if (now_us >= ts_ms * 1000) ib_wphase_add(w, IB_WP_FETCH, (uint64_t)(now_us - ts_ms * 1000));
+  }
   ib_wq_push(&w->waiting, j);
 }
 
@@ -335,7 +346,17 @@ static ib_wjob *next_job(ib_worker *w) {
    * bounded apart (max_uncommitted, at the send in publish.c: the Results a
    * crash would repeat), so executing, encoding and delivering overlap
    * the commit round trips of earlier jobs instead of waiting for them. */
-  if (ib_wlive_jobs(w) >= w->cfg->exec.max_jobs) return NULL;
+  uint64_t live = ib_wlive_jobs(w);
+  if (live > w->live_max) w->live_max = live;
+  if (live >= w->cfg->exec.max_jobs) {
+    /* The window binds: input waits while the executor asks for more. */
+    if (w->waiting.head && !w->window_full_since_us) w->window_full_since_us = ib_wnow_us();
+    return NULL;
+  }
+  if (w->window_full_since_us) {
+    w->window_full_us += ib_wnow_us() - w->window_full_since_us;
+    w->window_full_since_us = 0;
+  }
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }

@@ -136,6 +136,7 @@ enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_W
  * line (a job holds a max_jobs slot from EXEC through DELIVER, and a
  * max_uncommitted one from its send through SETTLE). */
 enum {
+  IB_WP_FETCH,   /* the Job's CreateTime -> fetched (wall clock, ms resolution) */
   IB_WP_WAIT,    /* fetched -> handed to the executor */
   IB_WP_EXEC,    /* in the executor */
   IB_WP_POOL,    /* result -> Result produced (encode pool, then the send) */
@@ -165,6 +166,11 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
+  /* Wake-ups (worker.c): the driving thread's idle wait is a poll of the
+   * consumer's queue (messages, commit answers, rebalances); a delivery
+   * report (the producer's queue turning non-empty) and a prepared Result
+   * (the encode pool) cut it short, so neither waits out the poll. */
+  rd_kafka_queue_t *wake_q, *producer_q;
   rd_kafka_topic_t *out_topics[2]; /* results, DLQ: held so their metadata stays known */
   ib_wjob *alive;                  /* every job not yet freed */
   ib_wpart *parts;
@@ -212,6 +218,11 @@ typedef struct ib_worker {
    * own work (results, Kafka service), and its polls while nothing was
    * ready (they may sleep). */
   uint64_t drive_input_us, drive_exec_us, drive_loop_us, drive_idle_us;
+  /* Since the last status line: the time the executor asked for input
+   * while messages waited and max_jobs refused them, the most jobs live at
+   * once, and the idle waits (those cut short before their timeout). */
+  uint64_t window_full_us, window_full_since_us, live_max;
+  uint64_t idle_waits, idle_woken;
   bool joined;            /* in the group: an assignment (possibly empty) was served */
   uint64_t stop_deadline; /* while stopping: the end of the grace period */
   ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
@@ -234,8 +245,13 @@ typedef struct ib_worker {
  * is resubmitted, judged alone, or the worker stops on a sticky fault. */
 void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
 
+/* Ends the driving thread's idle wait (any thread; worker.c). */
+void ib_wwake(const ib_worker *w);
+
 /* Adds one job's time in a phase (worker.c). */
 void ib_wphase(ib_worker *w, int phase, uint64_t since_us);
+/* Adds one job's time in a phase, measured by the caller. */
+void ib_wphase_add(ib_worker *w, int phase, uint64_t us);
 
 /* Logging (worker.c). */
 void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
