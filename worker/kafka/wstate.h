@@ -171,6 +171,10 @@ typedef struct ib_worker {
    * report (the producer's queue turning non-empty) and a prepared Result
    * (the encode pool) cut it short, so neither waits out the poll. */
   rd_kafka_queue_t *wake_q, *producer_q;
+  /* The same wake-ups for the standby thread (an eventfd; -1 before the
+   * start): while the driving thread is inside the executor, the standby
+   * sends prepared Results and serves delivery reports at once. */
+  int wake_fd;
   rd_kafka_topic_t *out_topics[2]; /* results, DLQ: held so their metadata stays known */
   ib_wjob *alive;                  /* every job not yet freed */
   ib_wpart *parts;
@@ -232,10 +236,13 @@ typedef struct ib_worker {
    * in the input callback). A job that hangs there (a decode that never
    * ends, a device that never answers) blocks that thread; the standby
    * thread then takes `mu` and does its Kafka work: polls, deliveries,
-   * commits, metrics and the hung-job rule. */
+   * commits, metrics and the hung-job rule. Woken by wake_fd, it also does
+   * the part that frees max_jobs slots (prepared Results out, delivery
+   * reports) whenever the driving thread is in the executor, so that a job
+   * does not wait for a submission of others to complete. */
   pthread_mutex_t mu;
-  pthread_cond_t standby_cv;
   pthread_t standby;
+  uint64_t standby_sends; /* since the last status line: its woken services */
   bool standby_started, standby_quit;
   uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
   uint64_t last_exec_result_us; /* the executor last handed back a result */
