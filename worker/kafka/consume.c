@@ -55,8 +55,15 @@ rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap) {
   rd_kafka_conf_set_opaque(c, w);
   rd_kafka_conf_set_error_cb(c, on_error);
   rd_kafka_conf_set_log_cb(c, on_log);
+  /* TCP_NODELAY (as the Java client always sets): with Nagle, a small
+   * request (a commit, a fetch, a produce's last segment) waits for the ACK
+   * of the one before it; a broker holding an empty fetch's answer up to
+   * fetch.wait.max.ms may hold that ACK as long (delayed ACK), so a commit
+   * sent behind an empty fetch, and the fetch after that commit, waited
+   * with it. -X may set it back. */
   if (!ib_wconf_set(w, c, "bootstrap.servers", w->cfg->brokers, errbuf, cap) ||
-      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap)) {
+      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap) ||
+      !ib_wconf_set(w, c, "socket.nagle.disable", "true", errbuf, cap)) {
     rd_kafka_conf_destroy(c);
     return NULL;
   }
@@ -116,6 +123,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       if (!p) continue;
       ib_wpart_drop(w, p); /* anything left from an earlier ownership is stale */
       p->assigned = true;
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      p->assigned_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     }
     e = rd_kafka_incremental_assign(rk, parts);
     w->joined = true;
@@ -317,10 +327,12 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
   w->counters[IB_WC_CONSUMED]++;
   w->consumed_bytes += m->len;
   /* From the producer's CreateTime: how late input arrives (the broker,
-   * the fetch) beside the phases inside the worker. */
+   * the fetch) beside the phases inside the worker; not for input that was
+   * waiting before the partition was ours (a backlog, the group's join). */
   rd_kafka_timestamp_type_t tt;
   int64_t ts_ms = rd_kafka_message_timestamp(m, &tt);
-  if (ts_ms > 0 && tt == RD_KAFKA_TIMESTAMP_CREATE_TIME) {
+  if (ts_ms > 0 && tt == RD_KAFKA_TIMESTAMP_CREATE_TIME && j->part &&
+      ts_ms >= j->part->assigned_ms) {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;

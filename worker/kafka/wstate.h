@@ -82,6 +82,7 @@ typedef struct ib_wjob_queue {
 typedef struct ib_wpart {
   int32_t id;
   bool assigned;
+  int64_t assigned_ms;  /* wall clock: input older than this waited for us to join */
   ib_wjob *head, *tail; /* every tracked message, in offset order */
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
