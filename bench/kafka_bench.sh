@@ -86,13 +86,17 @@ run_case() { # name kind jobs-count relay|worker-args...
     perf report -i "$out/$name.perf.data" --stdio --no-children --sort comm,dso,sym \
       --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 45 >"$out/$name.perf"
   fi
+  # CPU seconds (user + system) of the worker or relay over the case, start-up included.
+  local cpu
+  cpu=$(awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$pid/stat" 2>/dev/null)
   kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  [ -n "$cpu" ] || cpu=$(sed -n 's/^cpu \([0-9.]*\) s$/\1/p' "$out/$name.relay" 2>/dev/null)
   if [ -n "$watcher" ]; then
     wait "$watcher" 2>/dev/null
     python3 "$here/thread_cpu.py" busiest "$out/$name.snaps" >"$out/$name.threads" 2>&1
   fi
   stop_broker
-  printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
+  printf '%-18s %s, cpu %s s\n' "$name" "$(tail -n 1 "$out/$name.drive")" "${cpu:-?}"
 }
 
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs; rtt $rtt ms"
