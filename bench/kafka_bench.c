@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "codec/codec.h"
@@ -26,6 +27,13 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wall-clock ms, the clock of Kafka's CreateTime timestamps. */
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
@@ -160,6 +168,11 @@ static int relay(const char *brokers, long n) {
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
   rd_kafka_destroy(p);
+  /* Its CPU, for kafka_bench.sh to set beside the worker's. */
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0)
+    printf("cpu %.2f s\n", (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
   return 0;
 }
 
@@ -177,6 +190,9 @@ typedef struct {
   int32_t *part;
   int64_t *off;
   double *sent, *back; /* back < 0: no Result yet */
+  /* Wall clock (ms): the Job sent, its Result's CreateTime (when the
+   * worker or relay produced it), the Result read back. */
+  double *sent_wall, *made_wall, *back_wall;
 } trace;
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
@@ -213,7 +229,7 @@ static int cmp_coords(const void *a, const void *b) {
 /* Joins the Results (partition, offset, arrival) to the Jobs' delivery
  * reports; returns how many matched no delivered Job. */
 static long join(trace *t, long produced, const int32_t *rp, const int64_t *ro, const double *rt,
-                 long got) {
+                 const double *rmade, const double *rwall, long got) {
   long *by = malloc((size_t)produced * sizeof *by), unmatched = 0;
   if (!by) return got;
   for (long i = 0; i < produced; i++) by[i] = i;
@@ -229,9 +245,11 @@ static long join(trace *t, long produced, const int32_t *rp, const int64_t *ro, 
         hi = mid;
     }
     long i = lo < produced ? by[lo] : -1;
-    if (i >= 0 && t->part[i] == rp[r] && t->off[i] == ro[r] && t->back[i] < 0)
+    if (i >= 0 && t->part[i] == rp[r] && t->off[i] == ro[r] && t->back[i] < 0) {
       t->back[i] = rt[r];
-    else
+      t->made_wall[i] = rmade[r];
+      t->back_wall[i] = rwall[r];
+    } else
       unmatched++;
   }
   free(by);
@@ -265,10 +283,16 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   t.off = malloc((size_t)n * sizeof *t.off);
   t.sent = calloc((size_t)n, sizeof *t.sent);
   t.back = malloc((size_t)n * sizeof *t.back);
+  t.sent_wall = calloc((size_t)n, sizeof *t.sent_wall);
+  t.made_wall = calloc((size_t)n, sizeof *t.made_wall);
+  t.back_wall = calloc((size_t)n, sizeof *t.back_wall);
   double *lat = calloc((size_t)n, sizeof *lat), *rt = calloc((size_t)n, sizeof *rt);
+  double *lin = calloc((size_t)n, sizeof *lin), *lout = calloc((size_t)n, sizeof *lout);
+  double *rmade = calloc((size_t)n, sizeof *rmade), *rwall = calloc((size_t)n, sizeof *rwall);
   int32_t *rp = calloc((size_t)n, sizeof *rp);
   int64_t *ro = calloc((size_t)n, sizeof *ro);
-  if (!t.part || !t.off || !t.sent || !t.back || !lat || !rt || !rp || !ro) {
+  if (!t.part || !t.off || !t.sent || !t.back || !t.sent_wall || !t.made_wall || !t.back_wall ||
+      !lat || !rt || !lin || !lout || !rmade || !rwall || !rp || !ro) {
     fprintf(stderr, "kafka_bench: out of memory\n");
     return 1;
   }
@@ -291,6 +315,7 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
       char key[24];
       snprintf(key, sizeof key, "%ld", produced);
       t.sent[produced] = now_s();
+      t.sent_wall[produced] = wall_ms();
       if (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.jobs"), RD_KAFKA_V_KEY(key, strlen(key)),
                             RD_KAFKA_V_VALUE(job, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                             RD_KAFKA_V_OPAQUE((void *)(intptr_t)produced), RD_KAFKA_V_END) != 0)
@@ -304,30 +329,51 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
       last = now_s();
       if (got == warm) t_warm = last, out_bytes = 0;
       out_bytes += m->len;
-      if (job_coords(m, &rp[got], &ro[got]))
+      if (job_coords(m, &rp[got], &ro[got])) {
         rt[got] = last;
-      else
+        rwall[got] = wall_ms();
+        rmade[got] = (double)rd_kafka_message_timestamp(m, NULL);
+      } else
         rp[got] = -1;
       got++;
     }
     rd_kafka_message_destroy(m);
   }
   rd_kafka_flush(p, 10000); /* every delivery report served */
-  long unmatched = join(&t, produced, rp, ro, rt, got), timed = got - warm - 1, nl = 0;
+  long unmatched = join(&t, produced, rp, ro, rt, rmade, rwall, got), timed = got - warm - 1,
+       nl = 0;
   double span = last > t_warm ? last - t_warm : 1e-9;
-  /* Latency of the Jobs sent after the warm-up window. */
-  for (long i = warm; i < n; i++)
-    if (t.back[i] >= 0) lat[nl++] = (t.back[i] - t.sent[i]) * 1e3;
+  /* Latency of the Jobs sent after the warm-up window, and its two legs
+   * split at the Result's CreateTime (ms, wall clock): in = Job sent ->
+   * Result produced (the Job's delivery, the consumer's fetch, the work),
+   * out = Result produced -> read back (linger, the produce round trip,
+   * this side's fetch). */
+  for (long i = warm; i < n; i++) {
+    if (t.back[i] < 0) continue;
+    lin[nl] = t.made_wall[i] - t.sent_wall[i];
+    lout[nl] = t.back_wall[i] - t.made_wall[i];
+    lat[nl++] = (t.back[i] - t.sent[i]) * 1e3;
+  }
   qsort(lat, (size_t)nl, sizeof *lat, cmp_double);
+  qsort(lin, (size_t)nl, sizeof *lin, cmp_double);
+  qsort(lout, (size_t)nl, sizeof *lout, cmp_double);
   if (unmatched) fprintf(stderr, "kafka_bench: %ld Results matched no Job sent\n", unmatched);
   printf(
       "%ld of %ld results (window %ld over %d partitions, %zu-byte jobs): %.1f jobs/s, in %.1f "
       "MB/s, out %.1f MB/s, "
-      "latency p50 %.1f ms p99 %.1f ms\n",
+      "latency p50 %.1f ms p99 %.1f ms (p50 in %.0f ms, out %.0f ms)\n",
       got, n, window, partitions, len, (double)timed / span,
       (double)len * (double)timed / span / 1e6, (double)out_bytes / span / 1e6,
-      nl > 0 ? lat[nl / 2] : 0.0, nl > 0 ? lat[nl * 99 / 100] : 0.0);
+      nl > 0 ? lat[nl / 2] : 0.0, nl > 0 ? lat[nl * 99 / 100] : 0.0, nl > 0 ? lin[nl / 2] : 0.0,
+      nl > 0 ? lout[nl / 2] : 0.0);
   free(lat);
+  free(lin);
+  free(lout);
+  free(rmade);
+  free(rwall);
+  free(t.sent_wall);
+  free(t.made_wall);
+  free(t.back_wall);
   free(t.sent);
   free(t.back);
   free(t.part);

@@ -15,7 +15,10 @@
 #                             [--repeat R] [--rtt MS] [--variant 'NAME|WORKER ARGS']...
 # --rtt MS: the embedded broker answers every request MS ms late (a broker
 # far away: round-trip bounds show through a small machine's CPU noise).
-# --variant 'l0|-X linger.ms=0': one more raw case, worker-raw-l0, with those worker args.
+# --variant 'l0|-X linger.ms=0': one more raw case, worker-raw-l0, with those worker args;
+# a variant's args may start with '--bin PATH': that worker binary (an older build, say).
+# Each case's logs are kept per round: $OUT/NAME.R.worker.log (bench/kafka_phases.py sums
+# the worker's status lines: where a job's time went, whether max_jobs bound).
 set -u
 backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256 uncommitted="" repeat=1 rtt=0 variants=()
 while [ $# -gt 0 ]; do
@@ -49,14 +52,17 @@ start_broker() {
 }
 stop_broker() { kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
 
+round=1
 run_case() { # name kind jobs-count relay|worker-args...
   local name=$1 kind=$2 count=$3; shift 3
   start_broker
   if [ "$1" = relay ]; then
     kafka_bench relay --brokers "$boot" --n "$count" >"$out/$name.relay" 2>&1 &
   else
-    imgbatch worker --brokers "$boot" --backend "$backend" --grace-seconds 30 "$@" \
-      -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.worker.log" &
+    local bin=imgbatch
+    [ "$1" != --bin ] || { bin=$2; shift 2; }
+    "$bin" worker --brokers "$boot" --backend "$backend" --grace-seconds 30 "$@" \
+      -X session.timeout.ms=6000 -X fetch.wait.max.ms=10 2>"$out/$name.$round.worker.log" &
   fi
   local pid=$!
   # THREAD_CPU=1: per-thread CPU of the worker (or relay), its busiest second.
@@ -80,18 +86,23 @@ run_case() { # name kind jobs-count relay|worker-args...
     perf report -i "$out/$name.perf.data" --stdio --no-children --sort comm,dso,sym \
       --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 45 >"$out/$name.perf"
   fi
+  # CPU seconds (user + system) of the worker or relay over the case, start-up included.
+  local cpu
+  cpu=$(awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$pid/stat" 2>/dev/null)
   kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  [ -n "$cpu" ] || cpu=$(sed -n 's/^cpu \([0-9.]*\) s$/\1/p' "$out/$name.relay" 2>/dev/null)
   if [ -n "$watcher" ]; then
     wait "$watcher" 2>/dev/null
     python3 "$here/thread_cpu.py" busiest "$out/$name.snaps" >"$out/$name.threads" 2>&1
   fi
   stop_broker
-  printf '%-18s %s\n' "$name" "$(tail -n 1 "$out/$name.drive")"
+  printf '%-18s %s, cpu %s s\n' "$name" "$(tail -n 1 "$out/$name.drive")" "${cpu:-?}"
 }
 
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs; rtt $rtt ms"
 # --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike).
 for r in $(seq "$repeat"); do
+  round=$r
   run_case relay-raw raw "$n" relay
   run_case worker-raw raw "$n" --decode-threads 0
   [ "$best_jobs" = 0 ] ||
@@ -101,7 +112,7 @@ for r in $(seq "$repeat"); do
   done
   for v in ${variants[@]+"${variants[@]}"}; do
     # shellcheck disable=SC2086 # the variant's arguments split on spaces
-    run_case "worker-raw-${v%%|*}" raw "$n" --decode-threads 0 ${v#*|}
+    run_case "worker-raw-${v%%|*}" raw "$n" ${v#*|} --decode-threads 0
   done
 done
 [ "$codec_n" -gt 0 ] || exit 0

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kafka/wstate.h"
 
@@ -54,8 +55,15 @@ rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap) {
   rd_kafka_conf_set_opaque(c, w);
   rd_kafka_conf_set_error_cb(c, on_error);
   rd_kafka_conf_set_log_cb(c, on_log);
+  /* TCP_NODELAY (as the Java client always sets): with Nagle, a small
+   * request (a commit, a fetch, a produce's last segment) waits for the ACK
+   * of the one before it; a broker holding an empty fetch's answer up to
+   * fetch.wait.max.ms may hold that ACK as long (delayed ACK), so a commit
+   * sent behind an empty fetch, and the fetch after that commit, waited
+   * with it. -X may set it back. */
   if (!ib_wconf_set(w, c, "bootstrap.servers", w->cfg->brokers, errbuf, cap) ||
-      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap)) {
+      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap) ||
+      !ib_wconf_set(w, c, "socket.nagle.disable", "true", errbuf, cap)) {
     rd_kafka_conf_destroy(c);
     return NULL;
   }
@@ -115,6 +123,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       if (!p) continue;
       ib_wpart_drop(w, p); /* anything left from an earlier ownership is stale */
       p->assigned = true;
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      p->assigned_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     }
     e = rd_kafka_incremental_assign(rk, parts);
     w->joined = true;
@@ -315,6 +326,18 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
   }
   w->counters[IB_WC_CONSUMED]++;
   w->consumed_bytes += m->len;
+  /* From the producer's CreateTime: how late input arrives (the broker,
+   * the fetch) beside the phases inside the worker; not for input that was
+   * waiting before the partition was ours (a backlog, the group's join). */
+  rd_kafka_timestamp_type_t tt;
+  int64_t ts_ms = rd_kafka_message_timestamp(m, &tt);
+  if (ts_ms > 0 && tt == RD_KAFKA_TIMESTAMP_CREATE_TIME && j->part &&
+      ts_ms >= j->part->assigned_ms) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    if (now_us >= ts_ms * 1000) ib_wphase_add(w, IB_WP_FETCH, (uint64_t)(now_us - ts_ms * 1000));
+  }
   ib_wq_push(&w->waiting, j);
 }
 
@@ -335,7 +358,17 @@ static ib_wjob *next_job(ib_worker *w) {
    * bounded apart (max_uncommitted, at the send in publish.c: the Results a
    * crash would repeat), so executing, encoding and delivering overlap
    * the commit round trips of earlier jobs instead of waiting for them. */
-  if (ib_wlive_jobs(w) >= w->cfg->exec.max_jobs) return NULL;
+  uint64_t live = ib_wlive_jobs(w);
+  if (live > w->live_max) w->live_max = live;
+  if (live >= w->cfg->exec.max_jobs) {
+    /* The window binds: input waits while the executor asks for more. */
+    if (w->waiting.head && !w->window_full_since_us) w->window_full_since_us = ib_wnow_us();
+    return NULL;
+  }
+  if (w->window_full_since_us) {
+    w->window_full_us += ib_wnow_us() - w->window_full_since_us;
+    w->window_full_since_us = 0;
+  }
   if (!w->waiting.head) ib_wconsume_poll(w, 0);
   return ib_wq_pop(&w->waiting);
 }

@@ -40,6 +40,9 @@ static void *run(void *arg) {
     ib_hist_observe(&p->encode, took);
     o->next = p->done;
     p->done = o;
+    pthread_mutex_unlock(&p->mu);
+    ib_wwake(p->w); /* the driving thread sends it */
+    pthread_mutex_lock(&p->mu);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;

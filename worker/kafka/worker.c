@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +94,11 @@ void ib_wphase(ib_worker *w, int phase, uint64_t since_us) {
   w->phase_n[phase]++;
 }
 
+void ib_wphase_add(ib_worker *w, int phase, uint64_t us) {
+  w->phase_sum_us[phase] += us;
+  w->phase_n[phase]++;
+}
+
 static uint64_t phase_avg(ib_worker *w, int phase) {
   return w->phase_n[phase] ? w->phase_sum_us[phase] / w->phase_n[phase] : 0;
 }
@@ -115,21 +122,26 @@ static void status_log(ib_worker *w) {
           ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
           ",\"gpu_bytes_in_use\":%" PRIu64 ",\"paused\":%s,\"unsettled\":%" PRIu64
           ",\"timed_out\":%" PRIu64 ",\"late_results_dropped\":%" PRIu64
-          ",\"phase_avg_us\":{\"wait\":%" PRIu64 ",\"exec\":%" PRIu64 ",\"pool\":%" PRIu64
-          ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64 "},\"encode_avg_us\":%" PRIu64
-          ",\"driving_ms\":{\"input\":%" PRIu64 ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64
-          ",\"idle\":%" PRIu64 "}",
+          ",\"phase_avg_us\":{\"fetch\":%" PRIu64 ",\"wait\":%" PRIu64 ",\"exec\":%" PRIu64
+          ",\"pool\":%" PRIu64 ",\"deliver\":%" PRIu64 ",\"settle\":%" PRIu64
+          "},\"encode_avg_us\":%" PRIu64 ",\"driving_ms\":{\"input\":%" PRIu64
+          ",\"executor\":%" PRIu64 ",\"loop\":%" PRIu64 ",\"idle\":%" PRIu64
+          "},\"window_full_ms\":%" PRIu64 ",\"live_max\":%" PRIu64 ",\"idle_waits\":%" PRIu64
+          ",\"idle_woken\":%" PRIu64 ",\"standby_sends\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
           w->delivering, w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use,
           c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled,
-          w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_WAIT),
-          phase_avg(w, IB_WP_EXEC), phase_avg(w, IB_WP_POOL), phase_avg(w, IB_WP_DELIVER),
-          phase_avg(w, IB_WP_SETTLE), enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
+          w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_FETCH),
+          phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC), phase_avg(w, IB_WP_POOL),
+          phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE), enc.n ? enc.sum_us / enc.n : 0,
+          w->drive_input_us / 1000,
           (w->drive_exec_us > w->drive_input_us ? w->drive_exec_us - w->drive_input_us : 0) / 1000,
-          w->drive_loop_us / 1000, w->drive_idle_us / 1000);
+          w->drive_loop_us / 1000, w->drive_idle_us / 1000, w->window_full_us / 1000, w->live_max,
+          w->idle_waits, w->idle_woken, w->standby_sends);
   w->drive_input_us = w->drive_exec_us = w->drive_loop_us = w->drive_idle_us = 0;
+  w->window_full_us = w->live_max = w->idle_waits = w->idle_woken = w->standby_sends = 0;
   memset(w->phase_sum_us, 0, sizeof w->phase_sum_us);
   memset(w->phase_n, 0, sizeof w->phase_n);
 }
@@ -239,6 +251,49 @@ static void on_result(ib_worker *w, ib_result *res) {
   if (ib_wpublish_result(w, j, res)) job_succeeded(w, j);
 }
 
+void ib_wwake(const ib_worker *w) {
+  if (!w->wake_q) return;
+  rd_kafka_queue_yield(w->wake_q);
+  uint64_t one = 1;
+  /* EAGAIN: the counter is already set, the standby already woken. */
+  if (write(w->wake_fd, &one, sizeof one) < 0) return;
+}
+
+/* librdkafka's thread put a delivery report on the producer's empty queue:
+ * the driving thread serves it now, not when its poll times out (the job
+ * holds a max_jobs slot until then). Only the consumer's queue is touched
+ * here (no call on the producer from its own callback). */
+static void on_producer_event(rd_kafka_t *rk, void *opaque) {
+  (void)rk;
+  ib_wwake(opaque);
+}
+
+/* After both clients exist and before the encode pool starts (its threads
+ * read wake_q; pthread_create orders the write before them). */
+static bool wake_start(ib_worker *w) {
+  w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (w->wake_fd < 0) return false;
+  w->wake_q = rd_kafka_queue_get_consumer(w->consumer);
+  w->producer_q = rd_kafka_queue_get_main(w->producer);
+  if (!w->wake_q || !w->producer_q) return false;
+  rd_kafka_queue_cb_event_enable(w->producer_q, on_producer_event, w);
+  return true;
+}
+
+/* Before the consumer goes (the callback may run until disabled: it is
+ * called under the queue's lock, which disabling takes too). */
+static void wake_stop(ib_worker *w) {
+  if (w->producer_q) {
+    rd_kafka_queue_cb_event_enable(w->producer_q, NULL, NULL);
+    rd_kafka_queue_destroy(w->producer_q);
+    w->producer_q = NULL;
+  }
+  if (w->wake_q) rd_kafka_queue_destroy(w->wake_q);
+  w->wake_q = NULL;
+  if (w->wake_fd >= 0) close(w->wake_fd);
+  w->wake_fd = -1;
+}
+
 /* Results the encode pool prepared go out from here. */
 static void send_prepared(ib_worker *w) {
   ib_wout *o = w->pool ? ib_wpool_take(w->pool) : NULL;
@@ -257,18 +312,38 @@ static void send_prepared(ib_worker *w) {
   }
 }
 
+/* What frees max_jobs slots, for the standby while the driving thread is
+ * inside the executor (a CPU batch running inline, a wait for a device
+ * submission): prepared Results out, delivery reports served, Results held
+ * for the kill bound sent, watermarks committed. */
+static void service_slots(ib_worker *w) {
+  w->standby_sends++;
+  send_prepared(w);
+  ib_wpublish_poll(w, 0);
+  ib_wsend_ready(w);
+  if (!w->cfg->transactional) ib_wcommit(w, false);
+}
+
 /* Everything but the executor: deliveries, the consumer (rebalances, the
  * next message), control commands, commits, backpressure, housekeeping. */
 static void service(ib_worker *w, int wait_ms) {
   send_prepared(w);
   ib_wpublish_poll(w, 0);
-  /* Encodes in flight come back soon: do not sleep past them. */
-  if (wait_ms > 2 && w->pool && ib_wpool_outstanding(w->pool)) wait_ms = 2;
-  /* Delivery reports (the producer's poll) and commit acknowledgements
-   * (the consumer's) free max_jobs and kill-bound slots: while any
-   * is outstanding, no poll may sleep long on the other's behalf. */
-  if (wait_ms > 1 && (w->undelivered || w->unsettled)) wait_ms = 1;
+  /* The one wait: on the consumer's queue (messages, commit answers), cut
+   * short by a delivery report or a prepared Result (ib_wwake), which free
+   * max_jobs slots. It used to be capped at 1-2 ms while those were
+   * outstanding: each job then waited most of a cap twice (encode pool,
+   * delivery) and the max_jobs window filled with jobs already done. */
+  uint64_t t0 = wait_ms ? ib_wnow_us() : 0;
+  uint64_t consumed = w->counters[IB_WC_CONSUMED];
   ib_wconsume_poll(w, wait_ms);
+  if (wait_ms) {
+    w->idle_waits++;
+    /* Woken (or a commit answer served) well before the timeout. */
+    if (w->counters[IB_WC_CONSUMED] == consumed &&
+        ib_wnow_us() - t0 + 500 < (uint64_t)wait_ms * 1000u)
+      w->idle_woken++;
+  }
   ib_wsend_ready(w); /* commit acknowledgements free room under the kill bound */
   if (w->control) ib_wcontrol_poll(w);
   uint64_t now = ib_wnow_us();
@@ -350,16 +425,24 @@ static int start(ib_worker *w) {
 #endif
     }
   }
-  int threads =
-      w->cfg->decode_threads > 0 ? w->cfg->decode_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (!(w->pool = ib_wpool_new(w, threads))) {
-    ib_wlog(w, "error", "start_failed", "\"stage\":\"encode pool\",\"message\":\"no threads\"");
-    return 1;
-  }
   const char *stage = "producer";
   ib_status st = ib_wpublish_start(w, errbuf, sizeof errbuf);
   if (st == IB_OK) stage = "consumer", st = ib_wconsume_start(w, errbuf, sizeof errbuf);
   if (st == IB_OK) stage = "control", st = ib_wcontrol_start(w, errbuf, sizeof errbuf);
+  if (st == IB_OK && !wake_start(w)) {
+    stage = "wake-up queues";
+    snprintf(errbuf, sizeof errbuf, "no consumer or producer queue");
+    st = IB_INTERNAL;
+  }
+  if (st == IB_OK) {
+    int threads =
+        w->cfg->decode_threads > 0 ? w->cfg->decode_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (!(w->pool = ib_wpool_new(w, threads))) {
+      stage = "encode pool";
+      snprintf(errbuf, sizeof errbuf, "no threads");
+      st = IB_INTERNAL;
+    }
+  }
   if (st == IB_OK) stage = "executor", st = ib_executor_run(w->ex, ib_wnext_input, w, &w->rs);
   if (st != IB_OK) {
     char m[700];
@@ -383,6 +466,7 @@ static void stop_clients(ib_worker *w) {
   ib_wpool_free(w->pool);
   w->pool = NULL;
   ib_wcontrol_stop(w);
+  wake_stop(w);
   if (w->consumer) {
     rd_kafka_consumer_close(w->consumer);
     rd_kafka_destroy(w->consumer);
@@ -416,36 +500,34 @@ static void drain_deliveries(ib_worker *w, uint64_t deadline) {
 
 /* The standby servicer: Kafka work while the driving thread is held up
  * inside the executor (a hung job), so that polls, deliveries, commits and
- * the hung-job rule go on. */
+ * the hung-job rule go on; and, woken by ib_wwake, the work that frees
+ * max_jobs slots while the driving thread is in the executor at all. It
+ * waits without the lock (an eventfd: a wake-up while it is busy is kept). */
 static void *standby(void *arg) {
   ib_worker *w = arg;
   pthread_setname_np(pthread_self(), "ib-standby");
-  pthread_mutex_lock(&w->mu);
-  while (!w->standby_quit) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += STANDBY_TICK_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    pthread_cond_timedwait(&w->standby_cv, &w->mu, &ts);
-    if (!w->standby_quit && w->in_exec_since_us &&
-        ib_wnow_us() - w->in_exec_since_us >= STANDBY_AFTER_US)
+  for (;;) {
+    struct pollfd pfd = {.fd = w->wake_fd, .events = POLLIN};
+    bool woken = poll(&pfd, 1, STANDBY_TICK_MS) > 0;
+    uint64_t n;
+    if (woken && read(w->wake_fd, &n, sizeof n) < 0) woken = false;
+    pthread_mutex_lock(&w->mu);
+    if (w->standby_quit) {
+      pthread_mutex_unlock(&w->mu);
+      break;
+    }
+    uint64_t since = w->in_exec_since_us;
+    if (since && ib_wnow_us() - since >= STANDBY_AFTER_US)
       service(w, 0);
+    else if (since && woken)
+      service_slots(w);
+    pthread_mutex_unlock(&w->mu);
   }
-  pthread_mutex_unlock(&w->mu);
   return NULL;
 }
 
 static bool standby_start(ib_worker *w) {
-  pthread_condattr_t a;
-  if (pthread_condattr_init(&a) != 0) return false;
-  bool ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
-            pthread_cond_init(&w->standby_cv, &a) == 0;
-  pthread_condattr_destroy(&a);
-  if (!ok) return false;
-  if (pthread_create(&w->standby, NULL, standby, w) != 0) {
-    pthread_cond_destroy(&w->standby_cv);
-    return false;
-  }
+  if (pthread_create(&w->standby, NULL, standby, w) != 0) return false;
   w->standby_started = true;
   return true;
 }
@@ -454,11 +536,13 @@ static bool standby_start(ib_worker *w) {
 static void standby_stop(ib_worker *w) {
   if (!w->standby_started) return;
   w->standby_quit = true;
-  pthread_cond_signal(&w->standby_cv);
+  uint64_t one = 1;
+  if (write(w->wake_fd, &one, sizeof one) < 0) {
+    /* Already woken (the counter is set): it sees standby_quit. */
+  }
   pthread_mutex_unlock(&w->mu);
   pthread_join(w->standby, NULL);
   pthread_mutex_lock(&w->mu);
-  pthread_cond_destroy(&w->standby_cv);
   w->standby_started = false;
 }
 
@@ -536,6 +620,7 @@ static int run(ib_worker *w) {
 int ib_worker_run(const ib_worker_config *cfg) {
   ib_worker w = {
       .cfg = cfg,
+      .wake_fd = -1,
       .max_uncommitted = cfg->max_uncommitted ? cfg->max_uncommitted : IB_WORKER_MAX_UNCOMMITTED};
   if (pthread_mutex_init(&w.mu, NULL) != 0) return 1;
   pthread_mutex_lock(&w.mu);

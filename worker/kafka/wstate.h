@@ -82,6 +82,7 @@ typedef struct ib_wjob_queue {
 typedef struct ib_wpart {
   int32_t id;
   bool assigned;
+  int64_t assigned_ms;  /* wall clock: input older than this waited for us to join */
   ib_wjob *head, *tail; /* every tracked message, in offset order */
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
@@ -136,6 +137,7 @@ enum { IB_WF_DEVICE, IB_WF_INTERNAL, IB_WF_ALLOC, IB_WF_ENCODE, IB_WF_SINK, IB_W
  * line (a job holds a max_jobs slot from EXEC through DELIVER, and a
  * max_uncommitted one from its send through SETTLE). */
 enum {
+  IB_WP_FETCH,   /* the Job's CreateTime -> fetched (wall clock, ms resolution) */
   IB_WP_WAIT,    /* fetched -> handed to the executor */
   IB_WP_EXEC,    /* in the executor */
   IB_WP_POOL,    /* result -> Result produced (encode pool, then the send) */
@@ -165,6 +167,15 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
+  /* Wake-ups (worker.c): the driving thread's idle wait is a poll of the
+   * consumer's queue (messages, commit answers, rebalances); a delivery
+   * report (the producer's queue turning non-empty) and a prepared Result
+   * (the encode pool) cut it short, so neither waits out the poll. */
+  rd_kafka_queue_t *wake_q, *producer_q;
+  /* The same wake-ups for the standby thread (an eventfd; -1 before the
+   * start): while the driving thread is inside the executor, the standby
+   * sends prepared Results and serves delivery reports at once. */
+  int wake_fd;
   rd_kafka_topic_t *out_topics[2]; /* results, DLQ: held so their metadata stays known */
   ib_wjob *alive;                  /* every job not yet freed */
   ib_wpart *parts;
@@ -212,6 +223,11 @@ typedef struct ib_worker {
    * own work (results, Kafka service), and its polls while nothing was
    * ready (they may sleep). */
   uint64_t drive_input_us, drive_exec_us, drive_loop_us, drive_idle_us;
+  /* Since the last status line: the time the executor asked for input
+   * while messages waited and max_jobs refused them, the most jobs live at
+   * once, and the idle waits (those cut short before their timeout). */
+  uint64_t window_full_us, window_full_since_us, live_max;
+  uint64_t idle_waits, idle_woken;
   bool joined;            /* in the group: an assignment (possibly empty) was served */
   uint64_t stop_deadline; /* while stopping: the end of the grace period */
   ib_wmetrics *metrics;   /* --metrics-addr: the HTTP listener and its snapshot */
@@ -221,10 +237,13 @@ typedef struct ib_worker {
    * in the input callback). A job that hangs there (a decode that never
    * ends, a device that never answers) blocks that thread; the standby
    * thread then takes `mu` and does its Kafka work: polls, deliveries,
-   * commits, metrics and the hung-job rule. */
+   * commits, metrics and the hung-job rule. Woken by wake_fd, it also does
+   * the part that frees max_jobs slots (prepared Results out, delivery
+   * reports) whenever the driving thread is in the executor, so that a job
+   * does not wait for a submission of others to complete. */
   pthread_mutex_t mu;
-  pthread_cond_t standby_cv;
   pthread_t standby;
+  uint64_t standby_sends; /* since the last status line: its woken services */
   bool standby_started, standby_quit;
   uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
   uint64_t last_exec_result_us; /* the executor last handed back a result */
@@ -234,8 +253,13 @@ typedef struct ib_worker {
  * is resubmitted, judged alone, or the worker stops on a sticky fault. */
 void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
 
+/* Ends the driving thread's idle wait (any thread; worker.c). */
+void ib_wwake(const ib_worker *w);
+
 /* Adds one job's time in a phase (worker.c). */
 void ib_wphase(ib_worker *w, int phase, uint64_t since_us);
+/* Adds one job's time in a phase, measured by the caller. */
+void ib_wphase_add(ib_worker *w, int phase, uint64_t us);
 
 /* Logging (worker.c). */
 void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
