@@ -412,6 +412,108 @@ Test(charge, two_jobs_in_flight_hold_their_sources_and_outputs_once) {
   }
 }
 
+/* ------------------------------------------------------------ the charge memo */
+
+/* What admission's tier memo would hand the charge: a plan of the graph,
+ * counted. */
+typedef struct planned_ctx {
+  const ib_graph *g;
+  ib_gplan plan;
+  int asked;
+} planned_ctx;
+
+static const ib_gplan *planned(void *ctx, const ib_graph *g) {
+  planned_ctx *p = ctx;
+  p->asked++;
+  return g == p->g ? &p->plan : NULL;
+}
+
+static bool raw_in_place_ctx(void *ctx, const ib_graph *g, size_t index) {
+  (void)ctx;
+  return raw_in_place(NULL, g, index);
+}
+
+/* The CUDA backend's charge memo (be_job_bytes) keeps the last 8 graphs: a
+ * stream that interleaves a few graphs (the tier off, so no admission plan
+ * to reuse) plans each once, where the one-graph memo planned once per job;
+ * the charges equal ib_cuda_charge's; other sources in place are another
+ * entry; the least recently used graph makes room; a graph without its
+ * wire bytes is never kept; a plan admission made is taken, not rebuilt. */
+Test(charge, the_memo_plans_each_of_a_few_interleaved_graphs_once) {
+  enum { N = IB_CHARGE_MEMO_GRAPHS + 1 };
+  cr_assert_eq(IB_CHARGE_MEMO_GRAPHS, 8);
+  static const int ops[N] = {JG_COPY,   JG_TRANSPOSE, JG_CROP, JG_POINT,  JG_RANK,
+                             JG_KERNEL, JG_BOXBLUR,   JG_TONE, JG_CONVERT};
+  ib_graph *g[N];
+  uint64_t want_gpu[N], want_host[N];
+  ib_error err = {0};
+  for (int i = 0; i < N; i++) {
+    g[i] = chain(&ops[i], 1, false, false);
+    cr_assert_not_null(g[i]->nodes_wire);
+    cr_assert_eq(ib_cuda_charge(g[i], raw_in_place, NULL, &want_gpu[i], &want_host[i], &err), IB_OK,
+                 "%s", err.message);
+  }
+  ib_charge_memo m = {0};
+  uint64_t gpu = 0, host = 0;
+#define CHARGE(k, fn)                                                                         \
+  cr_assert_eq(ib_cuda_charge_memo(&m, g[k], fn, NULL, NULL, &gpu, &host, &err), IB_OK, "%s", \
+               err.message)
+  /* 4 rounds of 8 interleaved graphs: 8 plans, not 32. */
+  for (int round = 0; round < 4; round++)
+    for (int i = 0; i < IB_CHARGE_MEMO_GRAPHS; i++) {
+      CHARGE(i, raw_in_place_ctx);
+      cr_assert_eq(gpu, want_gpu[i], "%s round %d", jg_names[ops[i]], round);
+      cr_assert_eq(host, want_host[i], "%s round %d", jg_names[ops[i]], round);
+    }
+  cr_assert_eq(m.plans, IB_CHARGE_MEMO_GRAPHS, "%llu plans for 32 jobs of 8 graphs",
+               (unsigned long long)m.plans);
+  /* Graph 0 staged (no source in place): another charge, its own entry,
+   * in place of the least recently used (graph 0 in place). */
+  uint64_t staged_gpu = 0, staged_host = 0;
+  cr_assert_eq(ib_cuda_charge(g[0], NULL, NULL, &staged_gpu, &staged_host, &err), IB_OK);
+  cr_assert_gt(staged_host, want_host[0]);
+  CHARGE(0, NULL);
+  cr_assert_eq(host, staged_host);
+  cr_assert_eq(gpu, staged_gpu);
+  cr_assert_eq(m.plans, 9);
+  /* The ninth graph takes graph 1's place (now the least recently used):
+   * graphs 2..7 and staged 0 still hit, graph 1 plans again. */
+  CHARGE(8, raw_in_place_ctx);
+  cr_assert_eq(gpu, want_gpu[8]);
+  cr_assert_eq(m.plans, 10);
+  for (int i = 2; i < IB_CHARGE_MEMO_GRAPHS; i++) CHARGE(i, raw_in_place_ctx);
+  CHARGE(0, NULL);
+  cr_assert_eq(m.plans, 10);
+  CHARGE(1, raw_in_place_ctx);
+  cr_assert_eq(host, want_host[1]);
+  cr_assert_eq(m.plans, 11);
+  /* Without its wire bytes a graph equals none: planned every time. */
+  uint8_t *wire = g[3]->nodes_wire;
+  g[3]->nodes_wire = NULL;
+  CHARGE(3, raw_in_place_ctx);
+  CHARGE(3, raw_in_place_ctx);
+  cr_assert_eq(m.plans, 13);
+  g[3]->nodes_wire = wire;
+#undef CHARGE
+  ib_charge_memo_free(&m);
+  cr_assert_eq(m.plans, 0);
+  /* A plan admission made is taken (asked once, on the miss only). */
+  planned_ctx pc = {.g = g[5]};
+  cr_assert_eq(ib_gplan_build(g[5], &pc.plan, &err), IB_OK, "%s", err.message);
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(ib_cuda_charge_memo(&m, g[5], NULL, planned, &pc, &gpu, &host, &err), IB_OK);
+    uint64_t sg = 0, sh = 0;
+    cr_assert_eq(ib_cuda_charge(g[5], NULL, NULL, &sg, &sh, &err), IB_OK);
+    cr_assert_eq(gpu, sg);
+    cr_assert_eq(host, sh);
+  }
+  cr_assert_eq(pc.asked, 1);
+  cr_assert_eq(m.plans, 1);
+  ib_gplan_free(&pc.plan);
+  ib_charge_memo_free(&m);
+  for (int i = 0; i < N; i++) ib_graph_free(g[i]);
+}
+
 /* ------------------------------------------------------------ end to end */
 
 /* The executor at its defaults (cpu backend) admits a 4096^2 RGBA 3x3

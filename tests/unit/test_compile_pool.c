@@ -285,6 +285,99 @@ Test(cpool, a_compile_past_the_time_bound_is_late_and_kept_if_it_finishes, .time
   ib_kcache_free(kc);
 }
 
+/* A compile that never returns (on_start holds it, standing for NVRTC)
+ * does not hold ib_cpool_free, which a worker's drain runs: free returns
+ * at its own bound (close_ms), or at once when the compile is LATE already
+ * (its jobs failed at the time bound). The thread is left running and owns
+ * what it touches: the caller frees its cache right after free; when the
+ * call returns after all, the thread compiles into that cache (kept by its
+ * reference; the ASan build checks there is no use after free), discards
+ * the result, calls no hook and frees what is left of the pool. */
+static atomic_int stuck_gate, in_stuck;
+static void hold_stuck(void *ctx, const char *sig) {
+  (void)ctx;
+  if (strcmp(sig, "k1") != 0) return;
+  atomic_store(&in_stuck, 1);
+  while (atomic_load(&stuck_gate)) usleep(1000);
+}
+
+typedef struct free_arg {
+  ib_cpool *p;
+  atomic_int done;
+} free_arg;
+
+static void *free_async(void *v) {
+  free_arg *a = v;
+  ib_cpool_free(a->p);
+  atomic_store(&a->done, 1);
+  return NULL;
+}
+
+/* ib_cpool_free on a thread of its own: how long it took; the test fails
+ * when it has not returned after limit_ms (the old free never did). */
+static uint64_t timed_free(ib_cpool *p, uint64_t limit_ms) {
+  static free_arg a; /* outlives a free that never returns */
+  a.p = p;
+  atomic_store(&a.done, 0);
+  pthread_t t;
+  const uint64_t t0 = ms_now();
+  cr_assert_eq(pthread_create(&t, NULL, free_async, &a), 0);
+  while (!atomic_load(&a.done) && ms_now() - t0 < limit_ms) usleep(1000);
+  cr_assert(atomic_load(&a.done), "ib_cpool_free still waits for a stuck compile after %llu ms",
+            (unsigned long long)limit_ms);
+  const uint64_t took = ms_now() - t0;
+  pthread_join(t, NULL);
+  return took;
+}
+
+Test(cpool, free_is_bounded_when_a_compile_never_returns, .timeout = 900) {
+  for (int late = 0; late < 2; late++) {
+    ib_kcache *kc = ib_kcache_new(NULL, 64 << 20, 0);
+    /* late 0: the test keeps a reference to read the cache afterwards;
+     * late 1: the stuck thread's is the only one left. */
+    ib_kcache *mine = late ? NULL : ib_kcache_retain(kc);
+    atomic_store(&stuck_gate, 1);
+    atomic_store(&in_stuck, 0);
+    atomic_int done = 0;
+    const ib_cpool_options o = {.threads = 1,
+                                .max_pending = 8,
+                                .arch = "sm_90",
+                                .opts = fmad_opt,
+                                .n_opts = 1,
+                                .on_done = count_done,
+                                .ctx = &done,
+                                .on_start = hold_stuck,
+                                .timeout_ms = late ? 300 : 0,
+                                .close_ms = late ? 20000 : 400};
+    ib_error err = {0};
+    ib_cpool *p = ib_cpool_new(kc, &o, &err);
+    cr_assert_not_null(p, "%s", err.message);
+    cr_assert_eq(request(p, 1), IB_CP_QUEUED);
+    cr_assert_eq(request(p, 2), IB_CP_QUEUED);
+    for (int i = 0; i < 5000 && !atomic_load(&in_stuck); i++) usleep(1000);
+    cr_assert(atomic_load(&in_stuck), "k1 never started");
+    if (late) cr_assert_eq(ib_cpool_wait(p, "k1", -1), IB_CP_LATE);
+    const uint64_t took = timed_free(p, 10000);
+    if (late)
+      cr_assert_lt(took, 1000, "waited %llu ms for a LATE compile", (unsigned long long)took);
+    else
+      cr_assert(took >= 390 && took < 3000, "free took %llu ms, bound 400",
+                (unsigned long long)took);
+    cr_assert_eq(ib_cpool_orphans(), 1, "the stuck thread is left running");
+    ib_kcache_free(kc); /* the owner's reference, as ib_cuda_close drops it */
+    /* The call returns after all. */
+    atomic_store(&stuck_gate, 0);
+    for (int i = 0; i < 120000 && ib_cpool_orphans(); i++) usleep(1000);
+    cr_assert_eq(ib_cpool_orphans(), 0, "the left thread never ended");
+    cr_assert_eq(atomic_load(&done), 0, "a hook ran after free returned");
+    if (mine) {
+      /* k1 went into the cache after free; queued k2 was dropped. */
+      cr_assert_eq(ib_kcache_stats_get(mine).compiles, 1);
+      ib_kcache_free(mine);
+    }
+  }
+}
+
 Test(cpool, bad_options_are_refused) {
   ib_kcache *kc = ib_kcache_new(NULL, 0, 0);
   ib_error err = {0};

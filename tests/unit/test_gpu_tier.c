@@ -7,6 +7,7 @@
  * never waits; a compile that never returns fails its jobs (Internal) at
  * the time bound instead of holding them. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -277,6 +278,49 @@ Test(gpu_tier, a_head_whose_compile_never_returns_fails_its_jobs_at_the_time_bou
   ib_graph_free(g);
   ib_graph_free(h);
   tier_free(c);
+}
+
+/* Closing the backend (ib_cuda_close's order: the tier, then the module
+ * cache) while a head compile never returns - a worker draining after
+ * SIGTERM: the pool stops waiting for the compile once it is LATE (its
+ * jobs failed), so close returns and the drain ends. The stuck thread is
+ * left running with its own references: when the compiler returns after
+ * all, it stores into the cache the backend let go of (the ASan build
+ * checks that nothing was freed under it) and ends. */
+typedef struct close_arg {
+  ib_cuda *c;
+  atomic_int done;
+} close_arg;
+
+static void *close_async(void *v) {
+  close_arg *a = v;
+  tier_free(a->c);
+  atomic_store(&a->done, 1);
+  return NULL;
+}
+
+Test(gpu_tier, closing_does_not_wait_for_a_compile_that_never_returns) {
+  atomic_store(&stuck, 1);
+  ib_cuda *c = tier_new_opts(8, 300);
+  ib_graph *g = graph(JG_TRANSPOSE, 14);
+  admit_ok(c, g);
+  for (int i = 0; i < 300 && !ib_cuda_tier_ready(c, g); i++) usleep(10000);
+  cr_assert(ib_cuda_tier_ready(c, g), "late at the time bound");
+  ib_graph_free(g);
+  static close_arg a; /* outlives a close that never returns */
+  a.c = c;
+  pthread_t t;
+  const uint64_t t0 = ms_now();
+  cr_assert_eq(pthread_create(&t, NULL, close_async, &a), 0);
+  while (!atomic_load(&a.done) && ms_now() - t0 < 10000) usleep(1000);
+  cr_assert(atomic_load(&a.done), "close still waits for the stuck compile after 10 s");
+  pthread_join(t, NULL);
+  cr_assert_lt(ms_now() - t0, 1000, "close waited %llu ms for a LATE compile",
+               (unsigned long long)(ms_now() - t0));
+  cr_assert_eq(ib_cpool_orphans(), 1);
+  atomic_store(&stuck, 0);
+  for (int i = 0; i < 60000 && ib_cpool_orphans(); i++) usleep(1000);
+  cr_assert_eq(ib_cpool_orphans(), 0, "the left thread never ended");
 }
 
 /* The same head submitted while it compiles (queue mode off, or nothing

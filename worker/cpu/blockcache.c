@@ -20,7 +20,8 @@ struct ib_blockcache {
   pthread_mutex_t lock;
   atomic_size_t refs; /* the creator's + one per block handed out */
   size_t max_bytes, bytes, hits;
-  size_t out; /* bytes of large blocks handed out (blockcache.h: the bound) */
+  size_t out;            /* bytes of large blocks handed out (blockcache.h: the bound) */
+  atomic_size_t cleared; /* bytes of cached blocks zeroed for get_zeroed */
   size_t n;
   block_hdr *blocks[IB_BLOCKCACHE_KEEP];
   ProtobufCAllocator pa;
@@ -87,7 +88,10 @@ static void *get(ib_blockcache *c, size_t n, bool zero) {
     pthread_mutex_unlock(&c->lock);
   }
   for (size_t i = 0; i < n_drop; i++) free(drop[i]); /* outside the lock: munmap */
-  if (h && zero) memset(h + 1, 0, n);
+  if (h && zero) {
+    memset(h + 1, 0, n);
+    atomic_fetch_add(&c->cleared, n);
+  }
   if (!h) {
     h = zero ? calloc(1, sizeof *h + (n ? n : 1)) : malloc(sizeof *h + (n ? n : 1));
     if (!h) {
@@ -165,6 +169,8 @@ size_t ib_blockcache_cached_bytes(ib_blockcache *c) {
   pthread_mutex_unlock(&c->lock);
   return n;
 }
+
+size_t ib_blockcache_cleared_bytes(ib_blockcache *c) { return atomic_load(&c->cleared); }
 
 size_t ib_blockcache_out_bytes(ib_blockcache *c) {
   pthread_mutex_lock(&c->lock);

@@ -56,5 +56,8 @@ size_t ib_blockcache_hits(ib_blockcache *c);
  * IB_BLOCKCACHE_MIN or more handed out and not yet given back. */
 size_t ib_blockcache_cached_bytes(ib_blockcache *c);
 size_t ib_blockcache_out_bytes(ib_blockcache *c);
+/* For tests: bytes of cached blocks cleared by ib_blockcache_get_zeroed so
+ * far (a fresh block's zero pages cost no clearing). */
+size_t ib_blockcache_cleared_bytes(ib_blockcache *c);
 
 #endif

@@ -57,13 +57,27 @@ static void borrowed_free(void *ctx, uint8_t *data) {
 
 static void cached_free(void *ctx, uint8_t *data) { ib_blockcache_put(ctx, data); }
 
+/* Whether the node's cpu function writes every byte of its output when it
+ * succeeds, so its image needs no clearing first: a source (raw pixels
+ * copied whole, a fill written to every pixel, a decode into the whole
+ * image - the GPU path decodes into uncleared pinned staging too) and
+ * copy. A failed node's image is never read. */
+static bool writes_every_byte(const ib_node *n) {
+  const Imgbatch__V1__Node__OpCase c = n->op->op_case;
+  return c == IMGBATCH__V1__NODE__OP_SOURCE || c == IMGBATCH__V1__NODE__OP_COPY;
+}
+
 /* The node's image, zeroed as ib_image_alloc's (ops rely on it: crop's and
- * resize's fill); the terminal one from the cache when large. */
-static ib_status node_alloc(ib_image *im, const ib_shape *sh, ib_blockcache *bc) {
+ * resize's fill); the terminal one from the cache when large, cleared only
+ * when the op may leave bytes unwritten (a 4096^2 RGBA result copied from
+ * its source no longer pays a 64 MiB memset first). */
+static ib_status node_alloc(ib_image *im, const ib_node *node, ib_blockcache *bc) {
+  const ib_shape *sh = &node->shape;
   uint64_t n = shape_bytes(sh);
   if (!bc || n < IB_BLOCKCACHE_MIN || n > SIZE_MAX)
     return ib_image_alloc(im, sh->mode, sh->width, sh->height);
-  uint8_t *p = ib_blockcache_get_zeroed(bc, (size_t)n);
+  uint8_t *p = writes_every_byte(node) ? ib_blockcache_get(bc, (size_t)n)
+                                       : ib_blockcache_get_zeroed(bc, (size_t)n);
   if (!p) return IB_INTERNAL;
   *im = (ib_image){.mode = sh->mode,
                    .width = sh->width,
@@ -94,7 +108,7 @@ ib_status ib_cpu_execute_cached(const ib_graph *g, ib_blockcache *bc, ib_image *
                           .free_fn = borrowed_free};
       continue;
     }
-    if (node_alloc(&ims[i], &n->shape, i + 1 == g->n_nodes ? bc : NULL) != IB_OK) {
+    if (node_alloc(&ims[i], n, i + 1 == g->n_nodes ? bc : NULL) != IB_OK) {
       snprintf(err->message, sizeof err->message, "node %zu: op %s: out of memory", i, n->op->name);
       err->status = st = IB_INTERNAL;
       err->stage = IB_STAGE_EXECUTE;

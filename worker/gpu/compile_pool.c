@@ -2,6 +2,7 @@
 #include "gpu/compile_pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,14 @@ typedef struct centry {
   ib_cpool_result res; /* res.sig is the key */
 } centry;
 
+/* What a compile thread starts from. */
+typedef struct targ {
+  struct ib_cpool *p;
+  int i;
+} targ;
+
 struct ib_cpool {
-  ib_kcache *kc;
+  ib_kcache *kc; /* a reference of the pool's own (the last thread may outlive the owner) */
   ib_cpool_options o;
   char arch[32];
   char **opts;
@@ -32,8 +39,15 @@ struct ib_cpool {
   size_t n_buckets; /* power of two */
   centry *q_head, *q_tail, *d_head, *d_tail;
   pthread_t *threads;
+  targ *targs;
+  /* Per thread: the entry it compiles (NULL: none), whether it left its
+   * loop, and whether free left it running (see ib_cpool_free). */
+  centry **cur;
+  bool *gone, *left;
   int n_threads;
-  bool stop;
+  int refs;             /* the owner's and each started thread's: the last one frees the pool */
+  bool stop;            /* free was called: threads leave their loop */
+  bool closed;          /* free stopped waiting: a compile that returns now is discarded */
   uint64_t next_due_us; /* no RUNNING entry goes late before this */
   int late_running;     /* threads still inside a late compile */
   ib_cpool_stats st;
@@ -63,6 +77,11 @@ static uint64_t now_us(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
+/* Threads ib_cpool_free left inside a compile, still running. */
+static atomic_uint_fast64_t orphans;
+
+uint64_t ib_cpool_orphans(void) { return atomic_load(&orphans); }
 
 /* Under the lock. A thread that waits on a compile that never returns is
  * lost to the pool (NVRTC cannot be interrupted); once every thread is,
@@ -138,8 +157,41 @@ static void compile(ib_cpool *p, centry *e) {
   r->compile_us = now_us() - t0;
 }
 
+/* Frees the pool once its last reference is gone: the owner's (free) or,
+ * when free left a compile running, that thread's. Nothing else holds it. */
+static void destroy(ib_cpool *p) {
+  for (size_t b = 0; p->buckets && b < p->n_buckets; b++)
+    for (centry *e = p->buckets[b], *n; e; e = n) {
+      n = e->hnext;
+      entry_free(e);
+    }
+  for (int i = 0; p->opts && i < p->o.n_opts; i++) free(p->opts[i]);
+  free(p->opts);
+  free(p->buckets);
+  free(p->threads);
+  free(p->targs);
+  free(p->cur);
+  free(p->gone);
+  free(p->left);
+  ib_kcache_free(p->kc);
+  pthread_cond_destroy(&p->done);
+  pthread_cond_destroy(&p->work);
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
+
+/* Under the lock; unlocks. Drops one reference and frees the pool with the
+ * last one. */
+static void unref(ib_cpool *p) {
+  const bool last = --p->refs == 0;
+  pthread_mutex_unlock(&p->mu);
+  if (last) destroy(p);
+}
+
 static void *worker(void *arg) {
-  ib_cpool *p = arg;
+  const targ *a = arg;
+  ib_cpool *p = a->p;
+  const int me = a->i;
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (!p->stop && !p->q_head) pthread_cond_wait(&p->work, &p->mu);
@@ -154,12 +206,20 @@ static void *worker(void *arg) {
       e->due_us = now_us() + (uint64_t)p->o.timeout_ms * 1000u;
       if (e->due_us < p->next_due_us) p->next_due_us = e->due_us;
     }
+    p->cur[me] = e;
     /* The entry stays in the table (RUNNING): only this thread touches
-     * its result until it is DONE, and free joins us before freeing it. */
+     * its result until it is DONE; free leaves it to this thread. */
     pthread_mutex_unlock(&p->mu);
     if (p->o.on_start) p->o.on_start(p->o.ctx, e->res.sig);
     compile(p, e);
     pthread_mutex_lock(&p->mu);
+    p->cur[me] = NULL;
+    if (p->closed) {
+      /* free gave up on this compile: nobody takes its result (its jobs
+       * failed when it went late), and no hook runs any more. */
+      entry_free(e);
+      break;
+    }
     if (e->late) {
       /* It finished after all: its jobs failed, its result is kept as any
        * other, and this thread can take queued work again. */
@@ -186,7 +246,11 @@ static void *worker(void *arg) {
       pthread_mutex_lock(&p->mu);
     }
   }
-  pthread_mutex_unlock(&p->mu);
+  p->gone[me] = true;
+  const bool left = p->left[me];
+  pthread_cond_broadcast(&p->done); /* free waits for threads to leave */
+  unref(p);
+  if (left) atomic_fetch_sub(&orphans, 1); /* after unref: nothing of it is running */
   return NULL;
 }
 
@@ -208,8 +272,10 @@ ib_cpool *ib_cpool_new(ib_kcache *kc, const ib_cpool_options *o, ib_error *err) 
   }
   ib_cpool *p = calloc(1, sizeof *p);
   if (!p) return fail(NULL, err, "out of memory");
-  p->kc = kc;
+  p->kc = ib_kcache_retain(kc);
   p->o = *o;
+  if (!p->o.close_ms) p->o.close_ms = IB_CPOOL_CLOSE_MS_DEFAULT;
+  p->refs = 1;
   snprintf(p->arch, sizeof p->arch, "%s", o->arch);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->work, NULL);
@@ -223,16 +289,41 @@ ib_cpool *ib_cpool_new(ib_kcache *kc, const ib_cpool_options *o, ib_error *err) 
   while (p->n_buckets < 2u * o->max_pending) p->n_buckets *= 2;
   p->buckets = calloc(p->n_buckets, sizeof *p->buckets);
   p->opts = calloc((size_t)o->n_opts + 1, sizeof *p->opts);
-  p->threads = calloc((size_t)o->threads, sizeof *p->threads);
-  if (!p->buckets || !p->opts || !p->threads) return fail(p, err, "out of memory");
+  const size_t t = (size_t)o->threads;
+  p->threads = calloc(t, sizeof *p->threads);
+  p->targs = calloc(t, sizeof *p->targs);
+  p->cur = calloc(t, sizeof *p->cur);
+  p->gone = calloc(t, sizeof *p->gone);
+  p->left = calloc(t, sizeof *p->left);
+  if (!p->buckets || !p->opts || !p->threads || !p->targs || !p->cur || !p->gone || !p->left)
+    return fail(p, err, "out of memory");
   for (int i = 0; i < o->n_opts; i++)
     if (!(p->opts[i] = strdup(o->opts[i]))) return fail(p, err, "out of memory");
   for (int i = 0; i < o->threads; i++) {
-    if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+    p->targs[i] = (targ){p, i};
+    pthread_mutex_lock(&p->mu);
+    p->refs++; /* before the thread can drop it */
+    pthread_mutex_unlock(&p->mu);
+    if (pthread_create(&p->threads[i], NULL, worker, &p->targs[i]) != 0) {
+      pthread_mutex_lock(&p->mu);
+      p->refs--;
+      pthread_mutex_unlock(&p->mu);
       return fail(p, err, "cannot start a compile thread");
+    }
     p->n_threads++;
   }
   return p;
+}
+
+/* Under the lock: whether free should wait on: a thread has yet to leave
+ * and is not stuck in a compile past its time bound (LATE: its jobs have
+ * failed; NVRTC cannot be interrupted, so waiting for it could be for
+ * ever). */
+static bool worth_waiting(ib_cpool *p) {
+  expire(p);
+  for (int i = 0; i < p->n_threads; i++)
+    if (!p->gone[i] && !(p->cur[i] && p->cur[i]->late)) return true;
+  return false;
 }
 
 void ib_cpool_free(ib_cpool *p) {
@@ -240,23 +331,36 @@ void ib_cpool_free(ib_cpool *p) {
   pthread_mutex_lock(&p->mu);
   p->stop = true;
   pthread_cond_broadcast(&p->work);
-  pthread_mutex_unlock(&p->mu);
-  for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
-  /* Every thread is gone: queued, finished and untaken entries alike are
-   * only in the table now. */
-  for (size_t b = 0; p->buckets && b < p->n_buckets; b++)
+  const uint64_t until = now_us() + (uint64_t)p->o.close_ms * 1000u;
+  while (worth_waiting(p) && now_us() < until) {
+    const struct timespec at = wake_at(p, until);
+    pthread_cond_timedwait(&p->done, &p->mu, &at);
+  }
+  /* Closed: a thread still inside a compile owns its entry (and holds the
+   * pool and the cache through its reference) and discards the result when
+   * it returns; every other entry is freed now. */
+  p->closed = true;
+  for (size_t b = 0; p->buckets && b < p->n_buckets; b++) {
     for (centry *e = p->buckets[b], *n; e; e = n) {
       n = e->hnext;
-      entry_free(e);
+      if (e->state != IB_CP_RUNNING) entry_free(e);
     }
-  for (int i = 0; p->opts && i < p->o.n_opts; i++) free(p->opts[i]);
-  free(p->opts);
-  free(p->buckets);
-  free(p->threads);
-  pthread_cond_destroy(&p->done);
-  pthread_cond_destroy(&p->work);
-  pthread_mutex_destroy(&p->mu);
-  free(p);
+    p->buckets[b] = NULL;
+  }
+  p->q_head = p->q_tail = p->d_head = p->d_tail = NULL;
+  for (int i = 0; i < p->n_threads; i++)
+    if ((p->left[i] = !p->gone[i])) atomic_fetch_add(&orphans, 1);
+  pthread_mutex_unlock(&p->mu);
+  /* A thread that left is joined (it ends at once); one still compiling
+   * is detached and frees the pool if it is the last to let go of it. */
+  for (int i = 0; i < p->n_threads; i++) {
+    if (p->left[i])
+      pthread_detach(p->threads[i]);
+    else
+      pthread_join(p->threads[i], NULL);
+  }
+  pthread_mutex_lock(&p->mu);
+  unref(p);
 }
 
 /* Under the lock: coalesces, refuses once the table holds `limit`

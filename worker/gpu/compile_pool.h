@@ -25,10 +25,17 @@
  * (poll, take, wait, wait_any, stats), not by a timer of its own.
  *
  * Thread-safe; nothing blocks on a compile but ib_cpool_wait (up to the
- * time bound when there is one) and ib_cpool_free, which lets running
- * compiles finish (NVRTC cannot be interrupted: a compile that never
- * returns keeps free from returning), drops queued ones and frees every
- * result nobody took.
+ * time bound when there is one) and ib_cpool_free. Free drops queued
+ * compiles, frees every result nobody took and lets running compiles
+ * finish, but within a bound of its own (close_ms), so that a worker's
+ * drain never hangs on one NVRTC call: it stops waiting at that bound, or
+ * sooner once every compile still running is LATE (its jobs have failed
+ * already). A thread still compiling then is left running, detached: it
+ * owns its entry and holds references to the pool's state and to the
+ * module cache (ib_kcache_retain), so nothing it touches is freed under
+ * it; when its compile returns, the cache keeps the image as usual, the
+ * result is discarded, no hook is called, and the last thread out frees
+ * what is left. ib_cpool_orphans counts such threads.
  */
 #ifndef IB_GPU_COMPILE_POOL_H
 #define IB_GPU_COMPILE_POOL_H
@@ -62,12 +69,24 @@ typedef struct ib_cpool_options {
   /* The time bound of a compile (see above), from the moment a thread
    * starts it; 0: none. */
   uint32_t timeout_ms;
+  /* How long ib_cpool_free waits for running compiles at most (see above);
+   * 0: IB_CPOOL_CLOSE_MS_DEFAULT. */
+  uint32_t close_ms;
 } ib_cpool_options;
 
-/* kc must outlive the pool. NULL and err filled when a thread cannot start
- * or memory runs out. */
+#define IB_CPOOL_CLOSE_MS_DEFAULT 1000u
+
+/* The pool takes a reference to kc (the caller may free its own at any
+ * time after ib_cpool_free). NULL and err filled when a thread cannot
+ * start or memory runs out. */
 ib_cpool *ib_cpool_new(ib_kcache *kc, const ib_cpool_options *o, ib_error *err);
+/* Returns within close_ms (plus the time a finishing compile takes to
+ * publish); see above. The hooks' ctx must outlive a hook call that is
+ * under way when it returns. */
 void ib_cpool_free(ib_cpool *p);
+/* Compile threads that ib_cpool_free left running and that are still
+ * inside their compile, in this process (tests; a stuck NVRTC shows here). */
+uint64_t ib_cpool_orphans(void);
 
 typedef enum ib_cpool_state {
   IB_CP_NONE = 0,  /* not in the table: never requested, or taken */

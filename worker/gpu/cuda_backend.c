@@ -205,7 +205,7 @@ void ib_cuda_close(ib_cuda *c) {
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
   ib_pinned_free(c->pin);
-  ib_cuda_like_free(&c->memo.like);
+  ib_charge_memo_free(&c->memo);
   ib_kcache_free(c->kc);
   ib_hostpar_free(c->hp);
   cu->cuDevicePrimaryCtxRelease(c->dev);
@@ -255,43 +255,16 @@ static void be_close(void *state) { ib_cuda_close(state); }
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
  * the blur's scratch image, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the
- * parameter staging (the core takes the larger charge). A graph whose nodes
- * equal the last one's (ib_cuda_same_nodes), with the same sources in
- * place, has the same charge but for its source bytes (ib_charge_memo). */
-static void memo_keep(ib_charge_memo *m, const ib_graph *g, uint64_t in_place, uint64_t gpu,
-                      uint64_t host_plan) {
-  m->valid = false;
-  if (!ib_cuda_like_keep(&m->like, g)) return; /* no memo this time */
-  m->in_place = in_place;
-  m->gpu = gpu;
-  m->host_plan = host_plan;
-  m->valid = true;
-}
+ * parameter staging (the core takes the larger charge). Through the memo
+ * of the last few graphs' charges (ib_charge_memo); a new graph is charged
+ * from the plan admission made of it when the compile pool is on. */
+static const ib_gplan *tier_plan(void *ctx, const ib_graph *g) { return ib_cuda_tier_plan(ctx, g); }
 
 static ib_status job_bytes(void *state, const ib_graph *g, uint64_t *gpu_bytes,
                            uint64_t *host_bytes, ib_error *err) {
   ib_cuda *c = state;
-  ib_charge_memo *m = &c->memo;
-  uint64_t src = 0, in_place = 0;
-  for (size_t i = 0; i < g->n_sources; i++) {
-    src += g->sources[i].len;
-    if (i < 64 && ib_cuda_source_pinned(c, g, i)) in_place |= 1ull << i;
-  }
-  const bool cacheable = g->n_sources <= 64 && g->nodes_wire;
-  if (cacheable && m->valid && m->in_place == in_place && ib_cuda_same_nodes(g, &m->like)) {
-    *gpu_bytes = m->gpu;
-    *host_bytes = src + m->host_plan;
-    return IB_OK;
-  }
-  /* A new graph: admission planned it already when the compile pool is on. */
-  const ib_gplan *p = ib_cuda_tier_plan(c, g);
-  ib_status st = IB_OK;
-  if (p)
-    ib_cuda_charge_plan(g, p, ib_cuda_source_pinned, c, gpu_bytes, host_bytes);
-  else
-    st = ib_cuda_charge(g, ib_cuda_source_pinned, c, gpu_bytes, host_bytes, err);
-  if (st == IB_OK && cacheable) memo_keep(m, g, in_place, *gpu_bytes, *host_bytes - src);
-  return st;
+  return ib_cuda_charge_memo(&c->memo, g, ib_cuda_source_pinned, tier_plan, c, gpu_bytes,
+                             host_bytes, err);
 }
 
 static bool be_out_in_buffer(void *state, const ib_graph *g) {

@@ -64,18 +64,6 @@ typedef struct ib_kfunc {
   ib_iprog prog;
 } ib_kfunc;
 
-/* The last admission charge (be_job_bytes, driving thread): a graph whose
- * nodes equal `like`'s (ib_cuda_same_nodes) with the same sources in place
- * has the same charge but for its source bytes, so a stream of one
- * operation over many images plans once for its charges. `like` holds only
- * the nodes' wire bytes, ops and shapes. */
-typedef struct ib_charge_memo {
-  ib_graph like;
-  bool valid;
-  uint64_t in_place;       /* bit i: source i uploaded in place */
-  uint64_t gpu, host_plan; /* host_plan: the host charge less the source bytes */
-} ib_charge_memo;
-
 /* A chain's kernel signature and the key of its module in ib_cuda.mods
  * (equal chains, equal signatures: one kernel). */
 typedef struct ib_sigkey {

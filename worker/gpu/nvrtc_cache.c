@@ -15,6 +15,7 @@ struct ib_kcache {
   ib_dstore *disk; /* NULL: no disk layer */
   char ver[64];    /* "nvrtc X.Y", part of every key */
   atomic_uint_fast64_t memory_hits, compiles, compile_us;
+  atomic_int refs;
 };
 
 /* An image kept by the memory layer. */
@@ -52,6 +53,7 @@ static void hash_str(hash2 *h, const char *s) { hash_bytes(h, s, strlen(s) + 1);
 ib_kcache *ib_kcache_new(const char *dir, uint64_t memory_bytes, uint64_t disk_bytes) {
   ib_kcache *c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  atomic_init(&c->refs, 1);
   if (ib_lru_init(&c->mem, memory_bytes, drop_image, NULL) != 0) {
     free(c);
     return NULL;
@@ -64,8 +66,13 @@ ib_kcache *ib_kcache_new(const char *dir, uint64_t memory_bytes, uint64_t disk_b
   return c;
 }
 
+ib_kcache *ib_kcache_retain(ib_kcache *c) {
+  atomic_fetch_add(&c->refs, 1);
+  return c;
+}
+
 void ib_kcache_free(ib_kcache *c) {
-  if (!c) return;
+  if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
   ib_lru_destroy(&c->mem);
   ib_dstore_close(c->disk);
   free(c);

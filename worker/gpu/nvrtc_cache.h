@@ -34,7 +34,12 @@ typedef struct ib_kcache ib_kcache;
  * in-memory LRU's bound (0: no memory layer); disk_bytes: the disk store's
  * bound (0: no disk layer). NULL only when out of memory. */
 ib_kcache *ib_kcache_new(const char *dir, uint64_t memory_bytes, uint64_t disk_bytes);
+/* Drops a reference: the cache is freed with its last one. ib_kcache_new
+ * gives one; ib_kcache_retain adds one (returns c), so a compile thread
+ * left running past its owner's close (compile_pool.h) keeps the cache it
+ * stores into. */
 void ib_kcache_free(ib_kcache *c);
+ib_kcache *ib_kcache_retain(ib_kcache *c);
 
 typedef enum ib_kcache_origin { IB_KC_MEMORY, IB_KC_DISK, IB_KC_COMPILED } ib_kcache_origin;
 
