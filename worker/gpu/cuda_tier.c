@@ -70,7 +70,9 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
 }
 
 void ib_cuda_tier_close(ib_cuda *c) {
-  ib_cpool_free(c->cpool); /* lets running compiles finish; before the cache goes */
+  /* Before the cache goes: waits for running compiles up to the pool's close
+   * bound; a stuck one is left running, holding its own cache reference. */
+  ib_cpool_free(c->cpool);
   c->cpool = NULL;
   for (int i = 0; i < IB_TIER_MEMO_GRAPHS; i++) {
     ib_tier_graph *t = &c->tmemo.g[i];
