@@ -380,6 +380,11 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
       ab_cases_run(ex, cs + first, n - first, &p);
     }
   }
+  ib_executor_counters k;
+  ib_executor_counters_get(ex, &k);
+  printf("section 3: %llu submissions, %llu of them pipelined in %llu pieces\n",
+         (unsigned long long)k.submissions, (unsigned long long)k.pipelined_submissions,
+         (unsigned long long)k.pipelined_pieces);
   fflush(stdout);
   fprintf(stderr,
           "bench: the next cuda host profile covers section 3 (all cases, warm-ups included)\n");

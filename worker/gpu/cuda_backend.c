@@ -76,9 +76,9 @@ static ib_status open_device(ib_cuda *c, const ib_executor_options *opts, ib_err
   return IB_OK;
 }
 
-/* The streams and events of submissions split into pieces (see ib_cuda):
- * created up front, so a submission creates none. */
-static ib_status open_pieces(ib_cuda *c, uint32_t pieces, ib_error *err) {
+/* The streams and events of submissions split into pieces and of the
+ * pipeline (see ib_cuda): created up front, so a submission creates none. */
+static ib_status open_pieces(ib_cuda *c, uint32_t pieces, int32_t pipe_kib, ib_error *err) {
   const ib_cu *cu = c->cu;
   const unsigned k = pieces < 1               ? IB_DEFAULT_PIECES
                      : pieces > IB_MAX_PIECES ? IB_MAX_PIECES
@@ -92,6 +92,14 @@ static ib_status open_pieces(ib_cuda *c, uint32_t pieces, ib_error *err) {
   }
   if (rc != CUDA_SUCCESS) return ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "pieces: streams/events");
   c->pieces = k;
+  if (pipe_kib < 0 || pieces == 1) return IB_OK;
+  for (int p = 0; p < IB_PIPE_STREAMS && rc == CUDA_SUCCESS; p++)
+    rc = cu->cuStreamCreate(&c->pipe[p], CU_STREAM_NON_BLOCKING);
+  for (int e = 0; e < 2 && rc == CUDA_SUCCESS; e++)
+    rc = cu->cuEventCreate(&c->pipe_ev[e], CU_EVENT_DISABLE_TIMING);
+  if (rc != CUDA_SUCCESS)
+    return ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "pipeline: streams/events");
+  c->pipe_bytes = pipe_kib ? (size_t)pipe_kib << 10 : IB_DEFAULT_PIPE_BYTES;
   return IB_OK;
 }
 
@@ -139,7 +147,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
       ib_cuda_close(c);
       return IB_DEVICE;
     }
-  if (open_pieces(c, opts->cuda_pieces, err) != IB_OK) {
+  if (open_pieces(c, opts->cuda_pieces, opts->cuda_pipe_kib, err) != IB_OK) {
     ib_cuda_close(c);
     return IB_DEVICE;
   }
@@ -201,6 +209,10 @@ void ib_cuda_close(ib_cuda *c) {
       if (c->join_ev[i][p]) cu->cuEventDestroy(c->join_ev[i][p]);
     }
   }
+  for (int p = 0; p < IB_PIPE_STREAMS; p++)
+    if (c->pipe[p]) cu->cuStreamDestroy(c->pipe[p]);
+  for (int e = 0; e < 2; e++)
+    if (c->pipe_ev[e]) cu->cuEventDestroy(c->pipe_ev[e]);
   ib_cuda_tier_close(c);
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
@@ -229,6 +241,8 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->upload_direct_sources = atomic_load(&c->direct_sources);
   out->upload_direct_copies = atomic_load(&c->direct_copies);
   out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
+  out->pipelined_submissions = atomic_load(&c->pipe_subs);
+  out->pipelined_pieces = atomic_load(&c->pipe_pieces);
   if (c->cpool) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;

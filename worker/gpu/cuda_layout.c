@@ -142,6 +142,7 @@ static void place_sources(ib_backend_submission *s) {
   ib_sub_layout *l = &s->lay;
   for (size_t i = 0; i < s->n; i++) {
     ib_jstate *js = &s->js[i];
+    js->up_lo = js->up_hi = l->upload;
     if (!js->planned) continue;
     const ib_graph *g = s->jobs[i].graph;
     if (!dsrc_room(s, (size_t)js->plan.n_bufs)) {
@@ -172,6 +173,7 @@ static void place_sources(ib_backend_submission *s) {
       l->upload +=
           ib_cuda_up(js->plan.stages[k].chain.param_bytes + js->plan.stages[k].extra_bytes);
     }
+    js->up_hi = l->upload;
     l->total_stages += (size_t)js->plan.n_stages;
     if (js->plan.n_stages > l->max_stages) l->max_stages = js->plan.n_stages;
   }
@@ -314,4 +316,61 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
            l->upload, l->arena_bytes, l->out_base + l->download, s->n,
            s->n ? (unsigned long long)s->jobs[0].job_id : 0ull);
   return IB_DEVICE;
+}
+
+/* ------------------------------------------------------------ pipeline pieces */
+
+/* What job i moves over PCIe: its sources, and its terminal image when it
+ * comes back to the host. */
+static size_t io_bytes(const ib_backend_submission *s, size_t i) {
+  const ib_jstate *js = &s->js[i];
+  if (!js->planned) return 0;
+  size_t b = 0;
+  for (int k = 0; k < js->plan.n_bufs; k++)
+    if (js->plan.bufs[k].source_node >= 0) b += js->plan.bufs[k].bytes;
+  if (!s->jobs[i].resident) b += js->plan.bufs[js->plan.out_buf].bytes;
+  return b;
+}
+
+bool ib_cuda_pipelined(const ib_backend_submission *s, size_t piece_bytes) {
+  if (!piece_bytes || s->n < 2) return false;
+  size_t total = 0;
+  for (size_t i = 0; i < s->n; i++) total += io_bytes(s, i);
+  return total / s->n >= piece_bytes / 8 && ib_cuda_pipe_next(s, 0, piece_bytes) < s->n;
+}
+
+size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes) {
+  size_t acc = 0;
+  while (a < s->n && acc < piece_bytes) acc += io_bytes(s, a++);
+  return a;
+}
+
+/* Staging blocks up to this size go up whole before the first piece. */
+#define PIPE_STAGING_WHOLE ((size_t)1 << 20)
+
+static void stage_range(ib_stage_ranges *r, size_t lo, size_t hi) {
+  if (lo >= hi) return;
+  if (r->n && r->hi[r->n - 1] == lo) { /* one copy for adjacent parts */
+    r->hi[r->n - 1] = hi;
+    return;
+  }
+  r->lo[r->n] = lo;
+  r->hi[r->n++] = hi;
+}
+
+void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r) {
+  *r = (ib_stage_ranges){0};
+  const size_t all = s->lay.upload;
+  if (all <= PIPE_STAGING_WHOLE) {
+    if (a == 0) stage_range(r, 0, all);
+    return;
+  }
+  size_t lo = SIZE_MAX, hi = 0;
+  for (size_t i = a; i < b; i++) {
+    if (!s->js[i].planned) continue;
+    if (s->js[i].up_lo < lo) lo = s->js[i].up_lo;
+    if (s->js[i].up_hi > hi) hi = s->js[i].up_hi;
+  }
+  stage_range(r, lo, hi);
+  if (a == 0) stage_range(r, s->lay.desc_off, all); /* every piece's descriptors */
 }
