@@ -197,7 +197,8 @@ static size_t batch_target(const ib_executor *ex) {
 #define SPLIT_MIN_BYTES ((uint64_t)16 << 20)
 static size_t partial_size(const ib_executor *ex) {
   const size_t target = batch_target(ex), cap = ex->pending.n < target ? ex->pending.n : target;
-  if (ex->in_flight_head || cap < 2) return target;
+  /* A host backend (host_working_set) runs one job at a time: nothing to overlap. */
+  if (ex->in_flight_head || cap < 2 || ex->backend->host_working_set) return target;
   uint64_t bytes = 0;
   size_t n = 0;
   for (const ib_job *j = ex->pending.head; j && n < cap; j = j->next, n++)
