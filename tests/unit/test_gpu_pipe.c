@@ -217,3 +217,70 @@ Test(gpu_pipe, pinned_sources_go_up_from_where_they_lie) {
   sub_free(&x);
   cuda_free(c);
 }
+
+/* A pipelined submission's jobs lie in device blocks of their own (one size
+ * whatever the submission's job count): every buffer of a job but its
+ * staged sources inside its block, addressed from the submission's block;
+ * the pieces' copies bring each raw source there. */
+static void job_blocks(bool pinned) {
+  ib_cuda *c = cuda_new();
+  ib_pool_init(&c->dpool, page_heap_alloc, page_heap_free, NULL, 1ull << 30);
+  c->pipe_bytes = 2 * 2 * (size_t)SIDE * SIDE;
+  sub x;
+  sub_make(c, &x, SIDE, pinned);
+  ib_backend_submission *s = &x.s;
+  cr_assert(s->pipe, "large jobs: pipelined");
+  cr_assert_eq(s->lay.download, 0, "nothing downloads from the submission's block");
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_sub_blocks(s, &err), IB_OK, "%s", err.message);
+  const CUdeviceptr dev = ib_sub_dev(s);
+  uint8_t *host = ib_sub_host(s);
+  for (size_t k = 0; k < s->lay.upload; k++) host[k] = (uint8_t)(k * 131 + 7);
+  for (size_t i = 0; i < N; i++) {
+    const ib_jstate *js = &s->js[i];
+    cr_assert_neq(js->blk.addr, 0, "job %zu has its block", i);
+    cr_assert_geq(js->blk.size, js->dev_bytes);
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      const uint64_t at = dev + js->buf_off[b], end = at + js->plan.bufs[b].bytes;
+      if (js->plan.bufs[b].source_node >= 0 && !js->direct[b]) {
+        cr_assert(at >= dev && end <= dev + s->lay.upload, "job %zu: staged in the upload region",
+                  i);
+        continue;
+      }
+      cr_assert(at >= js->blk.addr && end <= js->blk.addr + js->dev_bytes,
+                "job %zu buffer %d inside its block", i, b);
+      cr_assert_eq((at - js->blk.addr) % IB_CUDA_ALIGN, 0, "aligned");
+    }
+  }
+  for (size_t a = 0; a < s->n;) {
+    const size_t b = ib_cuda_pipe_next(s, a, c->pipe_bytes);
+    ib_stage_ranges st;
+    ib_cuda_piece_staging(s, a, b, &st);
+    ib_up_copies cp = {0};
+    cr_assert_eq(ib_cuda_sub_copies_in(s, a, b, &st, &cp, &err), IB_OK, "%s", err.message);
+    for (size_t k = 0; k < cp.n; k++)
+      memcpy((void *)(uintptr_t)cp.dst[k], (const void *)(uintptr_t)cp.src[k], cp.len[k]);
+    ib_cuda_copies_free(&cp);
+    for (size_t i = a; i < b; i++) {
+      const ib_jstate *js = &s->js[i];
+      for (int q = 0; q < js->plan.n_bufs; q++) {
+        if (js->plan.bufs[q].source_node < 0) continue;
+        const uint8_t *want = js->direct[q] ? x.gs[i]->sources[0].bytes : host + js->buf_off[q];
+        cr_assert_eq(
+            memcmp((const void *)(uintptr_t)(dev + js->buf_off[q]), want, js->plan.bufs[q].bytes),
+            0, "job %zu: source in place after its piece", i);
+      }
+    }
+    a = b;
+  }
+  ib_pinned_put(c->pin, &s->hblk);
+  ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
+  cr_assert_eq(c->dpool.live, 0);
+  ib_pool_destroy(&c->dpool);
+  sub_free(&x);
+  cuda_free(c);
+}
+
+Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_pinned) { job_blocks(true); }
+Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_staged) { job_blocks(false); }

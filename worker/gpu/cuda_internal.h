@@ -210,6 +210,17 @@ typedef struct ib_jstate {
   uint8_t *direct;     /* per plan buffer: 1 = a raw source uploaded from its
                         * own pinned memory (ib_executor_parse), not staged */
   size_t up_lo, up_hi; /* its part of the upload region: staged sources, parameter blocks */
+  /* A pipelined submission (ib_backend_submission.pipe): the job's device
+   * buffers - raw sources, stage outputs, its terminal image - lie in a
+   * block of its own (blk, dev_bytes), so blocks keep one size from
+   * submission to submission whatever their job counts (a block per
+   * submission of 32 large jobs took a fresh GiB-sized cuMemAlloc, or a
+   * synchronising cuMemFree over the cap, whenever the count changed).
+   * Their buf_off entries hold blk.addr + offset - the submission's
+   * device block, in modular arithmetic, so ib_sub_dev(s) + buf_off still
+   * addresses them. */
+  size_t dev_bytes;
+  ib_pool_block blk;
 } ib_jstate;
 
 /* A raw source uploaded from where it lies in pinned memory (the layout's
@@ -283,6 +294,7 @@ struct ib_backend_submission {
   ib_direct_src *dsrc; /* the direct region's sources, in its order */
   size_t n_dsrc, cap_dsrc;
   ib_sub_layout lay;
+  bool pipe; /* enqueued as a pipeline (ib_cuda_pipelined), its jobs in blocks of their own */
   ib_launch_plan lp;
   ib_status device_status;
   ib_error device_err;

@@ -61,6 +61,7 @@ static void sub_release(ib_backend_submission *s) {
     c->cu->cuEventDestroy(s->ev);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; s->js && i < s->n; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
   if (s->arena) { /* not lent to any result */
     ib_pinned_put(c->pin, &s->arena->blk);
     free(s->arena);
@@ -193,13 +194,24 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
   }
   if (hi > s->lay.arena_bytes) hi = s->lay.arena_bytes;
   CUresult rc;
+  if (s->pipe) lo = hi; /* each job in its own block: one copy each, below */
+  for (size_t i = a; i < b && s->pipe; i++) {
+    const ib_jstate *js = &s->js[i];
+    if (s->jobs[i].resident || js->own || !delivers(s, i)) continue;
+    if ((rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + js->dl_off),
+                                    dev + js->buf_off[js->plan.out_buf],
+                                    js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
+        CUDA_SUCCESS)
+      return ib_cuda_device_fail(s, rc, "download", i, err);
+  }
   if (lo < hi && (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + lo), out + lo,
                                              hi - lo, s->stream)) != CUDA_SUCCESS)
     return ib_cuda_device_fail(s, rc, "download", a, err);
   for (size_t i = a; i < b; i++) {
     const ib_jstate *js = &s->js[i];
     if (!js->own || !delivers(s, i)) continue;
-    if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, out + js->dl_off,
+    const CUdeviceptr from = s->pipe ? dev + js->buf_off[js->plan.out_buf] : out + js->dl_off;
+    if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, from,
                                     js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
         CUDA_SUCCESS)
       return ib_cuda_device_fail(s, rc, "download", i, err);
@@ -298,7 +310,7 @@ static ib_status record_done(ib_backend_submission *s, ib_error *err) {
  * stream after it, the slot's stream after every piece. */
 static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
   ib_cuda *c = s->c;
-  if (c->pipe_bytes && ib_cuda_pipelined(s, c->pipe_bytes)) {
+  if (s->pipe) {
     ib_status rs = enqueue_pipe(s, err);
     return rs == IB_OK ? record_done(s, err) : rs;
   }
