@@ -370,7 +370,8 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
                      .qcap = 4,
                      .warmup = 4 + producers + inflight + 1,
                      .prefill_bytes = 2ull << 30,
-                     .zc_only = mx->zc_only};
+                     .zc_only = mx->zc_only,
+                     .rewarm = (api_jobs ? api_jobs : inflight) + producers};
       if (mx->n_modes == 1 && mx->modes[0] == IB_MODE_RGBA)
         printf("section 3: %d op families at %u^2, %d images per feed\n", n - first, side, images);
       else
