@@ -589,6 +589,11 @@ typedef struct ab_params {
   int producers2;         /* a second threaded copy-parse feed; 0 = none */
   uint64_t prefill_bytes; /* Job bytes written ahead per round of the zero-copy feed */
   bool zc_only;           /* time only the zero-copy feed written ahead */
+  int rewarm;             /* untimed zero-copy inputs right before a case is timed: the
+                           * device and pinned pools shaped for this case's window (every
+                           * case was warmed up first, so the pools hold the last one's
+                           * blocks, and growing or trimming them inside the timed stream
+                           * costs cuMemAlloc / a synchronising cuMemFree); 0 = none */
 } ab_params;
 
 typedef struct ab_builder {
@@ -625,6 +630,7 @@ static void ab_case_time(ib_executor *ex, ab_case *c, const ab_params *p) {
   ab_feed_spec thr = {.kind = AB_COPY_PARSE, .producers = p->producers, .qcap = p->qcap};
   ab_feed_spec thr2 = {.kind = AB_COPY_PARSE, .producers = p->producers2, .qcap = p->qcap};
   c->timed = p->images;
+  if (p->rewarm > 0) ab_stream(ex, &c->set, p->rewarm, &zc, NULL, c->label);
   c->zc = ab_stream_prefilled(ex, &c->set, p->images, p->prefill_bytes, c->label);
   if (p->zc_only) {
     printf(

@@ -370,7 +370,8 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
                      .qcap = 4,
                      .warmup = 4 + producers + inflight + 1,
                      .prefill_bytes = 2ull << 30,
-                     .zc_only = mx->zc_only};
+                     .zc_only = mx->zc_only,
+                     .rewarm = (api_jobs ? api_jobs : inflight) + producers};
       if (mx->n_modes == 1 && mx->modes[0] == IB_MODE_RGBA)
         printf("section 3: %d op families at %u^2, %d images per feed\n", n - first, side, images);
       else
@@ -380,6 +381,11 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
       ab_cases_run(ex, cs + first, n - first, &p);
     }
   }
+  ib_executor_counters k;
+  ib_executor_counters_get(ex, &k);
+  printf("section 3: %llu submissions, %llu of them pipelined in %llu pieces\n",
+         (unsigned long long)k.submissions, (unsigned long long)k.pipelined_submissions,
+         (unsigned long long)k.pipelined_pieces);
   fflush(stdout);
   fprintf(stderr,
           "bench: the next cuda host profile covers section 3 (all cases, warm-ups included)\n");

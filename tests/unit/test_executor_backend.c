@@ -41,6 +41,7 @@ typedef struct fake {
   uint64_t epoch;
   int unready_submitted; /* jobs submitted while their kernel was not ready */
   int max_wait_ms;
+  size_t first_n; /* jobs of the first submission */
 } fake;
 
 static fake F;
@@ -158,7 +159,7 @@ static ib_status fake_submit(void *state, ib_backend_job *jobs, size_t n,
   *sub = calloc(1, sizeof **sub);
   (*sub)->jobs = jobs;
   (*sub)->n = n;
-  F.submits++;
+  if (!F.submits++) F.first_n = n;
   if (++F.outstanding > F.max_outstanding) F.max_outstanding = F.outstanding;
   return IB_OK;
 }
@@ -350,6 +351,36 @@ Test(backend, outstanding_submissions_never_exceed_max_in_flight) {
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
 }
+
+/* A window bound by gpu_bytes before max_jobs: large jobs go out as two
+ * submissions, so one completes while the other runs; small ones in one. */
+static void run_window(uint64_t job_bytes, size_t want_first) {
+  enum { WINDOW = 8 };
+  ib_executor *ex = fake_executor_gpu(64, 2, WINDOW * job_bytes + job_bytes / 2);
+  F.job_gpu_bytes = job_bytes;
+  n_src src = {.limit = 40};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  ib_result r;
+  int ok = 0;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    ok += r.ok;
+    ib_result_free(&r);
+  }
+  cr_assert_eq(ok, 40);
+  const ib_executor_counters c = test_counters(ex);
+  cr_assert_leq(c.gpu_bytes.peak, c.gpu_bytes.cap);
+  cr_assert_geq(c.gpu_bytes.peak, (WINDOW - 1) * job_bytes, "gpu_bytes bounds the window");
+  cr_assert_eq(F.first_n, want_first, "first submission: %zu jobs", F.first_n);
+  if (want_first < WINDOW) cr_assert_eq(F.max_outstanding, 2, "the halves overlap");
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(backend, a_window_of_large_jobs_goes_out_in_halves) { run_window(32u << 20, 4); }
+
+Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); }
 
 static void drain_errors(ib_executor *ex, ib_status want, int n) {
   ib_results *rs;

@@ -184,10 +184,36 @@ static size_t batch_target(const ib_executor *ex) {
   return t ? t : 1;
 }
 
-/* Builds and enqueues one submission (at most a full batch) from the head
- * of `pending`. */
-static ib_status issue_one(ib_executor *ex) {
+/* A partial batch issued with nothing in flight is cut into as many
+ * submissions as may be in flight when its jobs are large (SPLIT_MIN_BYTES
+ * of device charge a part at least): a window that gpu_bytes bounds
+ * before max_jobs does (4096^2 images) otherwise runs one submission at a
+ * time - the device drains it (its last download alone), its credits come
+ * back only once all of it completed, and the next one fills anew (its
+ * first upload alone). Cut, the first part completes while the next runs,
+ * and admission refills behind it. Small jobs stay in one submission: its
+ * fixed cost would outweigh the overlap. Returns the jobs a submission of
+ * this dispatch takes at most. */
+#define SPLIT_MIN_BYTES ((uint64_t)16 << 20)
+static size_t partial_size(const ib_executor *ex) {
+  const size_t target = batch_target(ex), cap = ex->pending.n < target ? ex->pending.n : target;
+  /* A host backend (host_working_set) runs one job at a time: nothing to overlap. */
+  if (ex->in_flight_head || cap < 2 || ex->backend->host_working_set) return target;
+  uint64_t bytes = 0;
+  size_t n = 0;
+  for (const ib_job *j = ex->pending.head; j && n < cap; j = j->next, n++)
+    bytes += j->charge.gpu_work;
+  uint64_t parts = bytes / SPLIT_MIN_BYTES;
+  if (parts > ex->opts.max_in_flight) parts = ex->opts.max_in_flight;
+  if (parts > cap) parts = cap;
+  return parts < 2 ? target : (cap + (size_t)parts - 1) / (size_t)parts;
+}
+
+/* Builds and enqueues one submission (at most `most` jobs, at most a full
+ * batch) from the head of `pending`. */
+static ib_status issue_one(ib_executor *ex, size_t most) {
   size_t cap = ex->pending.n < batch_target(ex) ? ex->pending.n : batch_target(ex);
+  if (most < cap) cap = most;
   ib_sub *s = calloc(1, sizeof *s);
   ib_job **jobs = calloc(cap, sizeof *jobs);
   ib_backend_job *bjobs = calloc(cap, sizeof *bjobs);
@@ -239,9 +265,10 @@ static ib_status issue_one(ib_executor *ex) {
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
   unpark(ex, unix_ms());
+  const size_t most = partial ? partial_size(ex) : batch_target(ex);
   while (ex->pending.head && ib_credits_submission_room(ex->credits) &&
          (partial || ex->pending.n >= batch_target(ex))) {
-    ib_status st = issue_one(ex);
+    ib_status st = issue_one(ex, most);
     if (st != IB_OK) return st;
   }
   return IB_OK;
@@ -275,7 +302,7 @@ void ib_exec_run_alone(ib_executor *ex, ib_job *job) {
   /* Queue mode off never leaves a submission outstanding across calls, so
    * there is room unless max_in_flight is exhausted by nothing: fence first. */
   while (ex->in_flight_head) ib_exec_wait_oldest(ex);
-  if (issue_one(ex) != IB_OK) {
+  if (issue_one(ex, batch_target(ex)) != IB_OK) {
     ib_job *j = ib_job_fifo_pop(&ex->pending);
     ib_backend_job bj = {.status = IB_INTERNAL};
     ib_error_set(&bj.err, IB_INTERNAL, IB_STAGE_EXECUTE, "submit: out of memory");

@@ -76,6 +76,25 @@ static ib_status open_device(ib_cuda *c, const ib_executor_options *opts, ib_err
   return IB_OK;
 }
 
+/* The pipeline's streams and events (see ib_cuda), made before any other
+ * stream: the driver spreads streams over a few hardware queues
+ * (CUDA_DEVICE_MAX_CONNECTIONS, 8) in creation order, and two pipe streams
+ * on one queue would hold the up stream's copies behind the down stream's
+ * waits. */
+static ib_status open_pipe(ib_cuda *c, uint32_t pieces, int32_t pipe_kib, ib_error *err) {
+  const ib_cu *cu = c->cu;
+  if (pipe_kib < 0 || pieces == 1) return IB_OK;
+  CUresult rc = CUDA_SUCCESS;
+  for (int p = 0; p < IB_PIPE_STREAMS && rc == CUDA_SUCCESS; p++)
+    rc = cu->cuStreamCreate(&c->pipe[p], CU_STREAM_NON_BLOCKING);
+  for (int e = 0; e < 2 && rc == CUDA_SUCCESS; e++)
+    rc = cu->cuEventCreate(&c->pipe_ev[e], CU_EVENT_DISABLE_TIMING);
+  if (rc != CUDA_SUCCESS)
+    return ib_cu_fail(cu, rc, err, IB_STAGE_ADMIT, "pipeline: streams/events");
+  c->pipe_bytes = pipe_kib ? (size_t)pipe_kib << 10 : IB_DEFAULT_PIPE_BYTES;
+  return IB_OK;
+}
+
 /* The streams and events of submissions split into pieces (see ib_cuda):
  * created up front, so a submission creates none. */
 static ib_status open_pieces(ib_cuda *c, uint32_t pieces, ib_error *err) {
@@ -130,6 +149,10 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
    * ahead of admission (past that they stay on the heap). */
   c->pin = ib_pinned_new(host_alloc, host_free, c, 4 * host, 2 * host);
   unsigned inflight = opts->max_in_flight ? opts->max_in_flight : 2;
+  if (open_pipe(c, opts->cuda_pieces, opts->cuda_pipe_kib, err) != IB_OK) {
+    ib_cuda_close(c);
+    return IB_DEVICE;
+  }
   c->n_streams = inflight < IB_MAX_STREAMS ? inflight : IB_MAX_STREAMS;
   CUresult rc;
   for (unsigned i = 0; i < c->n_streams; i++)
@@ -201,6 +224,10 @@ void ib_cuda_close(ib_cuda *c) {
       if (c->join_ev[i][p]) cu->cuEventDestroy(c->join_ev[i][p]);
     }
   }
+  for (int p = 0; p < IB_PIPE_STREAMS; p++)
+    if (c->pipe[p]) cu->cuStreamDestroy(c->pipe[p]);
+  for (int e = 0; e < 2; e++)
+    if (c->pipe_ev[e]) cu->cuEventDestroy(c->pipe_ev[e]);
   ib_cuda_tier_close(c);
   ib_lru_destroy(&c->mods); /* after the fence above: nothing launches any more */
   ib_pool_destroy(&c->dpool);
@@ -229,6 +256,8 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->upload_direct_sources = atomic_load(&c->direct_sources);
   out->upload_direct_copies = atomic_load(&c->direct_copies);
   out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
+  out->pipelined_submissions = atomic_load(&c->pipe_subs);
+  out->pipelined_pieces = atomic_load(&c->pipe_pieces);
   if (c->cpool) {
     ib_cpool_stats p = ib_cpool_stats_get(c->cpool);
     out->compile_queue_depth = p.depth;

@@ -14,7 +14,9 @@
  *           their descriptor tables written into staging;
  *   enqueue (cuda_submit.c) upload, direct uploads, launches
  *           (cuda_launch.c), resident copies, the arena download, own-buffer
- *           downloads, the event;
+ *           downloads, the event: on the slot's stream (small
+ *           submissions split over its aux streams), or for large jobs as a
+ *           pipeline of pieces over the three pipe streams;
  * and ib_cuda_wait (cuda_submit.c) hands the results their lent memory.
  */
 #ifndef IB_GPU_CUDA_INTERNAL_H
@@ -47,6 +49,13 @@
  * pieces 143.2k and 155.4k: their driver calls cost more than they hide). */
 #define IB_MAX_PIECES 4
 #define IB_DEFAULT_PIECES 2
+/* ib_executor_options.cuda_pipe_kib 0: pieces of 8 MiB in + out (one 2048^2
+ * L image, 76 us each way on the H200's PCIe: long enough that a piece's
+ * four event calls hide behind it, short enough to fill and drain fast). */
+#define IB_DEFAULT_PIPE_BYTES ((size_t)8 << 20)
+/* The pipe streams (ib_cuda.pipe): host-to-device copies, kernels,
+ * device-to-host copies. */
+enum { IB_PIPE_UP, IB_PIPE_RUN, IB_PIPE_DOWN, IB_PIPE_STREAMS };
 #define IB_CUDA_THREADS 256u
 /* ib_executor_options.compile_timeout_ms 0: below the worker's default
  * --stall-seconds (60), so a wedged compile is answered as the worker's
@@ -127,6 +136,17 @@ struct ib_cuda {
   unsigned n_ev_free;
   CUstream aux[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
   CUevent fork_ev[IB_MAX_STREAMS], join_ev[IB_MAX_STREAMS][IB_MAX_PIECES - 1];
+  /* pipe_bytes > 0: a submission of large jobs (ib_cuda_pipelined) runs as
+   * pieces of about pipe_bytes in + out; each piece's uploads on pipe[UP],
+   * its launches on pipe[RUN] after them, its downloads on pipe[DOWN] after
+   * those (two events, recorded again for every piece: a wait takes the
+   * record made before it). The streams are shared by every submission, so
+   * the copies of the next submission queue behind this one's in each
+   * direction instead of sharing the copy engine with them. */
+  size_t pipe_bytes;
+  CUstream pipe[IB_PIPE_STREAMS];
+  CUevent pipe_ev[2];
+  _Atomic uint64_t pipe_subs, pipe_pieces; /* ib_executor_counters.pipelined_* */
   /* Loaded modules by chain signature: the in-memory module cache, an LRU
    * bounded by module_cache_bytes (a module counts its image's bytes).
    * The rule that keeps eviction safe: every module a submission launches
@@ -171,12 +191,24 @@ struct ib_cuda {
 typedef struct ib_jstate {
   ib_gplan plan;
   int planned;
-  size_t *buf_off; /* per plan buffer: offset in the device block */
-  size_t *par_off; /* per stage: offset of its parameter block (host = device) */
-  size_t dl_off;   /* terminal image: offset in the download region */
-  bool own;        /* terminal image downloaded into the Job buffer */
-  uint8_t *direct; /* per plan buffer: 1 = a raw source uploaded from its
-                    * own pinned memory (ib_executor_parse), not staged */
+  size_t *buf_off;     /* per plan buffer: offset in the device block */
+  size_t *par_off;     /* per stage: offset of its parameter block (host = device) */
+  size_t dl_off;       /* terminal image: offset in the download region */
+  bool own;            /* terminal image downloaded into the Job buffer */
+  uint8_t *direct;     /* per plan buffer: 1 = a raw source uploaded from its
+                        * own pinned memory (ib_executor_parse), not staged */
+  size_t up_lo, up_hi; /* its part of the upload region: staged sources, parameter blocks */
+  /* A pipelined submission (ib_backend_submission.pipe): the job's device
+   * buffers - raw sources, stage outputs, its terminal image - lie in a
+   * block of its own (blk, dev_bytes), so blocks keep one size from
+   * submission to submission whatever their job counts (a block per
+   * submission of 32 large jobs took a fresh GiB-sized cuMemAlloc, or a
+   * synchronising cuMemFree over the cap, whenever the count changed).
+   * Their buf_off entries hold blk.addr + offset - the submission's
+   * device block, in modular arithmetic, so ib_sub_dev(s) + buf_off still
+   * addresses them. */
+  size_t dev_bytes;
+  ib_pool_block blk;
 } ib_jstate;
 
 /* A raw source uploaded from where it lies in pinned memory (the layout's
@@ -238,7 +270,8 @@ struct ib_backend_submission {
   ib_cuda *c;
   ib_lru_entry **pins; /* modules this submission launches from (see mods) */
   size_t n_pins;
-  CUstream stream; /* its stream slot's (another while a piece is enqueued) */
+  CUstream stream; /* its stream slot's (another while a piece is enqueued; the pipe's down
+                    * stream once a pipeline is enqueued) */
   unsigned slot;
   CUevent ev;
   ib_pool_block hblk, dblk;
@@ -249,6 +282,7 @@ struct ib_backend_submission {
   ib_direct_src *dsrc; /* the direct region's sources, in its order */
   size_t n_dsrc, cap_dsrc;
   ib_sub_layout lay;
+  bool pipe; /* enqueued as a pipeline (ib_cuda_pipelined), its jobs in blocks of their own */
   ib_launch_plan lp;
   ib_status device_status;
   ib_error device_err;
@@ -351,7 +385,27 @@ typedef struct ib_up_copies {
  * staging block when `staging`. */
 ib_status ib_cuda_sub_copies(ib_backend_submission *s, size_t a, size_t b, bool staging,
                              ib_up_copies *d, ib_error *err);
+/* Ranges [lo, hi) of the staging block a piece's copies start with. */
+typedef struct ib_stage_ranges {
+  size_t lo[2], hi[2];
+  int n;
+} ib_stage_ranges;
+/* ib_cuda_sub_copies with the staging ranges `st` first. */
+ib_status ib_cuda_sub_copies_in(ib_backend_submission *s, size_t a, size_t b,
+                                const ib_stage_ranges *st, ib_up_copies *d, ib_error *err);
 void ib_cuda_copies_free(ib_up_copies *d);
+/* The pipeline of a submission of large jobs (ib_cuda.pipe_bytes): whether
+ * it runs as one (two pieces at least, and on average at least 1/8 of a
+ * piece per job: smaller jobs keep the slot's stream, whose batched
+ * launches cost fewer driver calls); the end of the piece starting at job
+ * a (jobs until their bytes in + out reach piece_bytes); and what of the
+ * staging block that piece uploads first: the whole block with the first
+ * piece when it is small (parameters, descriptors), else the descriptor
+ * tables with the first piece and each piece its own jobs' part
+ * (ib_jstate.up_lo/up_hi: staged sources, parameter blocks). */
+bool ib_cuda_pipelined(const ib_backend_submission *s, size_t piece_bytes);
+size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes);
+void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r);
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
 ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
                               ib_error *err);

@@ -142,6 +142,7 @@ static void place_sources(ib_backend_submission *s) {
   ib_sub_layout *l = &s->lay;
   for (size_t i = 0; i < s->n; i++) {
     ib_jstate *js = &s->js[i];
+    js->up_lo = js->up_hi = l->upload;
     if (!js->planned) continue;
     const ib_graph *g = s->jobs[i].graph;
     if (!dsrc_room(s, (size_t)js->plan.n_bufs)) {
@@ -172,6 +173,7 @@ static void place_sources(ib_backend_submission *s) {
       l->upload +=
           ib_cuda_up(js->plan.stages[k].chain.param_bytes + js->plan.stages[k].extra_bytes);
     }
+    js->up_hi = l->upload;
     l->total_stages += (size_t)js->plan.n_stages;
     if (js->plan.n_stages > l->max_stages) l->max_stages = js->plan.n_stages;
   }
@@ -211,6 +213,12 @@ static void place_direct(ib_backend_submission *s) {
   size_t prev_off = 0;
   for (size_t k = 0; k < s->n_dsrc; k++) {
     size_t *off = &s->js[d[k].job].buf_off[d[k].buf];
+    if (s->pipe) { /* in its job's block, copied alone */
+      d[k].joins = false;
+      *off = s->js[d[k].job].dev_bytes;
+      s->js[d[k].job].dev_bytes += ib_cuda_up(d[k].bytes);
+      continue;
+    }
     d[k].joins = k > 0 && joins(&d[k - 1], &d[k]);
     *off = d[k].joins ? prev_off + (size_t)(d[k].src - d[k - 1].src) : s->lay.direct;
     s->lay.direct = *off + ib_cuda_up(d[k].bytes);
@@ -227,8 +235,9 @@ static void place_inter(ib_backend_submission *s) {
     for (int b = 0; b < js->plan.n_bufs; b++)
       if (js->plan.bufs[b].source_node < 0 &&
           (!js->plan.bufs[b].is_output || s->jobs[i].resident)) {
-        js->buf_off[b] = s->lay.inter;
-        s->lay.inter += ib_cuda_up(js->plan.bufs[b].bytes);
+        size_t *at = s->pipe ? &js->dev_bytes : &s->lay.inter;
+        js->buf_off[b] = *at;
+        *at += ib_cuda_up(js->plan.bufs[b].bytes);
       }
   }
 }
@@ -245,19 +254,27 @@ static void place_downloads(ib_backend_submission *s) {
       const size_t bytes = js->plan.bufs[js->plan.out_buf].bytes;
       js->own = ib_cuda_own_download(s->c, j->graph) && bytes <= j->graph->buffer_len;
       if (js->own != (own == 1)) continue;
+      if (s->pipe) { /* in its job's block; dl_off: its place in the arena */
+        js->buf_off[js->plan.out_buf] = js->dev_bytes;
+        js->dev_bytes += ib_cuda_up(bytes);
+        js->dl_off = own ? 0 : l->download;
+        if (!own) l->download += ib_cuda_up(bytes);
+        continue;
+      }
       js->buf_off[js->plan.out_buf] = l->download;
       js->dl_off = l->download;
       l->download += ib_cuda_up(bytes);
     }
     if (!own) l->arena_bytes = l->download;
   }
+  if (s->pipe) l->download = 0; /* the arena only: nothing in the submission's block */
 }
 
 /* Makes the direct, inter and download offsets absolute. */
 static void rebase(ib_backend_submission *s) {
   const size_t direct_base = s->lay.upload, inter_base = s->lay.upload + s->lay.direct;
   s->lay.out_base = inter_base + s->lay.inter;
-  for (size_t i = 0; i < s->n; i++) {
+  for (size_t i = 0; i < s->n && !s->pipe; i++) { /* pipe: ib_cuda_sub_blocks */
     ib_jstate *js = &s->js[i];
     if (!js->planned) continue;
     for (int b = 0; b < js->plan.n_bufs; b++) {
@@ -281,6 +298,8 @@ static void rebase(ib_backend_submission *s) {
 void ib_cuda_sub_layout(ib_backend_submission *s) {
   s->lay = (ib_sub_layout){0};
   s->n_dsrc = 0;
+  s->pipe = s->c->pipe_bytes && ib_cuda_pipelined(s, s->c->pipe_bytes);
+  for (size_t i = 0; i < s->n; i++) s->js[i].dev_bytes = 0;
   place_sources(s);
   place_direct(s);
   s->lay.desc_off = s->lay.upload;
@@ -296,6 +315,16 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
   const ib_sub_layout *l = &s->lay;
   bool got = ib_pinned_get(c->pin, l->upload, &s->hblk) &&
              ib_pool_get(&c->dpool, l->out_base + l->download, &s->dblk);
+  /* Pipelined: each job's block, its buffers addressed from the
+   * submission's block (see ib_jstate.blk). */
+  for (size_t i = 0; got && s->pipe && i < s->n; i++) {
+    ib_jstate *js = &s->js[i];
+    if (!js->planned || !js->dev_bytes) continue;
+    if (!(got = ib_pool_get(&c->dpool, js->dev_bytes, &js->blk))) break;
+    const size_t shift = (size_t)(js->blk.addr - s->dblk.addr);
+    for (int b = 0; b < js->plan.n_bufs; b++)
+      if (js->plan.bufs[b].source_node < 0 || js->direct[b]) js->buf_off[b] += shift;
+  }
   if (got && l->arena_bytes) {
     got = (s->arena = calloc(1, sizeof *s->arena)) != NULL;
     if (got) s->arena->c = c;
@@ -314,4 +343,61 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
            l->upload, l->arena_bytes, l->out_base + l->download, s->n,
            s->n ? (unsigned long long)s->jobs[0].job_id : 0ull);
   return IB_DEVICE;
+}
+
+/* ------------------------------------------------------------ pipeline pieces */
+
+/* What job i moves over PCIe: its sources, and its terminal image when it
+ * comes back to the host. */
+static size_t io_bytes(const ib_backend_submission *s, size_t i) {
+  const ib_jstate *js = &s->js[i];
+  if (!js->planned) return 0;
+  size_t b = 0;
+  for (int k = 0; k < js->plan.n_bufs; k++)
+    if (js->plan.bufs[k].source_node >= 0) b += js->plan.bufs[k].bytes;
+  if (!s->jobs[i].resident) b += js->plan.bufs[js->plan.out_buf].bytes;
+  return b;
+}
+
+bool ib_cuda_pipelined(const ib_backend_submission *s, size_t piece_bytes) {
+  if (!piece_bytes || s->n < 2) return false;
+  size_t total = 0;
+  for (size_t i = 0; i < s->n; i++) total += io_bytes(s, i);
+  return total / s->n >= piece_bytes / 8 && ib_cuda_pipe_next(s, 0, piece_bytes) < s->n;
+}
+
+size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes) {
+  size_t acc = 0;
+  while (a < s->n && acc < piece_bytes) acc += io_bytes(s, a++);
+  return a;
+}
+
+/* Staging blocks up to this size go up whole before the first piece. */
+#define PIPE_STAGING_WHOLE ((size_t)1 << 20)
+
+static void stage_range(ib_stage_ranges *r, size_t lo, size_t hi) {
+  if (lo >= hi) return;
+  if (r->n && r->hi[r->n - 1] == lo) { /* one copy for adjacent parts */
+    r->hi[r->n - 1] = hi;
+    return;
+  }
+  r->lo[r->n] = lo;
+  r->hi[r->n++] = hi;
+}
+
+void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r) {
+  *r = (ib_stage_ranges){0};
+  const size_t all = s->lay.upload;
+  if (all <= PIPE_STAGING_WHOLE) {
+    if (a == 0) stage_range(r, 0, all);
+    return;
+  }
+  size_t lo = SIZE_MAX, hi = 0;
+  for (size_t i = a; i < b; i++) {
+    if (!s->js[i].planned) continue;
+    if (s->js[i].up_lo < lo) lo = s->js[i].up_lo;
+    if (s->js[i].up_hi > hi) hi = s->js[i].up_hi;
+  }
+  stage_range(r, lo, hi);
+  if (a == 0) stage_range(r, s->lay.desc_off, all); /* every piece's descriptors */
 }

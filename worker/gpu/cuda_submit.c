@@ -61,6 +61,7 @@ static void sub_release(ib_backend_submission *s) {
     c->cu->cuEventDestroy(s->ev);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; s->js && i < s->n; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
   if (s->arena) { /* not lent to any result */
     ib_pinned_put(c->pin, &s->arena->blk);
     free(s->arena);
@@ -89,13 +90,22 @@ static void add_copy(ib_up_copies *d, CUdeviceptr dst, const void *src, size_t l
 
 ib_status ib_cuda_sub_copies(ib_backend_submission *s, size_t a, size_t b, bool staging,
                              ib_up_copies *d, ib_error *err) {
-  const size_t cap = s->n_dsrc + 1;
+  ib_stage_ranges st = {0};
+  if (staging && s->lay.upload) st = (ib_stage_ranges){.lo = {0}, .hi = {s->lay.upload}, .n = 1};
+  return ib_cuda_sub_copies_in(s, a, b, &st, d, err);
+}
+
+ib_status ib_cuda_sub_copies_in(ib_backend_submission *s, size_t a, size_t b,
+                                const ib_stage_ranges *st, ib_up_copies *d, ib_error *err) {
+  const size_t cap = s->n_dsrc + 2;
   d->dst = malloc(cap * sizeof *d->dst);
   d->src = malloc(cap * sizeof *d->src);
   d->len = malloc(cap * sizeof *d->len);
   d->job = malloc(cap * sizeof *d->job);
   if (!d->dst || !d->src || !d->len || !d->job) return ib_cuda_oom(err);
-  if (staging && s->lay.upload) add_copy(d, ib_sub_dev(s), ib_sub_host(s), s->lay.upload, 0);
+  for (int r = 0; r < st->n && r < 2; r++)
+    add_copy(d, ib_sub_dev(s) + st->lo[r], ib_sub_host(s) + st->lo[r], st->hi[r] - st->lo[r],
+             a < s->n ? a : 0);
   const size_t first = d->n;
   uint64_t sources = 0;
   /* open: the last copy may be extended by a joining entry (entries of
@@ -142,13 +152,13 @@ static bool batch_copy(ib_backend_submission *s, const ib_up_copies *d, size_t k
   return false;
 }
 
-/* The uploads of jobs [a, b) (after the staging block when `staging`): in
- * batches of one driver call where the driver has cuMemcpyBatchAsync, else
- * one by one. */
-static ib_status enqueue_uploads(ib_backend_submission *s, size_t a, size_t b, bool staging,
-                                 ib_error *err) {
+/* The uploads of jobs [a, b) (after the staging ranges `st`): in batches
+ * of one driver call where the driver has cuMemcpyBatchAsync, else one by
+ * one. */
+static ib_status enqueue_uploads(ib_backend_submission *s, size_t a, size_t b,
+                                 const ib_stage_ranges *st, ib_error *err) {
   ib_up_copies d = {0};
-  ib_status rs = ib_cuda_sub_copies(s, a, b, staging, &d, err);
+  ib_status rs = ib_cuda_sub_copies_in(s, a, b, st, &d, err);
   for (size_t k0 = 0; k0 < d.n && rs == IB_OK; k0 += COPY_BATCH) {
     const size_t m = d.n - k0 < COPY_BATCH ? d.n - k0 : COPY_BATCH;
     if (batch_copy(s, &d, k0, m)) continue;
@@ -184,13 +194,24 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
   }
   if (hi > s->lay.arena_bytes) hi = s->lay.arena_bytes;
   CUresult rc;
+  if (s->pipe) lo = hi; /* each job in its own block: one copy each, below */
+  for (size_t i = a; i < b && s->pipe; i++) {
+    const ib_jstate *js = &s->js[i];
+    if (s->jobs[i].resident || js->own || !delivers(s, i)) continue;
+    if ((rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + js->dl_off),
+                                    dev + js->buf_off[js->plan.out_buf],
+                                    js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
+        CUDA_SUCCESS)
+      return ib_cuda_device_fail(s, rc, "download", i, err);
+  }
   if (lo < hi && (rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + lo), out + lo,
                                              hi - lo, s->stream)) != CUDA_SUCCESS)
     return ib_cuda_device_fail(s, rc, "download", a, err);
   for (size_t i = a; i < b; i++) {
     const ib_jstate *js = &s->js[i];
     if (!js->own || !delivers(s, i)) continue;
-    if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, out + js->dl_off,
+    const CUdeviceptr from = s->pipe ? dev + js->buf_off[js->plan.out_buf] : out + js->dl_off;
+    if ((rc = cu->cuMemcpyDtoHAsync(s->jobs[i].graph->buffer, from,
                                     js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
         CUDA_SUCCESS)
       return ib_cuda_device_fail(s, rc, "download", i, err);
@@ -210,27 +231,96 @@ static unsigned pieces_of(const ib_backend_submission *s) {
   return k;
 }
 
-/* Jobs [a, b) on s->stream: their uploads (the staging block first when
- * `staging`), launches and downloads. */
-static ib_status enqueue_jobs(ib_backend_submission *s, size_t a, size_t b, bool staging,
-                              ib_error *err) {
-  ib_status rs = enqueue_uploads(s, a, b, staging, err);
+static ib_stage_ranges whole_staging(const ib_backend_submission *s) {
+  ib_stage_ranges st = {0};
+  if (s->lay.upload) st = (ib_stage_ranges){.lo = {0}, .hi = {s->lay.upload}, .n = 1};
+  return st;
+}
+
+/* Jobs [a, b) on s->stream: their uploads (the staging ranges `st` first),
+ * launches and downloads. */
+static ib_status enqueue_jobs(ib_backend_submission *s, size_t a, size_t b,
+                              const ib_stage_ranges *st, ib_error *err) {
+  ib_status rs = enqueue_uploads(s, a, b, st, err);
   if (rs == IB_OK) rs = ib_cuda_sub_launch(s, a, b, err);
   if (rs == IB_OK) rs = enqueue_downloads(s, a, b, err);
   return rs;
 }
 
-/* Everything of the submission, then its one event on its slot's stream.
- * In pieces: the staging block (descriptors, parameters) on the slot's
- * stream, each piece on its own stream after it, the slot's stream after
- * every piece. */
+/* Work enqueued on `to` from now on waits for what `from` holds now. */
+static ib_status hop(ib_backend_submission *s, CUevent ev, CUstream from, CUstream to, size_t job,
+                     ib_error *err) {
+  const ib_cu *cu = s->c->cu;
+  CUresult rc;
+  if ((rc = cu->cuEventRecord(ev, from)) != CUDA_SUCCESS ||
+      (rc = cu->cuStreamWaitEvent(to, ev, 0)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "pipeline event", job, err);
+  return IB_OK;
+}
+
+/* A submission of large jobs as a pipeline (ib_cuda.pipe): piece by piece,
+ * its uploads on the up stream, its launches on the run stream once they
+ * landed, its downloads on the down stream once the launches ran. The up
+ * stream never waits, so the upload of piece p + 1 runs beside the
+ * kernels of piece p and the download of piece p - 1, each direction on
+ * its own copy engine; the submission's event goes on the down stream
+ * (s->stream on return), which waited for every piece's launches and so
+ * for its uploads. Each piece costs four driver calls more than one
+ * stream would. */
+static ib_status enqueue_pipe(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  ib_status rs = IB_OK;
+  uint64_t pieces = 0;
+  for (size_t a = 0; a < s->n && rs == IB_OK; pieces++) {
+    const size_t b = ib_cuda_pipe_next(s, a, c->pipe_bytes);
+    ib_stage_ranges st;
+    ib_cuda_piece_staging(s, a, b, &st);
+    s->stream = c->pipe[IB_PIPE_UP];
+    rs = enqueue_uploads(s, a, b, &st, err);
+    if (rs == IB_OK) rs = hop(s, c->pipe_ev[0], s->stream, c->pipe[IB_PIPE_RUN], a, err);
+    s->stream = c->pipe[IB_PIPE_RUN];
+    if (rs == IB_OK) rs = ib_cuda_sub_launch(s, a, b, err);
+    if (rs == IB_OK) rs = hop(s, c->pipe_ev[1], s->stream, c->pipe[IB_PIPE_DOWN], a, err);
+    s->stream = c->pipe[IB_PIPE_DOWN];
+    if (rs == IB_OK) rs = enqueue_downloads(s, a, b, err);
+    a = b;
+  }
+  if (rs != IB_OK) return rs;
+  atomic_fetch_add_explicit(&c->pipe_subs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->pipe_pieces, pieces, memory_order_relaxed);
+  return IB_OK;
+}
+
+/* The submission's completion event on s->stream. */
+static ib_status record_done(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  CUresult rc;
+  if (c->n_ev_free)
+    s->ev = c->ev_free[--c->n_ev_free];
+  else if ((rc = c->cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
+  if ((rc = c->cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
+    return ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
+  return IB_OK;
+}
+
+/* Everything of the submission, then its one event: as a pipeline
+ * (enqueue_pipe), or on its slot's stream. In pieces: the staging block
+ * (descriptors, parameters) on the slot's stream, each piece on its own
+ * stream after it, the slot's stream after every piece. */
 static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
   ib_cuda *c = s->c;
+  if (s->pipe) {
+    ib_status rs = enqueue_pipe(s, err);
+    return rs == IB_OK ? record_done(s, err) : rs;
+  }
   const ib_cu *cu = c->cu;
   const unsigned k = pieces_of(s);
   const CUstream main = s->stream;
   CUevent fork = c->fork_ev[s->slot], *join = c->join_ev[s->slot];
-  ib_status rs = k == 1 ? enqueue_jobs(s, 0, s->n, true, err) : enqueue_uploads(s, 0, 0, true, err);
+  const ib_stage_ranges whole = whole_staging(s), none = {0};
+  ib_status rs =
+      k == 1 ? enqueue_jobs(s, 0, s->n, &whole, err) : enqueue_uploads(s, 0, 0, &whole, err);
   CUresult rc;
   if (k > 1 && rs == IB_OK && (rc = cu->cuEventRecord(fork, main)) != CUDA_SUCCESS)
     rs = ib_cuda_device_fail(s, rc, "cuEventRecord (pieces)", 0, err);
@@ -239,7 +329,7 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
     s->stream = p ? c->aux[s->slot][p - 1] : main;
     if (p && (rc = cu->cuStreamWaitEvent(s->stream, fork, 0)) != CUDA_SUCCESS)
       rs = ib_cuda_device_fail(s, rc, "cuStreamWaitEvent (pieces)", a, err);
-    if (rs == IB_OK) rs = enqueue_jobs(s, a, b, false, err);
+    if (rs == IB_OK) rs = enqueue_jobs(s, a, b, &none, err);
     if (rs == IB_OK && p && (rc = cu->cuEventRecord(join[p - 1], s->stream)) != CUDA_SUCCESS)
       rs = ib_cuda_device_fail(s, rc, "cuEventRecord (pieces)", a, err);
   }
@@ -247,20 +337,16 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
   for (unsigned p = 1; k > 1 && p < k && rs == IB_OK; p++)
     if ((rc = cu->cuStreamWaitEvent(main, join[p - 1], 0)) != CUDA_SUCCESS)
       rs = ib_cuda_device_fail(s, rc, "cuStreamWaitEvent (pieces)", 0, err);
-  if (rs == IB_OK && c->n_ev_free)
-    s->ev = c->ev_free[--c->n_ev_free];
-  else if (rs == IB_OK && (rc = cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
-    rs = ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
-  if (rs == IB_OK && (rc = cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
-    rs = ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
-  return rs;
+  return rs == IB_OK ? record_done(s, err) : rs;
 }
 
 /* Something may have been enqueued: fence before the blocks go back. */
 static ib_status abandon(ib_backend_submission *s, ib_status rs) {
-  s->c->cu->cuStreamSynchronize(s->stream);
+  s->c->cu->cuStreamSynchronize(s->c->streams[s->slot]);
   for (unsigned p = 0; p + 1 < s->c->pieces; p++)
     s->c->cu->cuStreamSynchronize(s->c->aux[s->slot][p]);
+  for (int p = 0; s->c->pipe_bytes && p < IB_PIPE_STREAMS; p++)
+    s->c->cu->cuStreamSynchronize(s->c->pipe[p]);
   for (size_t i = 0; i < s->n; i++) {
     ib_cuda_resident_release(NULL, s->jobs[i].dev);
     s->jobs[i].dev = NULL;

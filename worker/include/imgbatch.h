@@ -238,6 +238,14 @@ typedef struct ib_executor_options {
   uint32_t cuda_batch_min;     /* cuda: a submission's upload copies go out as one
                                 * cuMemcpyBatchAsync call when there are at least this
                                 * many, else one call each; 0 = 2 */
+  int32_t cuda_pipe_kib;       /* cuda: a submission of large jobs (on average at least 1/8
+                                * of this in + out per job) is pipelined in pieces of about
+                                * this many KiB in + out: a piece's uploads, kernels and
+                                * downloads on three streams shared by all submissions, so
+                                * the upload of one piece runs beside the kernels of the one
+                                * before and the download of the one before that; 0 = 8192
+                                * (8 MiB: one 2048^2 L image), -1 = off (cuda_pieces'
+                                * split instead); cuda_pieces 1 turns it off too */
   int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
                                 * submission; N > 0 = N threads compile new signatures
                                 * off the submission while the pointwise interpreter tier
@@ -396,6 +404,10 @@ typedef struct ib_executor_counters {
                                       * the slabs are not used */
   uint64_t pinned_slab_misses;       /* parsed Jobs' pinned allocations not carved from a slab
                                       * (above 1 MiB, or none to be had): a copy of their own */
+  uint64_t pipelined_submissions;    /* submissions of large jobs run as a pipeline of pieces
+                                      * (cuda_pipe_kib) */
+  uint64_t pipelined_pieces;         /* their pieces: each one's uploads, kernels and downloads
+                                      * overlap the pieces beside it */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 
