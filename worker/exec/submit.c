@@ -160,8 +160,7 @@ ib_status ib_exec_commit(ib_executor *ex, ib_job *job, ib_graph *g, bool quiet_f
     ib_credits_count_rejection(ex->credits, st);
     return st;
   }
-  ib_credits_count(ex->credits, IB_COUNT_ADMITTED);
-  job->id = id;
+  job->id = id; /* counted admitted by the reservation */
   job->graph = g;
   job->admitted_us = ib_now_us();
   if (ex->opts.queue)
