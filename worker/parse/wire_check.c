@@ -183,7 +183,11 @@ static ib_status walk_field(walk *w, const ProtobufCFieldDescriptor *fd, const i
 
 static ib_status walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint8_t *p,
                               const uint8_t *end, int depth) {
-  uint32_t seen[MAX_COUNTED_FIELDS] = {0}; /* occurrences of each repeated field */
+  /* Occurrences of each repeated field; only this message's fields are
+   * cleared (a Job's walk enters ~10 messages of a few fields each). */
+  uint32_t seen[MAX_COUNTED_FIELDS];
+  memset(seen, 0,
+         (d->n_fields < MAX_COUNTED_FIELDS ? d->n_fields : MAX_COUNTED_FIELDS) * sizeof seen[0]);
   ib_wire_field f;
   int r;
   while ((r = ib_wire_next(&p, end, &f)) == 1) {
