@@ -161,6 +161,8 @@ ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err)
     use(&c->gpu_bytes, gpu);
     use(&c->host_bytes, host);
     c->admitted++;
+  } else {
+    c->rejected_queue_full++;
   }
   pthread_mutex_unlock(&cr->lock);
   return st;

@@ -74,7 +74,9 @@ typedef enum ib_count {
 /* IB_LIMIT when the charge alone exceeds a cap (the job can never run). */
 ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err);
 /* Reserves a job slot and the charge and counts the job admitted, or
- * IB_QUEUE_FULL naming the cap that has no room beside live work. */
+ * IB_QUEUE_FULL naming the cap that has no room beside live work (counted
+ * as a QueueFull rejection: a run stream's waiting input meets it about
+ * once per job at a full window). */
 ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err);
 /* Returns the working part (zeroing it in *ch) and bumps `what` (as
  * ib_credits_count; IB_COUNT_NONE: nothing) under the same lock: the core
