@@ -28,6 +28,8 @@
 #define IB_BENCH_API_BENCH_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,13 @@
 static double ab_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time. */
+static double ab_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -310,6 +319,7 @@ typedef struct ab_feed {
   int n, handed;
   double parse_s, buffer_s, copy_s; /* summed over inputs (and threads) */
   ab_queue *q;                      /* NULL: the callback parses itself */
+  struct ab_ring *ring;             /* parse-ahead ring (written-ahead buffers) */
 } ab_feed;
 
 /* An executor buffer holding Job k of the set: the producer's write. */
@@ -372,12 +382,85 @@ static void *ab_producer_main(void *p) {
   }
 }
 
+/* Parsers over buffers written ahead: parser t parses inputs t, t + P,
+ * ... into their own slots, at most `ahead` inputs past the last one
+ * taken, and the run callback takes input i from slot i once it is ready:
+ * inputs keep their order, and nothing but one flag per input and a
+ * counter is shared (no lock, no wake-up call on the driving thread - a
+ * condition variable's futex wake per input cost more than the parse it
+ * moved). Waiting sides yield. */
+typedef struct ab_ring {
+  ab_item *items;
+  atomic_int *ready;
+  atomic_int taken; /* inputs the callback took */
+  atomic_bool stop;
+  int parsers, ahead;
+} ab_ring;
+
+typedef struct ab_parser {
+  ab_feed *f;
+  int t;
+  pthread_t thread;
+} ab_parser;
+
+static void *ab_parser_main(void *p) {
+  ab_parser *me = p;
+  ab_feed *f = me->f;
+  ab_ring *r = f->ring;
+  for (int i = me->t; i < f->n; i += r->parsers) {
+    while (i - atomic_load_explicit(&r->taken, memory_order_acquire) >= r->ahead)
+      if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+        return NULL;
+      else
+        sched_yield();
+    ab_parse(f, i, &r->items[i]);
+    atomic_store_explicit(&r->ready[i], 1, memory_order_release);
+  }
+  return NULL;
+}
+
+static ab_item ab_ring_take(ab_feed *f, int i) {
+  ab_ring *r = f->ring;
+  for (int spin = 0; !atomic_load_explicit(&r->ready[i], memory_order_acquire); spin++)
+    if (spin > 64) sched_yield();
+  ab_item it = r->items[i];
+  r->items[i].g = NULL;
+  atomic_store_explicit(&r->taken, i + 1, memory_order_release);
+  return it;
+}
+
+static void ab_ring_start(ab_feed *f, ab_ring *r, ab_parser *ps, int parsers, int ahead,
+                          const char *label) {
+  *r = (ab_ring){.parsers = parsers, .ahead = ahead > 0 ? ahead : 1};
+  r->items = calloc((size_t)f->n, sizeof *r->items);
+  r->ready = calloc((size_t)f->n, sizeof *r->ready);
+  if (!r->items || !r->ready) ab_die(label, "out of memory (ring)");
+  f->ring = r;
+  for (int t = 0; t < parsers; t++) {
+    ps[t] = (ab_parser){.f = f, .t = t};
+    if (pthread_create(&ps[t].thread, NULL, ab_parser_main, &ps[t]) != 0)
+      ab_die(label, "pthread_create failed");
+  }
+}
+
+static void ab_ring_stop(ab_feed *f, ab_ring *r, ab_parser *ps, int parsers) {
+  atomic_store(&r->stop, true);
+  for (int t = 0; t < parsers; t++) pthread_join(ps[t].thread, NULL);
+  for (int i = 0; i < f->n; i++)
+    if (atomic_load(&r->ready[i])) ib_graph_free(r->items[i].g);
+  free(r->items);
+  free(r->ready);
+  f->ring = NULL;
+}
+
 static ib_status ab_next(void *user, ib_input *in, ib_error *err) {
   ab_feed *f = user;
   if (f->handed == f->n) return IB_END;
   f->handed++;
   ab_item it = {0};
-  if (!f->q) {
+  if (f->ring) {
+    it = ab_ring_take(f, f->handed - 1);
+  } else if (!f->q) {
     ab_parse(f, f->handed - 1, &it);
   } else {
     ab_queue *q = f->q;
@@ -407,6 +490,7 @@ typedef struct ab_run {
   double parse_ms;  /* per image, inside ib_executor_parse(_buffer) (summed over threads) */
   double buffer_ms; /* per image, inside ib_executor_buffer */
   double copy_ms;   /* per image, the producer's memcpy into executor buffers */
+  double cpu_ms;    /* per image, the driving thread's CPU time over the stream */
 } ab_run;
 
 static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *label) {
@@ -419,10 +503,13 @@ static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *l
 /* How one stream is fed. */
 typedef struct ab_feed_spec {
   ab_feed_kind kind;
-  int producers;    /* 0: the run callback parses, else threads parse ahead */
-  int qcap;         /* their queue */
-  uint8_t **filled; /* zero copy with the callback parsing: written beforehand */
-  int first_job;    /* input i is Job (first_job + i) mod the set's size */
+  int producers;     /* 0: the run callback parses, else threads parse ahead */
+  int qcap;          /* their queue */
+  uint8_t **filled;  /* zero copy with the callback parsing: written beforehand */
+  int first_job;     /* input i is Job (first_job + i) mod the set's size */
+  bool parsed_first; /* written ahead with producers: every input parsed before
+                      * the clock starts (host_bench: the driving thread's own
+                      * cost for graphs parsed on other threads) */
 } ab_feed_spec;
 
 static void ab_producers_start(ab_feed *f, ab_queue *q, ab_producer *pr, int producers, int qcap,
@@ -493,31 +580,51 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, const ab_feed_s
                .first_job = spec->first_job,
                .n = n};
   ab_producer pr[64];
+  ab_ring ring;
+  ab_parser ps[64];
   int producers = spec->producers > 64 ? 64 : spec->producers;
+  /* Written ahead: the producers only parse, through the ring. */
+  const bool by_ring = producers > 0 && spec->filled;
   double t0 = ab_now();
-  if (producers > 0) ab_producers_start(&f, &q, pr, producers, spec->qcap, label);
+  if (by_ring) {
+    ab_ring_start(&f, &ring, ps, producers, spec->parsed_first ? n : spec->qcap, label);
+    for (int i = 0; spec->parsed_first && i < n; i++)
+      while (!atomic_load(&ring.ready[i])) sched_yield();
+    if (spec->parsed_first) t0 = ab_now();
+  } else if (producers > 0) {
+    ab_producers_start(&f, &q, pr, producers, spec->qcap, label);
+  }
+  const double c0 = ab_cpu_now();
   ib_results *rs = NULL;
   ab_check(ib_executor_run(ex, ab_next, &f, &rs), "ib_executor_run", NULL);
   int got = ab_drain(rs, s, first, label);
-  double t1 = ab_now();
+  double t1 = ab_now(), c1 = ab_cpu_now();
   ib_results_close(rs);
-  if (producers > 0) ab_producers_stop(&q, pr, producers);
+  if (by_ring)
+    ab_ring_stop(&f, &ring, ps, producers);
+  else if (producers > 0)
+    ab_producers_stop(&q, pr, producers);
   if (got != n) {
     char msg[80];
     snprintf(msg, sizeof msg, "%d results for %d inputs", got, n);
     ab_die(label, msg);
   }
   return (ab_run){(t1 - t0) * 1e3 / n, f.parse_s * 1e3 / n, f.buffer_s * 1e3 / n,
-                  f.copy_s * 1e3 / n};
+                  f.copy_s * 1e3 / n, (c1 - c0) * 1e3 / n};
 }
 
 /* The zero-copy feed with its writes off the clock: the producer fills the
  * executor buffers of a round (at most `budget` Job bytes) before the
  * stream starts, and the run callback only calls ib_executor_parse_buffer.
  * The rounds' stream times add up; the fill (ib_executor_buffer, which may
- * grow the pinned pool here, and the memcpy) is reported beside them. */
-static ab_run ab_stream_prefilled(ib_executor *ex, const ab_set *s, int n, uint64_t budget,
-                                  const char *label) {
+ * grow the pinned pool here, and the memcpy) is reported beside them.
+ * parsers > 0: that many producer threads call ib_executor_parse_buffer on
+ * the written buffers instead (on the clock, beside the stream; at most
+ * qcap graphs ahead), and the callback only pops them - the parse off the
+ * driving thread, as the API allows (ib_executor_parse_buffer is safe from
+ * any thread while another drives the executor). */
+static ab_run ab_stream_prefilled_by(ib_executor *ex, const ab_set *s, int n, uint64_t budget,
+                                     int parsers, int qcap, const char *label) {
   uint64_t total = 0;
   for (int i = 0; i < n; i++) total += s->len[i % s->n];
   uint64_t r64 = budget ? (total + budget - 1) / budget : 1;
@@ -529,16 +636,26 @@ static ab_run ab_stream_prefilled(ib_executor *ex, const ab_set *s, int n, uint6
     int m = (n - done) / (rounds - r);
     ab_item fill = {0};
     for (int i = 0; i < m; i++) filled[i] = ab_fill(ex, s, (done + i) % s->n, &fill);
-    ab_feed_spec spec = {.kind = AB_ZERO_COPY, .filled = filled, .first_job = done};
+    ab_feed_spec spec = {.kind = AB_ZERO_COPY,
+                         .filled = filled,
+                         .first_job = done,
+                         .producers = parsers,
+                         .qcap = qcap};
     ab_run one = ab_stream(ex, s, m, &spec, NULL, label);
     sum.ms += one.ms * m;
     sum.parse_ms += one.parse_ms * m;
     sum.buffer_ms += fill.buffer_s * 1e3;
     sum.copy_ms += fill.copy_s * 1e3;
+    sum.cpu_ms += one.cpu_ms * m;
     done += m;
   }
   free(filled);
-  return (ab_run){sum.ms / n, sum.parse_ms / n, sum.buffer_ms / n, sum.copy_ms / n};
+  return (ab_run){sum.ms / n, sum.parse_ms / n, sum.buffer_ms / n, sum.copy_ms / n, sum.cpu_ms / n};
+}
+
+static ab_run ab_stream_prefilled(ib_executor *ex, const ab_set *s, int n, uint64_t budget,
+                                  const char *label) {
+  return ab_stream_prefilled_by(ex, s, n, budget, 0, 0, label);
 }
 
 static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_t max_jobs,
@@ -573,6 +690,7 @@ typedef struct ab_case {
   char label[96];
   uint64_t in_bytes, out_bytes;
   ab_run zc;             /* zero copy, buffers written before the stream */
+  ab_run zc_parsers;     /* the same, parsed on ab_params.parsers producer threads */
   ab_run zc_threaded;    /* zero copy, producer threads write + parse */
   ab_run copy_one;       /* ib_executor_parse in the run callback */
   ab_run copy_threaded;  /* ib_executor_parse on producer threads */
@@ -594,6 +712,7 @@ typedef struct ab_params {
                            * case was warmed up first, so the pools hold the last one's
                            * blocks, and growing or trimming them inside the timed stream
                            * costs cuMemAlloc / a synchronising cuMemFree); 0 = none */
+  int parsers;            /* > 0: also time it parsed on that many producer threads */
 } ab_params;
 
 typedef struct ab_builder {
@@ -632,6 +751,12 @@ static void ab_case_time(ib_executor *ex, ab_case *c, const ab_params *p) {
   c->timed = p->images;
   if (p->rewarm > 0) ab_stream(ex, &c->set, p->rewarm, &zc, NULL, c->label);
   c->zc = ab_stream_prefilled(ex, &c->set, p->images, p->prefill_bytes, c->label);
+  if (p->parsers > 0) {
+    c->zc_parsers = ab_stream_prefilled_by(ex, &c->set, p->images, p->prefill_bytes, p->parsers,
+                                           p->qcap, c->label);
+    printf("  %-26s zero copy, %d parser threads: %.3f ms/img (parse_buffer %.4f per image)\n",
+           c->label, p->parsers, c->zc_parsers.ms, c->zc_parsers.parse_ms);
+  }
   if (p->zc_only) {
     printf(
         "  %-26s zero copy %.3f ms/img (parse_buffer %.4f; ahead: buffer %.4f, ingest copy %.3f)\n",

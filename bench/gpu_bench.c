@@ -29,6 +29,10 @@
  *                  so one job per submission); 3
  *     --api-jobs   max_jobs of the section-3 executor instead (several
  *                  images per submission); 0 = --inflight
+ *     --parsers    section 4 also times its zero-copy feed (buffers written
+ *                  ahead) with that many producer threads calling
+ *                  ib_executor_parse_buffer beside the stream, the run
+ *                  callback only popping graphs; 0 (default): not timed
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,7 +398,7 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
 }
 
 /* ---- 4. 256² RGB invert images/s: batched submissions of batch/2 jobs. */
-static ab_case run_api_small(int images, int batch, int producers) {
+static ab_case run_api_small(int images, int batch, int producers, int parsers) {
   ib_executor *ex = ab_executor(2ull << 30, 2ull << 30, (uint32_t)batch, 2);
   ab_case c = {.fam = AB_INVERT, .mode = IB_MODE_RGB, .side = 256};
   ab_params p = {.images = images,
@@ -403,7 +407,8 @@ static ab_case run_api_small(int images, int batch, int producers) {
                  .qcap = batch,
                  .warmup = 2 * batch,
                  .producers2 = 2 * producers,
-                 .prefill_bytes = 2ull << 30};
+                 .prefill_bytes = 2ull << 30,
+                 .parsers = parsers};
   printf("section 4: 256^2 RGB invert, %d images per feed, max_jobs %d\n", images, batch);
   fflush(stdout);
   ab_cases_run(ex, &c, 1, &p);
@@ -456,7 +461,8 @@ static void print_api_table(const ab_case *cs, int n, const floors *f, int produ
 static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool *sec,
                      const char *const *chain_ids, const float *chains_ms, int n_chains,
                      float blur_ms, const ab_case *cs, int ncs, const ab_case *small,
-                     double pipe_big_ms, double pipe_small_ips, int producers, int batch) {
+                     double pipe_big_ms, double pipe_small_ips, int producers, int batch,
+                     int parsers) {
   const uint64_t N = 4096ull * 4096 * 4;
   csv_row("floors", "cuda", "d2d_copy", "RGBA", 4096, 30, "ms_kernel", copy_ms, "ms");
   csv_row("floors", "cuda", "d2d_copy", "RGBA", 4096, 30, "gbps", copy_bw, "GB/s r+w");
@@ -505,6 +511,12 @@ static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool
             small->zc.ms, "ms");
     csv_row("api", "pcie-floor", "invert", "RGB", 256, 0, "img_per_s",
             1e3 / floor_overlap_ms(fl, small->in_bytes, small->out_bytes), "img/s");
+    if (parsers > 0) { /* a row of its own: not the callback-parses feed summary.py reads */
+      snprintf(g_setting, sizeof g_setting, "max_jobs=%d max_in_flight=2 parsers=%d", batch,
+               parsers);
+      csv_row("api", "imgbatch-api-cuda-batched-parsers", "invert", "RGB", 256, batch, "img_per_s",
+              1e3 / small->zc_parsers.ms, "img/s");
+    }
     memcpy(g_setting, keep, sizeof keep);
   }
   if (sec[5]) {
@@ -520,11 +532,11 @@ static void usage(void) {
       "usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n"
       "                 [--api-jobs J (section 3's max_jobs; 0: F, one job a submission)]\n"
       "                 [--sizes 256,1024,2048,4096] [--modes L,RGB,RGBA] [--families all|ID,...]\n"
-      "                 [--feeds all|zc] [--sections 1,3,4,5] [--csv FILE]\n");
+      "                 [--feeds all|zc] [--sections 1,3,4,5] [--parsers P] [--csv FILE]\n");
 }
 
 int main(int argc, char **argv) {
-  int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3, api_jobs = 0;
+  int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3, api_jobs = 0, parsers = 0;
   matrix mx = {.sides = {2048, 4096}, .n_sides = 2, .modes = {IB_MODE_RGBA}, .n_modes = 1};
   char all[] = "all";
   parse_families(&mx, all);
@@ -564,6 +576,7 @@ int main(int argc, char **argv) {
                  : !strcmp(argv[i], "--producers") ? &producers
                  : !strcmp(argv[i], "--inflight")  ? &inflight
                  : !strcmp(argv[i], "--api-jobs")  ? &api_jobs
+                 : !strcmp(argv[i], "--parsers")   ? &parsers
                                                    : NULL;
       if (opt) *opt = atoi(v);
       ok = opt != NULL;
@@ -574,9 +587,10 @@ int main(int argc, char **argv) {
     }
   }
   if (images < 1 || batch < 2 || big < 0 || producers < 1 || producers > 32 || inflight < 1 ||
-      api_jobs < 0) {
+      api_jobs < 0 || parsers < 0 || parsers > 32) {
     printf(
-        "gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1\n");
+        "gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1, "
+        "--parsers 0..32\n");
     return 2;
   }
   if (csv_path && !csv_open(csv_path)) {
@@ -916,12 +930,12 @@ int main(int argc, char **argv) {
   if (!cs) return 1;
   int ncs = sec[3] ? run_api_families(cs, big, producers, inflight, api_jobs, &mx) : 0;
   ab_case small = {0};
-  if (sec[4]) small = run_api_small(images, batch, producers);
+  if (sec[4]) small = run_api_small(images, batch, producers, parsers);
   enum { n_chains = sizeof chains / sizeof chains[0] };
   float chains_ms[n_chains];
   for (int ci = 0; ci < n_chains; ci++) chains_ms[ci] = chains[ci].ms;
   csv_rows(&fl, copy_ms, copy_bw, sec, chain_ids, chains_ms, n_chains, blur_ms, cs, ncs, &small,
-           pipe_big_ms, pipe_small_ips, producers, batch);
+           pipe_big_ms, pipe_small_ips, producers, batch, parsers);
 
   printf("\n%-44s %12s %12s\n", "measure", "value", "target");
   printf("%-44s %9.3f ms %12s\n", "D2D copy 64 MiB", copy_ms, "");
@@ -944,6 +958,11 @@ int main(int argc, char **argv) {
     printf("%-44s %10.0f/s %12s\n", "256^2 RGB invert API zero copy, images/s", 1e3 / small.zc.ms,
            ">= 150000");
     printf("%-44s %9.4f ms %12s\n", "  parse_buffer per image", small.zc.parse_ms, "");
+    if (parsers > 0) {
+      char lp[64];
+      snprintf(lp, sizeof lp, "  ... zero copy, %d parser threads", parsers);
+      printf("%-44s %10.0f/s %12s\n", lp, 1e3 / small.zc_parsers.ms, ">= 200000");
+    }
     printf("%-44s %9.4f ms %12s\n", "  ingest copy per image (off the clock)", small.zc.copy_ms,
            "");
     char lab[64];

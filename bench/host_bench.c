@@ -7,7 +7,7 @@
  * parser's work per job (issue 15, 256² invert through the API).
  *
  *   host_bench [--backend null|cpu] [--side S] [--images N] [--runs R]
- *              [--producers P] [--batch B] [--inflight F]
+ *              [--producers P] [--parsers Q] [--batch B] [--inflight F]
  *
  *   --backend   null: lends every result from one static buffer, like the
  *               CUDA backend's download arena, and does nothing else
@@ -17,6 +17,12 @@
  *   --images    inputs per timed stream; 200000
  *   --runs      timed streams, each printed; 5
  *   --producers also time P producer threads writing + parsing ahead; 0
+ *   --parsers   also time the written-ahead feed parsed by Q producer
+ *               threads (ib_executor_parse_buffer off the driving thread)
+ *               before the clock starts, the callback only taking graphs:
+ *               the driving thread's own cost per job when the parse is
+ *               elsewhere (gpu_bench --parsers times it with the parse
+ *               running beside the stream); 0
  *   --batch     max_jobs (B / F jobs per submission); 512, as section 4
  *   --inflight  max_in_flight; 2
  *
@@ -101,12 +107,6 @@ static int dcmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ab_stream_prefilled's rounds (the buffers written off the clock), timed
  * by this thread's CPU time as well as the wall clock: on a machine shared
  * with other work the CPU time per job is the steadier figure (the null
@@ -115,7 +115,8 @@ typedef struct hb_run {
   double wall_us, cpu_us, parse_us; /* per job */
 } hb_run;
 
-static hb_run hb_stream(ib_executor *ex, const ab_set *s, int n, int per_round) {
+static hb_run hb_stream(ib_executor *ex, const ab_set *s, int n, int per_round, int parsers,
+                        int qcap) {
   uint8_t **filled = calloc((size_t)per_round, sizeof *filled);
   if (!filled) ab_die("out of memory", "rounds");
   double wall = 0, cpu = 0, parse = 0;
@@ -123,10 +124,14 @@ static hb_run hb_stream(ib_executor *ex, const ab_set *s, int n, int per_round) 
     int m = n - done < per_round ? n - done : per_round;
     ab_item fill = {0};
     for (int i = 0; i < m; i++) filled[i] = ab_fill(ex, s, (done + i) % s->n, &fill);
-    ab_feed_spec spec = {.kind = AB_ZERO_COPY, .filled = filled, .first_job = done};
-    double c0 = cpu_now();
+    ab_feed_spec spec = {.kind = AB_ZERO_COPY,
+                         .filled = filled,
+                         .first_job = done,
+                         .producers = parsers,
+                         .qcap = qcap,
+                         .parsed_first = parsers > 0};
     ab_run one = ab_stream(ex, s, m, &spec, NULL, "zero copy");
-    cpu += cpu_now() - c0;
+    cpu += one.cpu_ms * 1e-3 * m;
     wall += one.ms * 1e-3 * m;
     parse += one.parse_ms * 1e-3 * m;
     done += m;
@@ -137,12 +142,13 @@ static hb_run hb_stream(ib_executor *ex, const ab_set *s, int n, int per_round) 
 
 int main(int argc, char **argv) {
   const char *backend = "null";
-  int side = 48, images = 200000, runs = 5, producers = 0, batch = 512, inflight = 2;
+  int side = 48, images = 200000, runs = 5, producers = 0, parsers = 0, batch = 512, inflight = 2;
   for (int i = 1; i < argc; i++) {
     int *v = !strcmp(argv[i], "--side")        ? &side
              : !strcmp(argv[i], "--images")    ? &images
              : !strcmp(argv[i], "--runs")      ? &runs
              : !strcmp(argv[i], "--producers") ? &producers
+             : !strcmp(argv[i], "--parsers")   ? &parsers
              : !strcmp(argv[i], "--batch")     ? &batch
              : !strcmp(argv[i], "--inflight")  ? &inflight
                                                : NULL;
@@ -153,13 +159,13 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: host_bench [--backend null|cpu] [--side S] [--images N] [--runs R]\n"
-              "                  [--producers P] [--batch B] [--inflight F]\n");
+              "                  [--producers P] [--parsers Q] [--batch B] [--inflight F]\n");
       return 2;
     }
   }
   bool null = !strcmp(backend, "null");
   if ((!null && strcmp(backend, "cpu")) || side < 1 || images < 1 || runs < 1 || producers < 0 ||
-      producers > 64 || batch < 1 || inflight < 1) {
+      producers > 64 || parsers < 0 || parsers > 64 || batch < 1 || inflight < 1) {
     fprintf(stderr, "host_bench: bad arguments\n");
     return 2;
   }
@@ -180,22 +186,31 @@ int main(int argc, char **argv) {
   /* Rounds of at most 64 MiB of Job bytes written ahead. */
   uint64_t per = (64ull << 20) / (s.len[0] ? s.len[0] : 1);
   int per_round = per < 1 ? 1 : per > (uint64_t)images ? images : (int)per;
-  hb_stream(ex, &s, images / 10 + 1, per_round); /* warm-up: allocator pools, first submissions */
+  /* warm-up: allocator pools, first submissions */
+  hb_stream(ex, &s, images / 10 + 1, per_round, 0, batch);
   printf(
       "host_bench: %s backend, RGB invert %d^2, %d images per stream, max_jobs %d, "
       "max_in_flight %d\n",
       backend, side, images, batch, inflight);
   double *cpu = calloc((size_t)runs, sizeof *cpu), *wall = calloc((size_t)runs, sizeof *wall);
-  double *ipp = calloc((size_t)runs, sizeof *ipp);
-  if (!cpu || !wall || !ipp) ab_die("out of memory", "runs");
+  double *ipp = calloc((size_t)runs, sizeof *ipp), *par = calloc((size_t)runs, sizeof *par);
+  double *parcpu = calloc((size_t)runs, sizeof *parcpu);
+  if (!cpu || !wall || !ipp || !par || !parcpu) ab_die("out of memory", "runs");
   for (int r = 0; r < runs; r++) {
-    hb_run a = hb_stream(ex, &s, images, per_round);
+    hb_run a = hb_stream(ex, &s, images, per_round, 0, batch);
     cpu[r] = a.cpu_us;
     wall[r] = a.wall_us;
     printf(
         "  run %d: zero copy, callback parses: %9.0f jobs/s  %6.3f us/job wall, %6.3f cpu "
         "(parse_buffer %.3f)",
         r, 1e6 / a.wall_us, a.wall_us, a.cpu_us, a.parse_us);
+    if (parsers > 0) { /* cpu: the driving thread's alone */
+      hb_run c = hb_stream(ex, &s, images, per_round, parsers, batch);
+      par[r] = c.wall_us;
+      parcpu[r] = c.cpu_us;
+      printf("; %d parsers: %9.0f jobs/s  %6.3f us/job wall, %6.3f cpu driving", parsers,
+             1e6 / c.wall_us, c.wall_us, c.cpu_us);
+    }
     if (producers > 0) {
       ab_run b = ab_stream(ex, &s, images, &zc, NULL, "producers");
       ipp[r] = 1e3 / b.ms;
@@ -207,13 +222,20 @@ int main(int argc, char **argv) {
   qsort(cpu, (size_t)runs, sizeof *cpu, dcmp);
   qsort(wall, (size_t)runs, sizeof *wall, dcmp);
   qsort(ipp, (size_t)runs, sizeof *ipp, dcmp);
+  qsort(par, (size_t)runs, sizeof *par, dcmp);
+  qsort(parcpu, (size_t)runs, sizeof *parcpu, dcmp);
   printf("median: zero copy %.3f us/job cpu, %.3f wall (%.0f jobs/s)", cpu[runs / 2],
          wall[runs / 2], 1e6 / wall[runs / 2]);
+  if (parsers > 0)
+    printf("; %d parsers %.3f us/job cpu driving, %.3f wall (%.0f jobs/s)", parsers,
+           parcpu[runs / 2], par[runs / 2], 1e6 / par[runs / 2]);
   if (producers > 0) printf("; %d producers %.0f jobs/s", producers, ipp[runs / 2]);
   printf("\n");
   free(cpu);
   free(wall);
   free(ipp);
+  free(par);
+  free(parcpu);
   ab_set_free(&s);
   ib_executor_destroy(ex);
   return 0;

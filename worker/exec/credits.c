@@ -117,6 +117,18 @@ static void unuse(ib_credit_counter *k, uint64_t n) {
   k->in_use = n > k->in_use ? 0 : k->in_use - n;
 }
 
+static void bump(ib_executor_counters *c, ib_count what) {
+  switch (what) {
+    case IB_COUNT_ADMITTED: c->admitted++; break;
+    case IB_COUNT_COMPLETED: c->completed++; break;
+    case IB_COUNT_FAILED: c->failed++; break;
+    case IB_COUNT_CANCELLED: c->cancelled++; break;
+    case IB_COUNT_DELIVERED: c->delivered++; break;
+    case IB_COUNT_PARKED: c->jobs_waited_compile++; break;
+    case IB_COUNT_NONE: break;
+  }
+}
+
 ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err) {
   ib_status st = IB_OK;
   uint64_t gpu = ib_charge_gpu_total(ch), host = ib_charge_host_total(ch);
@@ -148,21 +160,26 @@ ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err)
     use(&c->jobs, 1);
     use(&c->gpu_bytes, gpu);
     use(&c->host_bytes, host);
+    c->admitted++;
+  } else {
+    c->rejected_queue_full++;
   }
   pthread_mutex_unlock(&cr->lock);
   return st;
 }
 
-void ib_credits_return_work(ib_credits *cr, ib_charge *ch) {
+void ib_credits_return_work(ib_credits *cr, ib_charge *ch, ib_count what) {
   pthread_mutex_lock(&cr->lock);
+  bump(&cr->c, what);
   unuse(&cr->c.gpu_bytes, ch->gpu_work);
   unuse(&cr->c.host_bytes, ch->host_work);
   pthread_mutex_unlock(&cr->lock);
   ch->gpu_work = ch->host_work = 0;
 }
 
-void ib_credits_return_all(ib_credits *cr, ib_charge *ch) {
+void ib_credits_return_all(ib_credits *cr, ib_charge *ch, ib_count what) {
   pthread_mutex_lock(&cr->lock);
+  bump(&cr->c, what);
   unuse(&cr->c.gpu_bytes, ib_charge_gpu_total(ch));
   unuse(&cr->c.host_bytes, ib_charge_host_total(ch));
   unuse(&cr->c.jobs, 1);
@@ -238,14 +255,7 @@ void ib_credits_submission_end(ib_credits *cr) {
 
 void ib_credits_count(ib_credits *cr, ib_count what) {
   pthread_mutex_lock(&cr->lock);
-  switch (what) {
-    case IB_COUNT_ADMITTED: cr->c.admitted++; break;
-    case IB_COUNT_COMPLETED: cr->c.completed++; break;
-    case IB_COUNT_FAILED: cr->c.failed++; break;
-    case IB_COUNT_CANCELLED: cr->c.cancelled++; break;
-    case IB_COUNT_DELIVERED: cr->c.delivered++; break;
-    case IB_COUNT_PARKED: cr->c.jobs_waited_compile++; break;
-  }
+  bump(&cr->c, what);
   pthread_mutex_unlock(&cr->lock);
 }
 

@@ -60,15 +60,30 @@ void ib_charge_raise(ib_charge *ch, uint64_t gpu_bytes, uint64_t host_bytes);
 uint64_t ib_charge_gpu_total(const ib_charge *ch);
 uint64_t ib_charge_host_total(const ib_charge *ch);
 
+/* Counter bumps (under the lock). */
+typedef enum ib_count {
+  IB_COUNT_ADMITTED,
+  IB_COUNT_COMPLETED,
+  IB_COUNT_FAILED,
+  IB_COUNT_CANCELLED,
+  IB_COUNT_DELIVERED,
+  IB_COUNT_PARKED, /* held back until its kernel compiled (jobs_waited_compile) */
+  IB_COUNT_NONE
+} ib_count;
+
 /* IB_LIMIT when the charge alone exceeds a cap (the job can never run). */
 ib_status ib_credits_check_caps(ib_credits *cr, const ib_charge *ch, ib_error *err);
-/* Reserves a job slot and the charge, or IB_QUEUE_FULL naming the cap that
- * has no room beside live work. */
+/* Reserves a job slot and the charge and counts the job admitted, or
+ * IB_QUEUE_FULL naming the cap that has no room beside live work (counted
+ * as a QueueFull rejection: a run stream's waiting input meets it about
+ * once per job at a full window). */
 ib_status ib_credits_reserve(ib_credits *cr, const ib_charge *ch, ib_error *err);
-/* Returns the working part (zeroing it in *ch). */
-void ib_credits_return_work(ib_credits *cr, ib_charge *ch);
-/* Returns whatever *ch still holds and the job slot. */
-void ib_credits_return_all(ib_credits *cr, ib_charge *ch);
+/* Returns the working part (zeroing it in *ch) and bumps `what` (as
+ * ib_credits_count; IB_COUNT_NONE: nothing) under the same lock: the core
+ * takes it a few times per job, and a 256² job's whole budget is ~5 us. */
+void ib_credits_return_work(ib_credits *cr, ib_charge *ch, ib_count what);
+/* Returns whatever *ch still holds and the job slot; bumps `what`. */
+void ib_credits_return_all(ib_credits *cr, ib_charge *ch, ib_count what);
 
 /* A delivered resident output keeps its held part (device buffer and
  * download workspace) beyond delivery: moves those bytes from the job to the
@@ -88,15 +103,6 @@ bool ib_credits_submission_room(ib_credits *cr);
 void ib_credits_submission_begin(ib_credits *cr);
 void ib_credits_submission_end(ib_credits *cr);
 
-/* Counter bumps (under the lock). */
-typedef enum ib_count {
-  IB_COUNT_ADMITTED,
-  IB_COUNT_COMPLETED,
-  IB_COUNT_FAILED,
-  IB_COUNT_CANCELLED,
-  IB_COUNT_DELIVERED,
-  IB_COUNT_PARKED /* held back until its kernel compiled (jobs_waited_compile) */
-} ib_count;
 void ib_credits_count(ib_credits *cr, ib_count what);
 void ib_credits_count_rejection(ib_credits *cr, ib_status st);
 

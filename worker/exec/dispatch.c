@@ -28,7 +28,6 @@ static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_
     j->out = bj->out;
     j->dev = bj->dev;
     bj->dev = NULL;
-    ib_credits_count(ex->credits, IB_COUNT_COMPLETED);
   } else {
     ib_image_release(&bj->out);
     if (bj->dev) ex->backend->release(ex->backend_state, bj->dev);
@@ -36,14 +35,14 @@ static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_
     j->err = bj->err;
     j->err.status = bj->status;
     if (j->err.stage == IB_STAGE_NONE) j->err.stage = IB_STAGE_EXECUTE;
-    ib_credits_count(ex->credits, IB_COUNT_FAILED);
   }
   bj->out = (ib_image){0};
   /* The buffer went with the result (or back to the backend already). */
   if (bj->buffer_lent) ib_graph_take_buffer(j->graph);
   ib_graph_free(j->graph);
   j->graph = NULL;
-  ib_credits_return_work(ex->credits, &j->charge);
+  ib_credits_return_work(ex->credits, &j->charge,
+                         bj->status == IB_OK ? IB_COUNT_COMPLETED : IB_COUNT_FAILED);
   ib_job_fifo_push(&ex->completed, j);
 }
 
@@ -165,11 +164,12 @@ void ib_exec_wait_parked(ib_executor *ex, bool source_live) {
 
 static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
   size_t n = 0, ops = 0;
-  uint64_t now_ms = unix_ms();
+  uint64_t now_ms = 0; /* read once, at the first job with a deadline */
   while (ex->pending.head && n < cap) {
     size_t nodes = ex->pending.head->graph->n_nodes;
     if (n && ops + nodes > IB_MAX_OPS_PER_SUBMISSION) break;
     ib_job *j = ib_job_fifo_pop(&ex->pending);
+    if (!now_ms && has_deadline(j)) now_ms = unix_ms();
     if (expire_if_late(ex, j, now_ms, "before the job could be submitted")) continue;
     ops += nodes;
     group[n++] = j;
@@ -264,10 +264,14 @@ static ib_status issue_one(ib_executor *ex, size_t most) {
 }
 
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
-  unpark(ex, unix_ms());
+  /* Called at least once per result: the clock only when something is
+   * parked (a vDSO clock read is tens of ns, a 256² job's budget 5 us). */
+  if (ex->parked.head) unpark(ex, unix_ms());
   const size_t most = partial ? partial_size(ex) : batch_target(ex);
-  while (ex->pending.head && ib_credits_submission_room(ex->credits) &&
-         (partial || ex->pending.n >= batch_target(ex))) {
+  /* The room last: it takes the credits lock, and most calls (one per
+   * result) find no full batch. */
+  while (ex->pending.head && (partial || ex->pending.n >= batch_target(ex)) &&
+         ib_credits_submission_room(ex->credits)) {
     ib_status st = issue_one(ex, most);
     if (st != IB_OK) return st;
   }
@@ -319,13 +323,11 @@ bool ib_exec_has_live(const ib_executor *ex) {
 void ib_exec_cancel_all(ib_executor *ex) {
   ib_job *j;
   while ((j = ib_job_fifo_pop(&ex->parked)) || (j = ib_job_fifo_pop(&ex->pending))) {
-    ib_credits_count(ex->credits, IB_COUNT_CANCELLED);
-    ib_job_discard(ex, j);
+    ib_job_discard(ex, j, IB_COUNT_CANCELLED);
   }
   /* Fence: in-flight work may still write its buffers. */
   while (ex->in_flight_head) ib_exec_wait_oldest(ex);
   while ((j = ib_job_fifo_pop(&ex->completed))) {
-    ib_credits_count(ex->credits, IB_COUNT_CANCELLED);
-    ib_job_discard(ex, j);
+    ib_job_discard(ex, j, IB_COUNT_CANCELLED);
   }
 }

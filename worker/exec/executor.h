@@ -185,8 +185,9 @@ void ib_fault_stall(ib_executor *ex, const ib_sub *s);
 /* Jobs (job.c). */
 void ib_job_fifo_push(ib_job_fifo *f, ib_job *j);
 ib_job *ib_job_fifo_pop(ib_job_fifo *f);
-/* Frees a job and returns every credit it still holds. */
-void ib_job_discard(ib_executor *ex, ib_job *j);
+/* Frees a job and returns every credit it still holds, counting it as
+ * `what` (IB_COUNT_NONE: not counted). */
+void ib_job_discard(ib_executor *ex, ib_job *j, ib_count what);
 /* Moves a completed job into `out` and returns its remaining credits. */
 void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out);
 /* Cancels everything live (close). */

@@ -32,9 +32,9 @@ ib_job *ib_job_fifo_pop(ib_job_fifo *f) {
   return j;
 }
 
-void ib_job_discard(ib_executor *ex, ib_job *j) {
+void ib_job_discard(ib_executor *ex, ib_job *j, ib_count what) {
   ib_exec_release_dev(ex, j);
-  ib_credits_return_all(ex->credits, &j->charge);
+  ib_credits_return_all(ex->credits, &j->charge, what);
   ib_graph_free(j->graph);
   ib_image_release(&j->out);
   ib_snapshot_clear(&j->snap);
@@ -77,8 +77,7 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
   j->key = (ib_key){0};
   j->snap = (ib_snapshot){0};
   j->out = (ib_image){0};
-  ib_credits_count(ex->credits, IB_COUNT_DELIVERED);
-  ib_job_discard(ex, j);
+  ib_job_discard(ex, j, IB_COUNT_DELIVERED);
 }
 
 void ib_result_free(ib_result *r) {

@@ -157,11 +157,9 @@ ib_status ib_exec_commit(ib_executor *ex, ib_job *job, ib_graph *g, bool quiet_f
   if (st != IB_OK) {
     if (quiet_full && st == IB_QUEUE_FULL && err)
       *err = (ib_error){.status = st, .stage = IB_STAGE_ADMIT};
-    ib_credits_count_rejection(ex->credits, st);
-    return st;
+    return st; /* counted by the reservation */
   }
-  ib_credits_count(ex->credits, IB_COUNT_ADMITTED);
-  job->id = id;
+  job->id = id; /* counted admitted by the reservation */
   job->graph = g;
   job->admitted_us = ib_now_us();
   if (ex->opts.queue)

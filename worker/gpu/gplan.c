@@ -16,8 +16,7 @@ static int new_buf(ib_gplan *p, size_t bytes, int source_node) {
 }
 
 void ib_gplan_free(ib_gplan *p) {
-  free(p->stages);
-  free(p->bufs);
+  free(p->stages); /* bufs lie in the same allocation */
   memset(p, 0, sizeof *p);
 }
 
@@ -36,10 +35,16 @@ static ib_status oom(ib_error *err) {
 ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   memset(p, 0, sizeof *p);
   size_t n = g->n_nodes;
-  /* Not zeroed: each stage is cleared when it is opened, and a job uses
-   * few of the n + 1 (1.7 KB each) it might. */
-  p->stages = malloc((n + 1) * sizeof *p->stages);
-  p->bufs = calloc(2 * n + 1, sizeof *p->bufs); /* per node: output + maybe a scratch */
+  /* One allocation: the stages, not zeroed (each is cleared when it is
+   * opened, and a job uses few of the n + 1, 1.7 KB each, it might), then
+   * the buffers, zeroed (per node: output + maybe a scratch). */
+  const size_t stage_bytes = (n + 1) * sizeof *p->stages, buf_bytes = (2 * n + 1) * sizeof *p->bufs;
+  _Static_assert(sizeof(ib_gstage) % _Alignof(ib_gbuf) == 0, "buffers follow the stages aligned");
+  p->stages = malloc(stage_bytes + buf_bytes);
+  if (p->stages) {
+    p->bufs = (ib_gbuf *)((char *)p->stages + stage_bytes);
+    memset(p->bufs, 0, buf_bytes);
+  }
   int stack_buf[STACK_NODES], stack_stage[STACK_NODES];
   unsigned stack_readers[STACK_NODES];
   const bool heap = n > STACK_NODES;

@@ -61,6 +61,11 @@ static int source_raw(const uint8_t *p, size_t n, size_t min, ib_wire_field *raw
 }
 
 int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
+  return ib_hollow_job_in(buf, len, min, NULL, 0, h);
+}
+
+int ib_hollow_job_in(const uint8_t *buf, size_t len, size_t min, uint8_t *scratch, size_t cap,
+                     ib_hollow *h) {
   h->msg = NULL;
   h->len = 0;
   h->n_spans = 0;
@@ -91,7 +96,8 @@ int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h) {
     n_hits++;
   }
   if (r < 0 || n_hits == 0) return 0;
-  uint8_t *o = malloc(len - dropped + 16);
+  const size_t need = len - dropped + 16;
+  uint8_t *o = need <= cap ? scratch : malloc(need);
   if (!o) return -1;
   h->msg = o;
   p = buf;

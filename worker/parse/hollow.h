@@ -36,6 +36,12 @@ typedef struct ib_hollow {
  * (free h->msg), 0 when there is nothing to hollow or the message is not
  * canonical (unpack `buf` itself), -1 when out of memory. */
 int ib_hollow_job(const uint8_t *buf, size_t len, size_t min, ib_hollow *h);
+/* The same, writing the hollow message into scratch[0..cap) when it fits
+ * (h->msg == scratch: not freed), else into malloc'd memory. A Job's
+ * message without its pixels is usually a few hundred bytes: parsing one
+ * per job on the driving thread, the malloc/free pair was worth saving. */
+int ib_hollow_job_in(const uint8_t *buf, size_t len, size_t min, uint8_t *scratch, size_t cap,
+                     ib_hollow *h);
 
 /* The encodings (key, length, payload) of every top-level field `fn` of a
  * message, concatenated into out[0..cap) in wire order. Returns the total

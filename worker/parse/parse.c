@@ -256,8 +256,9 @@ ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits 
   __builtin_prefetch(buf);
   for (size_t o = len > 256 ? len - 256 : 0; o < len; o += 64) __builtin_prefetch(buf + o);
   ib_hollow h;
+  _Alignas(16) uint8_t scratch[1024];
   /* Only pixel runs worth a DMA of their own stay in place. */
-  int r = ib_hollow_job(buf, len, 4096, &h);
+  int r = ib_hollow_job_in(buf, len, 4096, scratch, sizeof scratch, &h);
   if (r < 0) {
     *out = NULL;
     if (key_on_error) *key_on_error = (ib_key){0};
@@ -279,7 +280,7 @@ ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits 
   }
   ib_status st = parse(h.msg, h.len, limits, mem, &h, buf, out, key_on_error, err);
   if (*out) (*out)->buffer_len = len;
-  free(h.msg);
+  if (h.msg != scratch) free(h.msg);
   return st;
 }
 
@@ -338,9 +339,15 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     src->raw->data.len = sp->len;
     g->borrowed[g->n_borrowed++] = src->raw;
   }
-  size_t nw = ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, NULL, 0);
+  /* One walk when the node fields fit the stack (the usual few hundred
+   * bytes), a second one to copy them otherwise. */
+  uint8_t nodes_tmp[512];
+  size_t nw = ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, nodes_tmp, sizeof nodes_tmp);
   if (nw != SIZE_MAX && (g->nodes_wire = malloc(nw ? nw : 1))) {
-    ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, g->nodes_wire, nw);
+    if (nw <= sizeof nodes_tmp)
+      memcpy(g->nodes_wire, nodes_tmp, nw);
+    else
+      ib_wire_collect(bytes, len, IB_FIELD_JOB_NODES, g->nodes_wire, nw);
     g->nodes_wire_len = nw;
   }
   /* A key that is not UTF-8 cannot be echoed: answered like bytes that are

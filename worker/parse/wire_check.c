@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 
-int ib_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+static int varint_long(const uint8_t **p, const uint8_t *end, uint64_t *v) {
   uint64_t r = 0;
   for (int s = 0; s < 64 && *p < end; s += 7) {
     uint8_t b = *(*p)++;
@@ -22,18 +22,30 @@ int ib_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
   return 0;
 }
 
+/* Keys and most lengths are one byte: the walks of a parse (hollowing,
+ * this check, the node bytes) read a few dozen per Job. */
+static inline int varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  if (*p < end && !(**p & 0x80)) {
+    *v = *(*p)++;
+    return 1;
+  }
+  return varint_long(p, end, v);
+}
+
+int ib_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) { return varint(p, end, v); }
+
 int ib_wire_next(const uint8_t **p, const uint8_t *end, ib_wire_field *f) {
   if (*p == end) return 0;
   f->start = *p;
   f->vlen = 0;
   uint64_t key, n;
-  if (!ib_wire_varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return -1;
+  if (!varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return -1;
   f->fn = (uint32_t)(key >> 3);
   f->wt = (int)(key & 7);
   f->val = *p;
   switch (f->wt) {
     case IB_WT_VARINT:
-      if (!ib_wire_varint(p, end, &n)) return -1;
+      if (!varint(p, end, &n)) return -1;
       break;
     case IB_WT_I64:
     case IB_WT_I32: {
@@ -43,7 +55,7 @@ int ib_wire_next(const uint8_t **p, const uint8_t *end, ib_wire_field *f) {
       break;
     }
     case IB_WT_LEN:
-      if (!ib_wire_varint(p, end, &n) || n > (uint64_t)(end - *p)) return -1;
+      if (!varint(p, end, &n) || n > (uint64_t)(end - *p)) return -1;
       f->val = *p;
       f->vlen = (size_t)n;
       *p += n;
@@ -171,7 +183,11 @@ static ib_status walk_field(walk *w, const ProtobufCFieldDescriptor *fd, const i
 
 static ib_status walk_message(walk *w, const ProtobufCMessageDescriptor *d, const uint8_t *p,
                               const uint8_t *end, int depth) {
-  uint32_t seen[MAX_COUNTED_FIELDS] = {0}; /* occurrences of each repeated field */
+  /* Occurrences of each repeated field; only this message's fields are
+   * cleared (a Job's walk enters ~10 messages of a few fields each). */
+  uint32_t seen[MAX_COUNTED_FIELDS];
+  memset(seen, 0,
+         (d->n_fields < MAX_COUNTED_FIELDS ? d->n_fields : MAX_COUNTED_FIELDS) * sizeof seen[0]);
   ib_wire_field f;
   int r;
   while ((r = ib_wire_next(&p, end, &f)) == 1) {
