@@ -161,9 +161,10 @@ part_api() {
   step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
     --images "$(q 2048 20480)" --csv "$out/api.csv"
+  # --big 24: 48 images of 2048^2, two windows and more (12 were one submission: fill and drain).
   say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission)"
   step api 150 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
-    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" --csv "$out/api.csv"
+    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 24)" --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
     say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
     # At 4 in flight every family and mode of the >= 2048^2 target, chains included.
