@@ -354,9 +354,9 @@ Test(backend, outstanding_submissions_never_exceed_max_in_flight) {
 
 /* A window bound by gpu_bytes before max_jobs: large jobs go out as two
  * submissions, so one completes while the other runs; small ones in one. */
-static void run_window(uint64_t job_bytes, size_t want_first) {
-  enum { WINDOW = 8 };
-  ib_executor *ex = fake_executor_gpu(64, 2, WINDOW * job_bytes + job_bytes / 2);
+static void run_window_of(uint32_t max_jobs, size_t window, uint64_t job_bytes, size_t want_first) {
+  const size_t WINDOW = window;
+  ib_executor *ex = fake_executor_gpu(max_jobs, 2, WINDOW * job_bytes + job_bytes / 2);
   F.job_gpu_bytes = job_bytes;
   n_src src = {.limit = 40};
   ib_results *rs;
@@ -378,7 +378,17 @@ static void run_window(uint64_t job_bytes, size_t want_first) {
   ib_executor_destroy(ex);
 }
 
+static void run_window(uint64_t job_bytes, size_t want_first) {
+  run_window_of(64, 8, job_bytes, want_first);
+}
+
 Test(backend, a_window_of_large_jobs_goes_out_in_halves) { run_window(32u << 20, 4); }
+
+/* 40 jobs of 896 KiB (35 MiB, 256 a batch at max_jobs 512): many small
+ * jobs sum past the part size but stay one submission. */
+Test(backend, a_window_of_many_small_jobs_goes_out_whole) {
+  run_window_of(512, 40, 896u << 10, 40);
+}
 
 Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); }
 

@@ -195,6 +195,10 @@ static size_t batch_target(const ib_executor *ex) {
  * fixed cost would outweigh the overlap. Returns the jobs a submission of
  * this dispatch takes at most. */
 #define SPLIT_MIN_BYTES ((uint64_t)16 << 20)
+/* Large: the CUDA pipeline's own threshold (1 MiB in + out a job on
+ * average); a window of many 256^2 jobs also sums past SPLIT_MIN_BYTES
+ * and would only pay a second submission's fixed cost. */
+#define SPLIT_MIN_JOB_BYTES ((uint64_t)1 << 20)
 static size_t partial_size(const ib_executor *ex) {
   const size_t target = batch_target(ex), cap = ex->pending.n < target ? ex->pending.n : target;
   /* A host backend (host_working_set) runs one job at a time: nothing to overlap. */
@@ -203,6 +207,7 @@ static size_t partial_size(const ib_executor *ex) {
   size_t n = 0;
   for (const ib_job *j = ex->pending.head; j && n < cap; j = j->next, n++)
     bytes += j->charge.gpu_work;
+  if (bytes < (uint64_t)n * SPLIT_MIN_JOB_BYTES) return target;
   uint64_t parts = bytes / SPLIT_MIN_BYTES;
   if (parts > ex->opts.max_in_flight) parts = ex->opts.max_in_flight;
   if (parts > cap) parts = cap;
