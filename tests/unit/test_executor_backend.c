@@ -332,18 +332,23 @@ static void assert_credits_zero(ib_executor *ex) {
   cr_assert_eq(c.jobs.in_use + c.gpu_bytes.in_use + c.host_bytes.in_use + c.in_flight.in_use, 0);
 }
 
-Test(backend, outstanding_submissions_never_exceed_max_in_flight) {
-  ib_executor *ex = fake_executor(8, 2);
-  n_src src = {.limit = 100};
-  ib_results *rs;
-  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+/* Every Result of `rs` read and freed; how many were ok. */
+static int drain_ok(ib_results *rs) {
   ib_result r;
   int ok = 0;
   while (ib_results_next(rs, &r) == IB_OK) {
     ok += r.ok;
     ib_result_free(&r);
   }
-  cr_assert_eq(ok, 100);
+  return ok;
+}
+
+Test(backend, outstanding_submissions_never_exceed_max_in_flight) {
+  ib_executor *ex = fake_executor(8, 2);
+  n_src src = {.limit = 100};
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  cr_assert_eq(drain_ok(rs), 100);
   cr_assert_eq(F.max_outstanding, 2, "both submission slots were used, never more");
   cr_assert_eq(F.submits, F.waits, "every submission is waited exactly once");
   cr_assert_eq(test_counters(ex).in_flight.peak, 2);
@@ -361,13 +366,7 @@ static void run_window_of(uint32_t max_jobs, size_t window, uint64_t job_bytes, 
   n_src src = {.limit = 40};
   ib_results *rs;
   cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
-  ib_result r;
-  int ok = 0;
-  while (ib_results_next(rs, &r) == IB_OK) {
-    ok += r.ok;
-    ib_result_free(&r);
-  }
-  cr_assert_eq(ok, 40);
+  cr_assert_eq(drain_ok(rs), 40);
   const ib_executor_counters c = test_counters(ex);
   cr_assert_leq(c.gpu_bytes.peak, c.gpu_bytes.cap);
   cr_assert_geq(c.gpu_bytes.peak, (WINDOW - 1) * job_bytes, "gpu_bytes bounds the window");
@@ -501,11 +500,7 @@ Test(backend, a_backend_queue_full_with_nothing_to_wait_for_fails_the_input) {
   ex = fake_executor(2, 1); /* max_jobs 2: credit QueueFull beside live work */
   src = (n_src){.limit = 20};
   cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
-  int ok = 0;
-  while (ib_results_next(rs, &r) == IB_OK) {
-    ok += r.ok;
-    ib_result_free(&r);
-  }
+  const int ok = drain_ok(rs);
   ib_results_close(rs);
   cr_assert_eq(ok, 20);
   cr_assert_gt(test_counters(ex).rejected_queue_full, 0);

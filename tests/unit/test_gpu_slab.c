@@ -17,19 +17,8 @@
 #include "gpu/cuda_internal.h"
 #include "parse/parse.h"
 #include "tools/jobgen.h"
+#include "cuda_host.h"
 #include "tools/page_heap.h"
-
-static ib_cuda *cuda_new(void) {
-  ib_cuda *c = calloc(1, sizeof *c);
-  c->pin = ib_pinned_new(page_heap_alloc, page_heap_free, NULL, 1ull << 30, 512ull << 20);
-  cr_assert_not_null(c->pin);
-  return c;
-}
-
-static void cuda_free(ib_cuda *c) {
-  ib_pinned_free(c->pin);
-  free(c);
-}
 
 /* A packed invert Job of side x side `m` pixels (key k: its own pixels). */
 static uint8_t *packed(ib_mode m, uint32_t side, uint64_t k, size_t *len) {
