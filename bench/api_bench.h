@@ -491,7 +491,14 @@ typedef struct ab_run {
   double buffer_ms; /* per image, inside ib_executor_buffer */
   double copy_ms;   /* per image, the producer's memcpy into executor buffers */
   double cpu_ms;    /* per image, the driving thread's CPU time over the stream */
+  double t_start, t_first, t_end; /* ab_now() at the stream's start, first and last result */
 } ab_run;
+
+/* Called around each timed zero-copy stream of ab_stream_prefilled_by
+ * (after its buffers were written): phase 0 before it, phase 1 after it
+ * with its times (gpu_bench: the backend's host profile and timeline of
+ * that stream alone, warm-ups left out). NULL: none. */
+static void (*ab_timed_hook)(ib_executor *ex, const char *label, int phase, const ab_run *run);
 
 static void ab_expect_shape(const ib_result *res, const ab_set *s, const char *label) {
   const ib_image *im = &res->image;
@@ -542,12 +549,14 @@ static void ab_producers_stop(ab_queue *q, ab_producer *pr, int producers) {
 
 /* Drains a run stream, releasing each result at once; with `first` not
  * NULL, the result of Job 0 is copied there. Returns the results seen. */
-static int ab_drain(ib_results *rs, const ab_set *s, ib_image *first, const char *label) {
+static int ab_drain(ib_results *rs, const ab_set *s, ib_image *first, double *t_first,
+                    const char *label) {
   int got = 0;
   for (;;) {
     ib_result res;
     ib_status st = ib_results_next(rs, &res);
     if (st == IB_END) break;
+    if (!got) *t_first = ab_now();
     ab_check(st, "ib_results_next", NULL);
     if (!res.ok) {
       char what[160];
@@ -597,7 +606,8 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, const ab_feed_s
   const double c0 = ab_cpu_now();
   ib_results *rs = NULL;
   ab_check(ib_executor_run(ex, ab_next, &f, &rs), "ib_executor_run", NULL);
-  int got = ab_drain(rs, s, first, label);
+  double t_first = 0;
+  int got = ab_drain(rs, s, first, &t_first, label);
   double t1 = ab_now(), c1 = ab_cpu_now();
   ib_results_close(rs);
   if (by_ring)
@@ -609,8 +619,14 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, const ab_feed_s
     snprintf(msg, sizeof msg, "%d results for %d inputs", got, n);
     ab_die(label, msg);
   }
-  return (ab_run){(t1 - t0) * 1e3 / n, f.parse_s * 1e3 / n, f.buffer_s * 1e3 / n,
-                  f.copy_s * 1e3 / n, (c1 - c0) * 1e3 / n};
+  return (ab_run){.ms = (t1 - t0) * 1e3 / n,
+                  .parse_ms = f.parse_s * 1e3 / n,
+                  .buffer_ms = f.buffer_s * 1e3 / n,
+                  .copy_ms = f.copy_s * 1e3 / n,
+                  .cpu_ms = (c1 - c0) * 1e3 / n,
+                  .t_start = t0,
+                  .t_first = t_first,
+                  .t_end = t1};
 }
 
 /* The zero-copy feed with its writes off the clock: the producer fills the
@@ -641,7 +657,9 @@ static ab_run ab_stream_prefilled_by(ib_executor *ex, const ab_set *s, int n, ui
                          .first_job = done,
                          .producers = parsers,
                          .qcap = qcap};
+    if (ab_timed_hook) ab_timed_hook(ex, label, 0, NULL);
     ab_run one = ab_stream(ex, s, m, &spec, NULL, label);
+    if (ab_timed_hook) ab_timed_hook(ex, label, 1, &one);
     sum.ms += one.ms * m;
     sum.parse_ms += one.parse_ms * m;
     sum.buffer_ms += fill.buffer_s * 1e3;
@@ -650,7 +668,11 @@ static ab_run ab_stream_prefilled_by(ib_executor *ex, const ab_set *s, int n, ui
     done += m;
   }
   free(filled);
-  return (ab_run){sum.ms / n, sum.parse_ms / n, sum.buffer_ms / n, sum.copy_ms / n, sum.cpu_ms / n};
+  return (ab_run){.ms = sum.ms / n,
+                  .parse_ms = sum.parse_ms / n,
+                  .buffer_ms = sum.buffer_ms / n,
+                  .copy_ms = sum.copy_ms / n,
+                  .cpu_ms = sum.cpu_ms / n};
 }
 
 static ab_run ab_stream_prefilled(ib_executor *ex, const ab_set *s, int n, uint64_t budget,

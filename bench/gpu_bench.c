@@ -41,6 +41,7 @@
 
 #include "cli/cli.h"
 #include "api_bench.h"
+#include "exec/executor.h"
 #include "gpu/codegen.h"
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
@@ -340,6 +341,31 @@ static int images_for(int big, uint32_t side) {
   return side >= 4096 ? big : side >= 2048 ? 2 * big : side >= 1024 ? 8 * big : 64 * big;
 }
 
+/* With IB_CUDA_PROFILE=1: the backend's host profile and submission
+ * timeline of each timed zero-copy stream alone (warm-ups, rewarms and the
+ * other feeds left out), with the stream's own start and results on the
+ * same clock. */
+static double g_prof_base;
+static void timed_profile(ib_executor *ex, const char *label, int phase, const ab_run *run) {
+  if (ex->backend != &ib_backend_cuda) return;
+  ib_cuda *c = ex->backend_state;
+  if (phase == 0) {
+    g_prof_base = ib_cuda_profile_reset(c);
+    return;
+  }
+  if (!g_prof_base) return;
+  char lab[128];
+  snprintf(lab, sizeof lab, "timed %s", label);
+  fflush(stdout);
+  fprintf(stderr,
+          "cuda timeline (%s): stream start %.3f, first result %.3f, last result %.3f (ms after "
+          "the origin)\n",
+          lab, (run->t_start - g_prof_base) * 1e3, (run->t_first - g_prof_base) * 1e3,
+          (run->t_end - g_prof_base) * 1e3);
+  ib_cuda_profile_report(c, lab);
+  fflush(stderr);
+}
+
 /* ---- 3. every op family (default: at 2048² and 4096², RGBA) through the
  * executor API; one group of cases per (side, mode). */
 static int run_api_families(ab_case *cs, int big, int producers, int inflight, int api_jobs,
@@ -542,6 +568,8 @@ int main(int argc, char **argv) {
   parse_families(&mx, all);
   bool sec[6] = {false, true, true, true, true, true};
   const char *csv_path = NULL;
+  const char *prof = getenv("IB_CUDA_PROFILE");
+  if (prof && *prof == '1') ab_timed_hook = timed_profile;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 >= argc) {
       usage();

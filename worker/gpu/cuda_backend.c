@@ -179,6 +179,28 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   return IB_OK;
 }
 
+/* The timeline since ib_cuda_profile_reset (ms after its origin). */
+static void report_timeline(ib_cuda *c, const char *label) {
+  const ib_pinned_stats ps = ib_pinned_stats_get(c->pin);
+  ib_log(&c->log, IB_LOG_INFO,
+         "cuda timeline (%s): %u submissions; fresh device blocks %llu (%llu given back), fresh "
+         "pinned blocks %llu (%llu given back)\n",
+         label, c->n_prof_subs, (unsigned long long)(c->dpool.allocs - c->prof_dev_allocs),
+         (unsigned long long)(c->dpool.trims - c->prof_dev_trims),
+         (unsigned long long)(ps.allocs - c->prof_pin_allocs),
+         (unsigned long long)(ps.trims - c->prof_pin_trims));
+  for (unsigned i = 0; i < c->n_prof_subs; i++) {
+    const ib_cuda_prof_sub *p = &c->prof_subs[i];
+    ib_log(&c->log, IB_LOG_INFO,
+           "cuda timeline (%s): sub %u: %u jobs, %u pieces; host submit %.3f enqueue %.3f "
+           "return %.3f wait %.3f-%.3f; device up %.3f-%.3f down end %.3f; fresh dev %llu pin "
+           "%llu\n",
+           label, i, p->jobs, p->pieces, p->submit, p->enqueue, p->submitted, p->wait, p->waited,
+           p->up0, p->up1, p->down1, (unsigned long long)p->dev_allocs,
+           (unsigned long long)p->pin_allocs);
+  }
+}
+
 void ib_cuda_profile_report(ib_cuda *c, const char *label) {
   if (c->prof && c->n_jobs)
     ib_log(&c->log, IB_LOG_INFO,
@@ -204,9 +226,36 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
            (double)ps.held_max / 1048576.0, (unsigned long long)ps.trims,
            (unsigned long long)ps.parse_heap, (double)ps.parse_heap_bytes / 1048576.0);
   }
+  if (c->prof && c->prof_timeline) report_timeline(c, label);
   c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
   c->t_load = c->t_load_max = c->t_tier = 0;
   c->n_sub = c->n_jobs = c->n_load = 0;
+  c->n_prof_subs = 0;
+  c->prof_timeline = false;
+}
+
+double ib_cuda_profile_reset(ib_cuda *c) {
+  if (!c->prof) return 0;
+  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
+  c->t_load = c->t_load_max = c->t_tier = 0;
+  c->n_sub = c->n_jobs = c->n_load = 0;
+  c->n_prof_subs = 0;
+  c->prof_dev_allocs = c->dpool.allocs;
+  c->prof_dev_trims = c->dpool.trims;
+  const ib_pinned_stats ps = ib_pinned_stats_get(c->pin);
+  c->prof_pin_allocs = ps.allocs;
+  c->prof_pin_trims = ps.trims;
+  const ib_cu *cu = c->cu;
+  cu->cuCtxSetCurrent(c->ctx);
+  /* Both origins at once: the base event on an idle stream completes as
+   * soon as it is recorded, and the host clock is read once it did. */
+  const CUstream st = c->pipe_bytes ? c->pipe[IB_PIPE_UP] : c->streams[0];
+  c->prof_timeline =
+      (c->prof_base_ev || cu->cuEventCreate(&c->prof_base_ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
+      cu->cuEventRecord(c->prof_base_ev, st) == CUDA_SUCCESS &&
+      cu->cuEventSynchronize(c->prof_base_ev) == CUDA_SUCCESS;
+  c->prof_base = ib_cuda_prof_now(c);
+  return c->prof_base;
 }
 
 void ib_cuda_close(ib_cuda *c) {
@@ -216,6 +265,8 @@ void ib_cuda_close(ib_cuda *c) {
   cu->cuCtxSetCurrent(c->ctx);
   cu->cuCtxSynchronize();
   for (unsigned i = 0; i < c->n_ev_free; i++) cu->cuEventDestroy(c->ev_free[i]);
+  for (unsigned i = 0; i < c->n_prof_ev_free; i++) cu->cuEventDestroy(c->prof_ev_free[i]);
+  if (c->prof_base_ev) cu->cuEventDestroy(c->prof_base_ev);
   for (unsigned i = 0; i < c->n_streams; i++) {
     cu->cuStreamDestroy(c->streams[i]);
     if (c->fork_ev[i]) cu->cuEventDestroy(c->fork_ev[i]);

@@ -43,6 +43,14 @@ ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *ho
  * of each phase since the last report (plan, staging, launch, blocked on
  * the device, result copies), then resets. */
 void ib_cuda_profile_report(ib_cuda *c, const char *label);
+/* With cuda_profile: resets the profile (nothing in flight) and starts a
+ * timeline of the next submissions (at most 64), logged by the next
+ * report: per submission its jobs and pipeline pieces, the host times of
+ * its submit, first enqueue, return and wait, the device times its
+ * uploads began and ended and its last download ended (timing events),
+ * and the device and pinned blocks it allocated fresh. Returns the
+ * timeline's origin (CLOCK_MONOTONIC seconds), 0 without cuda_profile. */
+double ib_cuda_profile_reset(ib_cuda *c);
 
 /* Diagnostics for bench/tests: "NVIDIA H200, sm_90, 132 SMs". */
 const char *ib_cuda_device_desc(const ib_cuda *c);

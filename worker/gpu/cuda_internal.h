@@ -113,6 +113,19 @@ typedef struct ib_tier_memo {
   uint64_t plans; /* graphs planned for it (a memo miss each) */
 } ib_tier_memo;
 
+/* One submission on the profile's timeline (ib_cuda.prof_subs). Device
+ * times: up0 when its first upload could start (the up stream reached it:
+ * the previous submission's uploads done and this one enqueued), up1 when
+ * its last upload ended (pipelined only), down1 when its last download
+ * ended; -1 when unknown. */
+#define IB_CUDA_PROF_SUBS 64
+typedef struct ib_cuda_prof_sub {
+  uint32_t jobs, pieces;
+  double submit, enqueue, submitted, wait, waited; /* host ms after prof_base */
+  float up0, up1, down1;                           /* device ms after prof_base_ev */
+  uint64_t dev_allocs, pin_allocs;                 /* fresh blocks taken by its submit */
+} ib_cuda_prof_sub;
+
 struct ib_cuda {
   const ib_cu *cu;
   CUdevice dev;
@@ -181,6 +194,19 @@ struct ib_cuda {
   _Atomic uint64_t direct_sources, direct_copies;
   double t_plan, t_stage, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
+  /* cuda_profile with a timeline asked for (ib_cuda_profile_reset): the
+   * submissions since then, for the report - host times after prof_base
+   * and, from timing events, device times after prof_base_ev (recorded
+   * and waited for at the reset, so the two clocks start together). */
+  bool prof_timeline;
+  double prof_base;
+  CUevent prof_base_ev;
+  ib_cuda_prof_sub prof_subs[IB_CUDA_PROF_SUBS];
+  unsigned n_prof_subs;
+  CUevent prof_ev_free[3 * IB_CUDA_PROF_SUBS];
+  unsigned n_prof_ev_free;
+  uint64_t prof_dev_allocs, prof_dev_trims; /* dpool's at the reset */
+  uint64_t prof_pin_allocs, prof_pin_trims; /* the pinned pool's */
   /* ... and on the driving thread beside submissions: module loads (any
    * caller) and the tier's admission and job_ready questions. */
   double t_load, t_load_max, t_tier;
@@ -286,6 +312,10 @@ struct ib_backend_submission {
   ib_launch_plan lp;
   ib_status device_status;
   ib_error device_err;
+  /* Its entry on the profile's timeline (-1: none) and timing events
+   * (ib_cuda_prof_sub up0, up1, down1; NULL: not recorded). */
+  int prof_i;
+  CUevent prof_ev[3];
 };
 
 static inline size_t ib_cuda_up(size_t v) {
@@ -416,5 +446,7 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err);
 bool ib_cuda_ready(void *state, ib_backend_submission *s);
 void ib_cuda_lent_release(void *state, void *token);
 double ib_cuda_prof_now(const ib_cuda *c);
+/* The timeline's timing event k of s recorded on `stream` (profile only). */
+void ib_cuda_prof_mark(ib_backend_submission *s, int k, CUstream stream);
 
 #endif

@@ -16,6 +16,77 @@ double ib_cuda_prof_now(const ib_cuda *c) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* ------------------------------------------------------------ profile timeline */
+
+static double prof_ms(const ib_cuda *c, double t) { return (t - c->prof_base) * 1e3; }
+
+void ib_cuda_prof_mark(ib_backend_submission *s, int k, CUstream stream) {
+  ib_cuda *c = s->c;
+  if (!c->prof_timeline || s->prof_i < 0 || s->prof_ev[k]) return;
+  CUevent e = NULL;
+  if (c->n_prof_ev_free)
+    e = c->prof_ev_free[--c->n_prof_ev_free];
+  else if (c->cu->cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+    return;
+  if (c->cu->cuEventRecord(e, stream) == CUDA_SUCCESS) {
+    s->prof_ev[k] = e;
+  } else if (c->n_prof_ev_free < sizeof c->prof_ev_free / sizeof c->prof_ev_free[0]) {
+    c->prof_ev_free[c->n_prof_ev_free++] = e;
+  } else {
+    c->cu->cuEventDestroy(e);
+  }
+}
+
+/* The submission's entry on the timeline, while there is room. */
+static void prof_begin(ib_backend_submission *s, double t0) {
+  ib_cuda *c = s->c;
+  s->prof_i = -1;
+  if (!c->prof_timeline || c->n_prof_subs >= IB_CUDA_PROF_SUBS) return;
+  s->prof_i = (int)c->n_prof_subs++;
+  ib_cuda_prof_sub *p = &c->prof_subs[s->prof_i];
+  *p = (ib_cuda_prof_sub){
+      .jobs = (uint32_t)s->n, .submit = prof_ms(c, t0), .up0 = -1, .up1 = -1, .down1 = -1};
+  p->dev_allocs = c->dpool.allocs;
+  p->pin_allocs = ib_pinned_stats_get(c->pin).allocs;
+}
+
+static void prof_submitted(ib_backend_submission *s, double t_enq, double t_end) {
+  ib_cuda *c = s->c;
+  if (s->prof_i < 0) return;
+  ib_cuda_prof_sub *p = &c->prof_subs[s->prof_i];
+  p->enqueue = prof_ms(c, t_enq);
+  p->submitted = prof_ms(c, t_end);
+  p->dev_allocs = c->dpool.allocs - p->dev_allocs;
+  p->pin_allocs = ib_pinned_stats_get(c->pin).allocs - p->pin_allocs;
+}
+
+/* After the wait: the device times of its events (all complete: they
+ * precede its completion event, or the streams were fenced). */
+static void prof_waited(ib_backend_submission *s, double w0, double w1, bool ok) {
+  ib_cuda *c = s->c;
+  if (s->prof_i < 0) return;
+  ib_cuda_prof_sub *p = &c->prof_subs[s->prof_i];
+  p->wait = prof_ms(c, w0);
+  p->waited = prof_ms(c, w1);
+  float *at[3] = {&p->up0, &p->up1, &p->down1};
+  for (int k = 0; k < 3 && ok; k++)
+    if (s->prof_ev[k] &&
+        c->cu->cuEventElapsedTime(at[k], c->prof_base_ev, s->prof_ev[k]) != CUDA_SUCCESS)
+      *at[k] = -1;
+}
+
+static void prof_release(ib_backend_submission *s) {
+  ib_cuda *c = s->c;
+  for (int k = 0; k < 3; k++) {
+    if (!s->prof_ev[k]) continue;
+    if (c->n_prof_ev_free < sizeof c->prof_ev_free / sizeof c->prof_ev_free[0])
+      c->prof_ev_free[c->n_prof_ev_free++] = s->prof_ev[k];
+    else
+      c->cu->cuEventDestroy(s->prof_ev[k]);
+    s->prof_ev[k] = NULL;
+  }
+}
+
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage) {
   j->status = e->status ? e->status : IB_DEVICE;
   j->err = *e;
@@ -59,6 +130,7 @@ static void sub_release(ib_backend_submission *s) {
     c->ev_free[c->n_ev_free++] = s->ev;
   else if (s->ev)
     c->cu->cuEventDestroy(s->ev);
+  prof_release(s);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
   for (size_t i = 0; s->js && i < s->n; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
@@ -271,6 +343,7 @@ static ib_status enqueue_pipe(ib_backend_submission *s, ib_error *err) {
   ib_cuda *c = s->c;
   ib_status rs = IB_OK;
   uint64_t pieces = 0;
+  ib_cuda_prof_mark(s, 0, c->pipe[IB_PIPE_UP]);
   for (size_t a = 0; a < s->n && rs == IB_OK; pieces++) {
     const size_t b = ib_cuda_pipe_next(s, a, c->pipe_bytes);
     ib_stage_ranges st;
@@ -286,6 +359,8 @@ static ib_status enqueue_pipe(ib_backend_submission *s, ib_error *err) {
     a = b;
   }
   if (rs != IB_OK) return rs;
+  ib_cuda_prof_mark(s, 1, c->pipe[IB_PIPE_UP]);
+  if (s->prof_i >= 0) c->prof_subs[s->prof_i].pieces = (uint32_t)pieces;
   atomic_fetch_add_explicit(&c->pipe_subs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->pipe_pieces, pieces, memory_order_relaxed);
   return IB_OK;
@@ -299,6 +374,7 @@ static ib_status record_done(ib_backend_submission *s, ib_error *err) {
     s->ev = c->ev_free[--c->n_ev_free];
   else if ((rc = c->cu->cuEventCreate(&s->ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
     return ib_cuda_device_fail(s, rc, "cuEventCreate", 0, err);
+  ib_cuda_prof_mark(s, 2, s->stream);
   if ((rc = c->cu->cuEventRecord(s->ev, s->stream)) != CUDA_SUCCESS)
     return ib_cuda_device_fail(s, rc, "cuEventRecord", 0, err);
   return IB_OK;
@@ -317,6 +393,7 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
   const ib_cu *cu = c->cu;
   const unsigned k = pieces_of(s);
   const CUstream main = s->stream;
+  ib_cuda_prof_mark(s, 0, main);
   CUevent fork = c->fork_ev[s->slot], *join = c->join_ev[s->slot];
   const ib_stage_ranges whole = whole_staging(s), none = {0};
   ib_status rs =
@@ -366,6 +443,7 @@ static ib_backend_submission *sub_new(ib_cuda *c, ib_backend_job *jobs, size_t n
   s->n = n;
   s->slot = c->next_stream++ % c->n_streams;
   s->stream = c->streams[s->slot];
+  s->prof_i = -1;
   return s;
 }
 
@@ -376,6 +454,7 @@ ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend
   const double t0 = ib_cuda_prof_now(c);
   ib_backend_submission *s = sub_new(c, jobs, n);
   if (!s) return ib_cuda_oom(err);
+  if (c->prof) prof_begin(s, t0);
   ib_cuda_sub_plan(s);
   ib_cuda_sub_layout(s);
   const double t1 = ib_cuda_prof_now(c);
@@ -391,9 +470,11 @@ ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend
   free_launch_plan(&s->lp);
   if (rs != IB_OK) return abandon(s, rs);
   if (c->prof) {
+    const double t3 = ib_cuda_prof_now(c);
+    prof_submitted(s, t2, t3);
     c->t_plan += t1 - t0;
     c->t_stage += t2 - t1;
-    c->t_launch += ib_cuda_prof_now(c) - t2;
+    c->t_launch += t3 - t2;
     c->n_sub++;
     c->n_jobs += n;
   }
@@ -454,6 +535,7 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
   }
   if (lent) s->arena = NULL; /* the core gives it back through lent_release */
   if (c->prof) {
+    prof_waited(s, w0, w1, rc == CUDA_SUCCESS);
     c->t_device += w1 - w0;
     c->t_results += ib_cuda_prof_now(c) - w1;
   }
