@@ -184,6 +184,64 @@ static size_t batch_target(const ib_executor *ex) {
   return t ? t : 1;
 }
 
+/* Large jobs: the CUDA pipeline's own threshold (1 MiB in + out a job on
+ * average); a window of many 256^2 jobs also sums past SPLIT_MIN_BYTES
+ * and would only pay a second submission's fixed cost. */
+#define SPLIT_MIN_JOB_BYTES ((uint64_t)1 << 20)
+
+/* The first n pending jobs average SPLIT_MIN_JOB_BYTES of device charge
+ * or more (*bytes: their sum). */
+static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
+  uint64_t b = 0;
+  size_t k = 0;
+  for (const ib_job *j = ex->pending.head; j && k < n; j = j->next, k++) b += j->charge.gpu_work;
+  *bytes = b;
+  return k && b >= (uint64_t)k * SPLIT_MIN_JOB_BYTES;
+}
+
+/* The start ramp (ib_executor_options.ramp_jobs): a device backend that
+ * gets large jobs while nothing is in flight idles until the first
+ * submission's first upload, and a full batch only goes out once its jobs
+ * were admitted (a run stream parses each in its callback) and the
+ * backend planned and staged all of them: at 2048^2 L, 48 images and
+ * max_jobs 64, about a millisecond - 27 us an image - before the PCIe
+ * copies start. So the first submission goes out once ramp_jobs jobs are
+ * pending, each next one once twice as many as the largest in flight are,
+ * up to a full batch: the device starts after a few jobs, and each
+ * submission runs long enough for the host to admit and stage the next,
+ * larger one behind it (the CUDA pipeline's streams are shared, so the
+ * submissions' copies queue back to back). Returns the jobs a submission
+ * is due at now (a full batch when no ramp applies). */
+#define RAMP_DEFAULT 8
+static size_t due_jobs(const ib_executor *ex) {
+  const size_t target = batch_target(ex);
+  const size_t ramp = ex->opts.ramp_jobs ? ex->opts.ramp_jobs : RAMP_DEFAULT;
+  if (ramp >= target || ex->backend->host_working_set) return target;
+  size_t big = 0;
+  for (const ib_sub *s = ex->in_flight_head; s; s = s->next)
+    if (s->n > big) big = s->n;
+  const size_t due = big * 2 > ramp ? big * 2 : ramp;
+  /* At most 1/max_in_flight of gpu_bytes: a window that gpu_bytes bounds
+   * to a few jobs (4096^2) is cut by partial_size instead. */
+  uint64_t bytes;
+  if (due >= target || !large_head(ex, due, &bytes) ||
+      bytes > ex->opts.gpu_bytes / ex->opts.max_in_flight)
+    return target;
+  return due;
+}
+
+bool ib_exec_batch_due(const ib_executor *ex) {
+  /* Cheap refusals first: this runs before every admission of a run
+   * stream. A full batch is not due here (the window is admitted first,
+   * as before the ramp). */
+  const size_t n = ex->pending.n, target = batch_target(ex);
+  if (!ex->pending.head || n >= target || ex->backend->host_working_set) return false;
+  const size_t ramp = ex->opts.ramp_jobs ? ex->opts.ramp_jobs : RAMP_DEFAULT;
+  if (n < ramp) return false;
+  const size_t due = due_jobs(ex);
+  return due < target && n >= due && ib_credits_submission_room(ex->credits);
+}
+
 /* A partial batch issued with nothing in flight is cut into as many
  * submissions as may be in flight when its jobs are large (SPLIT_MIN_BYTES
  * of device charge a part at least): a window that gpu_bytes bounds
@@ -195,19 +253,12 @@ static size_t batch_target(const ib_executor *ex) {
  * fixed cost would outweigh the overlap. Returns the jobs a submission of
  * this dispatch takes at most. */
 #define SPLIT_MIN_BYTES ((uint64_t)16 << 20)
-/* Large: the CUDA pipeline's own threshold (1 MiB in + out a job on
- * average); a window of many 256^2 jobs also sums past SPLIT_MIN_BYTES
- * and would only pay a second submission's fixed cost. */
-#define SPLIT_MIN_JOB_BYTES ((uint64_t)1 << 20)
 static size_t partial_size(const ib_executor *ex) {
   const size_t target = batch_target(ex), cap = ex->pending.n < target ? ex->pending.n : target;
   /* A host backend (host_working_set) runs one job at a time: nothing to overlap. */
   if (ex->in_flight_head || cap < 2 || ex->backend->host_working_set) return target;
   uint64_t bytes = 0;
-  size_t n = 0;
-  for (const ib_job *j = ex->pending.head; j && n < cap; j = j->next, n++)
-    bytes += j->charge.gpu_work;
-  if (bytes < (uint64_t)n * SPLIT_MIN_JOB_BYTES) return target;
+  if (!large_head(ex, cap, &bytes)) return target;
   uint64_t parts = bytes / SPLIT_MIN_BYTES;
   if (parts > ex->opts.max_in_flight) parts = ex->opts.max_in_flight;
   if (parts > cap) parts = cap;
@@ -272,11 +323,22 @@ ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
   /* Called at least once per result: the clock only when something is
    * parked (a vDSO clock read is tens of ns, a 256² job's budget 5 us). */
   if (ex->parked.head) unpark(ex, unix_ms());
-  const size_t most = partial ? partial_size(ex) : batch_target(ex);
+  const size_t psize = partial ? partial_size(ex) : 0;
   /* The room last: it takes the credits lock, and most calls (one per
-   * result) find no full batch. */
-  while (ex->pending.head && (partial || ex->pending.n >= batch_target(ex)) &&
-         ib_credits_submission_room(ex->credits)) {
+   * result) find no full batch. A batch the start ramp made due goes
+   * out at its size (due_jobs, again after each issue: the largest in
+   * flight changed). */
+  while (ex->pending.head) {
+    const size_t n = ex->pending.n, target = batch_target(ex);
+    size_t most = partial ? psize : target;
+    if (n < target || partial) {
+      const size_t due = due_jobs(ex);
+      if (due < most && n >= due)
+        most = due;
+      else if (!partial && n < target)
+        break;
+    }
+    if (!ib_credits_submission_room(ex->credits)) break;
     ib_status st = issue_one(ex, most);
     if (st != IB_OK) return st;
   }

@@ -121,6 +121,7 @@ struct ib_results {
   ib_job *prepared; /* the lookahead's checked job, once the reservation failed */
   bool has_held;    /* an error result to yield before anything else */
   ib_result held;
+  bool due; /* fill stopped admitting for a due submission (ib_exec_batch_due) */
 };
 
 /* ib_executor_create over a given backend (tests drive fake backends). */
@@ -161,6 +162,10 @@ bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id);
 /* Issues submissions while max_in_flight allows: full batches only, or
  * whatever is pending when `partial`. */
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
+/* A submission is due now (a full batch, or a smaller one of the start
+ * ramp, ib_executor_options.ramp_jobs) and max_in_flight has room: a run
+ * stream stops admitting to issue it (results.c fill). */
+bool ib_exec_batch_due(const ib_executor *ex);
 /* Waits for the oldest submission (block) or collects finished ones
  * (non-blocking); completed jobs move to the completed FIFO. */
 void ib_exec_wait_oldest(ib_executor *ex);

@@ -88,7 +88,11 @@ static bool pull(ib_results *rs) {
 static void fill(ib_results *rs) {
   ib_executor *ex = rs->ex;
   rs->input_again = false;
+  rs->due = false;
   while (!rs->input_end && !rs->has_held && !rs->input_again) {
+    /* A submission is due: issued before the rest of the window is
+     * parsed and admitted, so the device starts on it meanwhile. */
+    if ((rs->due = ib_exec_batch_due(ex))) return;
     if (!rs->has_lookahead && !pull(rs)) return;
     ib_input *in = &rs->lookahead;
     ib_error err = {0};
@@ -159,6 +163,9 @@ static ib_status step(ib_results *rs, ib_result *out) {
       ib_job_deliver(ex, j, out);
       return IB_OK;
     }
+    /* fill stopped for a due submission (issued above): admit the rest
+     * of the window before a partial batch or a wait. */
+    if (rs->due) continue;
     if (ib_exec_dispatch(ex, true) != IB_OK) return IB_INTERNAL;
     if (ex->in_flight_head) {
       ib_exec_wait_oldest(ex);
