@@ -41,7 +41,10 @@ typedef struct fake {
   uint64_t epoch;
   int unready_submitted; /* jobs submitted while their kernel was not ready */
   int max_wait_ms;
-  size_t first_n; /* jobs of the first submission */
+  size_t first_n;           /* jobs of the first submission */
+  size_t sizes[8];          /* jobs of the first 8 submissions */
+  const uint64_t *pulled;   /* the run source's inputs pulled so far (NULL: none) */
+  uint64_t pulled_at_first; /* ... when the first submission was made */
 } fake;
 
 static fake F;
@@ -159,7 +162,9 @@ static ib_status fake_submit(void *state, ib_backend_job *jobs, size_t n,
   *sub = calloc(1, sizeof **sub);
   (*sub)->jobs = jobs;
   (*sub)->n = n;
-  if (!F.submits++) F.first_n = n;
+  if (!F.submits) F.first_n = n, F.pulled_at_first = F.pulled ? *F.pulled : 0;
+  if (F.submits < 8) F.sizes[F.submits] = n;
+  F.submits++;
   if (++F.outstanding > F.max_outstanding) F.max_outstanding = F.outstanding;
   return IB_OK;
 }
@@ -390,6 +395,63 @@ Test(backend, a_window_of_many_small_jobs_goes_out_whole) {
 }
 
 Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); }
+
+/* The start ramp (ib_executor_options.ramp_jobs): 48 large jobs (4 MiB of
+ * device charge each) at max_jobs 64, max_in_flight 2. Without it the
+ * first submission went out only once all 48 were pulled and admitted
+ * (a run stream parses each in its callback) with 32 jobs, the device
+ * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
+ * inputs, the next at twice the largest in flight, then full batches. */
+static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_jobs = 64;
+  o.max_in_flight = 2;
+  o.gpu_bytes = 1ull << 30;
+  o.ramp_jobs = ramp;
+  F = (fake){0};
+  ib_executor *ex = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, &err), IB_OK, "%s", err.message);
+  F.job_gpu_bytes = job_bytes;
+  n_src src = {.limit = 48};
+  F.pulled = &src.pulled;
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+  cr_assert_eq(drain_ok(rs), 48);
+  cr_assert_leq(F.max_outstanding, 2);
+  cr_assert_eq(F.submits, F.waits);
+  ib_results_close(rs);
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
+}
+
+Test(backend, large_jobs_start_the_device_after_a_few_with_a_ramp) {
+  run_ramp(0, 4u << 20);
+  cr_assert_eq(F.first_n, 8, "first submission: %zu jobs", F.first_n);
+  cr_assert_eq(F.pulled_at_first, 8, "issued after %llu inputs",
+               (unsigned long long)F.pulled_at_first);
+  cr_assert_eq(F.sizes[1], 16, "second submission: %zu jobs", F.sizes[1]);
+  size_t sum = 0;
+  for (int i = 0; i < F.submits && i < 8; i++) {
+    cr_assert_leq(F.sizes[i], 32, "never more than a full batch");
+    sum += F.sizes[i];
+  }
+  cr_assert_eq(sum, 48);
+  cr_assert_eq(F.max_outstanding, 2);
+}
+
+Test(backend, a_ramp_of_a_full_batch_or_more_is_off) {
+  run_ramp(32, 4u << 20);
+  cr_assert_eq(F.first_n, 32);
+  cr_assert_eq(F.pulled_at_first, 48, "the window admitted first");
+}
+
+Test(backend, small_jobs_have_no_ramp) {
+  run_ramp(0, 64u << 10);
+  cr_assert_eq(F.first_n, 32);
+  cr_assert_eq(F.pulled_at_first, 48);
+}
 
 static void drain_errors(ib_executor *ex, ib_status want, int n) {
   ib_results *rs;
