@@ -402,7 +402,7 @@ Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); 
  * (a run stream parses each in its callback) with 32 jobs, the device
  * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
  * inputs, the next at twice the largest in flight, then full batches. */
-static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
+static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes) {
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.max_jobs = 64;
@@ -412,7 +412,7 @@ static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
   F = (fake){0};
   ib_executor *ex = NULL;
   ib_error err = {0};
-  cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_exec_create_with(&o, be, &ex, &err), IB_OK, "%s", err.message);
   F.job_gpu_bytes = job_bytes;
   n_src src = {.limit = 48};
   F.pulled = &src.pulled;
@@ -424,6 +424,10 @@ static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
   ib_results_close(rs);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
+}
+
+static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
+  run_ramp_on(&fake_backend, ramp, job_bytes);
 }
 
 Test(backend, large_jobs_start_the_device_after_a_few_with_a_ramp) {
@@ -451,6 +455,28 @@ Test(backend, small_jobs_have_no_ramp) {
   run_ramp(0, 64u << 10);
   cr_assert_eq(F.first_n, 32);
   cr_assert_eq(F.pulled_at_first, 48);
+}
+
+/* A backend's own notion of a large job (backend.h large_job, the CUDA
+ * pipeline's) decides, not the device charge: jobs it calls large get the
+ * ramp whatever they charge, and jobs it does not get none. */
+static bool large_hint;
+static bool fake_large(void *state, const ib_graph *g, bool resident) {
+  (void)state;
+  (void)g;
+  (void)resident;
+  return large_hint;
+}
+
+Test(backend, the_backend_says_which_jobs_are_large) {
+  ib_backend be = fake_backend;
+  be.large_job = fake_large;
+  large_hint = true;
+  run_ramp_on(&be, 0, 64u << 10);
+  cr_assert_eq(F.first_n, 8, "large by the backend's word, small by charge: the ramp");
+  large_hint = false;
+  run_ramp_on(&be, 0, 4u << 20);
+  cr_assert_eq(F.first_n, 32, "small by the backend's word, large by charge: none");
 }
 
 static void drain_errors(ib_executor *ex, ib_status want, int n) {

@@ -110,6 +110,34 @@ Test(gpu_pipe, pieces_are_cut_by_bytes_and_cover_every_job_once) {
   cuda_free(c);
 }
 
+/* One notion of a large job (backend.h large_job): what admission tells
+ * the executor (graph alone) is what the pipeline decides on its plan, at
+ * the default piece (1 MiB in + out a job; L: a side of 724.1), above and
+ * below the line; a resident output moves nothing down. */
+Test(gpu_pipe, a_large_job_is_what_the_pipeline_takes) {
+  ib_cuda *c = cuda_new();
+  const uint32_t sides[] = {256, 720, 726, 1024};
+  const bool want[] = {false, false, true, true};
+  for (int k = 0; k < 4; k++) {
+    sub x;
+    sub_make(c, &x, sides[k], false);
+    const bool large = ib_cuda_large_job(c, x.gs[0], false);
+    cr_assert_eq(large, want[k], "side %u: large %d", sides[k], large);
+    cr_assert_eq(ib_cuda_pipelined(&x.s, IB_DEFAULT_PIPE_BYTES), large, "side %u", sides[k]);
+    cr_assert_eq(ib_cuda_large_job(c, x.gs[0], true), sides[k] >= 1024, "side %u resident",
+                 sides[k]);
+    sub_free(&x);
+  }
+  /* The pipeline's own piece when it is set. */
+  c->pipe_bytes = 32u << 20;
+  sub x;
+  sub_make(c, &x, 1024, false);
+  cr_assert_not(ib_cuda_large_job(c, x.gs[0], false), "2 MiB of a 32 MiB piece: under 1/8");
+  cr_assert_not(ib_cuda_pipelined(&x.s, c->pipe_bytes));
+  sub_free(&x);
+  cuda_free(c);
+}
+
 /* Carries out the submission's copies piece by piece (pieces of `piece`
  * bytes) into a heap device block, checking after each piece that its jobs'
  * inputs are on the device and that it wrote nothing of another piece's

@@ -126,6 +126,16 @@ typedef struct ib_backend {
    * place of the in-buffer sources (working) plus the output (held).
    * Decided on the graph alone: admission and submission agree. */
   bool (*out_in_buffer)(void *state, const ib_graph *g);
+  /* Optional (device backends): true when a job of `g` is large - its
+   * PCIe traffic long beside a submission's fixed costs, so the backend
+   * runs submissions of such jobs as a pipeline (the CUDA backend: sources
+   * in + terminal image out of 1/8 of a pipeline piece or more,
+   * ib_cuda_large_io; `resident`: the image stays on the device). Asked
+   * once at admission; a head of mostly large jobs gets the start ramp and
+   * the cut of a partial window (dispatch.c), so the core and the backend
+   * share one notion. NULL: a job charging IB_EXEC_LARGE_JOB_BYTES of
+   * device memory or more is large. */
+  bool (*large_job)(void *state, const ib_graph *g, bool resident);
   /* Optional: the allocator ib_executor_parse unpacks Jobs with, so large
    * byte fields (raw pixels) land where the backend uploads from without a
    * host copy. Thread-safe; lives as long as the state. NULL: the heap. */

@@ -184,19 +184,19 @@ static size_t batch_target(const ib_executor *ex) {
   return t ? t : 1;
 }
 
-/* Large jobs: the CUDA pipeline's own threshold (1 MiB in + out a job on
- * average); a window of many 256^2 jobs also sums past SPLIT_MIN_BYTES
- * and would only pay a second submission's fixed cost. */
-#define SPLIT_MIN_JOB_BYTES ((uint64_t)1 << 20)
-
-/* The first n pending jobs average SPLIT_MIN_JOB_BYTES of device charge
- * or more (*bytes: their sum). */
+/* Most of the first n pending jobs are large (ib_job.large: the backend's
+ * notion, the one its pipeline goes by); *bytes: their device charge. A
+ * window of many 256^2 jobs also sums past SPLIT_MIN_BYTES and would
+ * only pay a second submission's fixed cost. */
 static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
   uint64_t b = 0;
-  size_t k = 0;
-  for (const ib_job *j = ex->pending.head; j && k < n; j = j->next, k++) b += j->charge.gpu_work;
+  size_t k = 0, large = 0;
+  for (const ib_job *j = ex->pending.head; j && k < n; j = j->next, k++) {
+    b += j->charge.gpu_work;
+    large += j->large;
+  }
   *bytes = b;
-  return k && b >= (uint64_t)k * SPLIT_MIN_JOB_BYTES;
+  return k && 2 * large >= k;
 }
 
 /* The start ramp (ib_executor_options.ramp_jobs): a device backend that
@@ -243,8 +243,8 @@ bool ib_exec_batch_due(const ib_executor *ex) {
 }
 
 /* A partial batch issued with nothing in flight is cut into as many
- * submissions as may be in flight when its jobs are large (SPLIT_MIN_BYTES
- * of device charge a part at least): a window that gpu_bytes bounds
+ * submissions as may be in flight when its jobs are large (large_head;
+ * SPLIT_MIN_BYTES of device charge a part at least): a window that gpu_bytes bounds
  * before max_jobs does (4096^2 images) otherwise runs one submission at a
  * time - the device drains it (its last download alone), its credits come
  * back only once all of it completed, and the next one fills anew (its

@@ -40,6 +40,9 @@ typedef struct ib_devref {
 ib_devref *ib_devref_get(ib_devref *d);
 void ib_devref_put(ib_devref *d);
 
+/* A large job for a backend without large_job: its device charge. */
+#define IB_EXEC_LARGE_JOB_BYTES ((uint64_t)1 << 20)
+
 typedef struct ib_job {
   uint64_t id;
   ib_key key;
@@ -51,6 +54,7 @@ typedef struct ib_job {
   ib_image out;
   void *dev;     /* resident output kept by the backend (until a handle owns it) */
   bool resident; /* output gpu */
+  bool large;    /* a large job (backend large_job, asked at admission) */
   void *tag;     /* ib_input.tag, handed back on the result */
   uint64_t admitted_us, queue_us, exec_us;
   struct ib_job *next;

@@ -98,6 +98,8 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
                                              ib_snapshot_bytes(&job->snap), job->resident);
   job->charge = ib_charge_for(g, &rules);
   if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
+  job->large = ex->backend->large_job ? ex->backend->large_job(ex->backend_state, g, job->resident)
+                                      : job->charge.gpu_work >= IB_EXEC_LARGE_JOB_BYTES;
   return ib_credits_check_caps(ex->credits, &job->charge, err);
 }
 

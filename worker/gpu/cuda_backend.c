@@ -362,6 +362,10 @@ static ib_status be_job_bytes(void *state, const ib_graph *g, uint64_t *gpu_byte
   return IB_OK;
 }
 
+static bool be_large_job(void *state, const ib_graph *g, bool resident) {
+  return ib_cuda_large_job(state, g, resident);
+}
+
 static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
   ib_cuda *c = state;
   const double t0 = ib_cuda_prof_now(c);
@@ -398,6 +402,7 @@ const ib_backend ib_backend_cuda = {
     .release = ib_cuda_resident_release,
     .lent_release = ib_cuda_lent_release,
     .out_in_buffer = be_out_in_buffer,
+    .large_job = be_large_job, /* cuda_layout.c: the pipeline's notion */
     .parse_allocator = be_parse_allocator,
     .counters = cuda_counters,
 };

@@ -434,6 +434,13 @@ void ib_cuda_copies_free(ib_up_copies *d);
  * tables with the first piece and each piece its own jobs' part
  * (ib_jstate.up_lo/up_hi: staged sources, parameter blocks). */
 bool ib_cuda_pipelined(const ib_backend_submission *s, size_t piece_bytes);
+/* A large job, the one notion of the pipeline and the executor's start
+ * ramp and window cut (backend.h large_job): its PCIe traffic (sources
+ * in, the terminal image out unless resident) is at least
+ * ib_cuda_large_io of a piece (the pipeline's piece, or the default one
+ * when it is off), as ib_cuda_pipelined averages it over a submission. */
+size_t ib_cuda_large_io(size_t piece_bytes);
+bool ib_cuda_large_job(const ib_cuda *c, const ib_graph *g, bool resident);
 size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes);
 void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r);
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);

@@ -359,11 +359,32 @@ static size_t io_bytes(const ib_backend_submission *s, size_t i) {
   return b;
 }
 
+size_t ib_cuda_large_io(size_t piece_bytes) { return piece_bytes / 8; }
+
+/* io_bytes from the graph alone (admission has no plan): the plan gives
+ * every node without inputs an upload buffer of its shape, and the
+ * terminal image its own. */
+static uint64_t graph_io(const ib_graph *g, bool resident) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_shape *sh = &g->nodes[i].shape;
+    const bool up = g->nodes[i].op->n_inputs == 0, down = !resident && i + 1 == g->n_nodes;
+    b += (uint64_t)(up + down) * sh->width * sh->height * ib_mode_bands(sh->mode);
+  }
+  return b;
+}
+
+bool ib_cuda_large_job(const ib_cuda *c, const ib_graph *g, bool resident) {
+  const size_t piece = c->pipe_bytes ? c->pipe_bytes : IB_DEFAULT_PIPE_BYTES;
+  return graph_io(g, resident) >= ib_cuda_large_io(piece);
+}
+
 bool ib_cuda_pipelined(const ib_backend_submission *s, size_t piece_bytes) {
   if (!piece_bytes || s->n < 2) return false;
   size_t total = 0;
   for (size_t i = 0; i < s->n; i++) total += io_bytes(s, i);
-  return total / s->n >= piece_bytes / 8 && ib_cuda_pipe_next(s, 0, piece_bytes) < s->n;
+  return total / s->n >= ib_cuda_large_io(piece_bytes) &&
+         ib_cuda_pipe_next(s, 0, piece_bytes) < s->n;
 }
 
 size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes) {

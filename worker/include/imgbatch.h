@@ -268,13 +268,14 @@ typedef struct ib_executor_options {
                                 * kept should it come. 0 = 30000 */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
-  uint32_t ramp_jobs; /* device backends, large jobs (1 MiB of device charge or
-                       * more each) with nothing in flight: the first
-                       * submission goes out once this many are pending, each
-                       * next one once twice the largest in flight are, up to
-                       * max_jobs / max_in_flight - the device starts while the
-                       * window is still admitted and staged; 0 = 8, at least
-                       * max_jobs / max_in_flight: off (full batches only) */
+  uint32_t ramp_jobs; /* device backends, large jobs (cuda: sources in + terminal image
+                       * out of 1/8 of cuda_pipe_kib or more, 1 MiB by default; the
+                       * jobs its pipeline takes) with nothing in flight: the first
+                       * submission goes out once this many are pending, each next
+                       * one once twice the largest in flight are, up to max_jobs /
+                       * max_in_flight and 1 / max_in_flight of gpu_bytes - the
+                       * device starts while the window is still admitted and
+                       * staged; 0 = 8, max_jobs / max_in_flight or more: off */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
