@@ -402,11 +402,12 @@ Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); 
  * (a run stream parses each in its callback) with 32 jobs, the device
  * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
  * inputs, the next at twice the largest in flight, then full batches. */
-static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes) {
+static void run_ramp_of(const ib_backend *be, uint32_t in_flight, uint32_t ramp,
+                        uint64_t job_bytes) {
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.max_jobs = 64;
-  o.max_in_flight = 2;
+  o.max_in_flight = in_flight;
   o.gpu_bytes = 1ull << 30;
   o.ramp_jobs = ramp;
   F = (fake){0};
@@ -419,11 +420,15 @@ static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes)
   ib_results *rs;
   cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
   cr_assert_eq(drain_ok(rs), 48);
-  cr_assert_leq(F.max_outstanding, 2);
+  cr_assert_leq(F.max_outstanding, (int)in_flight);
   cr_assert_eq(F.submits, F.waits);
   ib_results_close(rs);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
+}
+
+static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes) {
+  run_ramp_of(be, 2, ramp, job_bytes);
 }
 
 static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
@@ -443,6 +448,40 @@ Test(backend, large_jobs_start_the_device_after_a_few_with_a_ramp) {
   }
   cr_assert_eq(sum, 48);
   cr_assert_eq(F.max_outstanding, 2);
+}
+
+/* One submission in flight: the ramp doubles the one before (nothing is
+ * in flight whenever there is room), so it still reaches full batches. */
+Test(backend, the_ramp_grows_with_one_submission_in_flight) {
+  run_ramp_of(&fake_backend, 1, 0, 4u << 20);
+  cr_assert_eq(F.sizes[0], 8);
+  cr_assert_eq(F.sizes[1], 16, "second submission: %zu jobs", F.sizes[1]);
+  cr_assert_eq(F.sizes[2], 24, "the rest: %zu jobs", F.sizes[2]);
+  cr_assert_eq(F.submits, 3);
+}
+
+/* The ramp starts again once the executor was idle (a second stream). */
+Test(backend, the_ramp_starts_again_after_idle) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_jobs = 64;
+  o.max_in_flight = 2;
+  o.gpu_bytes = 1ull << 30;
+  F = (fake){0};
+  ib_executor *ex = NULL;
+  cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, NULL), IB_OK);
+  F.job_gpu_bytes = 4u << 20;
+  for (int round = 0; round < 2; round++) {
+    const int before = F.submits;
+    n_src src = {.limit = 48};
+    ib_results *rs;
+    cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
+    cr_assert_eq(drain_ok(rs), 48);
+    ib_results_close(rs);
+    cr_assert_eq(F.sizes[before], 8, "round %d: first submission %zu", round, F.sizes[before]);
+  }
+  assert_credits_zero(ex);
+  ib_executor_destroy(ex);
 }
 
 Test(backend, a_ramp_of_a_full_batch_or_more_is_off) {

@@ -2,7 +2,8 @@
  * dispatch.c - pending jobs become backend submissions: FIFO order, as many
  * jobs per submission as fit 256 ops, at most max_in_flight outstanding.
  * Full batches go out as soon as they exist; a partial batch only when the
- * driver would otherwise have to wait (nothing completed to deliver).
+ * driver would otherwise have to wait (nothing completed to deliver); large
+ * jobs on an idle device in a ramp of smaller ones first (due_jobs).
  * A completed submission returns its jobs' working credits at once and
  * frees their graphs (sources included); outputs wait in the completed FIFO.
  */
@@ -64,6 +65,7 @@ static void finish_sub(ib_executor *ex, ib_sub *s, bool wait) {
   uint64_t exec_us = ib_now_us() - s->started_us;
   ib_exec_adopt_lent(ex, s);
   for (size_t i = 0; i < s->n; i++) complete_job(ex, s->jobs[i], &s->bjobs[i], exec_us);
+  if (!ex->in_flight_head && !ex->pending.head) ex->ramp_last = 0; /* idle: ramp anew */
   ib_credits_submission_end(ex->credits);
   free(s->bjobs);
   free(s->jobs);
@@ -206,21 +208,19 @@ static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
  * backend planned and staged all of them: at 2048^2 L, 48 images and
  * max_jobs 64, about a millisecond - 27 us an image - before the PCIe
  * copies start. So the first submission goes out once ramp_jobs jobs are
- * pending, each next one once twice as many as the largest in flight are,
- * up to a full batch: the device starts after a few jobs, and each
- * submission runs long enough for the host to admit and stage the next,
- * larger one behind it (the CUDA pipeline's streams are shared, so the
- * submissions' copies queue back to back). Returns the jobs a submission
- * is due at now (a full batch when no ramp applies). */
+ * pending, each next one once twice as many as the one before
+ * (ex->ramp_last) are, up to a full batch: the device starts after a few
+ * jobs, and each submission runs long enough for the host to admit and
+ * stage the next, larger one behind it (the CUDA pipeline's streams are
+ * shared, so the submissions' copies queue back to back). The ramp starts
+ * again once the executor was idle. Returns the jobs a submission is due
+ * at now (a full batch when no ramp applies). */
 #define RAMP_DEFAULT 8
 static size_t due_jobs(const ib_executor *ex) {
   const size_t target = batch_target(ex);
   const size_t ramp = ex->opts.ramp_jobs ? ex->opts.ramp_jobs : RAMP_DEFAULT;
   if (ramp >= target || ex->backend->host_working_set) return target;
-  size_t big = 0;
-  for (const ib_sub *s = ex->in_flight_head; s; s = s->next)
-    if (s->n > big) big = s->n;
-  const size_t due = big * 2 > ramp ? big * 2 : ramp;
+  const size_t due = ex->ramp_last * 2 > ramp ? ex->ramp_last * 2 : ramp;
   /* At most 1/max_in_flight of gpu_bytes: a window that gpu_bytes bounds
    * to a few jobs (4096^2) is cut by partial_size instead. */
   uint64_t bytes;
@@ -289,6 +289,7 @@ static ib_status issue_one(ib_executor *ex, size_t most) {
     return IB_OK;
   }
   s->started_us = ib_now_us();
+  ex->ramp_last = s->n;
   for (size_t i = 0; i < s->n; i++) {
     jobs[i]->queue_us = s->started_us - jobs[i]->admitted_us;
     bjobs[i] = (ib_backend_job){

@@ -106,6 +106,10 @@ struct ib_executor {
   ib_sub *in_flight_head, *in_flight_tail;
   struct ib_results *stream; /* the open, unexhausted stream, if any */
   uint64_t submissions_issued;
+  /* Jobs of the last submission issued since the executor was last idle
+   * (nothing pending or in flight): the start ramp doubles it (dispatch.c
+   * due_jobs); 0 once idle. */
+  size_t ramp_last;
   uint64_t polled_us; /* when ready() was last asked with results waiting (results.c) */
   bool backend_full;  /* the last admission's QueueFull came from backend->admit */
   ib_fault_plan fault;
