@@ -33,6 +33,10 @@
  *                  ahead) with that many producer threads calling
  *                  ib_executor_parse_buffer beside the stream, the run
  *                  callback only popping graphs; 0 (default): not timed
+ *   Environment (besides the tools' own, cli/tool_env.c): IB_CUDA_PROFILE=1
+ *   with IB_BENCH_TIMELINE=1 prints the backend's host profile and its
+ *   submission timeline ("cuda timeline (timed ...)") of each timed
+ *   zero-copy stream alone (timed_profile).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,10 +345,12 @@ static int images_for(int big, uint32_t side) {
   return side >= 4096 ? big : side >= 2048 ? 2 * big : side >= 1024 ? 8 * big : 64 * big;
 }
 
-/* With IB_CUDA_PROFILE=1: the backend's host profile and submission
- * timeline of each timed zero-copy stream alone (warm-ups, rewarms and the
- * other feeds left out), with the stream's own start and results on the
- * same clock. */
+/* With IB_CUDA_PROFILE=1 and IB_BENCH_TIMELINE=1: the backend's host
+ * profile and submission timeline of each timed zero-copy stream alone
+ * (warm-ups, rewarms and the other feeds left out), with the stream's own
+ * start and results on the same clock. The profile's "close" report then
+ * covers only what ran after the last timed stream (bench/profile.sh sets
+ * IB_CUDA_PROFILE alone: its reports stay as they were). */
 static double g_prof_base;
 static void timed_profile(ib_executor *ex, const char *label, int phase, const ab_run *run) {
   if (ex->backend != &ib_backend_cuda) return;
@@ -568,8 +574,8 @@ int main(int argc, char **argv) {
   parse_families(&mx, all);
   bool sec[6] = {false, true, true, true, true, true};
   const char *csv_path = NULL;
-  const char *prof = getenv("IB_CUDA_PROFILE");
-  if (prof && *prof == '1') ab_timed_hook = timed_profile;
+  const char *prof = getenv("IB_CUDA_PROFILE"), *tl = getenv("IB_BENCH_TIMELINE");
+  if (prof && *prof == '1' && tl && *tl == '1') ab_timed_hook = timed_profile;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 >= argc) {
       usage();
