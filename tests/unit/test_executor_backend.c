@@ -450,6 +450,18 @@ Test(backend, large_jobs_start_the_device_after_a_few_with_a_ramp) {
   cr_assert_eq(F.max_outstanding, 2);
 }
 
+/* The ramp doubles even once a full batch is pending (the window was
+ * admitted while the first two ran): 4, 8, 16, then the rest - not 4, 8,
+ * 32 (a submission four times the one the device is running, staged
+ * while it drains). */
+Test(backend, the_ramp_doubles_with_a_full_batch_pending) {
+  run_ramp(4, 4u << 20);
+  cr_assert_eq(F.sizes[0], 4);
+  cr_assert_eq(F.sizes[1], 8);
+  cr_assert_eq(F.sizes[2], 16, "third submission: %zu jobs", F.sizes[2]);
+  cr_assert_eq(F.sizes[3], 20);
+}
+
 /* One submission in flight: the ramp doubles the one before (nothing is
  * in flight whenever there is room), so it still reaches full batches. */
 Test(backend, the_ramp_grows_with_one_submission_in_flight) {

@@ -327,18 +327,20 @@ ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
   const size_t psize = partial ? partial_size(ex) : 0;
   /* The room last: it takes the credits lock, and most calls (one per
    * result) find no full batch. A batch the start ramp made due goes
-   * out at its size (due_jobs, again after each issue: the largest in
-   * flight changed). */
+   * out at its size (due_jobs, again after each issue: it doubles), a
+   * full batch pending or not: a submission staged while the device runs
+   * one half its size keeps the device fed. */
   while (ex->pending.head) {
-    const size_t n = ex->pending.n, target = batch_target(ex);
-    size_t most = partial ? psize : target;
-    if (n < target || partial) {
-      const size_t due = due_jobs(ex);
-      if (due < most && n >= due)
-        most = due;
-      else if (!partial && n < target)
-        break;
-    }
+    const size_t n = ex->pending.n, target = batch_target(ex), due = due_jobs(ex);
+    size_t most;
+    if (due < target && n >= due) /* the ramp's size, even with a full batch pending */
+      most = partial && psize < due ? psize : due;
+    else if (partial)
+      most = psize;
+    else if (n >= target)
+      most = target;
+    else
+      break;
     if (!ib_credits_submission_room(ex->credits)) break;
     ib_status st = issue_one(ex, most);
     if (st != IB_OK) return st;
