@@ -45,6 +45,7 @@ typedef struct fake {
   size_t sizes[8];          /* jobs of the first 8 submissions */
   const uint64_t *pulled;   /* the run source's inputs pulled so far (NULL: none) */
   uint64_t pulled_at_first; /* ... when the first submission was made */
+  uint64_t pulled_at[8];    /* ... when each of the first 8 was */
 } fake;
 
 static fake F;
@@ -163,7 +164,7 @@ static ib_status fake_submit(void *state, ib_backend_job *jobs, size_t n,
   (*sub)->jobs = jobs;
   (*sub)->n = n;
   if (!F.submits) F.first_n = n, F.pulled_at_first = F.pulled ? *F.pulled : 0;
-  if (F.submits < 8) F.sizes[F.submits] = n;
+  if (F.submits < 8) F.sizes[F.submits] = n, F.pulled_at[F.submits] = F.pulled ? *F.pulled : 0;
   F.submits++;
   if (++F.outstanding > F.max_outstanding) F.max_outstanding = F.outstanding;
   return IB_OK;
@@ -402,8 +403,8 @@ Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); 
  * (a run stream parses each in its callback) with 32 jobs, the device
  * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
  * inputs, the next at twice the largest in flight, then full batches. */
-static void run_ramp_of(const ib_backend *be, uint32_t in_flight, uint32_t ramp,
-                        uint64_t job_bytes) {
+static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, uint64_t job_bytes,
+                       uint64_t jobs) {
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.max_jobs = 64;
@@ -415,16 +416,21 @@ static void run_ramp_of(const ib_backend *be, uint32_t in_flight, uint32_t ramp,
   ib_error err = {0};
   cr_assert_eq(ib_exec_create_with(&o, be, &ex, &err), IB_OK, "%s", err.message);
   F.job_gpu_bytes = job_bytes;
-  n_src src = {.limit = 48};
+  n_src src = {.limit = jobs};
   F.pulled = &src.pulled;
   ib_results *rs;
   cr_assert_eq(ib_executor_run(ex, n_next, &src, &rs), IB_OK);
-  cr_assert_eq(drain_ok(rs), 48);
+  cr_assert_eq(drain_ok(rs), (int)jobs);
   cr_assert_leq(F.max_outstanding, (int)in_flight);
   cr_assert_eq(F.submits, F.waits);
   ib_results_close(rs);
   assert_credits_zero(ex);
   ib_executor_destroy(ex);
+}
+
+static void run_ramp_of(const ib_backend *be, uint32_t in_flight, uint32_t ramp,
+                        uint64_t job_bytes) {
+  run_ramp_n(be, in_flight, ramp, job_bytes, 48);
 }
 
 static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes) {
@@ -460,6 +466,19 @@ Test(backend, the_ramp_doubles_with_a_full_batch_pending) {
   cr_assert_eq(F.sizes[1], 8);
   cr_assert_eq(F.sizes[2], 16, "third submission: %zu jobs", F.sizes[2]);
   cr_assert_eq(F.sizes[3], 20);
+}
+
+/* After the ramp (8, 16 in flight) the stream admits toward its window;
+ * the first full batch goes out once the 8-job submission completed and
+ * there is room - not after the whole window (64) was admitted, by when
+ * the device had run dry on the 16 in flight. */
+Test(backend, the_first_full_batch_goes_out_once_there_is_room) {
+  run_ramp_n(&fake_backend, 2, 0, 4u << 20, 96);
+  cr_assert_eq(F.sizes[0], 8);
+  cr_assert_eq(F.sizes[1], 16);
+  cr_assert_eq(F.sizes[2], 32);
+  cr_assert_lt(F.pulled_at[2], 60, "third submission after %llu inputs",
+               (unsigned long long)F.pulled_at[2]);
 }
 
 /* One submission in flight: the ramp doubles the one before (nothing is

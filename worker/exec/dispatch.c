@@ -232,14 +232,24 @@ static size_t due_jobs(const ib_executor *ex) {
 
 bool ib_exec_batch_due(const ib_executor *ex) {
   /* Cheap refusals first: this runs before every admission of a run
-   * stream. A full batch is not due here (the window is admitted first,
-   * as before the ramp). */
+   * stream. */
   const size_t n = ex->pending.n, target = batch_target(ex);
-  if (!ex->pending.head || n >= target || ex->backend->host_working_set) return false;
+  if (!ex->pending.head || ex->backend->host_working_set) return false;
   const size_t ramp = ex->opts.ramp_jobs ? ex->opts.ramp_jobs : RAMP_DEFAULT;
-  if (n < ramp) return false;
-  const size_t due = due_jobs(ex);
-  return due < target && n >= due && ib_credits_submission_room(ex->credits);
+  const bool ramping = ramp < target && ex->ramp_last * 2 < target;
+  const size_t due = ramping && n >= ramp ? due_jobs(ex) : target;
+  if (n < due) return false;
+  /* A full batch with nothing in flight waits for the rest of the window
+   * (as before the ramp: one submission of many small jobs); beside
+   * running work, or a batch of the ramp, it goes out now. */
+  if (due >= target && !ex->in_flight_head) return false;
+  if (ib_credits_submission_room(ex->credits)) return true;
+  /* No room, but the oldest submission completed: collected next (step),
+   * which makes room, rather than after the rest of the window was
+   * admitted while the device runs dry on the smaller submission in
+   * flight. A driver call (cuEventQuery), only while a batch waits. */
+  const ib_sub *old = ex->in_flight_head;
+  return old && (!old->backend_sub || ex->backend->ready(ex->backend_state, old->backend_sub));
 }
 
 /* A partial batch issued with nothing in flight is cut into as many
