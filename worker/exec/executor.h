@@ -170,9 +170,10 @@ bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id);
 /* Issues submissions while max_in_flight allows: full batches only, or
  * whatever is pending when `partial`. */
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
-/* A submission is due now (a full batch, or a smaller one of the start
- * ramp, ib_executor_options.ramp_jobs) and max_in_flight has room: a run
- * stream stops admitting to issue it (results.c fill). */
+/* A run stream stops admitting (results.c fill) to issue a submission
+ * now: one of the start ramp (ib_executor_options.ramp_jobs) or a full
+ * batch beside running work, once max_in_flight has room or the oldest
+ * submission completed (collected next, which makes room). */
 bool ib_exec_batch_due(const ib_executor *ex);
 /* Waits for the oldest submission (block) or collects finished ones
  * (non-blocking); completed jobs move to the completed FIFO. */

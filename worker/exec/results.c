@@ -4,8 +4,9 @@
  * waiting for credits. Each ib_results_next tops the window up, issues full
  * batches, and returns the oldest completed result; only when nothing is
  * ready does it issue a partial batch and wait for the oldest submission.
- * A batch of the start ramp (dispatch.c due_jobs) goes out as soon as it is
- * due, before the rest of the window is admitted.
+ * A batch of the start ramp (dispatch.c due_jobs), or a full one beside
+ * running work, goes out as soon as it is due (ib_exec_batch_due), before
+ * the rest of the window is admitted.
  * When held resident handles leave no room for the pending input and
  * nothing else is live, next answers IB_RESULT_BACKPRESSURE and the stream
  * stays open.
