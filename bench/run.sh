@@ -273,10 +273,11 @@ part_codecs() {
 part_kafka() {
   command -v kafka_bench >/dev/null || { skip kafka "no kafka_bench binary"; return; }
   say "kafka: worker vs a plain librdkafka relay on the embedded broker"
-  # Raw cases twice, interleaved, 8000 jobs each: one 3000-job case of the relay alone varied
+  # Raw cases four times, interleaved, 8000 jobs each (summary.py: the median of the paired
+  # rounds): one 3000-job case of the relay alone varied
   # 8.2k-10.7k jobs/s on the H200 (12-03 21:55).
   OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 8000)" \
-    --repeat "$(q 1 2)" \
+    --repeat "$(q 1 4)" \
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
   step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
