@@ -158,9 +158,11 @@ part_floors() {
 part_api() {
   if [ $gpu = 0 ]; then skip api "no GPU (--backend cpu)"; return; fi
   say "api: every family x modes x sizes through the executor API at the default caps (max_in_flight 2; 256^2 invert max_jobs 64)"
+  # 256^2 (section 4): 61440 images a feed, ~0.3 s (20480 were 0.1 s, and a freshly booted
+  # machine read 153-172k/s three times, then 197k/s, with the GPU-free parse 1.5x slower).
   step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
-    --images "$(q 2048 20480)" --csv "$out/api.csv"
+    --images "$(q 2048 61440)" --csv "$out/api.csv"
   # --big 24: 48 images of 2048^2, two windows and more (12 were one submission: fill and drain).
   say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission)"
   step api 150 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
