@@ -14,8 +14,11 @@ H2D engine, the D2H engine and kernels (unions of intervals, not sums); % of
 wall with both directions copying; the H2D engine's idle gaps, and for the
 --gaps largest what the GPU and each host thread were doing in them and when
 the next upload was issued (after the gap opened: the host was late; before:
-it waited on the device); driver API counts and host time per thread; bytes
-each way and GB/s. --images N: the range's wall / N per image (what
+it waited on the device), every gap by that cause; how long after its driver
+call each upload, kernel and download started, and the hand-offs (upload end
+-> kernel start, kernel end -> download start); driver API counts and host
+time per thread; bytes each way and GB/s; the range's fill and drain (before
+its first upload, after its last). --images N: the range's wall / N per image (what
 gpu_bench times) and the window's per image (images counted by H2D bytes);
 --floor-us F: both as a ratio to the per-image floor F.
 
@@ -24,6 +27,7 @@ to start, the trace is cut (no trailer) or holds no H2D copy in the window.
 Standard library only.
 """
 import argparse
+import bisect
 import csv
 import json
 import sys
@@ -53,8 +57,10 @@ def load(path):
 
 
 def check(rows, meta):
-    if "error" in meta:
+    if "error" in meta and not rows:
         raise TraceError(f"the trace is empty: the tracer did not start ({meta['error']})")
+    if "error" in meta:
+        raise TraceError(f"the tracer failed on the way ({meta['error']}): the timeline may have holes")
     if "records" not in meta:
         raise TraceError("the trace is cut: no trailer (the program did not exit normally?)")
     lost = meta.get("dropped", 0) + meta.get("lost_buffers", 0)
@@ -184,6 +190,49 @@ def driving_thread(api):
     return max(score, key=score.get) if score else None
 
 
+def spread(xs):
+    return {"n": len(xs), "p10_us": pct(xs, 0.1), "p50_us": pct(xs, 0.5), "p90_us": pct(xs, 0.9)}
+
+
+def gap_causes(g, h2d, corr_api):
+    """Every gap by who ended it: the upload after it issued after the gap
+    opened (the host was late) or before (the device held it back)."""
+    h2d = sorted(h2d, key=lambda r: r["start_ns"])
+    starts = [r["start_ns"] for r in h2d]
+    out = {"host_late": [0, 0.0], "device": [0, 0.0], "unknown": [0, 0.0]}
+    for a, b in g:
+        i = bisect.bisect_left(starts, b)
+        api = corr_api.get(h2d[i]["corr"]) if i < len(h2d) else None
+        k = "unknown" if not api else "host_late" if api["start_ns"] > a else "device"
+        out[k][0] += 1
+        out[k][1] += (b - a) / 1e3
+    return {k: {"count": n, "us": us} for k, (n, us) in out.items()}
+
+
+def issue_to_start(rows, corr_api):
+    """GPU start - its driver call's start, per kind (us): a few us means the
+    engine took work as soon as the host gave it (fed just in time)."""
+    out = {}
+    for r in rows:
+        api = corr_api.get(r["corr"]) if r["corr"] else None
+        if api:
+            what = r["copy_kind"] if r["kind"] == "memcpy" else r["kind"]
+            out.setdefault(what, []).append((r["start_ns"] - api["start_ns"]) / 1e3)
+    return {k: spread(v) for k, v in out.items()}
+
+
+def hops(later, earlier):
+    """For each op of `later`, its start - the latest end of `earlier` before
+    it (us; under 1 ms): upload -> kernel and kernel -> download hand-offs."""
+    ends = sorted(r["end_ns"] for r in earlier)
+    out = []
+    for r in later:
+        i = bisect.bisect_right(ends, r["start_ns"])
+        if i and r["start_ns"] - ends[i - 1] < 1_000_000:
+            out.append((r["start_ns"] - ends[i - 1]) / 1e3)
+    return spread(out)
+
+
 def describe_gap(g, rows, drv, corr_api, t_origin):
     a, b = g
     gpu = [r for r in rows if r["kind"] in ("memcpy", "kernel", "memset")]
@@ -221,6 +270,15 @@ def describe_gap(g, rows, drv, corr_api, t_origin):
     else:
         d["cause"] = "unknown: the next upload's driver call is not in the trace"
     return d
+
+
+def phases(h2d, r0, r1):
+    """The range before its first upload and after its last (fill, drain)."""
+    inside = [r for r in h2d if r["start_ns"] >= r0 and r["end_ns"] <= r1]
+    if not inside:
+        return {"before_first_h2d": 0, "after_last_h2d": 0}
+    return {"before_first_h2d": (min(r["start_ns"] for r in inside) - r0) / 1e3,
+            "after_last_h2d": (r1 - max(r["end_ns"] for r in inside)) / 1e3}
 
 
 def report(rows, args):
@@ -263,6 +321,11 @@ def report(rows, args):
                                       sorted(a.items(), key=lambda kv: -kv[1][1])}}
                     for t, a in api.items()},
         "cupti_overhead": {"count": len(over), "us": length(busy(over, w0, w1)) / 1e3},
+        "gap_causes": gap_causes(g, h2d, corr_api),
+        "issue_to_start": issue_to_start(in_window(h2d + d2h + kern, w0, w1), corr_api),
+        "hops": {"h2d_to_kernel": hops(in_window(kern, w0, w1), h2d),
+                 "kernel_to_d2h": hops(in_window(d2h, w0, w1), kern)},
+        "range_phases_us": phases(h2d, r0, r1),
         "largest_h2d_gaps": [describe_gap(x, rows, drv, corr_api, w0)
                              for x in sorted(g, key=lambda x: x[0] - x[1])[:args.gaps]],
     }
@@ -298,6 +361,17 @@ def show(o):
         xw = f" ({x['window']:.2f}x floor)" if x else ""
         p(f"per image: range {pi['range']:.1f} us{xr}, window {pi['window']:.1f} us{xw} "
           f"({pi['images_in_window']:.1f} images by H2D bytes)")
+    ph = o["range_phases_us"]
+    p(f"range: {ph['before_first_h2d']:.1f} us before its first upload, {ph['after_last_h2d']:.1f} us "
+      "after its last (fill, drain)")
+    gc = o["gap_causes"]
+    p("H2D gaps by cause: " + ", ".join(f"{k} {v['count']} ({v['us']:.1f} us)" for k, v in gc.items()))
+    p("issue -> GPU start (us, p10/p50/p90): " + ", ".join(
+        f"{k} {v['p10_us']:.1f}/{v['p50_us']:.1f}/{v['p90_us']:.1f}" for k, v in o["issue_to_start"].items()))
+    h = o["hops"]
+    p(f"hand-offs (us, p50/p90): upload end -> kernel start {h['h2d_to_kernel']['p50_us']:.1f}/"
+      f"{h['h2d_to_kernel']['p90_us']:.1f}, kernel end -> download start {h['kernel_to_d2h']['p50_us']:.1f}/"
+      f"{h['kernel_to_d2h']['p90_us']:.1f}")
     ov = o["cupti_overhead"]
     p(f"CUPTI overhead records in the window: {ov['count']} ({ov['us']:.1f} us)")
     p(f"driver API per host thread (driving thread: {o['driving_thread']}):")

@@ -16,21 +16,24 @@ def row(path):
     case = os.path.basename(path).removesuffix(".json")
     b, g, x = o["busy_pct"], o["h2d_gaps"], o.get("x_floor", {})
     drive = o["threads"].get(str(o["driving_thread"]), {"driver_us": 0})
-    top = o["largest_h2d_gaps"][0]["cause"].split(":")[0] if o["largest_h2d_gaps"] else "-"
+    gc, ph = o["gap_causes"], o["range_phases_us"]
     xs = f"{x['range']:.2f}x / {x['window']:.2f}x" if x else "-"
     return (f"| {case} | {xs} | {b['h2d']:.0f} | {b['d2h']:.0f} | {o['both_copy_directions_pct']:.0f} | "
             f"{b['kernels']:.0f} | {g['count']} ({g['over_5us']}) | {g['p90_us']:.1f} / {g['max_us']:.1f} | "
-            f"{100 * drive['driver_us'] / o['wall_us']:.0f} | {top} |")
+            f"{gc['host_late']['us']:.0f} / {gc['device']['us']:.0f} | "
+            f"{100 * drive['driver_us'] / o['wall_us']:.0f} | {ph['before_first_h2d']:.0f} / "
+            f"{ph['after_last_h2d']:.0f} |")
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--md")
     ap.add_argument("reports", nargs="+")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     lines = ["| case | per image x floor: range / steady window | H2D busy % | D2H busy % | "
-             "both ways % | kernels % | H2D gaps (>= 5 us) | gap p90 / max us | driving thread in "
-             "driver calls % | largest gap |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "both ways % | kernels % | H2D gaps (>= 5 us) | gap p90 / max us | gap us: host late / "
+             "device | driving thread in driver calls % | fill / drain us |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     bad = 0
     for p in a.reports:
         try:

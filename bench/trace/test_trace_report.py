@@ -14,6 +14,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import trace_report  # noqa: E402
+import trace_table  # noqa: E402
 
 HEADER = "kind,name,stream,thread,start_ns,end_ns,bytes,copy_kind,corr,channel,count\n"
 
@@ -98,6 +99,17 @@ class Report(unittest.TestCase):
         self.assertEqual(o["driving_thread"], 7)
         self.assertEqual(o["threads"]["7"]["apis"]["cuMemcpyHtoDAsync"]["calls"], 2)
         self.assertIn("cuEventSynchronize", text)
+        self.assertEqual(o["gap_causes"]["host_late"], {"count": 1, "us": 0.3})
+        self.assertEqual(o["gap_causes"]["device"]["count"], 0)
+        # uploads started 0 and 10 ns after their calls did
+        self.assertEqual(o["issue_to_start"]["HtoD"], {"n": 2, "p10_us": 0.0, "p50_us": 0.01, "p90_us": 0.01})
+
+    def test_hand_offs_between_engines(self):
+        body = h2d(0, 100) + kernel(130, 200) + d2h(250, 300) + h2d(300, 400)
+        rc, _, o = self.run_report(body, "--trim", "0")
+        self.assertEqual(rc, 0)
+        self.assertAlmostEqual(o["hops"]["h2d_to_kernel"]["p50_us"], 0.03)
+        self.assertAlmostEqual(o["hops"]["kernel_to_d2h"]["p50_us"], 0.05)
 
     def test_an_upload_queued_before_the_gap_is_a_device_wait(self):
         body = (h2d(0, 100, corr=1) + h2d(300, 400, corr=2) + api("cuMemcpyHtoDAsync", 0, 5, corr=1)
@@ -116,11 +128,32 @@ class Report(unittest.TestCase):
         self.assertEqual((o["window"]["start_ns"], o["window"]["end_ns"]), (1100, 1900))
         self.assertAlmostEqual(o["busy_pct"]["h2d"], 100 * 700 / 800)
         self.assertAlmostEqual(o["range_wall_us"], 1.15)  # 950..2100
+        self.assertAlmostEqual(o["range_phases_us"]["before_first_h2d"], 0.05)
+        self.assertAlmostEqual(o["range_phases_us"]["after_last_h2d"], 0.1)
         self.assertAlmostEqual(o["per_image_us"]["range"], 0.575)
         self.assertAlmostEqual(o["x_floor"]["range"], 1.15)
         # 800 + 750 of the range's 2000 H2D bytes in the window: 1.55 images in 0.8 us
         self.assertAlmostEqual(o["per_image_us"]["images_in_window"], 1.55)
         self.assertAlmostEqual(o["per_image_us"]["window"], 0.8 / 1.55)
+
+    def test_the_table_has_a_row_per_report(self):
+        us = 1000  # the table rounds to us
+        body = (h2d(0, 100 * us, corr=1) + h2d(400 * us, 500 * us, corr=2)
+                + api("cuMemcpyHtoDAsync", 0, 5 * us, corr=1)
+                + api("cuMemcpyHtoDAsync", 390 * us, 395 * us, corr=2))
+        with tempfile.TemporaryDirectory() as d:
+            csv_path, js = os.path.join(d, "t.csv"), os.path.join(d, "chain5_L.json")
+            with open(csv_path, "w") as f:
+                f.write(HEADER + body + trailer())
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(trace_report.main([csv_path, "--trim", "0", "--images", "2",
+                                                    "--floor-us", "200", "--json", js]), 0)
+                self.assertEqual(trace_table.main([js]), 0)
+                self.assertEqual(trace_table.main([js, os.path.join(d, "missing.json")]), 1)
+        row = [x for x in out.getvalue().splitlines() if x.startswith("| chain5_L")][0]
+        self.assertIn("| 1.25x / 1.25x | 40 |", row)  # 250 us an image of a 200 us floor
+        self.assertIn("| 300 / 0 |", row)  # the gap's 300 us: the host was late
 
     def test_window_option_overrides(self):
         rc, _, o = self.run_report(h2d(0, 100) + h2d(200, 300), "--window", "50", "250")
@@ -140,6 +173,12 @@ class Report(unittest.TestCase):
         rc, text, _ = self.run_report("", trailer_rows=trailer(records=0) + err)
         self.assertEqual(rc, 1)
         self.assertIn("the trace is empty", text)
+
+    def test_a_tracer_error_on_the_way_fails(self):
+        err = row("meta", "error: cuptiActivityFlushAll failed: X (1)", 0, 0)
+        rc, text, _ = self.run_report(h2d(0, 100), trailer_rows=trailer() + err)
+        self.assertEqual(rc, 1)
+        self.assertIn("failed on the way", text)
 
     def test_a_cut_trace_or_one_without_uploads_fails(self):
         rc, text, _ = self.run_report(h2d(0, 100), trailer_rows="")
