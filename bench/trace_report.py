@@ -30,6 +30,7 @@ import argparse
 import bisect
 import csv
 import json
+import re
 import sys
 
 COPY_APIS = ("cuMemcpyHtoDAsync", "cuMemcpyBatchAsync", "cuMemcpyAsync", "cuMemcpyHtoD")
@@ -37,6 +38,10 @@ COPY_APIS = ("cuMemcpyHtoDAsync", "cuMemcpyBatchAsync", "cuMemcpyAsync", "cuMemc
 
 class TraceError(Exception):
     """The trace cannot be reported on (exit 1)."""
+
+
+# The driver's versions of one call (cuMemcpyHtoDAsync_v2, ..._v2_ptsz) count as one.
+API_VERSION = re.compile(r"(_v\d+)?(_pt(sz|ds))?$")
 
 
 def load(path):
@@ -52,6 +57,8 @@ def load(path):
                 continue
             for k in ("stream", "thread", "start_ns", "end_ns", "bytes", "corr", "channel", "count"):
                 r[k] = int(r[k])
+            if r["kind"] == "driver":
+                r["name"] = API_VERSION.sub("", r["name"])
             rows.append(r)
     return rows, meta
 

@@ -85,7 +85,7 @@ class Report(unittest.TestCase):
         # upload issued at 390 (after the gap opened): the host was late.
         body = (h2d(0, 100, corr=1) + h2d(400, 500, corr=2) + d2h(100, 300)
                 + api("cuMemcpyHtoDAsync", 0, 5, corr=1) + api("cuEventSynchronize", 120, 380)
-                + api("cuMemcpyHtoDAsync", 390, 395, corr=2) + api("cuEventQuery", 50, 60, thread=9))
+                + api("cuMemcpyHtoDAsync_v2", 390, 395, corr=2) + api("cuEventQuery", 50, 60, thread=9))
         rc, text, o = self.run_report(body, "--trim", "0")
         self.assertEqual(rc, 0)
         g = o["largest_h2d_gaps"][0]
@@ -97,7 +97,8 @@ class Report(unittest.TestCase):
         self.assertEqual(g["last_gpu_op"]["what"], "HtoD")
         self.assertEqual(g["gpu_during"][0]["what"], "DtoH")
         self.assertEqual(o["driving_thread"], 7)
-        self.assertEqual(o["threads"]["7"]["apis"]["cuMemcpyHtoDAsync"]["calls"], 2)
+        self.assertEqual(o["threads"]["7"]["apis"]["cuMemcpyHtoDAsync"]["calls"], 2)  # _v2 too
+        self.assertEqual(g["next_h2d_api"], "cuMemcpyHtoDAsync")
         self.assertIn("cuEventSynchronize", text)
         self.assertEqual(o["gap_causes"]["host_late"], {"count": 1, "us": 0.3})
         self.assertEqual(o["gap_causes"]["device"]["count"], 0)
