@@ -52,6 +52,8 @@ def load(path):
             if r["kind"] == "meta":
                 if r["name"].startswith("error"):
                     meta["error"] = r["name"]
+                elif r["name"] == "skipped_kind":  # kinds the driver refused: less detail
+                    meta["skipped_kind"] = r["copy_kind"].strip()
                 else:
                     meta[r["name"]] = int(r["bytes"])
                 continue
@@ -379,6 +381,8 @@ def show(o):
     p(f"hand-offs (us, p50/p90): upload end -> kernel start {h['h2d_to_kernel']['p50_us']:.1f}/"
       f"{h['h2d_to_kernel']['p90_us']:.1f}, kernel end -> download start {h['kernel_to_d2h']['p50_us']:.1f}/"
       f"{h['kernel_to_d2h']['p90_us']:.1f}")
+    if o.get("skipped_kinds"):
+        p(f"note: the tracer ran without {o['skipped_kinds']} records (the driver refused them)")
     ov = o["cupti_overhead"]
     p(f"CUPTI overhead records in the window: {ov['count']} ({ov['us']:.1f} us)")
     p(f"driver API per host thread (driving thread: {o['driving_thread']}):")
@@ -422,6 +426,7 @@ def main(argv=None):
         rows, meta = load(args.csv)
         check(rows, meta)
         o = report(rows, args)
+        o["skipped_kinds"] = meta.get("skipped_kind", "")
     except (OSError, KeyError, ValueError, TraceError) as e:
         print(f"trace_report: {args.csv}: {e}", file=sys.stderr)
         return 1

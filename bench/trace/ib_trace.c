@@ -43,6 +43,7 @@ static struct {
   filled *head, **tail;   /* completed buffers, written out at exit */
   uint64_t dropped, lost; /* records CUPTI dropped; buffers lost for want of memory */
   char error[256];        /* why tracing did not start or went wrong, "" if it did not */
+  char skipped[128];      /* the optional kinds the driver refused, space-separated */
   const char *path;
   int started;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .tail = &g.head};
@@ -242,6 +243,7 @@ static void write_csv(filled *head) {
   put_row(f, "meta", "records", -1, -1, 0, 0, n, "", 0, 0, 1);
   put_row(f, "meta", "dropped", -1, -1, 0, 0, g.dropped, "", 0, 0, 1);
   put_row(f, "meta", "lost_buffers", -1, -1, 0, 0, g.lost, "", 0, 0, 1);
+  if (g.skipped[0]) put_row(f, "meta", "skipped_kind", -1, -1, 0, 0, 0, g.skipped, 0, 0, 1);
   if (g.error[0]) {
     char line[300];
     snprintf(line, sizeof line, "error: %s", g.error);
@@ -268,13 +270,20 @@ static void at_exit(void) {
   write_csv(head); /* unlocked: ok() takes the lock */
 }
 
-static const CUpti_ActivityKind kinds[] = {
-    CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,
+/* The timeline needs copies, kernels and driver calls; the rest only
+ * adds detail, and a driver that refuses one of those is said in a
+ * "skipped_kind" meta row, not an error. */
+static const struct {
+  CUpti_ActivityKind kind;
+  const char *name;
+  int needed;
+} kinds[] = {
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", 1},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", 1},
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", 1},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", 0},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", 0},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", 0},
 };
 
 static int start(void) {
@@ -283,10 +292,18 @@ static int start(void) {
           "cuptiActivityRegisterCallbacks"))
     return 0;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    const CUptiResult rc = cuptiActivityEnable(kinds[i].kind);
     char what[64];
-    snprintf(what, sizeof what, "cuptiActivityEnable(kind %d)", (int)kinds[i]);
-    if (!ok(cuptiActivityEnable(kinds[i]), what)) {
-      for (size_t k = 0; k < i; k++) cuptiActivityDisable(kinds[k]);
+    snprintf(what, sizeof what, "cuptiActivityEnable(%s)", kinds[i].name);
+    if (rc != CUPTI_SUCCESS && !kinds[i].needed) {
+      const char *s = NULL;
+      cuptiGetResultString(rc, &s);
+      fprintf(stderr, "ib_trace: %s failed: %s (%d); tracing without it\n", what, s ? s : "?",
+              (int)rc);
+      strncat(g.skipped, kinds[i].name, sizeof g.skipped - strlen(g.skipped) - 2);
+      strcat(g.skipped, " ");
+    } else if (!ok(rc, what)) {
+      for (size_t k = 0; k < i; k++) cuptiActivityDisable(kinds[k].kind);
       return 0;
     }
   }

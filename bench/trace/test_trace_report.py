@@ -181,6 +181,12 @@ class Report(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("failed on the way", text)
 
+    def test_an_optional_kind_refused_is_a_note_not_a_failure(self):
+        skip = "meta,skipped_kind,-1,-1,0,0,0,SYNCHRONIZATION ,0,0,1\n"
+        rc, text, o = self.run_report(h2d(0, 100), trailer_rows=trailer() + skip)
+        self.assertEqual(rc, 0)
+        self.assertIn("without SYNCHRONIZATION records", text)
+
     def test_a_cut_trace_or_one_without_uploads_fails(self):
         rc, text, _ = self.run_report(h2d(0, 100), trailer_rows="")
         self.assertEqual(rc, 1)
