@@ -18,8 +18,9 @@
  * copy_kind holds grid/block), driver (name: the API; thread: the OS thread
  * id; corr links a call to the GPU work it enqueued), sync (name: the
  * wait's type), overhead (CUPTI's buffer flushes, a full command buffer),
- * then meta rows last: "records" and "dropped" (bytes = the count) and,
- * when CUPTI could not start, "error" with the reason and no records.
+ * then meta rows last: "records", "dropped" and "lost_buffers" (bytes =
+ * the count), "skipped_kind" (copy_kind: optional kinds the driver
+ * refused) and, when CUPTI failed, "error: why" (at the start: no records).
  * Timestamps are CUPTI's (cuptiGetTimestamp), ns on one clock for host and
  * device. Tracing that cannot start prints one line to stderr and lets the
  * program run on untraced: the CSV then says why it is empty. */
