@@ -29,6 +29,13 @@
 #   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
 #            vs Pillow doing the same decode, op and encode
 #   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
+#   trace    a CUPTI timeline (bench/trace/ib_trace.c, libibtrace.so with the
+#            libcupti.so.13 it was built against beside it) of the worst
+#            >= 2048^2 API cases at the default caps: chain5 and invert L,
+#            chain5 RGBA; bench/trace_report.py on each (engine busy %, H2D
+#            idle gaps and what the host was doing in them) -> trace/CASE.csv
+#            (the timeline; not a bench CSV, hence the folder), trace/CASE.json,
+#            trace.md (summary.py shows it). No tracer or libcupti: the part fails.
 # GPU-only parts print "skipped: no GPU" with --backend cpu. --quick: small
 # sizes and few images (CI smoke test; numbers mean nothing).
 # Every benchmarked output is checked (against Pillow, or for the API against
@@ -41,7 +48,7 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
-all_parts="floors api kernels cold pillow peers run codecs kafka"
+all_parts="floors api kernels cold pillow peers run codecs kafka trace"
 quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -84,6 +91,7 @@ fi
 
 mkdir -p "$out" || exit 2
 [ $keep = 1 ] || rm -f "$out"/*.csv "$out"/log.txt "$out"/summary.md "$out"/kafka.txt
+[ $keep = 1 ] || rm -rf "$out"/trace "$out"/trace.md
 log=$out/log.txt
 scratch=/dev/shm/ib_bench.$$
 [ -d /dev/shm ] || scratch=$out/scratch
@@ -283,6 +291,65 @@ part_kafka() {
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
   step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
+}
+
+# The tracer: $IB_TRACE_LIB, else beside gpu_bench, else the build's.
+trace_lib() {
+  local f
+  for f in "${IB_TRACE_LIB:-}" "$(dirname "$(command -v gpu_bench)")/libibtrace.so" \
+    "$root/build/bench/trace/libibtrace.so"; do
+    [ -n "$f" ] && [ -f "$f" ] && { readlink -f "$f"; return 0; }
+  done
+  return 1
+}
+
+trace_fail() {
+  nerr=$((nerr + 1)); say "trace: FAILED: $1"; status_row trace error "$1"
+}
+
+# trace_case NAME FAMILY MODE: one gpu_bench process, one case, its timed
+# stream marked (--profile-range), under the tracer; then its report.
+trace_case() {
+  local name=$1 fam=$2 mode=$3 lib=$4 big csv=$out/trace/$1.csv
+  big=$(q 2 24)
+  say "trace: $fam $mode 2048^2 at max_jobs 64, max_in_flight 2 (--big $big) under CUPTI"
+  rm -f "$csv" "$scratch/trace_bench.csv"
+  step trace 150 env CUDA_INJECTION64_PATH="$lib" IB_TRACE_OUT="$csv" gpu_bench --sections 3 \
+    --inflight 2 --api-jobs 64 --feeds zc --families "$fam" --sizes 2048 --modes "$mode" \
+    --big "$big" --profile-range 1 --csv "$scratch/trace_bench.csv" || return
+  grep '^ib_trace:' "$scratch/step.txt" | tee -a "$log"
+  [ -s "$csv" ] || { trace_fail "$name: gpu_bench wrote no trace ($csv): was the tracer loaded?"; return; }
+  # The floor of issue 15's ratio: the measured both-directions floor per image.
+  local floor
+  floor=$("$PY" -c 'import csv, sys
+m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))
+     if r["part"] == "api" and r["impl"] == "imgbatch-api-cuda" and r["workload"] == sys.argv[2]}
+print(round(1e3 * m["ms_per_img"] / m["x_floor_bidir"], 3))' "$scratch/trace_bench.csv" "$fam") ||
+    { trace_fail "$name: no api row in gpu_bench's CSV"; return; }
+  rm -f "$scratch/trace_bench.csv"
+  step trace 120 "$PY" bench/trace_report.py "$csv" --images $((2 * big)) --floor-us "$floor" \
+    --json "$out/trace/$name.json"
+  sed 's/^/  /' "$scratch/step.txt" | head -n 60
+}
+
+part_trace() {
+  if [ $gpu = 0 ]; then skip trace "no GPU (--backend cpu)"; return; fi
+  local lib
+  lib=$(trace_lib) || { trace_fail "no libibtrace.so (IB_TRACE_LIB, beside gpu_bench, build/bench/trace): build target ibtrace where the CUDA toolkit has CUPTI"; return; }
+  if ldd "$lib" | grep -q 'not found'; then
+    ldd "$lib" | tee -a "$log"
+    trace_fail "$lib cannot load (ldd above): copy the libcupti.so.13 it was built against beside it"
+    return
+  fi
+  say "trace: $lib with $(ldd "$lib" | awk '/libcupti/ {print $3}')"
+  mkdir -p "$out/trace"
+  trace_case chain5_L chain5 L "$lib"
+  trace_case invert_L invert L "$lib"
+  trace_case chain5_RGBA chain5 RGBA "$lib"
+  local js=("$out"/trace/*.json)
+  [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
+  step trace 60 "$PY" bench/trace_table.py --md "$out/trace.md" "${js[@]}"
+  cat "$out/trace.md" | tee -a "$log"
 }
 
 times=""

@@ -349,6 +349,10 @@ def main():
     md += ["", "### `imgbatch run` through files (tmpfs)", ""] + run_table(R, "run")
     md += ["", "### Codecs (PNG/JPEG in -> op -> PNG out)", ""] + run_table(R, "codecs")
     md += ["", "### Kernels only", ""] + kernel_table(R)
+    trace = os.path.join(a.dirs[0], "trace.md")  # run.sh's trace part (bench/trace_table.py)
+    if os.path.exists(trace):
+        with open(trace) as f:
+            md += ["", "### Where the copy engines idle (CUPTI trace, bench/trace_report.py)", "", f.read().rstrip()]
     if skipped:
         md += ["", "Skipped: " + "; ".join(f"{r['part']} ({r['note']})" for r in skipped)]
     path = a.md or os.path.join(a.dirs[0], "summary.md")
