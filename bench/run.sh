@@ -171,17 +171,21 @@ part_api() {
   step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
     --images "$(q 2048 61440)" --csv "$out/api.csv"
-  # --big 24: 48 images of 2048^2, two windows and more (12 were one submission: fill and drain).
+  # --big 96: 192 images of 2048^2 (96 of 4096^2), the steady state. The trace part (CUPTI,
+  # 07:21 12-04) put chain5 L 2048^2 at 1.00x the floor in the steady window of a 48-image
+  # stream and 1.23x over the whole of it: its fill (first submission staged before its
+  # first upload, ~0.7 ms) and drain (~0.3 ms) weigh a fifth of 48 images, a twentieth of 192.
+  # (Zero-copy inputs are written ahead in rounds of 2 GiB: 4096^2 RGB/RGBA run 3 rounds of 32.)
   say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission)"
-  step api 150 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
-    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 24)" --csv "$out/api.csv"
+  step api 300 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
+    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
     say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
     # At 4 in flight every family and mode of the >= 2048^2 target, chains included.
-    step api 150 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
+    step api 300 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
       --feeds zc --families "$([ "$f" = 3 ] && echo all || echo "$fams_all")" \
       --sizes "$(q 1024 2048,4096)" --modes "$([ "$f" = 3 ] && echo RGBA || echo "$(q RGBA L,RGB,RGBA)")" \
-      --big "$(q 2 12)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
+      --big "$(q 2 48)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
   done
 }
 
