@@ -639,6 +639,13 @@ static ab_run ab_stream(ib_executor *ex, const ab_set *s, int n, const ab_feed_s
  * qcap graphs ahead), and the callback only pops them - the parse off the
  * driving thread, as the API allows (ib_executor_parse_buffer is safe from
  * any thread while another drives the executor). */
+/* Called with true right before and false right after each timed stream
+ * of the feed written ahead, off its clock; NULL: not called. gpu_bench
+ * --profile-range 1 sets it (cuProfilerStart / cuProfilerStop: the range
+ * bench/trace_report.py, nsys --capture-range=cudaProfilerApi and ncu
+ * --profile-from-start off keep, leaving out warm-ups and fills). */
+static void (*ab_timed_mark)(bool start);
+
 static ab_run ab_stream_prefilled_by(ib_executor *ex, const ab_set *s, int n, uint64_t budget,
                                      int parsers, int qcap, const char *label) {
   uint64_t total = 0;
@@ -658,7 +665,9 @@ static ab_run ab_stream_prefilled_by(ib_executor *ex, const ab_set *s, int n, ui
                          .producers = parsers,
                          .qcap = qcap};
     if (ab_timed_hook) ab_timed_hook(ex, label, 0, NULL);
+    if (ab_timed_mark) ab_timed_mark(true);
     ab_run one = ab_stream(ex, s, m, &spec, NULL, label);
+    if (ab_timed_mark) ab_timed_mark(false);
     if (ab_timed_hook) ab_timed_hook(ex, label, 1, &one);
     sum.ms += one.ms * m;
     sum.parse_ms += one.parse_ms * m;

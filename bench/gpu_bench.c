@@ -33,11 +33,15 @@
  *                  ahead) with that many producer threads calling
  *                  ib_executor_parse_buffer beside the stream, the run
  *                  callback only popping graphs; 0 (default): not timed
+ *     --profile-range 1: each timed stream of the zero-copy feed written
+ *                  ahead between cuProfilerStart and cuProfilerStop (the
+ *                  window of bench/trace_report.py); 0 (default): not
  *   Environment (besides the tools' own, cli/tool_env.c): IB_CUDA_PROFILE=1
  *   with IB_BENCH_TIMELINE=1 prints the backend's host profile and its
  *   submission timeline ("cuda timeline (timed ...)") of each timed
  *   zero-copy stream alone (timed_profile).
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,16 +563,37 @@ static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool
   }
 }
 
+/* cuProfilerStart / cuProfilerStop from the driver the library loaded
+ * (its table has no profiler calls); [0] start, [1] stop. */
+static CUresult (*profiler_call[2])(void);
+
+static void profile_mark(bool start) {
+  const CUresult rc = profiler_call[!start]();
+  if (rc != CUDA_SUCCESS) printf("bench: cuProfiler%s returned %d\n", start ? "Start" : "Stop", rc);
+}
+
+static bool profile_range_on(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return false;
+  profiler_call[0] = (CUresult(*)(void))dlsym(lib, "cuProfilerStart");
+  profiler_call[1] = (CUresult(*)(void))dlsym(lib, "cuProfilerStop");
+  if (!profiler_call[0] || !profiler_call[1]) return false;
+  ab_timed_mark = profile_mark;
+  return true;
+}
+
 static void usage(void) {
   printf(
       "usage: gpu_bench [--images N] [--batch B] [--big N] [--producers P] [--inflight F]\n"
       "                 [--api-jobs J (section 3's max_jobs; 0: F, one job a submission)]\n"
       "                 [--sizes 256,1024,2048,4096] [--modes L,RGB,RGBA] [--families all|ID,...]\n"
-      "                 [--feeds all|zc] [--sections 1,3,4,5] [--parsers P] [--csv FILE]\n");
+      "                 [--feeds all|zc] [--sections 1,3,4,5] [--parsers P] [--csv FILE]\n"
+      "                 [--profile-range 0|1]\n");
 }
 
 int main(int argc, char **argv) {
-  int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3, api_jobs = 0, parsers = 0;
+  int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3, api_jobs = 0, parsers = 0,
+      profile_range = 0;
   matrix mx = {.sides = {2048, 4096}, .n_sides = 2, .modes = {IB_MODE_RGBA}, .n_modes = 1};
   char all[] = "all";
   parse_families(&mx, all);
@@ -604,14 +629,15 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--csv")) {
       csv_path = v;
     } else {
-      int *opt = !strcmp(argv[i], "--images")      ? &images
-                 : !strcmp(argv[i], "--batch")     ? &batch
-                 : !strcmp(argv[i], "--big")       ? &big
-                 : !strcmp(argv[i], "--producers") ? &producers
-                 : !strcmp(argv[i], "--inflight")  ? &inflight
-                 : !strcmp(argv[i], "--api-jobs")  ? &api_jobs
-                 : !strcmp(argv[i], "--parsers")   ? &parsers
-                                                   : NULL;
+      int *opt = !strcmp(argv[i], "--images")          ? &images
+                 : !strcmp(argv[i], "--batch")         ? &batch
+                 : !strcmp(argv[i], "--big")           ? &big
+                 : !strcmp(argv[i], "--producers")     ? &producers
+                 : !strcmp(argv[i], "--inflight")      ? &inflight
+                 : !strcmp(argv[i], "--api-jobs")      ? &api_jobs
+                 : !strcmp(argv[i], "--parsers")       ? &parsers
+                 : !strcmp(argv[i], "--profile-range") ? &profile_range
+                                                       : NULL;
       if (opt) *opt = atoi(v);
       ok = opt != NULL;
     }
@@ -649,6 +675,10 @@ int main(int argc, char **argv) {
   }
   if (!(cu = ib_cu_get(&err))) {
     printf("bench: %s\n", err.message);
+    return 2;
+  }
+  if (profile_range && !profile_range_on()) {
+    printf("bench: --profile-range: no cuProfilerStart/cuProfilerStop in libcuda.so.1\n");
     return 2;
   }
   printf("device: %s\n", ib_cuda_device_desc(state));

@@ -100,11 +100,19 @@ run_case() { # name kind jobs-count relay|worker-args...
 }
 
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs; rtt $rtt ms"
-# --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike).
+# --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike),
+# the relay first in odd rounds and second in even ones; "round R" lines mark them, so
+# kafka_csv.py pairs each round's worker with that round's relay.
 for r in $(seq "$repeat"); do
   round=$r
-  run_case relay-raw raw "$n" relay
-  run_case worker-raw raw "$n" --decode-threads 0
+  echo "round $r"
+  if [ $((r % 2)) = 1 ]; then
+    run_case relay-raw raw "$n" relay
+    run_case worker-raw raw "$n" --decode-threads 0
+  else
+    run_case worker-raw raw "$n" --decode-threads 0
+    run_case relay-raw raw "$n" relay
+  fi
   [ "$best_jobs" = 0 ] ||
     run_case "worker-raw-mj$best_jobs" raw "$n" --decode-threads 0 --max-jobs "$best_jobs"
   for u in $uncommitted; do

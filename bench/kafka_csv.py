@@ -1,5 +1,6 @@
 """bench/kafka_bench.sh's result lines (`NAME N of N results (...): X jobs/s,
-in A MB/s, out B MB/s, latency p50 P ms p99 Q ms`) as CSV rows."""
+in A MB/s, out B MB/s, latency p50 P ms p99 Q ms`) as CSV rows; the raw cases'
+notes name their round (`round R` lines), which summary.py pairs."""
 import argparse
 import os
 import re
@@ -10,6 +11,8 @@ import csvrows  # noqa: E402
 
 LINE = re.compile(r"^(\S+)\s+(\d+) of (\d+) results \(window \d+(?: over \d+ partitions)?, (\d+)-byte jobs\): ([\d.]+) jobs/s, "
                   r"in ([\d.]+) MB/s, out ([\d.]+) MB/s, latency p50 ([\d.]+) ms p99 ([\d.]+) ms")
+# kafka_bench.sh's round markers (--repeat): the raw cases after one belong to that round.
+ROUND = re.compile(r"^round (\d+)$")
 
 
 def main():
@@ -19,7 +22,12 @@ def main():
     ap.add_argument("--csv", required=True)
     a = ap.parse_args()
     rows = []
+    rnd = 0
     for line in open(a.log):
+        r = ROUND.match(line)
+        if r:
+            rnd = int(r.group(1))
+            continue
         m = LINE.match(line)
         if not m:
             continue
@@ -29,6 +37,8 @@ def main():
         wl = name.split("-", 1)[1]  # raw, png-t16, ...
         status = "ok" if got == n else "error"
         note = f"{size}-byte jobs; {got} of {n} results"
+        if wl.startswith("raw") and rnd:
+            note += f"; round {rnd}"
         for metric, v, unit in (("jobs_per_s", jps, "jobs/s"), ("mb_per_s", mb_in, "MB/s in"),
                                 ("mb_per_s_out", mb_out, "MB/s out"), ("ms_p50", p50, "ms"),
                                 ("ms_p99", p99, "ms")):

@@ -29,6 +29,13 @@
 #   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
 #            vs Pillow doing the same decode, op and encode
 #   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
+#   trace    a CUPTI timeline (bench/trace/ib_trace.c, libibtrace.so with the
+#            libcupti.so.13 it was built against beside it) of the worst
+#            >= 2048^2 API cases at the default caps: chain5 and invert L,
+#            chain5 RGBA; bench/trace_report.py on each (engine busy %, H2D
+#            idle gaps and what the host was doing in them) -> trace/CASE.csv
+#            (the timeline; not a bench CSV, hence the folder), trace/CASE.json,
+#            trace.md (summary.py shows it). No tracer or libcupti: the part fails.
 # GPU-only parts print "skipped: no GPU" with --backend cpu. --quick: small
 # sizes and few images (CI smoke test; numbers mean nothing).
 # Every benchmarked output is checked (against Pillow, or for the API against
@@ -41,7 +48,7 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
-all_parts="floors api kernels cold pillow peers run codecs kafka"
+all_parts="floors api kernels cold pillow peers run codecs kafka trace"
 quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -84,6 +91,7 @@ fi
 
 mkdir -p "$out" || exit 2
 [ $keep = 1 ] || rm -f "$out"/*.csv "$out"/log.txt "$out"/summary.md "$out"/kafka.txt
+[ $keep = 1 ] || rm -rf "$out"/trace "$out"/trace.md
 log=$out/log.txt
 scratch=/dev/shm/ib_bench.$$
 [ -d /dev/shm ] || scratch=$out/scratch
@@ -158,20 +166,26 @@ part_floors() {
 part_api() {
   if [ $gpu = 0 ]; then skip api "no GPU (--backend cpu)"; return; fi
   say "api: every family x modes x sizes through the executor API at the default caps (max_in_flight 2; 256^2 invert max_jobs 64)"
+  # 256^2 (section 4): 61440 images a feed, ~0.3 s (20480 were 0.1 s, and a freshly booted
+  # machine read 153-172k/s three times, then 197k/s, with the GPU-free parse 1.5x slower).
   step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
-    --images "$(q 2048 20480)" --csv "$out/api.csv"
-  # --big 24: 48 images of 2048^2, two windows and more (12 were one submission: fill and drain).
+    --images "$(q 2048 61440)" --csv "$out/api.csv"
+  # --big 96: 192 images of 2048^2 (96 of 4096^2), the steady state. The trace part (CUPTI,
+  # 07:21 12-04) put chain5 L 2048^2 at 1.00x the floor in the steady window of a 48-image
+  # stream and 1.23x over the whole of it: its fill (first submission staged before its
+  # first upload, ~0.7 ms) and drain (~0.3 ms) weigh a fifth of 48 images, a twentieth of 192.
+  # (Zero-copy inputs are written ahead in rounds of 2 GiB: 4096^2 RGB/RGBA run 3 rounds of 32.)
   say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission)"
-  step api 150 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
-    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 24)" --csv "$out/api.csv"
+  step api 300 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
+    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
     say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
     # At 4 in flight every family and mode of the >= 2048^2 target, chains included.
-    step api 150 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
+    step api 300 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
       --feeds zc --families "$([ "$f" = 3 ] && echo all || echo "$fams_all")" \
       --sizes "$(q 1024 2048,4096)" --modes "$([ "$f" = 3 ] && echo RGBA || echo "$(q RGBA L,RGB,RGBA)")" \
-      --big "$(q 2 12)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
+      --big "$(q 2 48)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
   done
 }
 
@@ -273,13 +287,73 @@ part_codecs() {
 part_kafka() {
   command -v kafka_bench >/dev/null || { skip kafka "no kafka_bench binary"; return; }
   say "kafka: worker vs a plain librdkafka relay on the embedded broker"
-  # Raw cases twice, interleaved, 8000 jobs each: one 3000-job case of the relay alone varied
+  # Raw cases four times, interleaved, 8000 jobs each (summary.py: the median of the paired
+  # rounds): one 3000-job case of the relay alone varied
   # 8.2k-10.7k jobs/s on the H200 (12-03 21:55).
   OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 8000)" \
-    --repeat "$(q 1 2)" \
+    --repeat "$(q 1 4)" \
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
   step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
+}
+
+# The tracer: $IB_TRACE_LIB, else beside gpu_bench, else the build's.
+trace_lib() {
+  local f
+  for f in "${IB_TRACE_LIB:-}" "$(dirname "$(command -v gpu_bench)")/libibtrace.so" \
+    "$root/build/bench/trace/libibtrace.so"; do
+    [ -n "$f" ] && [ -f "$f" ] && { readlink -f "$f"; return 0; }
+  done
+  return 1
+}
+
+trace_fail() {
+  nerr=$((nerr + 1)); say "trace: FAILED: $1"; status_row trace error "$1"
+}
+
+# trace_case NAME FAMILY MODE: one gpu_bench process, one case, its timed
+# stream marked (--profile-range), under the tracer; then its report.
+trace_case() {
+  local name=$1 fam=$2 mode=$3 lib=$4 big csv=$out/trace/$1.csv
+  big=$(q 2 24)
+  say "trace: $fam $mode 2048^2 at max_jobs 64, max_in_flight 2 (--big $big) under CUPTI"
+  rm -f "$csv" "$scratch/trace_bench.csv"
+  step trace 150 env CUDA_INJECTION64_PATH="$lib" IB_TRACE_OUT="$csv" gpu_bench --sections 3 \
+    --inflight 2 --api-jobs 64 --feeds zc --families "$fam" --sizes 2048 --modes "$mode" \
+    --big "$big" --profile-range 1 --csv "$scratch/trace_bench.csv" || return
+  grep '^ib_trace:' "$scratch/step.txt" | tee -a "$log"
+  [ -s "$csv" ] || { trace_fail "$name: gpu_bench wrote no trace ($csv): was the tracer loaded?"; return; }
+  # The floor of issue 15's ratio: the measured both-directions floor per image.
+  local floor
+  floor=$("$PY" -c 'import csv, sys
+m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))
+     if r["part"] == "api" and r["impl"] == "imgbatch-api-cuda" and r["workload"] == sys.argv[2]}
+print(round(1e3 * m["ms_per_img"] / m["x_floor_bidir"], 3))' "$scratch/trace_bench.csv" "$fam") ||
+    { trace_fail "$name: no api row in gpu_bench's CSV"; return; }
+  rm -f "$scratch/trace_bench.csv"
+  step trace 120 "$PY" bench/trace_report.py "$csv" --images $((2 * big)) --floor-us "$floor" \
+    --json "$out/trace/$name.json"
+  sed 's/^/  /' "$scratch/step.txt" | head -n 60
+}
+
+part_trace() {
+  if [ $gpu = 0 ]; then skip trace "no GPU (--backend cpu)"; return; fi
+  local lib
+  lib=$(trace_lib) || { trace_fail "no libibtrace.so (IB_TRACE_LIB, beside gpu_bench, build/bench/trace): build target ibtrace where the CUDA toolkit has CUPTI"; return; }
+  if ldd "$lib" | grep -q 'not found'; then
+    ldd "$lib" | tee -a "$log"
+    trace_fail "$lib cannot load (ldd above): copy the libcupti.so.13 it was built against beside it"
+    return
+  fi
+  say "trace: $lib with $(ldd "$lib" | awk '/libcupti/ {print $3}')"
+  mkdir -p "$out/trace"
+  trace_case chain5_L chain5 L "$lib"
+  trace_case invert_L invert L "$lib"
+  trace_case chain5_RGBA chain5 RGBA "$lib"
+  local js=("$out"/trace/*.json)
+  [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
+  step trace 60 "$PY" bench/trace_table.py --md "$out/trace.md" "${js[@]}"
+  cat "$out/trace.md" | tee -a "$log"
 }
 
 times=""
