@@ -275,7 +275,9 @@ typedef struct ib_executor_options {
                        * one once twice the largest in flight are, up to max_jobs /
                        * max_in_flight and 1 / max_in_flight of gpu_bytes - the
                        * device starts while the window is still admitted and
-                       * staged; 0 = 8, max_jobs / max_in_flight or more: off */
+                       * staged. 0 (the default) or max_jobs / max_in_flight or
+                       * more: off - 8 made the H200's 2048^2 streams slower and
+                       * noisier (bench/PROFILE_NOTES.md, branch lpipe) */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
