@@ -32,7 +32,7 @@
 #   trace    a CUPTI timeline (bench/trace/ib_trace.c, libibtrace.so with the
 #            libcupti.so.13 it was built against beside it) of the worst
 #            >= 2048^2 API cases at the default caps: chain5 and invert L,
-#            chain5 RGBA; bench/trace_report.py on each (engine busy %, H2D
+#            chain5 RGBA, transpose RGBA 4096^2; bench/trace_report.py on each (engine busy %, H2D
 #            idle gaps and what the host was doing in them) -> trace/CASE.csv
 #            (the timeline; not a bench CSV, hence the folder), trace/CASE.json,
 #            trace.md (summary.py shows it). No tracer or libcupti: the part fails.
@@ -311,15 +311,16 @@ trace_fail() {
   nerr=$((nerr + 1)); say "trace: FAILED: $1"; status_row trace error "$1"
 }
 
-# trace_case NAME FAMILY MODE: one gpu_bench process, one case, its timed
-# stream marked (--profile-range), under the tracer; then its report.
+# trace_case NAME FAMILY MODE LIB [SIDE]: one gpu_bench process, one case (SIDE^2, 2048
+# unless given), its timed stream marked (--profile-range), under the tracer; then its report.
 trace_case() {
-  local name=$1 fam=$2 mode=$3 lib=$4 big csv=$out/trace/$1.csv
+  local name=$1 fam=$2 mode=$3 lib=$4 side=${5:-2048} big images csv=$out/trace/$1.csv
   big=$(q 2 24)
-  say "trace: $fam $mode 2048^2 at max_jobs 64, max_in_flight 2 (--big $big) under CUPTI"
+  images=$([ "$side" -ge 4096 ] && echo "$big" || echo $((2 * big)))
+  say "trace: $fam $mode ${side}^2 at max_jobs 64, max_in_flight 2 (--big $big) under CUPTI"
   rm -f "$csv" "$scratch/trace_bench.csv"
   step trace 150 env CUDA_INJECTION64_PATH="$lib" IB_TRACE_OUT="$csv" gpu_bench --sections 3 \
-    --inflight 2 --api-jobs 64 --feeds zc --families "$fam" --sizes 2048 --modes "$mode" \
+    --inflight 2 --api-jobs 64 --feeds zc --families "$fam" --sizes "$side" --modes "$mode" \
     --big "$big" --profile-range 1 --csv "$scratch/trace_bench.csv" || return
   grep '^ib_trace:' "$scratch/step.txt" | tee -a "$log"
   [ -s "$csv" ] || { trace_fail "$name: gpu_bench wrote no trace ($csv): was the tracer loaded?"; return; }
@@ -331,7 +332,7 @@ m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))
 print(round(1e3 * m["ms_per_img"] / m["x_floor_bidir"], 3))' "$scratch/trace_bench.csv" "$fam") ||
     { trace_fail "$name: no api row in gpu_bench's CSV"; return; }
   rm -f "$scratch/trace_bench.csv"
-  step trace 120 "$PY" bench/trace_report.py "$csv" --images $((2 * big)) --floor-us "$floor" \
+  step trace 120 "$PY" bench/trace_report.py "$csv" --images "$images" --floor-us "$floor" \
     --json "$out/trace/$name.json"
   sed 's/^/  /' "$scratch/step.txt" | head -n 60
 }
@@ -350,6 +351,8 @@ part_trace() {
   trace_case chain5_L chain5 L "$lib"
   trace_case invert_L invert L "$lib"
   trace_case chain5_RGBA chain5 RGBA "$lib"
+  # The worst default-caps case of 12-04 (1.19-1.28x), not traced then.
+  trace_case transpose_RGBA4096 transpose RGBA "$lib" 4096
   local js=("$out"/trace/*.json)
   [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
   step trace 60 "$PY" bench/trace_table.py --md "$out/trace.md" "${js[@]}"
