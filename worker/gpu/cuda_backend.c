@@ -201,6 +201,14 @@ static void report_timeline(ib_cuda *c, const char *label) {
   }
 }
 
+/* The host profile's sums and the timeline's entries, from zero. */
+static void profile_clear(ib_cuda *c) {
+  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
+  c->t_load = c->t_load_max = c->t_tier = 0;
+  c->n_sub = c->n_jobs = c->n_load = 0;
+  c->n_prof_subs = 0;
+}
+
 void ib_cuda_profile_report(ib_cuda *c, const char *label) {
   if (c->prof && c->n_jobs)
     ib_log(&c->log, IB_LOG_INFO,
@@ -227,19 +235,13 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
            (unsigned long long)ps.parse_heap, (double)ps.parse_heap_bytes / 1048576.0);
   }
   if (c->prof && c->prof_timeline) report_timeline(c, label);
-  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
-  c->t_load = c->t_load_max = c->t_tier = 0;
-  c->n_sub = c->n_jobs = c->n_load = 0;
-  c->n_prof_subs = 0;
+  profile_clear(c);
   c->prof_timeline = false;
 }
 
 double ib_cuda_profile_reset(ib_cuda *c) {
   if (!c->prof) return 0;
-  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
-  c->t_load = c->t_load_max = c->t_tier = 0;
-  c->n_sub = c->n_jobs = c->n_load = 0;
-  c->n_prof_subs = 0;
+  profile_clear(c);
   c->prof_dev_allocs = c->dpool.allocs;
   c->prof_dev_trims = c->dpool.trims;
   const ib_pinned_stats ps = ib_pinned_stats_get(c->pin);
