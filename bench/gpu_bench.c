@@ -33,6 +33,9 @@
  *                  ahead) with that many producer threads calling
  *                  ib_executor_parse_buffer beside the stream, the run
  *                  callback only popping graphs; 0 (default): not timed
+ *     --reps       section 3 times each case's zero-copy feed written ahead
+ *                  R times back to back and keeps the median (CSV rows
+ *                  x_floor_bidir_min/_max: the spread); 1 (default)
  *     --profile-range 1: each timed stream of the zero-copy feed written
  *                  ahead between cuProfilerStart and cuProfilerStop (the
  *                  window of bench/trace_report.py); 0 (default): not
@@ -379,7 +382,7 @@ static void timed_profile(ib_executor *ex, const char *label, int phase, const a
 /* ---- 3. every op family (default: at 2048² and 4096², RGBA) through the
  * executor API; one group of cases per (side, mode). */
 static int run_api_families(ab_case *cs, int big, int producers, int inflight, int api_jobs,
-                            const matrix *mx) {
+                            int reps, const matrix *mx) {
   if (big <= 0) return 0;
   /* One job per submission (max_jobs = max_in_flight) unless --api-jobs
    * says otherwise, so consecutive images overlap their H2D and D2H on
@@ -411,7 +414,8 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
                      .warmup = 4 + producers + inflight + 1,
                      .prefill_bytes = 2ull << 30,
                      .zc_only = mx->zc_only,
-                     .rewarm = (api_jobs ? api_jobs : inflight) + producers};
+                     .rewarm = (api_jobs ? api_jobs : inflight) + producers,
+                     .reps = reps};
       if (mx->n_modes == 1 && mx->modes[0] == IB_MODE_RGBA)
         printf("section 3: %d op families at %u^2, %d images per feed\n", n - first, side, images);
       else
@@ -528,6 +532,13 @@ static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool
             c->zc.ms / ov, "x");
     csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, n, "x_floor_bidir",
             c->zc.ms / floor_bidir_ms(fl, c->in_bytes, c->out_bytes), "x");
+    if (c->reps > 1) { /* the spread of the timed streams whose median the row above is */
+      double bd = floor_bidir_ms(fl, c->in_bytes, c->out_bytes);
+      csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, c->reps, "x_floor_bidir_min",
+              c->zc_min_ms / bd, "x");
+      csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, c->reps, "x_floor_bidir_max",
+              c->zc_max_ms / bd, "x");
+    }
     csv_row("api", "pcie-floor", ab_ids[c->fam], md, c->side, 0, "ms_per_img", ov, "ms");
     if (c->zc_threaded.ms > 0) {
       char impl[48];
@@ -588,12 +599,12 @@ static void usage(void) {
       "                 [--api-jobs J (section 3's max_jobs; 0: F, one job a submission)]\n"
       "                 [--sizes 256,1024,2048,4096] [--modes L,RGB,RGBA] [--families all|ID,...]\n"
       "                 [--feeds all|zc] [--sections 1,3,4,5] [--parsers P] [--csv FILE]\n"
-      "                 [--profile-range 0|1]\n");
+      "                 [--profile-range 0|1] [--reps R]\n");
 }
 
 int main(int argc, char **argv) {
   int images = 20480, batch = 512, big = 12, producers = 4, inflight = 3, api_jobs = 0, parsers = 0,
-      profile_range = 0;
+      profile_range = 0, reps = 1;
   matrix mx = {.sides = {2048, 4096}, .n_sides = 2, .modes = {IB_MODE_RGBA}, .n_modes = 1};
   char all[] = "all";
   parse_families(&mx, all);
@@ -637,6 +648,7 @@ int main(int argc, char **argv) {
                  : !strcmp(argv[i], "--api-jobs")      ? &api_jobs
                  : !strcmp(argv[i], "--parsers")       ? &parsers
                  : !strcmp(argv[i], "--profile-range") ? &profile_range
+                 : !strcmp(argv[i], "--reps")          ? &reps
                                                        : NULL;
       if (opt) *opt = atoi(v);
       ok = opt != NULL;
@@ -647,10 +659,11 @@ int main(int argc, char **argv) {
     }
   }
   if (images < 1 || batch < 2 || big < 0 || producers < 1 || producers > 32 || inflight < 1 ||
-      api_jobs < 0 || parsers < 0 || parsers > 32) {
+      api_jobs < 0 || parsers < 0 || parsers > 32 || reps < 1 || reps > AB_MAX_REPS) {
     printf(
         "gpu_bench: --images >= 1, --batch >= 2, --big >= 0, --producers 1..32, --inflight >= 1, "
-        "--parsers 0..32\n");
+        "--parsers 0..32, --reps 1..%d\n",
+        AB_MAX_REPS);
     return 2;
   }
   if (csv_path && !csv_open(csv_path)) {
@@ -992,7 +1005,7 @@ int main(int argc, char **argv) {
 
   ab_case *cs = calloc((size_t)(mx.n_sides * mx.n_modes * mx.n_fams), sizeof *cs);
   if (!cs) return 1;
-  int ncs = sec[3] ? run_api_families(cs, big, producers, inflight, api_jobs, &mx) : 0;
+  int ncs = sec[3] ? run_api_families(cs, big, producers, inflight, api_jobs, reps, &mx) : 0;
   ab_case small = {0};
   if (sec[4]) small = run_api_small(images, batch, producers, parsers);
   enum { n_chains = sizeof chains / sizeof chains[0] };

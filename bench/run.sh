@@ -17,7 +17,8 @@
 #   floors   gpu_bench sections 1, 2, 5 (D2D copy, pinned H2D/D2H, kernel-only
 #            events for the fused chains, median, tone, GaussianBlur(8)) + NPP
 #   api      gpu_bench: every family x L/RGB/RGBA x 256..4096 + chains through
-#            the executor API at the default caps (max_in_flight 2), then
+#            the executor API at the default caps (max_in_flight 2; at SPEC's
+#            max_jobs 64 each >= 2048^2 case the median of 3 streams), then
 #            max_in_flight 3 and 4 at 2048/4096 RGBA (the best is reported too)
 #   kernels  kernel-only time of every family as launched (ncu, one job each)
 #   cold     time to the first result, empty and warm NVRTC cache
@@ -176,9 +177,12 @@ part_api() {
   # stream and 1.23x over the whole of it: its fill (first submission staged before its
   # first upload, ~0.7 ms) and drain (~0.3 ms) weigh a fifth of 48 images, a twentieth of 192.
   # (Zero-copy inputs are written ahead in rounds of 2 GiB: 4096^2 RGB/RGBA run 3 rounds of 32.)
-  say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission)"
-  step api 300 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
-    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --csv "$out/api.csv"
+  # --reps 3: each case's stream three times back to back, the median kept (one stream read
+  # 1.08x in one process and 1.28x in another, 12-04); x_floor_bidir_min/_max the spread.
+  say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission), median of 3 streams"
+  step api 420 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
+    --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --reps 3 \
+    --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
     say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
     # At 4 in flight every family and mode of the >= 2048^2 target, chains included.

@@ -98,6 +98,16 @@ def today(what):
     return next((v for k, v in TODAY.items() if what.startswith(k)), "")
 
 
+def spread(R, row, metric):
+    """', median of N streams, LO-HI' when gpu_bench --reps timed the case's row more than
+    once (its _min/_max rows, same setting), else ''."""
+    k = {f: row[f] for f in ("part", "impl", "workload", "mode", "side", "setting")}
+    lo, hi = (R.best(metric=f"{metric}_{e}", **k) for e in ("min", "max"))
+    if not lo or not hi:
+        return ""
+    return f", median of {lo['n']} streams, {num(lo['value']):.3f}-{num(hi['value']):.3f}x"
+
+
 def targets(R):
     """(what, measured text, target text, verdict) for every row of issue 15's table. The
     targets are the cuda backend's; with only cpu-backend rows (bench/run.sh --backend
@@ -135,6 +145,7 @@ def targets(R):
                 settings.add(b["setting"])
                 if worst is None or num(b["value"]) > worst:
                     worst, where = num(b["value"]), f"{key[0]} {key[1]} {key[2]}²"
+                    where += spread(R, b, metric)
             what = f"≥ 2048², every family, through the API, {label}"
             if settings:
                 what += f" ({', '.join(sorted(settings))})"

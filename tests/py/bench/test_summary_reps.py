@@ -1,0 +1,42 @@
+"""bench/summary.py's >= 2048² rows: a case gpu_bench timed several times (--reps) shows its
+median, and the worst case names its spread (the _min/_max rows of the same setting)."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BENCH = os.path.join(ROOT, "bench")
+sys.path.insert(0, BENCH)
+import csvrows  # noqa: E402
+
+SETTING = "max_jobs=64 max_in_flight=2"
+
+
+def api(workload, metric, value, n=192):
+    return csvrows.row("api", "imgbatch-api-cuda", workload, "L", 2048, n, metric, value, "x", setting=SETTING)
+
+
+def bidir_rows(tmp_path, rows):
+    csvrows.append(str(tmp_path / "api.csv"), rows)
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "summary.py"), str(tmp_path)],
+                         capture_output=True, text=True).stdout
+    hit = [r for r in out.splitlines() if "both-directions floor" in r and "default caps" in r]
+    assert len(hit) == 1, out
+    return hit[0]
+
+
+def test_the_worst_case_names_its_spread(tmp_path):
+    row = bidir_rows(tmp_path, [
+        api("invert", "x_floor_bidir", 1.05),
+        api("transpose", "x_floor_bidir", 1.09),
+        api("transpose", "x_floor_bidir_min", 1.04, n=3),
+        api("transpose", "x_floor_bidir_max", 1.31, n=3),
+    ])
+    assert "worst 1.090 x" in row and "transpose L 2048²" in row, row
+    assert "median of 3 streams, 1.040-1.310x" in row, row
+    assert "missed" not in row, row
+
+
+def test_a_single_stream_shows_no_spread(tmp_path):
+    row = bidir_rows(tmp_path, [api("invert", "x_floor_bidir", 1.12)])
+    assert "median of" not in row and "missed" in row, row
