@@ -167,11 +167,18 @@ part_floors() {
 part_api() {
   if [ $gpu = 0 ]; then skip api "no GPU (--backend cpu)"; return; fi
   say "api: every family x modes x sizes through the executor API at the default caps (max_in_flight 2; 256^2 invert max_jobs 64)"
-  # 256^2 (section 4): 61440 images a feed, ~0.3 s (20480 were 0.1 s, and a freshly booted
-  # machine read 153-172k/s three times, then 197k/s, with the GPU-free parse 1.5x slower).
-  step api 300 gpu_bench --sections 3,4 --inflight 2 --batch 64 --feeds zc --families "$fams_all" \
+  step api 300 gpu_bench --sections 3 --inflight 2 --feeds zc --families "$fams_all" \
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
-    --images "$(q 2048 61440)" --csv "$out/api.csv"
+    --csv "$out/api.csv"
+  # 256^2 (section 4): 61440 images a feed (~0.3 s), in processes of their own, three of them
+  # (summary.py: the median). Run after section 3 in one process it read 177k and 173k/s
+  # (12-04 10:03), five processes of its own 195-214k/s ten minutes later on the same machine;
+  # a freshly booted machine read 153-172k/s three times, then 197k/s (12-04 07:07).
+  for r in $(q 1 "1 2 3"); do
+    say "api: 256^2 RGB invert, default caps (max_jobs 64), process $r"
+    step api 90 gpu_bench --sections 4 --inflight 2 --batch 64 --feeds zc --images "$(q 2048 61440)" \
+      --csv "$out/api.csv"
+  done
   # --big 96: 192 images of 2048^2 (96 of 4096^2), the steady state. The trace part (CUPTI,
   # 07:21 12-04) put chain5 L 2048^2 at 1.00x the floor in the steady window of a 48-image
   # stream and 1.23x over the whole of it: its fill (first submission staged before its
@@ -184,13 +191,16 @@ part_api() {
     --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --reps 3 \
     --csv "$out/api.csv"
   for f in $(q "3" "3 4"); do
-    say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA, 256^2 invert max_jobs 512" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
+    say "api: max_in_flight $f at $(q 1024 2048,4096) $([ "$f" = 3 ] && echo "RGBA" || echo "L, RGB, RGBA, every family") (looking for the best setting)"
     # At 4 in flight every family and mode of the >= 2048^2 target, chains included.
-    step api 300 gpu_bench --sections "$([ "$f" = 3 ] && echo 3,4 || echo 3)" --inflight "$f" --batch 512 \
+    step api 300 gpu_bench --sections 3 --inflight "$f" \
       --feeds zc --families "$([ "$f" = 3 ] && echo all || echo "$fams_all")" \
       --sizes "$(q 1024 2048,4096)" --modes "$([ "$f" = 3 ] && echo RGBA || echo "$(q RGBA L,RGB,RGBA)")" \
-      --big "$(q 2 48)" --images "$(q 2048 20480)" --csv "$out/api_sweep.csv"
+      --big "$(q 2 48)" --csv "$out/api_sweep.csv"
   done
+  say "api: 256^2 RGB invert at max_jobs 512 (looking for the best setting)"
+  step api 90 gpu_bench --sections 4 --inflight 2 --batch 512 --feeds zc --images "$(q 2048 20480)" \
+    --csv "$out/api_sweep.csv"
 }
 
 part_kernels() {

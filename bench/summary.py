@@ -116,12 +116,22 @@ def targets(R):
     B = "cuda" if R.find(impl=lambda i: i.endswith("-cuda")) else "cpu"
     fl = R.best(lower=False, part="api", impl="pcie-floor", workload="invert", side=256, metric="img_per_s")
     fl = f" (PCIe floor {fmt(num(fl['value']), '/s')})" if fl else ""
+    # Each setting's value is the median over the processes that measured it (run.sh runs the
+    # default caps in three: the host's speed varies between processes by 10-20 %).
+    by_setting = defaultdict(list)
+    for r in R.find(part="api", impl="imgbatch-api-cuda-batched", workload="invert", mode="RGB", side=256,
+                    metric="img_per_s"):
+        by_setting[r["setting"]].append(num(r["value"]))
+    med = {k: statistics.median(vs) for k, vs in by_setting.items()}
     for label, pick in (("default caps", "max_jobs=64 max_in_flight=2"), ("best setting", None)):
-        r = R.best(lower=False, part="api", impl="imgbatch-api-cuda-batched", workload="invert", mode="RGB",
-                   side=256, metric="img_per_s", setting=pick or (lambda s: True))
-        v = num(r["value"]) if r else None
-        out.append((f"256² RGB invert through the API, {label}" + (f" ({r['setting']})" if r and not pick else ""),
-                    fmt(v, "/s") + fl, "≥ 200k/s", verdict(v, 200000, True, "/s")))
+        k = pick if pick in med else None if pick else max(med, key=med.get, default=None)
+        v = med.get(k) if k else None
+        what = f"256² RGB invert through the API, {label}" + (f" ({k})" if k and not pick else "")
+        text = fmt(v, "/s")
+        if k and len(by_setting[k]) > 1:
+            vs = sorted(by_setting[k])
+            text += f", median of {len(vs)} processes ({fmt(vs[0])}-{fmt(vs[-1], '/s')})"
+        out.append((what, text + fl, "≥ 200k/s", verdict(v, 200000, True, "/s")))
 
     big = lambda s: num(s) is not None and num(s) >= 2048  # noqa: E731
     # The overlapped floor assumes each direction at its solo bandwidth; both

@@ -54,4 +54,9 @@ echo "================ device"; nvidia-smi -L
 echo "================ demo --backend cuda (rc=$rc_demo, ${t_demo}s)"; tail -n 28 "$out/demo.txt"
 echo "================ worker e2e, IB_WORKER_BACKEND=cuda (rc=$rc_py, ${t_py:-0}s)"
 grep -E "passed|failed|error|SKIPPED|FAILED" "$out/worker.txt" | tail -n 14
-echo "================ kafka bench (rc=$rc_bench, ${t_bench}s)"; cat "$out/kafka_bench.txt"
+echo "================ kafka bench (rc=$rc_bench, ${t_bench}s)"
+[ "$rc_bench" = skipped ] || cat "$out/kafka_bench.txt"
+# Exit 0 only when the demo and the worker suite ran and passed, and the bench passed or
+# was turned off (IB_KAFKA_BENCH=0); on 12-04 this script exited 1 from the bench log that
+# IB_KAFKA_BENCH=0 never wrote, with everything passed.
+[ "$rc_demo" = 0 ] && [ "$rc_py" = 0 ] && { [ "$rc_bench" = 0 ] || [ "$rc_bench" = skipped ]; }
