@@ -110,6 +110,68 @@ Test(gpu_pipe, pieces_are_cut_by_bytes_and_cover_every_job_once) {
   cuda_free(c);
 }
 
+/* What the pipeline counts a job's PCIe bytes as (from its graph) is what
+ * its plan moves: every upload buffer, and the terminal image unless it
+ * stays resident. Pinned by piece cuts: a piece of exactly job 0's bytes
+ * ends after job 0, one byte more takes job 1. Two raw sources of 301 x 203
+ * RGB, chops add, then a half-size resize (terminal 150 x 101). */
+static ib_graph *two_source_job(uint64_t k) {
+  const size_t cap = 3u * 301 * 203 * 2 + (1u << 16);
+  jg_arena a = {malloc(cap), 0, cap};
+  jg_rng r = {0x7a7a + k};
+  jg_job j;
+  jg_begin(&j, &a, &r, IB_MODE_RGB, 301, 203, k);
+  int src2 = jg_extra(&j, &r, IB_MODE_RGB, 301, 203);
+  Imgbatch__V1__Node *n = jg_node(&j, IMGBATCH__V1__NODE__OP_CHOPS, 0, src2);
+  n->chops = jg_alloc(j.a, sizeof *n->chops);
+  imgbatch__v1__chops_op__init(n->chops);
+  n->chops->function = IMGBATCH__V1__CHOPS_FUNCTION__ADD;
+  n->chops->scale = 1.0;
+  n = j.nodes[jg_op(&j, &r, JG_RESIZE, (int)j.job.n_nodes - 1, IB_MODE_RGB, 301, 203, -1)];
+  n->resize->width = 150;
+  n->resize->height = 101;
+  n->resize->resample = IMGBATCH__V1__RESAMPLE__NEAREST;
+  n->resize->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+  ib_error err = {0};
+  ib_graph *g = jg_finish(&j, &err);
+  cr_assert_not_null(g, "%s", err.message);
+  free(a.p);
+  return g;
+}
+
+static void counts_what_the_plan_moves(bool resident) {
+  ib_cuda *c = cuda_new();
+  ib_graph *gs[2] = {two_source_job(1), two_source_job(2)};
+  ib_backend_job jobs[2];
+  for (int i = 0; i < 2; i++)
+    jobs[i] = (ib_backend_job){.graph = gs[i], .job_id = (uint64_t)i + 1, .resident = resident};
+  ib_backend_submission s = {.c = c, .jobs = jobs, .n = 2, .js = calloc(2, sizeof *s.js)};
+  ib_cuda_sub_plan(&s);
+  ib_cuda_sub_layout(&s);
+  const ib_gplan *p = &s.js[0].plan;
+  cr_assert(s.js[0].planned);
+  size_t moved = 0;
+  int ups = 0;
+  for (int k = 0; k < p->n_bufs; k++)
+    if (p->bufs[k].source_node >= 0) moved += p->bufs[k].bytes, ups++;
+  cr_assert_eq(ups, 2, "two upload buffers");
+  if (!resident) moved += p->bufs[p->out_buf].bytes;
+  cr_assert_eq(moved, 2u * 301 * 203 * 3 + (resident ? 0u : 150u * 101 * 3));
+  cr_assert_eq(ib_cuda_pipe_next(&s, 0, moved), 1, "a piece of job 0's bytes ends after it");
+  cr_assert_eq(ib_cuda_pipe_next(&s, 0, moved + 1), 2, "one byte more takes job 1");
+  for (int i = 0; i < 2; i++) {
+    ib_gplan_free(&s.js[i].plan);
+    free(s.js[i].buf_off);
+    ib_graph_free(gs[i]);
+  }
+  free(s.dsrc);
+  free(s.js);
+  cuda_free(c);
+}
+
+Test(gpu_pipe, the_graph_counts_what_the_plan_moves) { counts_what_the_plan_moves(false); }
+Test(gpu_pipe, the_graph_counts_what_the_plan_moves_resident) { counts_what_the_plan_moves(true); }
+
 /* One notion of a large job (backend.h large_job): what admission tells
  * the executor (graph alone) is what the pipeline decides on its plan, at
  * the default piece (1 MiB in + out a job; L: a side of 724.1), above and

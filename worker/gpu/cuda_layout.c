@@ -347,23 +347,14 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
 
 /* ------------------------------------------------------------ pipeline pieces */
 
-/* What job i moves over PCIe: its sources, and its terminal image when it
- * comes back to the host. */
-static size_t io_bytes(const ib_backend_submission *s, size_t i) {
-  const ib_jstate *js = &s->js[i];
-  if (!js->planned) return 0;
-  size_t b = 0;
-  for (int k = 0; k < js->plan.n_bufs; k++)
-    if (js->plan.bufs[k].source_node >= 0) b += js->plan.bufs[k].bytes;
-  if (!s->jobs[i].resident) b += js->plan.bufs[js->plan.out_buf].bytes;
-  return b;
-}
-
 size_t ib_cuda_large_io(size_t piece_bytes) { return piece_bytes / 8; }
 
-/* io_bytes from the graph alone (admission has no plan): the plan gives
- * every node without inputs an upload buffer of its shape, and the
- * terminal image its own. */
+/* What a job moves over PCIe: its sources, and its terminal image when it
+ * comes back to the host. From the graph alone, so that admission (no plan
+ * yet: ib_cuda_large_job) and the pipeline's pieces (io_bytes) count the
+ * same bytes by one formula: the plan gives every node without inputs an
+ * upload buffer of its shape, and the terminal image its own
+ * (test_gpu_pipe holds the plan to it). */
 static uint64_t graph_io(const ib_graph *g, bool resident) {
   uint64_t b = 0;
   for (size_t i = 0; i < g->n_nodes; i++) {
@@ -372,6 +363,11 @@ static uint64_t graph_io(const ib_graph *g, bool resident) {
     b += (uint64_t)(up + down) * sh->width * sh->height * ib_mode_bands(sh->mode);
   }
   return b;
+}
+
+/* Job i of a submission; a job whose planning failed moves nothing. */
+static size_t io_bytes(const ib_backend_submission *s, size_t i) {
+  return s->js[i].planned ? (size_t)graph_io(s->jobs[i].graph, s->jobs[i].resident) : 0;
 }
 
 bool ib_cuda_large_job(const ib_cuda *c, const ib_graph *g, bool resident) {
