@@ -63,3 +63,10 @@ def test_256_is_the_median_of_its_processes(tmp_path):
 def test_256_one_process(tmp_path):
     row = small_row(tmp_path, [205000])
     assert "205,000 /s" in row and "median of" not in row and "met" in row, row
+
+
+def test_a_case_in_several_processes_is_their_median(tmp_path):
+    # Three processes of one setting: 1.05 alone would meet the target, their median 1.12 not.
+    row = bidir_rows(tmp_path, [api("point", "x_floor_bidir", v) for v in (1.20, 1.05, 1.12)])
+    assert "worst 1.120 x" in row and "point L 2048², median of 3 processes" in row, row
+    assert "missed" in row, row
