@@ -4,8 +4,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BENCH = os.path.join(ROOT, "bench")
+from summary_out import BENCH, summary_line
 
 
 def line(name, mbs):
@@ -23,11 +22,7 @@ def summary_row(tmp_path, rounds):
     (tmp_path / "kafka.txt").write_text("\n".join(log) + "\n")
     subprocess.run([sys.executable, os.path.join(BENCH, "kafka_csv.py"), "--log", str(tmp_path / "kafka.txt"),
                     "--backend", "cuda", "--csv", str(tmp_path / "kafka.csv")], check=True, capture_output=True)
-    out = subprocess.run([sys.executable, os.path.join(BENCH, "summary.py"), str(tmp_path)],
-                         capture_output=True, text=True).stdout
-    rows = [r for r in out.splitlines() if r.startswith("Kafka, raw")]
-    assert len(rows) == 1, out
-    return rows[0]
+    return summary_line(tmp_path, lambda r: r.startswith("Kafka, raw"))
 
 
 def test_median_of_paired_rounds(tmp_path):

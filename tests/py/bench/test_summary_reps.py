@@ -1,11 +1,9 @@
 """bench/summary.py's >= 2048² rows: a case gpu_bench timed several times (--reps) shows its
 median, and the worst case names its spread (the _min/_max rows of the same setting)."""
-import os
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BENCH = os.path.join(ROOT, "bench")
+from summary_out import BENCH, summary_line
+
 sys.path.insert(0, BENCH)
 import csvrows  # noqa: E402
 
@@ -18,11 +16,7 @@ def api(workload, metric, value, n=192):
 
 def bidir_rows(tmp_path, rows):
     csvrows.append(str(tmp_path / "api.csv"), rows)
-    out = subprocess.run([sys.executable, os.path.join(BENCH, "summary.py"), str(tmp_path)],
-                         capture_output=True, text=True).stdout
-    hit = [r for r in out.splitlines() if "both-directions floor" in r and "default caps" in r]
-    assert len(hit) == 1, out
-    return hit[0]
+    return summary_line(tmp_path, lambda r: "both-directions floor" in r and "default caps" in r)
 
 
 def test_the_worst_case_names_its_spread(tmp_path):
@@ -46,11 +40,7 @@ def small_row(tmp_path, values, setting="max_jobs=64 max_in_flight=2"):
     csvrows.append(str(tmp_path / "api.csv"), [
         csvrows.row("api", "imgbatch-api-cuda-batched", "invert", "RGB", 256, 64, "img_per_s", float(v), "img/s",
                     setting=setting) for v in values] + [api("invert", "x_floor_bidir", 1.05)])  # a cuda run
-    out = subprocess.run([sys.executable, os.path.join(BENCH, "summary.py"), str(tmp_path)],
-                         capture_output=True, text=True).stdout
-    hit = [r for r in out.splitlines() if r.startswith("256² RGB invert through the API, default caps")]
-    assert len(hit) == 1, out
-    return hit[0]
+    return summary_line(tmp_path, lambda r: r.startswith("256² RGB invert through the API, default caps"))
 
 
 def test_256_is_the_median_of_its_processes(tmp_path):
