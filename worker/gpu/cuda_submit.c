@@ -16,6 +16,17 @@ double ib_cuda_prof_now(const ib_cuda *c) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* An event back to its free list (one of ib_cuda's: completion or
+ * profile events), or destroyed when the list is full; NULL: nothing. */
+static void ev_give(const ib_cuda *c, CUevent *list, unsigned *n, unsigned cap, CUevent e) {
+  if (!e) return;
+  if (*n < cap)
+    list[(*n)++] = e;
+  else
+    c->cu->cuEventDestroy(e);
+}
+#define EV_CAP(arr) ((unsigned)(sizeof(arr) / sizeof(arr)[0]))
+
 /* ------------------------------------------------------------ profile timeline */
 
 static double prof_ms(const ib_cuda *c, double t) { return (t - c->prof_base) * 1e3; }
@@ -28,13 +39,10 @@ void ib_cuda_prof_mark(ib_backend_submission *s, int k, CUstream stream) {
     e = c->prof_ev_free[--c->n_prof_ev_free];
   else if (c->cu->cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
     return;
-  if (c->cu->cuEventRecord(e, stream) == CUDA_SUCCESS) {
+  if (c->cu->cuEventRecord(e, stream) == CUDA_SUCCESS)
     s->prof_ev[k] = e;
-  } else if (c->n_prof_ev_free < sizeof c->prof_ev_free / sizeof c->prof_ev_free[0]) {
-    c->prof_ev_free[c->n_prof_ev_free++] = e;
-  } else {
-    c->cu->cuEventDestroy(e);
-  }
+  else
+    ev_give(c, c->prof_ev_free, &c->n_prof_ev_free, EV_CAP(c->prof_ev_free), e);
 }
 
 /* The submission's entry on the timeline, while there is room. */
@@ -78,11 +86,7 @@ static void prof_waited(ib_backend_submission *s, double w0, double w1, bool ok)
 static void prof_release(ib_backend_submission *s) {
   ib_cuda *c = s->c;
   for (int k = 0; k < 3; k++) {
-    if (!s->prof_ev[k]) continue;
-    if (c->n_prof_ev_free < sizeof c->prof_ev_free / sizeof c->prof_ev_free[0])
-      c->prof_ev_free[c->n_prof_ev_free++] = s->prof_ev[k];
-    else
-      c->cu->cuEventDestroy(s->prof_ev[k]);
+    ev_give(c, c->prof_ev_free, &c->n_prof_ev_free, EV_CAP(c->prof_ev_free), s->prof_ev[k]);
     s->prof_ev[k] = NULL;
   }
 }
@@ -126,10 +130,7 @@ static void sub_release(ib_backend_submission *s) {
   free(s->pins);
   free_launch_plan(&s->lp);
   /* Complete, or never recorded (abandon fenced the streams): reusable. */
-  if (s->ev && c->n_ev_free < sizeof c->ev_free / sizeof c->ev_free[0])
-    c->ev_free[c->n_ev_free++] = s->ev;
-  else if (s->ev)
-    c->cu->cuEventDestroy(s->ev);
+  ev_give(c, c->ev_free, &c->n_ev_free, EV_CAP(c->ev_free), s->ev);
   prof_release(s);
   ib_pinned_put(c->pin, &s->hblk);
   ib_pool_put(&c->dpool, &s->dblk);
