@@ -98,6 +98,20 @@ def today(what):
     return next((v for k, v in TODAY.items() if what.startswith(k)), "")
 
 
+def per_setting(rows):
+    """{setting: (the median value over the processes that measured it, how many, a row of it)}:
+    run.sh measures some rows in several processes, whose host speed varies by 10-20 %, and
+    folders summed together add more; a median, not the luckiest process, is the figure."""
+    by = defaultdict(list)
+    for r in rows:
+        by[r["setting"]].append(r)
+    out = {}
+    for k, rs in by.items():
+        rs = sorted(rs, key=lambda r: num(r["value"]))
+        out[k] = (statistics.median(num(r["value"]) for r in rs), len(rs), rs[len(rs) // 2])
+    return out
+
+
 def spread(R, row, metric):
     """', median of N streams, LO-HI' when gpu_bench --reps timed the case's row more than
     once (its _min/_max rows, same setting), else ''."""
@@ -116,20 +130,16 @@ def targets(R):
     B = "cuda" if R.find(impl=lambda i: i.endswith("-cuda")) else "cpu"
     fl = R.best(lower=False, part="api", impl="pcie-floor", workload="invert", side=256, metric="img_per_s")
     fl = f" (PCIe floor {fmt(num(fl['value']), '/s')})" if fl else ""
-    # Each setting's value is the median over the processes that measured it (run.sh runs the
-    # default caps in three: the host's speed varies between processes by 10-20 %).
-    by_setting = defaultdict(list)
-    for r in R.find(part="api", impl="imgbatch-api-cuda-batched", workload="invert", mode="RGB", side=256,
-                    metric="img_per_s"):
-        by_setting[r["setting"]].append(num(r["value"]))
-    med = {k: statistics.median(vs) for k, vs in by_setting.items()}
+    small = R.find(part="api", impl="imgbatch-api-cuda-batched", workload="invert", mode="RGB", side=256,
+                   metric="img_per_s")
+    med = per_setting(small)
     for label, pick in (("default caps", "max_jobs=64 max_in_flight=2"), ("best setting", None)):
-        k = pick if pick in med else None if pick else max(med, key=med.get, default=None)
-        v = med.get(k) if k else None
+        k = pick if pick in med else None if pick else max(med, key=lambda s: med[s][0], default=None)
+        v = med[k][0] if k else None
         what = f"256² RGB invert through the API, {label}" + (f" ({k})" if k and not pick else "")
         text = fmt(v, "/s")
-        if k and len(by_setting[k]) > 1:
-            vs = sorted(by_setting[k])
+        if k and med[k][1] > 1:
+            vs = sorted(num(r["value"]) for r in small if r["setting"] == k)
             text += f", median of {len(vs)} processes ({fmt(vs[0])}-{fmt(vs[-1], '/s')})"
         out.append((what, text + fl, "≥ 200k/s", verdict(v, 200000, True, "/s")))
 
@@ -151,17 +161,11 @@ def targets(R):
                 continue  # a run from before the floor was measured
             settings = set()
             for key, rs in cases.items():
-                # One value a setting: the median over the processes that measured it (the
-                # upper one of an even count), so that folders summed together do not pick
-                # a case's luckiest process; then the better setting.
-                per = defaultdict(list)
-                for r in rs:
-                    per[r["setting"]].append(r)
-                meds = [(sorted(v, key=lambda r: num(r["value"]))[len(v) // 2], len(v)) for v in per.values()]
-                b, procs = min(meds, key=lambda m: num(m[0]["value"]))
+                # One value a setting (per_setting's median), then the better setting.
+                v, procs, b = min(per_setting(rs).values(), key=lambda m: m[0])
                 settings.add(b["setting"])
-                if worst is None or num(b["value"]) > worst:
-                    worst, where = num(b["value"]), f"{key[0]} {key[1]} {key[2]}²"
+                if worst is None or v > worst:
+                    worst, where = v, f"{key[0]} {key[1]} {key[2]}²"
                     where += f", median of {procs} processes" if procs > 1 else spread(R, b, metric)
             what = f"≥ 2048², every family, through the API, {label}"
             if settings:
