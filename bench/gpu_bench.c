@@ -530,10 +530,10 @@ static void csv_rows(const floors *fl, float copy_ms, double copy_bw, const bool
             "ms");
     csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, n, "x_floor_overlap",
             c->zc.ms / ov, "x");
+    const double bd = floor_bidir_ms(fl, c->in_bytes, c->out_bytes);
     csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, n, "x_floor_bidir",
-            c->zc.ms / floor_bidir_ms(fl, c->in_bytes, c->out_bytes), "x");
+            c->zc.ms / bd, "x");
     if (c->reps > 1) { /* the spread of the timed streams whose median the row above is */
-      double bd = floor_bidir_ms(fl, c->in_bytes, c->out_bytes);
       csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, c->reps, "x_floor_bidir_min",
               c->zc_min_ms / bd, "x");
       csv_row("api", "imgbatch-api-cuda", ab_ids[c->fam], md, c->side, c->reps, "x_floor_bidir_max",

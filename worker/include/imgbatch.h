@@ -272,12 +272,12 @@ typedef struct ib_executor_options {
                        * out of 1/8 of cuda_pipe_kib or more, 1 MiB by default; the
                        * jobs its pipeline takes) with nothing in flight: the first
                        * submission goes out once this many are pending, each next
-                       * one once twice the largest in flight are, up to max_jobs /
-                       * max_in_flight and 1 / max_in_flight of gpu_bytes - the
-                       * device starts while the window is still admitted and
+                       * one once twice as many as the last one issued are, up to
+                       * max_jobs / max_in_flight and 1 / max_in_flight of gpu_bytes -
+                       * the device starts while the window is still admitted and
                        * staged. 0 (the default) or max_jobs / max_in_flight or
-                       * more: off - 8 made the H200's 2048^2 streams slower and
-                       * noisier (bench/PROFILE_NOTES.md, branch lpipe) */
+                       * more: off - on the H200, 8 gained nothing beyond the spread
+                       * between processes at 2048^2 (bench/RESULTS.md, 12-04) */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
