@@ -217,9 +217,9 @@ static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
  * at now (a full batch when no ramp applies).
  * Off unless ramp_jobs is set: on the H200 (12-04 08:08, 2048^2 L, 48
  * images, max_jobs 64) ramp 8 read 0.107-0.214 ms/img against 0.110-0.122
- * without (bench/PROFILE_NOTES.md, branch lpipe); at 10:28, 192 images in
- * six processes, no difference beyond the spread between processes
- * (bench/RESULTS.md). */
+ * without (bench/PROFILE_NOTES.md, branch lpipe: a stalled staging of its
+ * third submission); at 10:28, 192 images in six processes, no gain
+ * beyond the spread between processes (bench/RESULTS.md). */
 static size_t due_jobs(const ib_executor *ex) {
   const size_t target = batch_target(ex);
   const size_t ramp = ex->opts.ramp_jobs;

@@ -276,8 +276,9 @@ typedef struct ib_executor_options {
                        * max_jobs / max_in_flight and 1 / max_in_flight of gpu_bytes -
                        * the device starts while the window is still admitted and
                        * staged. 0 (the default) or max_jobs / max_in_flight or
-                       * more: off - on the H200, 8 gained nothing beyond the spread
-                       * between processes at 2048^2 (bench/RESULTS.md, 12-04) */
+                       * more: off - on the H200, 8 slowed 48-image 2048^2 streams and
+                       * gained nothing beyond the spread between processes at 192
+                       * (bench/RESULTS.md, 12-04) */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
