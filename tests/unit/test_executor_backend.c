@@ -428,17 +428,9 @@ static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, 
   ib_executor_destroy(ex);
 }
 
-static void run_ramp_of(const ib_backend *be, uint32_t in_flight, uint32_t ramp,
-                        uint64_t job_bytes) {
-  run_ramp_n(be, in_flight, ramp, job_bytes, 48);
-}
-
-static void run_ramp_on(const ib_backend *be, uint32_t ramp, uint64_t job_bytes) {
-  run_ramp_of(be, 2, ramp, job_bytes);
-}
-
+/* The common case: the fake backend, 2 in flight, 48 jobs. */
 static void run_ramp(uint32_t ramp, uint64_t job_bytes) {
-  run_ramp_on(&fake_backend, ramp, job_bytes);
+  run_ramp_n(&fake_backend, 2, ramp, job_bytes, 48);
 }
 
 Test(backend, large_jobs_start_the_device_after_a_few_with_a_ramp) {
@@ -484,7 +476,7 @@ Test(backend, the_first_full_batch_goes_out_once_there_is_room) {
 /* One submission in flight: the ramp doubles the one before (nothing is
  * in flight whenever there is room), so it still reaches full batches. */
 Test(backend, the_ramp_grows_with_one_submission_in_flight) {
-  run_ramp_of(&fake_backend, 1, 8, 4u << 20);
+  run_ramp_n(&fake_backend, 1, 8, 4u << 20, 48);
   cr_assert_eq(F.sizes[0], 8);
   cr_assert_eq(F.sizes[1], 16, "second submission: %zu jobs", F.sizes[1]);
   cr_assert_eq(F.sizes[2], 24, "the rest: %zu jobs", F.sizes[2]);
@@ -552,10 +544,10 @@ Test(backend, the_backend_says_which_jobs_are_large) {
   ib_backend be = fake_backend;
   be.large_job = fake_large;
   large_hint = true;
-  run_ramp_on(&be, 8, 64u << 10);
+  run_ramp_n(&be, 2, 8, 64u << 10, 48);
   cr_assert_eq(F.first_n, 8, "large by the backend's word, small by charge: the ramp");
   large_hint = false;
-  run_ramp_on(&be, 8, 4u << 20);
+  run_ramp_n(&be, 2, 8, 4u << 20, 48);
   cr_assert_eq(F.first_n, 32, "small by the backend's word, large by charge: none");
 }
 
