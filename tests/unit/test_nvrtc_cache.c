@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,6 +438,67 @@ Test(dstore, concurrent_processes_never_read_a_partial_file, .timeout = 120) {
   for (struct dirent *de; (de = readdir(dd));)
     cr_assert_neq(strncmp(de->d_name, ".tmp.", 5), 0, "%s", de->d_name);
   closedir(dd);
+  rmdir_all(dir);
+}
+
+/* One process's threads (a compile pool's) writing at once never show the
+ * store over its bound, in its counter or on disk: room is made before a
+ * file is renamed in. A watcher reads both all along. */
+typedef struct put_thread {
+  ib_dstore *d;
+  unsigned id;
+  int failed;
+} put_thread;
+
+enum { PUT_SZ = 3000, PUT_FILES = 300, PUT_CAP = 10 * (PUT_SZ + 24) };
+
+static void *put_many(void *arg) {
+  put_thread *t = arg;
+  uint8_t buf[PUT_SZ];
+  for (unsigned i = 0; i < PUT_FILES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "t%u_%u", t->id, i);
+    fill(buf, PUT_SZ, t->id * 1000 + i);
+    if (!ib_dstore_put(t->d, name, buf, PUT_SZ)) t->failed++;
+  }
+  return NULL;
+}
+
+Test(dstore, threads_writing_at_once_never_pass_the_bound, .timeout = 120) {
+  char dir[64];
+  tmpdir(dir, sizeof dir);
+  ib_dstore *d = ib_dstore_open(dir, PUT_CAP);
+  cr_assert_not_null(d);
+  enum { THREADS = 4 };
+  put_thread t[THREADS];
+  pthread_t th[THREADS];
+  for (unsigned i = 0; i < THREADS; i++) {
+    t[i] = (put_thread){.d = d, .id = i};
+    cr_assert_eq(pthread_create(&th[i], NULL, put_many, &t[i]), 0);
+  }
+  uint64_t max_counted = 0, max_on_disk = 0;
+  unsigned looks = 0;
+  for (bool running = true; running; looks++) {
+    running = ib_dstore_stats_get(d).writes < THREADS * PUT_FILES;
+    const uint64_t counted = ib_dstore_stats_get(d).bytes, on_disk = dir_bytes(dir, NULL);
+    if (counted > max_counted) max_counted = counted;
+    if (on_disk > max_on_disk) max_on_disk = on_disk;
+  }
+  for (unsigned i = 0; i < THREADS; i++) {
+    cr_assert_eq(pthread_join(th[i], NULL), 0);
+    cr_assert_eq(t[i].failed, 0, "thread %u: %d writes failed", i, t[i].failed);
+  }
+  cr_assert_gt(looks, 10u, "the watcher looked while the writers wrote");
+  cr_assert_leq(max_counted, PUT_CAP, "counted bytes passed the bound");
+  cr_assert_leq(max_on_disk, PUT_CAP, "the directory passed the bound");
+  cr_assert_gt(ib_dstore_stats_get(d).evictions, 0);
+  /* A file larger than the whole bound is not written (nothing left). */
+  uint8_t *big = calloc(1, PUT_CAP);
+  cr_assert_not_null(big);
+  cr_assert_not(ib_dstore_put(d, "big", big, PUT_CAP));
+  cr_assert_not(exists(dir, "big"));
+  free(big);
+  ib_dstore_close(d);
   rmdir_all(dir);
 }
 

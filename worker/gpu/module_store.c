@@ -309,6 +309,8 @@ ib_dstore_result ib_dstore_get(ib_dstore *d, const char *name, void **data, size
   return IB_DS_HIT;
 }
 
+static void scan_locked(ib_dstore *d, uint64_t incoming);
+
 bool ib_dstore_put(ib_dstore *d, const char *name, const void *data, size_t len) {
   char path[600], tmp[700];
   if (!len || !path_of(d, name, path, sizeof path)) return false;
@@ -321,18 +323,24 @@ bool ib_dstore_put(ib_dstore *d, const char *name, const void *data, size_t len)
   memcpy(h.magic, k_magic, sizeof k_magic);
   bool ok = write_all(fd, &h, sizeof h) && write_all(fd, data, len);
   ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return false;
-  }
-  atomic_fetch_add(&d->writes, 1);
+  const uint64_t need = sizeof h + len;
+  /* Room is made before the rename, under the lock, so this process never
+   * shows the store over its bound - not even between two threads' puts. */
   pthread_mutex_lock(&d->mu);
-  d->est_bytes += sizeof h + len;
-  atomic_store(&d->bytes, d->est_bytes);
-  bool scan = d->est_bytes > d->cap || ++d->writes_since_scan >= IB_DSTORE_SCAN_WRITES;
+  if (ok && need <= d->cap &&
+      (d->est_bytes + need > d->cap || ++d->writes_since_scan >= IB_DSTORE_SCAN_WRITES))
+    scan_locked(d, need);
+  ok = ok && need <= d->cap && rename(tmp, path) == 0;
+  if (ok) {
+    /* A replaced name is counted twice until the next scan: an over-estimate
+     * only scans early. */
+    d->est_bytes += need;
+    atomic_store(&d->bytes, d->est_bytes);
+    atomic_fetch_add(&d->writes, 1);
+  }
   pthread_mutex_unlock(&d->mu);
-  if (scan) ib_dstore_trim(d);
-  return true;
+  if (!ok) unlink(tmp);
+  return ok;
 }
 
 typedef struct dfile {
@@ -364,13 +372,11 @@ static bool legacy(const char *name) {
 /* Temp files older than this were left by a process that died mid-write. */
 #define STALE_TMP_S 600
 
-void ib_dstore_trim(ib_dstore *d) {
-  pthread_mutex_lock(&d->mu);
+/* Scans the directory; when its files and `incoming` more bytes would pass
+ * the cap, deletes the oldest until they fit within 7/8 of it. d->mu held. */
+static void scan_locked(ib_dstore *d, uint64_t incoming) {
   DIR *dir = opendir(d->dir);
-  if (!dir) {
-    pthread_mutex_unlock(&d->mu);
-    return;
-  }
+  if (!dir) return;
   dfile *files = NULL;
   size_t n = 0, cap = 0;
   uint64_t total = 0;
@@ -403,10 +409,10 @@ void ib_dstore_trim(ib_dstore *d) {
     total += files[n].bytes;
     n++;
   }
-  if (total > d->cap) {
+  if (total + incoming > d->cap) {
     qsort(files, n, sizeof *files, older);
     const uint64_t low = d->cap / 8 * 7;
-    for (size_t i = 0; i < n && total > low; i++) {
+    for (size_t i = 0; i < n && total + incoming > low; i++) {
       /* ENOENT: another process evicted it first; it is gone either way. */
       if (unlinkat(dfd, files[i].name, 0) == 0) atomic_fetch_add(&d->evictions, 1);
       total -= files[i].bytes;
@@ -417,5 +423,10 @@ void ib_dstore_trim(ib_dstore *d) {
   d->est_bytes = total;
   d->writes_since_scan = 0;
   atomic_store(&d->bytes, total);
+}
+
+void ib_dstore_trim(ib_dstore *d) {
+  pthread_mutex_lock(&d->mu);
+  scan_locked(d, 0);
   pthread_mutex_unlock(&d->mu);
 }

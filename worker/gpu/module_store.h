@@ -18,12 +18,15 @@
  * (truncated, bit-flipped, foreign) is counted, deleted and reported as a
  * miss - never returned. A hit touches the file's mtime, the "last use"
  * that eviction orders by (oldest first). A file another process deletes
- * under us is a miss (ENOENT). The directory is scanned (sizes, mtimes)
- * when this process's estimate of its total passes the bound, and at least
- * every IB_DSTORE_SCAN_WRITES writes to see other processes' files; a scan
- * over the bound deletes the oldest files down to 7/8 of it. With several
- * writers the bound can be passed between scans by what the others wrote
- * since this process last looked.
+ * under us is a miss (ENOENT). Before a write is renamed into place the
+ * directory is scanned (sizes, mtimes) when this process's estimate of its
+ * total plus the new file would pass the bound, and at least every
+ * IB_DSTORE_SCAN_WRITES writes to see other processes' files; a scan that
+ * finds no room deletes the oldest files until the new one fits within 7/8
+ * of the bound. Scan and rename hold one lock, so one process's threads
+ * never take the store past its bound; a file larger than the bound is not
+ * written. With several processes the bound can be passed between scans by
+ * what the others wrote since this process last looked.
  */
 #ifndef IB_GPU_MODULE_STORE_H
 #define IB_GPU_MODULE_STORE_H
@@ -101,8 +104,8 @@ void ib_dstore_close(ib_dstore *d);
  * IB_DS_CORRUPT: the file failed its check and was deleted (a miss for
  * the caller). */
 ib_dstore_result ib_dstore_get(ib_dstore *d, const char *name, void **data, size_t *len);
-/* Best effort: false when the file could not be written (nothing is left
- * behind). */
+/* Best effort: false when the file could not be written or is larger than
+ * the cap (nothing is left behind). */
 bool ib_dstore_put(ib_dstore *d, const char *name, const void *data, size_t len);
 /* Scans now and evicts down to 7/8 of the cap when over it. */
 void ib_dstore_trim(ib_dstore *d);
