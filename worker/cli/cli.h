@@ -25,6 +25,13 @@ int ib_cmd_demo(int argc, char **argv);
 
 bool ib_wants_help(int argc, char **argv);
 
+/* What main returns: rc, unless a kernel compile that the library let go of
+ * at its close (ib_cpool_orphans: NVRTC stuck past the compile time bound)
+ * is still running. Then it says so on stderr, flushes stdio and ends the
+ * process at once with rc (_exit), so exit's teardown of the libraries
+ * does not run under that thread. */
+int ib_cli_exit(int rc);
+
 /* Unsigned decimal; with `sized`, an optional K, M or G suffix (powers of
  * 1024). False on anything else or overflow. */
 bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out);

@@ -42,7 +42,8 @@ int main(int argc, char **argv) {
     return IB_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return ib_cli_exit(commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "imgbatch: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return IB_EXIT_USAGE;
