@@ -89,6 +89,14 @@ static void log_parts(ib_worker *w, const char *event, const rd_kafka_topic_part
   ib_wlog(w, "info", event, "\"partitions\":[%s]", buf);
 }
 
+/* rd_kafka_commit, counted until librdkafka answers it (on_commit). */
+static rd_kafka_resp_err_t commit(ib_worker *w, const rd_kafka_topic_partition_list_t *l,
+                                  bool async) {
+  const rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, async);
+  if (!e) w->commits_unanswered++;
+  return e;
+}
+
 static void commit_sync_parts(ib_worker *w, const rd_kafka_topic_partition_list_t *revoked) {
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(revoked->cnt);
   for (int i = 0; i < revoked->cnt; i++) {
@@ -97,7 +105,7 @@ static void commit_sync_parts(ib_worker *w, const rd_kafka_topic_partition_list_
     if (at >= 0) rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
   if (l->cnt) {
-    rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, 0);
+    rd_kafka_resp_err_t e = commit(w, l, false);
     for (int i = 0; i < l->cnt; i++) {
       rd_kafka_resp_err_t pe = e ? e : l->elems[i].err;
       if (pe)
@@ -178,10 +186,10 @@ static bool inflight_answered(ib_wpart *p, int64_t offset) {
   return i == 0;
 }
 
-static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                      rd_kafka_topic_partition_list_t *offsets, void *opaque) {
-  (void)rk;
-  ib_worker *w = opaque;
+/* A commit of `offsets` was answered with err (or refused before it was
+ * sent). */
+static void commit_answered(ib_worker *w, rd_kafka_resp_err_t err,
+                            const rd_kafka_topic_partition_list_t *offsets) {
   for (int i = 0; offsets && i < offsets->cnt; i++) {
     const rd_kafka_topic_partition_t *t = &offsets->elems[i];
     ib_wpart *p = ib_wpart_get(w, t->partition, false);
@@ -209,6 +217,16 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
   }
 }
 
+/* librdkafka's answer to each rd_kafka_commit that it took, sync or async
+ * (rd_kafka_conf_set_offset_commit_cb). */
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+  (void)rk;
+  ib_worker *w = opaque;
+  if (w->commits_unanswered) w->commits_unanswered--;
+  commit_answered(w, err, offsets);
+}
+
 void ib_wcommit(ib_worker *w, bool sync) {
   if (w->cfg->transactional) {
     ib_wtxn_commit(w);
@@ -233,11 +251,8 @@ void ib_wcommit(ib_worker *w, bool sync) {
     rd_kafka_topic_partition_list_add(l, w->cfg->jobs_topic, p->id)->offset = at;
   }
   if (l->cnt) {
-    rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, sync ? 0 : 1);
-    if (sync)
-      on_commit(w->consumer, e, l, w);
-    else if (e)
-      on_commit(w->consumer, e, l, w);
+    rd_kafka_resp_err_t e = commit(w, l, !sync);
+    if (sync || e) commit_answered(w, e, l);
   }
   rd_kafka_topic_partition_list_destroy(l);
 }

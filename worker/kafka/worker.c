@@ -485,6 +485,11 @@ static void stop_clients(ib_worker *w) {
   free(w->parts);
 }
 
+/* How long a drain waits for earlier commits' answers before its final
+ * commit (within the grace period): longer than librdkafka's retries of a
+ * timed-out commit at its default backoff. */
+#define COMMIT_ANSWER_WAIT_US (10u * 1000000u)
+
 /* After the stream ended: wait for every delivery, then commit. */
 static void drain_deliveries(ib_worker *w, uint64_t deadline) {
   while ((w->undelivered || w->republish.n || w->ready.n) && ib_wnow_us() < deadline &&
@@ -495,6 +500,15 @@ static void drain_deliveries(ib_worker *w, uint64_t deadline) {
     ib_wconsume_poll(w, 0);
     if (w->ready.n) ib_wcommit(w, false);
   }
+  /* The final commit goes after every earlier one was answered: a commit
+   * librdkafka still retries (a timed-out request, retry.backoff.ms later)
+   * would land after it and take the group back to its older offset. */
+  const uint64_t until = ib_wnow_us() + COMMIT_ANSWER_WAIT_US;
+  while (w->commits_unanswered && ib_wnow_us() < deadline && ib_wnow_us() < until &&
+         *w->cfg->stop < 2)
+    ib_wconsume_poll(w, 10);
+  if (w->commits_unanswered)
+    ib_wlog(w, "warn", "commits_unanswered", "\"count\":%" PRIu64, w->commits_unanswered);
   ib_wcommit(w, true);
 }
 

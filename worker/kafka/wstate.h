@@ -209,6 +209,10 @@ typedef struct ib_worker {
   uint64_t held_bytes;  /* packed Results kept until acknowledged */
   bool sink_fault;      /* IB_FAULTS "sink" */
   uint64_t last_commit_us, last_sweep_us;
+  /* rd_kafka_commit calls whose answer (offset_commit_cb, sync commits
+   * included) has not come: librdkafka retries a timed-out commit itself,
+   * so an old offset can land after a newer one (consume.c). */
+  uint64_t commits_unanswered;
   ib_wpool *pool; /* encodes Results off the driving thread */
   ib_handle_slot *handles;
   size_t n_handles, cap_handles;

@@ -176,6 +176,23 @@ def test_produce_errors_past_message_timeout_are_waited_out(make_env):
     assert w.alive() and len(w.named("start")) == 1, env.why()
 
 
+def test_a_commit_retried_late_does_not_undo_the_final_one(make_env):
+    """librdkafka retries a timed-out OffsetCommit itself, retry.backoff.ms later: the retry
+    of an old offset lands after newer commits. At a clean stop it landed after the final
+    commit and the group went back to it (CI 12-04: a restarted worker redid 16 of 20 jobs).
+    The final commit waits for every earlier commit's answer."""
+    env = one_partition_env(make_env)
+    reader = env.reader()
+    jobs, coords = produce_jobs(env, 20)
+    env.broker.command("error OffsetCommit 1 REQUEST_TIMED_OUT")
+    w = env.worker(*ONE, "-X", "retry.backoff.ms=3000")
+    assert_all_right(env, reader, jobs, coords)
+    # The first commit's retry is still waiting out its backoff.
+    w.signal(signal.SIGTERM)
+    assert w.wait_exit(30) == 0, w.stderr()
+    assert env.committed()[0] == 20, env.why("the group's offset went back after the stop")
+
+
 def test_commit_failures_are_retried_and_nothing_is_lost(make_env):
     env = one_partition_env(make_env)
     reader = env.reader()
