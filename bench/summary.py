@@ -99,7 +99,8 @@ def today(what):
 
 
 def per_setting(rows):
-    """{setting: (the median value over the processes that measured it, how many, a row of it)}:
+    """{setting: (the median value over the processes that measured it, their values sorted, a row
+    of it)}:
     run.sh measures some rows in several processes, whose host speed varies by 10-20 %, and
     folders summed together add more; a median, not the luckiest process, is the figure."""
     by = defaultdict(list)
@@ -108,7 +109,8 @@ def per_setting(rows):
     out = {}
     for k, rs in by.items():
         rs = sorted(rs, key=lambda r: num(r["value"]))
-        out[k] = (statistics.median(num(r["value"]) for r in rs), len(rs), rs[len(rs) // 2])
+        vs = [num(r["value"]) for r in rs]
+        out[k] = (statistics.median(vs), vs, rs[len(rs) // 2])
     return out
 
 
@@ -138,8 +140,8 @@ def targets(R):
         v = med[k][0] if k else None
         what = f"256² RGB invert through the API, {label}" + (f" ({k})" if k and not pick else "")
         text = fmt(v, "/s")
-        if k and med[k][1] > 1:
-            vs = sorted(num(r["value"]) for r in small if r["setting"] == k)
+        vs = med[k][1] if k else []
+        if len(vs) > 1:
             text += f", median of {len(vs)} processes ({fmt(vs[0])}-{fmt(vs[-1], '/s')})"
         out.append((what, text + fl, "≥ 200k/s", verdict(v, 200000, True, "/s")))
 
@@ -162,11 +164,11 @@ def targets(R):
             settings = set()
             for key, rs in cases.items():
                 # One value a setting (per_setting's median), then the better setting.
-                v, procs, b = min(per_setting(rs).values(), key=lambda m: m[0])
+                v, vs, b = min(per_setting(rs).values(), key=lambda m: m[0])
                 settings.add(b["setting"])
                 if worst is None or v > worst:
                     worst, where = v, f"{key[0]} {key[1]} {key[2]}²"
-                    where += f", median of {procs} processes" if procs > 1 else spread(R, b, metric)
+                    where += f", median of {len(vs)} processes" if len(vs) > 1 else spread(R, b, metric)
             what = f"≥ 2048², every family, through the API, {label}"
             if settings:
                 what += f" ({', '.join(sorted(settings))})"
