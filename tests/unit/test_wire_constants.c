@@ -103,6 +103,7 @@ Test(wire_fields, result_encodes_reads_the_spec_as_unpack_does) {
       Imgbatch__V1__CpuOutput cpu = IMGBATCH__V1__CPU_OUTPUT__INIT;
       Imgbatch__V1__GpuOutput gpu = IMGBATCH__V1__GPU_OUTPUT__INIT;
       cpu.format = (Imgbatch__V1__Format)fmt;
+      cpu.quality_present_case = IMGBATCH__V1__CPU_OUTPUT__QUALITY_PRESENT_QUALITY;
       cpu.quality = 80;
       if (target == 1) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU, s.cpu = &cpu;
       if (target == 2) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU, s.gpu = &gpu;
