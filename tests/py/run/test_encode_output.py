@@ -8,7 +8,7 @@ import io
 import random
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops
 
 from ibtest import bands_of, raw_job, run
 from imgbatch import imgbatch_pb2 as pb
@@ -195,3 +195,34 @@ def test_png_decodes_to_exactly_the_image(mode, size):
     im = Image.open(io.BytesIO(r.image.data))
     assert (r.image.mode, im.mode, im.size) == (mode, mode, size)
     assert im.tobytes() == data
+
+
+def photo(w, h, mode, seed):
+    """Smooth gradients under light grain, as a camera image compresses
+    (noise alone makes every block busy)."""
+    rng = random.Random(seed)
+    ramp = Image.linear_gradient("L").resize((w, h))
+    rgb = Image.merge("RGB", (ramp, ramp.transpose(Image.Transpose.ROTATE_90).resize((w, h)),
+                              Image.radial_gradient("L").resize((w, h))))
+    grain = Image.frombytes("L", (w, h), bytes(rng.randrange(24) for _ in range(w * h)))
+    return ImageChops.add(rgb, Image.merge("RGB", (grain, grain, grain))).convert(mode)
+
+
+@pytest.mark.parametrize("mode,opts", [
+    ("RGB", {}),
+    ("RGB", {"quality": 95, "subsampling": pb.SUBSAMPLING_444, "progressive": True, "optimize": True}),
+    ("L", {"quality": 90, "progressive": True}),
+    ("CMYK", {"optimize": True}),
+])
+def test_large_photo_sized_images_give_pillows_bytes(mode, opts):
+    im = photo(1531, 1001, mode, seed=len(opts))
+    job = raw_job(0, *im.size, mode, data=im.tobytes())
+    cpu = job.output.cpu
+    cpu.format = pb.JPEG
+    kw = {}
+    for k, v in opts.items():
+        setattr(cpu, k, v)
+        kw[k] = SUBSAMPLING[v] if k == "subsampling" else v
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", **kw)
+    assert_same_bytes([(job, buf.getvalue(), f"{mode} {im.size} {kw}")])
