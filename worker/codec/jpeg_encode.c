@@ -109,7 +109,11 @@ static int compress(struct jpeg_compress_struct *c, fail_jump *f, const uint8_t 
 ib_status ib_jpeg_encode(const uint8_t *px, uint32_t width, uint32_t height, ib_mode mode,
                          size_t stride, const ib_jpeg_options *opt, uint8_t **out, size_t *len,
                          ib_error *err) {
-  if (!width || !height || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION ||
+  if (width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
+                        "encode jpeg: %ux%u exceeds JPEG's %d-pixel side", width, height,
+                        (int)JPEG_MAX_DIMENSION);
+  if (!width || !height ||
       (mode != IB_MODE_L && mode != IB_MODE_RGB && mode != IB_MODE_RGBX && mode != IB_MODE_CMYK))
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode jpeg: mode %s, %ux%u",
                         ib_mode_name(mode), width, height);
