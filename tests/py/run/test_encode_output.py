@@ -226,3 +226,19 @@ def test_large_photo_sized_images_give_pillows_bytes(mode, opts):
     buf = io.BytesIO()
     im.save(buf, "JPEG", **kw)
     assert_same_bytes([(job, buf.getvalue(), f"{mode} {im.size} {kw}")])
+
+
+def test_webp_quality_defaults_to_pillows_80():
+    rng = random.Random(7)
+    data = noise(rng, 40, 30, "RGB")
+    jobs = []
+    for k, q in enumerate([None, 80, 75]):
+        job = raw_job(k, 40, 30, "RGB", data=data)
+        job.output.cpu.format = pb.WEBP
+        if q is not None:
+            job.output.cpu.quality = q
+        jobs.append(job)
+    p, results = run(jobs, "--backend", "cpu")
+    assert p.returncode == 0, p.stderr
+    data = {r.key_u64: r.image.data for r in results}
+    assert data[0] == data[1] != data[2]
