@@ -75,6 +75,16 @@ Test(output_spec, quality_0_to_100_passes_and_over_100_is_invalid_naming_it) {
   cr_expect_eq(check(&s, &err), IB_INVALID, "WebP too (Pillow refuses it there)");
 }
 
+Test(output_spec, png_compression_over_9_is_invalid_naming_it) {
+  Imgbatch__V1__CpuOutput s = spec_of(IMGBATCH__V1__FORMAT__PNG);
+  ib_error err = {0};
+  s.compression = 9;
+  cr_expect_eq(check(&s, &err), IB_OK);
+  s.compression = 10;
+  cr_expect_eq(check(&s, &err), IB_INVALID);
+  cr_expect(strstr(err.message, "compression 10 is out of range 0..9"), "%s", err.message);
+}
+
 Test(output_spec, an_unknown_subsampling_and_jpeg_only_options_elsewhere_are_invalid) {
   Imgbatch__V1__CpuOutput s = spec_of(IMGBATCH__V1__FORMAT__JPEG);
   ib_error err = {0};

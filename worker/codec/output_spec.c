@@ -37,6 +37,10 @@ static ib_status check_params(const Imgbatch__V1__CpuOutput *s, ib_stage stage, 
                         "output: quality %u is out of range 0..100 (Pillow's JPEG encoder clamps "
                         "it to 100, its WebP encoder refuses it)",
                         s->quality);
+  /* zlib's levels; libvips and zlib refuse the rest. */
+  if (s->compression > 9)
+    return ib_error_set(err, IB_INVALID, stage, "output: compression %u is out of range 0..9",
+                        s->compression);
   if ((unsigned)s->subsampling > IMGBATCH__V1__SUBSAMPLING__SUBSAMPLING_420)
     return ib_error_set(err, IB_INVALID, stage,
                         "output: subsampling %d is not one of DEFAULT, 444, 422, 420",

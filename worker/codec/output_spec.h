@@ -18,8 +18,8 @@
 #include "proto/imgbatch.pb-c.h"
 
 /* IB_OK when `spec` (NULL: raw) can be encoded from an image of `mode`.
- * IB_INVALID names a parameter out of its range (quality over 100, an
- * unknown subsampling or format, a JPEG-only option on another format);
+ * IB_INVALID names a parameter out of its range (quality over 100,
+ * compression over 9, an unknown subsampling or format, a JPEG-only option on another format);
  * IB_UNSUPPORTED names a mode the format cannot hold. Errors are set at
  * `stage`. */
 ib_status ib_output_check(const Imgbatch__V1__CpuOutput *spec, ib_mode mode, ib_stage stage,
