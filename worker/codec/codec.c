@@ -1,6 +1,8 @@
 /*
  * codec.c - header checks, decode into caller memory, encode: PNG decodes
- * through png_decode.c, everything else through libvips.
+ * through png_decode.c, everything else through libvips; JPEG encodes
+ * through jpeg_encode.c, PNG through png_encode.c, WebP and TIFF through
+ * libvips.
  * The magic bytes pick the loader; the generic loader is never called on
  * untrusted bytes (it probes ImageMagick).
  */
@@ -284,23 +286,15 @@ static ib_status encode_vips(const uint8_t *px, const ib_image *im, ib_mode mode
   void *buf = NULL;
   size_t n = 0;
   int rc = -1;
-  const char *name = "png";
+  const char *name = "tiff";
   bool has_q = spec->quality_present_case == IMGBATCH__V1__CPU_OUTPUT__QUALITY_PRESENT_QUALITY;
-  switch (spec->format) {
-    case IMGBATCH__V1__FORMAT__PNG:
-      rc = vips_pngsave_buffer(img, &buf, &n, "compression",
-                               spec->compression ? (int)spec->compression : 6, NULL);
-      break;
-    case IMGBATCH__V1__FORMAT__WEBP:
-      /* Pillow's WebP default quality is 80. */
-      name = "webp";
-      rc = vips_webpsave_buffer(img, &buf, &n, "Q", has_q ? (int)spec->quality : 80, "lossless",
-                                spec->lossless ? TRUE : FALSE, NULL);
-      break;
-    default:
-      name = "tiff";
-      rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
-      break;
+  if (spec->format == IMGBATCH__V1__FORMAT__WEBP) {
+    /* Pillow's WebP default quality is 80. */
+    name = "webp";
+    rc = vips_webpsave_buffer(img, &buf, &n, "Q", has_q ? (int)spec->quality : 80, "lossless",
+                              spec->lossless ? TRUE : FALSE, NULL);
+  } else {
+    rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
   }
   g_object_unref(img);
   if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
@@ -327,11 +321,11 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
     return ib_jpeg_encode(im->data, im->width, im->height, im->mode, (size_t)im->width * bands, &o,
                           out, len, err);
   }
-  /* PNG through libdeflate (png_encode.h: 4x faster). */
-  uint32_t level = spec->compression ? spec->compression : 6;
-  if (format == IMGBATCH__V1__FORMAT__PNG && level <= 9 && size)
+  /* PNG through libdeflate (png_encode.h: 4x faster than libvips), at the
+   * level ib_output_check bounded to 0..9 (0: zlib's default, 6). */
+  if (format == IMGBATCH__V1__FORMAT__PNG)
     return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,
-                         (int)level, out, len, err);
+                         spec->compression ? (int)spec->compression : 6, out, len, err);
   ib_mode mode = ib_output_mode(spec, im->mode);
   if (mode == im->mode) return encode_vips(im->data, im, mode, spec, out, len, err);
   uint8_t *px = pixels_as(im, mode);
