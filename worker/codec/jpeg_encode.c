@@ -119,7 +119,10 @@ ib_status ib_jpeg_encode(const uint8_t *px, uint32_t width, uint32_t height, ib_
                         ib_mode_name(mode), width, height);
   struct jpeg_compress_struct c;
   fail_jump f;
-  grow_dest d = {.cap = 4096};
+  /* A tenth of the pixels' bytes holds a photo at Pillow's default
+   * quality, so the buffer rarely grows. */
+  size_t bands = mode == IB_MODE_L ? 1 : mode == IB_MODE_RGB ? 3 : 4;
+  grow_dest d = {.cap = 4096 + (size_t)width * height * bands / 10};
   memset(&c, 0, sizeof c);
   f.message[0] = 0;
   c.err = jpeg_std_error(&f.pub);
