@@ -680,9 +680,12 @@ int main(int argc, char **argv) {
                               .host_bytes = 1024ull << 20,
                               .max_in_flight = 2,
                               .host_threads = -1};
-  ib_cli_tool_options(&opts);
+  ib_config *cfg = ib_cli_tool_options(&opts);
+  if (!cfg) return 2;
   void *state = NULL;
-  if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
+  const ib_status opened = ib_backend_cuda.open(&opts, &state, &err);
+  ib_config_destroy(cfg); /* read at open */
+  if (opened != IB_OK) {
     printf("bench: %s\n", err.message);
     return 2;
   }

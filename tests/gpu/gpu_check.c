@@ -117,11 +117,17 @@ static ib_executor *tool_executor(ib_backend_kind backend, bool queue, const cha
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
-  ib_cli_tool_options(&eo);
+  ib_config *cfg = ib_cli_tool_options(&eo);
+  if (!cfg) {
+    fprintf(logf_, "FAIL %s: the tools' environment\n", what);
+    return NULL;
+  }
   eo.queue = queue;
   ib_executor *ex = NULL;
   ib_error err = {0};
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+  const ib_status st = ib_executor_create(&eo, &ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  if (st != IB_OK) {
     fprintf(logf_, "FAIL %s: executor create: %s\n", what, err.message);
     return NULL;
   }
@@ -855,10 +861,13 @@ int main(int argc, char **argv) {
   opts.gpu_bytes = opts.host_bytes = 2048ull << 20;
   opts.max_in_flight = 2;
   opts.max_jobs = (uint32_t)(2 * most); /* a full batch: a whole run */
-  ib_cli_tool_options(&opts);
+  ib_config *cfg = ib_cli_tool_options(&opts);
+  if (!cfg) return 2;
   opts.module_cache_bytes = module_cache;
   ib_executor *main_ex = NULL;
-  if (ib_executor_create(&opts, &main_ex, &err) != IB_OK) {
+  const ib_status created = ib_executor_create(&opts, &main_ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  if (created != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
   }

@@ -403,6 +403,15 @@ Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); 
  * (a run stream parses each in its callback) with 32 jobs, the device
  * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
  * inputs, the next at twice the largest in flight, then full batches. */
+static ib_config *ramp_config(uint32_t ramp) {
+  ib_config *cfg = ib_config_new();
+  char v[16];
+  snprintf(v, sizeof v, "%u", ramp);
+  ib_error err = {0};
+  cr_assert_eq(ib_config_set(cfg, "ramp_jobs", v, &err), IB_OK, "%s", err.message);
+  return cfg;
+}
+
 static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, uint64_t job_bytes,
                        uint64_t jobs) {
   ib_executor_options o;
@@ -410,11 +419,13 @@ static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, 
   o.max_jobs = 64;
   o.max_in_flight = in_flight;
   o.gpu_bytes = 1ull << 30;
-  o.ramp_jobs = ramp;
+  ib_config *cfg = ramp_config(ramp);
+  o.config = cfg;
   F = (fake){0};
   ib_executor *ex = NULL;
   ib_error err = {0};
   cr_assert_eq(ib_exec_create_with(&o, be, &ex, &err), IB_OK, "%s", err.message);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
   F.job_gpu_bytes = job_bytes;
   n_src src = {.limit = jobs};
   F.pulled = &src.pulled;
@@ -490,10 +501,12 @@ Test(backend, the_ramp_starts_again_after_idle) {
   o.max_jobs = 64;
   o.max_in_flight = 2;
   o.gpu_bytes = 1ull << 30;
-  o.ramp_jobs = 8;
+  ib_config *cfg = ramp_config(8);
+  o.config = cfg;
   F = (fake){0};
   ib_executor *ex = NULL;
   cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, NULL), IB_OK);
+  ib_config_destroy(cfg);
   F.job_gpu_bytes = 4u << 20;
   for (int round = 0; round < 2; round++) {
     const int before = F.submits;

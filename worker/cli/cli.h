@@ -55,9 +55,17 @@ const char *ib_cli_cache_dir(void);
 void ib_cli_log_stderr(void *opaque, ib_log_level level, const char *message);
 const char *ib_cli_log_level_name(ib_log_level level);
 
+/* One "KEY=VALUE" onto cfg through ib_config_set (--tune, IB_TUNE). False
+ * with err filled (naming the key, or the value and its range) otherwise. */
+bool ib_cli_tune(ib_config *cfg, const char *key_value, ib_error *err);
+
 /* The GPU tools' environment onto executor options: cache_dir as above,
- * IB_CUDA_PROFILE=1, IB_BLUR_GLOBAL_ROWS=1, IB_COMPILE_THREADS=N, and the
- * library's log on stderr. */
-void ib_cli_tool_options(ib_executor_options *o);
+ * IB_COMPILE_THREADS=N, the library's log on stderr, and a config
+ * (o->config, returned: the caller destroys it after ib_executor_create)
+ * from IB_TUNE="KEY=VALUE[,KEY=VALUE...]" and the older names
+ * IB_CUDA_PROFILE, IB_BLUR_GLOBAL_ROWS, IB_CUDA_PIECES, IB_CUDA_BATCH_MIN,
+ * IB_CUDA_PIPE_KIB, IB_RAMP_JOBS (keys of docs/tuning.md). NULL, said on
+ * stderr, for a bad value or no memory. */
+ib_config *ib_cli_tool_options(ib_executor_options *o);
 
 #endif

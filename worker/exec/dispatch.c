@@ -222,7 +222,7 @@ static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
  * beyond the spread between processes (bench/RESULTS.md). */
 static size_t due_jobs(const ib_executor *ex) {
   const size_t target = batch_target(ex);
-  const size_t ramp = ex->opts.ramp_jobs;
+  const size_t ramp = ex->config.ramp_jobs;
   if (!ramp || ramp >= target || ex->backend->host_working_set) return target;
   const size_t due = ex->ramp_last * 2 > ramp ? ex->ramp_last * 2 : ramp;
   /* At most 1/max_in_flight of gpu_bytes: a window that gpu_bytes bounds
@@ -239,7 +239,7 @@ bool ib_exec_batch_due(const ib_executor *ex) {
    * stream. */
   const size_t n = ex->pending.n, target = batch_target(ex);
   if (!ex->pending.head || ex->backend->host_working_set) return false;
-  const size_t ramp = ex->opts.ramp_jobs;
+  const size_t ramp = ex->config.ramp_jobs;
   const bool ramping = ramp && ramp < target && ex->ramp_last * 2 < target;
   const size_t due = ramping && n >= ramp ? due_jobs(ex) : target;
   if (n < due) return false;

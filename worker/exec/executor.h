@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "exec/backend.h"
+#include "exec/config.h"
 #include "exec/credits.h"
 #include "imgbatch.h"
 #include "model/graph.h"
@@ -87,8 +88,9 @@ typedef struct ib_fault_plan {
 } ib_fault_plan;
 
 struct ib_executor {
-  ib_executor_options opts;
+  ib_executor_options opts; /* cache_dir and config point at the two below */
   char *cache_dir;
+  ib_config config;
   const ib_backend *backend; /* = dev->backend */
   void *backend_state;       /* = dev->state */
   ib_devref *dev;            /* one reference */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/config.h"
 #include "gpu/cuda_internal.h"
 
 static const char *const nvrtc_opts[] = {"--fmad=false"};
@@ -60,7 +61,7 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_ADMIT, "loading the interpreter module");
   ib_cpool_options po = {
       .threads = o->compile_threads,
-      .max_pending = o->compile_queue ? o->compile_queue : 64,
+      .max_pending = ib_config_of(o)->compile_queue,
       .arch = c->arch,
       .opts = nvrtc_opts,
       .n_opts = 1,

@@ -208,82 +208,68 @@ typedef enum ib_backend_kind { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_back
 typedef enum ib_log_level { IB_LOG_DEBUG = 0, IB_LOG_INFO = 1, IB_LOG_WARN = 2 } ib_log_level;
 typedef void (*ib_log_fn)(void *opaque, ib_log_level level, const char *message);
 
+/*
+ * Tuning and test settings, set by name (as librdkafka's rd_kafka_conf_set):
+ * how the CUDA backend splits and pipelines submissions, the compile pool's
+ * bound, the start ramp, its profile. They are not part of the stable API:
+ * a key may change or go in any release, and ib_config_set then answers
+ * IB_UNSUPPORTED naming it. Keys, ranges and defaults: docs/tuning.md.
+ * An ib_config is owned by its creator; ib_executor_create copies it, so it
+ * may be destroyed right after. Not thread-safe: one thread sets it.
+ */
+typedef struct ib_config ib_config;
+
+/* Every key at its default; NULL when out of memory. */
+IB_API ib_config *ib_config_new(void);
+/* A copy (of the defaults for NULL); NULL when out of memory. */
+IB_API ib_config *ib_config_dup(const ib_config *c);
+IB_API void ib_config_destroy(ib_config *c);
+/* Sets `key` from its text form (decimal integers; booleans "true", "false",
+ * "1", "0"). IB_UNSUPPORTED for a key this library does not know (the
+ * message names it), IB_INVALID for a value outside the key's range (the
+ * message names key, value and the accepted range); `c` is then unchanged. */
+IB_API ib_status ib_config_set(ib_config *c, const char *key, const char *value, ib_error *err);
+/* Writes the key's value in the form ib_config_set reads into dst (size
+ * bytes, NUL included). IB_UNSUPPORTED for an unknown key, IB_LIMIT when
+ * it does not fit. */
+IB_API ib_status ib_config_get(const ib_config *c, const char *key, char *dst, size_t size,
+                               ib_error *err);
+/* The i-th key (0, 1, ...), NULL past the last one. Static storage. */
+IB_API const char *ib_config_key(size_t i);
+
+/* What a user sets. Zero byte caps are rejected; other zero fields take the
+ * defaults named here. docs/credits.md explains the four caps. */
 typedef struct ib_executor_options {
   ib_backend_kind backend;
   int device;                  /* CUDA device ordinal */
-  uint64_t gpu_bytes;          /* default 512 MiB */
-  uint64_t host_bytes;         /* default 256 MiB */
-  uint32_t max_jobs;           /* default 64 */
-  uint32_t max_in_flight;      /* default 2 */
+  uint64_t gpu_bytes;          /* device working sets of admitted jobs; default 512 MiB */
+  uint64_t host_bytes;         /* host memory of admitted jobs; default 256 MiB */
+  uint32_t max_jobs;           /* jobs from admission until their result is handed out; 64 */
+  uint32_t max_in_flight;      /* backend submissions outstanding; 2 */
   bool queue;                  /* false: submit completes its own submission */
-  const char *cache_dir;       /* NVRTC module cache directory (shared safely by several
-                                * processes); NULL = no disk cache. The library reads no
-                                * environment: the CLI passes $IB_CACHE_DIR, else
-                                * $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch */
-  uint64_t module_cache_bytes; /* in-memory compiled modules, LRU; 0 = 256 MiB. A module
-                                * a submission in flight launches from is unloaded only
-                                * after that submission completed */
+  const char *cache_dir;       /* compiled-kernel cache directory, shared safely by several
+                                * processes; NULL = no disk cache. The library reads no
+                                * environment (the CLI picks one: README) */
+  uint64_t module_cache_bytes; /* loaded kernel modules, LRU; 0 = 256 MiB */
   uint64_t disk_cache_bytes;   /* cache_dir's bound, evicted by last use; 0 = 2 GiB */
-  int host_threads;            /* host threads for the cuda backend's decodes and staging
-                                * copies (the driving thread included); -1 = the online
-                                * CPUs, 0 or 1 = the driving thread alone. The cpu
-                                * backend runs one job at a time. */
-  bool cuda_profile;           /* cuda: time the host side of submissions (logged, INFO, on
-                                * close) */
-  bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur passes (rows and
-                                * columns) */
-  uint32_t cuda_pieces;        /* cuda: streams a submission of many small jobs is split
-                                * over, so the download of its first jobs overlaps the
-                                * upload of its last; 0 = 2, 1 = one stream, at most 4 */
-  uint32_t cuda_batch_min;     /* cuda: a submission's upload copies go out as one
-                                * cuMemcpyBatchAsync call when there are at least this
-                                * many, else one call each; 0 = 2 */
-  int32_t cuda_pipe_kib;       /* cuda: a submission of large jobs (on average at least 1/8
-                                * of this in + out per job) is pipelined in pieces of about
-                                * this many KiB in + out: a piece's uploads, kernels and
-                                * downloads on three streams shared by all submissions, so
-                                * the upload of one piece runs beside the kernels of the one
-                                * before and the download of the one before that; 0 = 8192
-                                * (8 MiB: one 2048^2 L image), -1 = off (cuda_pieces'
-                                * split instead); cuda_pieces 1 turns it off too */
-  int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
-                                * submission; N > 0 = N threads compile new signatures
-                                * off the submission while the pointwise interpreter tier
-                                * runs pointwise stages at once. Other heads (gathers,
-                                * blurs) have their compile requested at admission and
-                                * their submission waits for it. Default 0 */
-  uint32_t compile_queue;      /* compile pool bound (signatures queued, compiling or
-                                * done untaken); 0 = 64. Pointwise signatures fill at most
-                                * 3/4 of it (past that they run on the interpreter with
-                                * no compile requested); a job whose other head needs a
-                                * kernel when the pool is full is IB_QUEUE_FULL at
-                                * admission (a run stream waits for a compile to finish
-                                * and retries). Both counted in compile_queue_full */
-  uint32_t compile_timeout_ms; /* cuda, compile_threads > 0: a kernel compile still running
-                                * after this (or queued while every compile thread is
-                                * stuck in such a compile) fails the jobs waiting for it
-                                * with IB_INTERNAL at stage execute, parked ones included
-                                * (their credits return): a fault of the worker, not of
-                                * the job. NVRTC cannot be interrupted; a late result is
-                                * kept should it come. 0 = 30000 */
+  int host_threads;            /* cuda: host threads for decodes and staging copies, the
+                                * driving thread included; -1 = every online CPU, 0 or 1 =
+                                * the driving thread alone */
+  int compile_threads;         /* cuda: 0 = a new kernel compiles inside its submission;
+                                * N > 0 = N threads compile off the submission while
+                                * pointwise stages run on an interpreter (docs/design.md) */
+  uint32_t compile_timeout_ms; /* cuda, compile_threads > 0: a compile still running past
+                                * this fails the jobs waiting for it with IB_INTERNAL (a
+                                * fault of the worker, not of the job); 0 = 30000 */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
-  uint32_t ramp_jobs; /* device backends, large jobs (cuda: sources in + terminal image
-                       * out of 1/8 of cuda_pipe_kib or more, 1 MiB by default; the
-                       * jobs its pipeline takes) with nothing in flight: the first
-                       * submission goes out once this many are pending, each next
-                       * one once twice as many as the last one issued are, up to
-                       * max_jobs / max_in_flight and 1 / max_in_flight of gpu_bytes -
-                       * the device starts while the window is still admitted and
-                       * staged. 0 (the default) or max_jobs / max_in_flight or
-                       * more: off - on the H200, 8 slowed 48-image 2048^2 streams and
-                       * gained nothing beyond the spread between processes at 192
-                       * (bench/RESULTS.md, 12-04) */
+  const ib_config *config; /* tuning and test settings; NULL = defaults. Copied */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
- * 2 submissions in flight, queue mode on, host_threads -1 (every CPU), no
- * cache directory, module caches of 256 MiB (memory) and 2 GiB (disk). */
+ * 2 submissions in flight, queue mode on, host_threads -1, no cache
+ * directory, module caches of 256 MiB (memory) and 2 GiB (disk), compiles
+ * inline, no config. */
 IB_API void ib_executor_options_default(ib_executor_options *o);
 
 /*
