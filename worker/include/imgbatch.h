@@ -20,6 +20,10 @@
  * stream and ib_executor_destroy block while in-flight work is fenced.
  * Nothing else blocks. ib_executor_counters_get may be called from any
  * thread at any time; ib_executor_destroy must not race any other call.
+ *
+ * How the executor and its backends work: docs/design.md. What a job
+ * reserves: docs/credits.md. Tuning settings: docs/tuning.md. The wire
+ * contract and versions: docs/wire.md.
  */
 #ifndef IMGBATCH_H
 #define IMGBATCH_H
@@ -117,8 +121,7 @@ typedef enum ib_mode {
 
 /* The wire contract version this library reads and writes
  * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
- * 2 added Job.contract_version, Result.file (ImageFile) and
- * Result.contract_version. A Job newer than this is Unsupported. */
+ * A Job newer than this is IB_UNSUPPORTED. Versioning rules: docs/wire.md. */
 #define IB_CONTRACT_VERSION 2u
 
 IB_API unsigned ib_mode_bands(ib_mode m);
@@ -237,7 +240,8 @@ IB_API ib_status ib_config_get(const ib_config *c, const char *key, char *dst, s
 /* The i-th key (0, 1, ...), NULL past the last one. Static storage. */
 IB_API const char *ib_config_key(size_t i);
 
-/* What a user sets. Zero byte caps are rejected; other zero fields take the
+/* What a user sets. A zero cap (gpu_bytes, host_bytes, max_jobs,
+ * max_in_flight) is IB_INVALID at create; other zero fields take the
  * defaults named here. docs/credits.md explains the four caps. */
 typedef struct ib_executor_options {
   ib_backend_kind backend;
@@ -273,91 +277,16 @@ typedef struct ib_executor_options {
 IB_API void ib_executor_options_default(ib_executor_options *o);
 
 /*
- * Credits. Every admitted job reserves, conservatively and up front, each
- * buffer it can really hold, once, at its largest:
- *   gpu_bytes  - its device working set (below);
- *   host_bytes - its source bytes, host working buffers/staging, the
- *                undelivered output pixels and the metadata snapshot;
- *   max_jobs   - one slot from admission until its result is delivered;
- *   max_in_flight - one per outstanding backend submission.
- * Each byte charge has a working part (returned when the job's submission
- * completes: its graph, sources included, is freed then) and a held part
- * (returned when ib_results_next hands the result out, or close discards
- * it - except a resident output's held part, which stays charged until the
- * last clone of its handle is released, see "Resident (GPU) outputs", and
- * except lent output pixels, below).
- *
- * Terms. S = the bytes of every source (raw pixels, encoded file, fill
- * value) - a raw source lies in the Job buffer and is charged once, as S;
- * out = the terminal image; echo = the snapshot (packed metadata +
- * OutputSpec + correlation id); image(n) = node n's output bytes;
- * scratch(n) = its op's param_bytes (LUTs, kernel weights, resize tables,
- * the CPU blur's column tile + line); decoded(s) = source s's image bytes.
- *
- * cpu backend (host_memory; the "device" is host memory):
- *   peak       = max over nodes i, run in order, of (image(n) of every node
- *                n <= i still to be read or never read, + scratch(i)),
- *                where a raw source node other than the terminal one counts
- *                0: it is read where it lies (no copy)
- *   gpu_bytes  = peak                              (working)
- *   host_bytes = S + peak - out                    (working)
- *              + out + echo                        (held: the result)
- *
- * cuda backend (job_bytes_stages; every range 256-byte aligned, up()):
- *   device     = sum over the device plan's buffers b of up(bytes(b))
- *                (uploaded sources, stage outputs, blur ping-pong images,
- *                the terminal image) + params, where
- *   params     = sum over stages k of up(parameter block(k)) +
- *                up(stages x 64-byte descriptor)
- *   staging    = sum of up(bytes(b)) over source buffers b not uploaded in
- *                place: a raw source whose bytes lie in the backend's
- *                pinned memory (Jobs parsed with ib_executor_parse/_buffer
- *                while the pinned parse budget lasts) is DMA'd from there
- *                and staged 0; an encoded one is decoded into staging
- *   gpu_bytes  = max(device, sum image(n) + sum scratch(n))     (working)
- *                [output gpu: the second term less out, and 2 x out held:
- *                the kept buffer and its reserved download workspace]
- *   host_bytes = max(S, S + staging + params + up(out) - out)   (working)
- *              + out + echo                        (held: its range of
- *                the lent download arena)
- *                [output gpu: held 2 x out + echo: download staging and
- *                one CPU copy]
- *                [own buffer: a Job parsed in place (ib_executor_parse_
- *                buffer) into pinned memory whose output is at least
- *                1 MiB and fits in the Job's B bytes gets that output
- *                downloaded into its own buffer (the source pixels there
- *                are dead once uploaded): working = S' + staging + params,
- *                held = max(B, out) + echo, where S' = the sources
- *                outside the buffer (path sources)]
- * A device backend without job_bytes_stages: host working = S + sum
- * decoded(s) + sum scratch(n), held = (2 x out if it lends nothing) + echo,
- * raised to its job_bytes estimate if it has one (a backend estimate only
- * ever raises a charge). Exact code: ib_charge_for in
- * worker/exec/credits.c, ib_cpu_working_set (peak) in worker/cpu/execute.c,
- * ib_cuda_charge in worker/gpu/charge.c, pinned by
- * tests/unit/test_charge.c.
- *
- * At the defaults (256 MiB host, 512 MiB gpu) a 4096^2 RGBA image is 64
- * MiB: any single op or two-op chain on it is admitted by both backends
- * (e.g. Kernel 3x3: cpu 128 MiB + 40 host / 64 MiB + 40 gpu; cuda, parsed
- * in place, 64 MiB + about 1 KiB host / 128 MiB + 512 gpu). On cuda two
- * such jobs are admitted side by side (2 x 64 MiB + params); parsed by
- * copy (ib_executor_parse) each holds source and output, 128 MiB, and the
- * second waits (IB_QUEUE_FULL) for the first's result, as on the cpu
- * backend, which runs one job at a time anyway.
- *
- * Lent outputs: a device backend downloads a submission's terminal images
- * into one pinned arena and hands each result a range of it (ib_image
- * free_fn set) instead of copying it out. The arena stays charged - the
- * download staging of every job in it - until its last range is released
- * with ib_image_release, so a consumer that holds results stops admission
- * when host_bytes fills (run streams then answer IB_RESULT_BACKPRESSURE,
- * as for held resident handles). The CPU backend's results are malloc'd
- * and return their charge when handed out.
- * These are admission reservations, not measurements of RSS or free VRAM.
- * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
- * device allocation); one that would fit an empty executor but not beside
- * live work is IB_QUEUE_FULL.
+ * Credits. Admission reserves, up front, every buffer a job can hold against
+ * four caps (gpu_bytes, host_bytes, max_jobs, max_in_flight). A job that
+ * exceeds a cap on its own is IB_LIMIT before any decode or device
+ * allocation; one that would fit an idle executor but not beside live work
+ * is IB_QUEUE_FULL. Credits come back when the job's submission completes
+ * (its working buffers) and when its result is handed out (the rest), except
+ * what the caller still holds: lent result pixels until ib_image_release, a
+ * resident output until its last handle is released. These are reservations,
+ * not measurements of memory in use. The formulas per backend and a worked
+ * example: docs/credits.md.
  */
 typedef struct ib_credit_counter {
   uint64_t cap, in_use, peak;
@@ -402,7 +331,7 @@ typedef struct ib_executor_counters {
   uint64_t pinned_slab_misses;       /* parsed Jobs' pinned allocations not carved from a slab
                                       * (above 1 MiB, or none to be had): a copy of their own */
   uint64_t pipelined_submissions;    /* submissions of large jobs run as a pipeline of pieces
-                                      * (cuda_pipe_kib) */
+                                      * (docs/design.md) */
   uint64_t pipelined_pieces;         /* their pieces: each one's uploads, kernels and downloads
                                       * overlap the pieces beside it */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
@@ -416,10 +345,8 @@ typedef struct ib_executor ib_executor;
  * instead of pixels. The cpu backend keeps no device memory and rejects such
  * jobs at admission (IB_UNSUPPORTED).
  *
- * Credits: while any clone of a handle is held, the output's device bytes
- * stay charged on gpu_bytes, together with a reserved download workspace
- * (the device charge of the output once more; on host_bytes the download
- * staging, one CPU pixel copy and the metadata snapshot), so a download can
+ * Credits: while any clone of a handle is held, the output and a reserved
+ * download workspace stay charged (docs/credits.md), so a download can
  * never be starved by later admission. The job slot is returned at delivery.
  * Everything returns when the last clone is released. When held handles
  * fill the budget so that nothing can be admitted, a run stream's
