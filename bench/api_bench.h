@@ -1,6 +1,7 @@
 /*
- * api_bench.h - the through-the-API half of gpu_bench (SPEC §7: "fresh graph
- * construction, upload, execution, materialization of the terminal bytes"),
+ * api_bench.h - the through-the-API half of gpu_bench (docs/design.md, "The
+ * benchmark": fresh graph construction, upload, execution, materialization
+ * of the terminal bytes),
  * driven through the public executor only (imgbatch.h):
  *
  *   serialized Job (raw source bytes, packed before timing)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh - issue 15's benchmark (SPEC §7) in one command: imgbatch on
+# bench/run.sh - the benchmark (docs/design.md, "The benchmark") in one command: imgbatch on
 # every path a user takes, against Pillow 12.3 (sequential and on every core),
 # OpenCV / torchvision / NPP (not bit-exact) and the physical floors, all
 # measured in the same run. Writes CSV files (one schema: bench/csvrows.py),
@@ -17,7 +17,7 @@
 #   floors   gpu_bench sections 1, 2, 5 (D2D copy, pinned H2D/D2H, kernel-only
 #            events for the fused chains, median, tone, GaussianBlur(8)) + NPP
 #   api      gpu_bench: every family x L/RGB/RGBA x 256..4096 + chains through
-#            the executor API at the default caps (max_in_flight 2; at SPEC's
+#            the executor API at the default caps (max_in_flight 2; at the default
 #            max_jobs 64 each >= 2048^2 case the median of 3 streams), then
 #            max_in_flight 3 and 4 at 2048/4096 RGBA (the best is reported too)
 #   kernels  kernel-only time of every family as launched (ncu, one job each)
@@ -338,7 +338,7 @@ trace_case() {
     --big "$big" --profile-range 1 --csv "$scratch/trace_bench.csv" || return
   grep '^ib_trace:' "$scratch/step.txt" | tee -a "$log"
   [ -s "$csv" ] || { trace_fail "$name: gpu_bench wrote no trace ($csv): was the tracer loaded?"; return; }
-  # The floor of issue 15's ratio: the measured both-directions floor per image.
+  # The floor of the run target's ratio: the measured both-directions floor per image.
   local floor
   floor=$("$PY" -c 'import csv, sys
 m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))

@@ -308,7 +308,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   return t;
 }
 
-/* 7. Capacity at the default caps (SPEC 4; issue 9 item 8): with
+/* 7. Capacity at the default caps (docs/credits.md): with
  * ib_executor_options_default (host_bytes 256 MiB, gpu_bytes 512 MiB,
  * max_in_flight 2) a 4096^2 RGBA 3x3 Kernel job and a two-op chain
  * (Kernel -> GaussianBlur), parsed in place into the executor's (pinned)
@@ -316,7 +316,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
  * byte for byte; two Kernel jobs streamed together all complete and are
  * equal; two 4096^2 -> L GetChannel jobs are admitted side by side, and on
  * the CUDA backend so are two full-size Kernel jobs (each output goes back
- * into its own Job buffer: imgbatch.h "Credits"). `backend` CPU
+ * into its own Job buffer: docs/credits.md). `backend` CPU
  * (--cpu-only) runs the same checks on the reference backend, where two
  * full-size jobs wait for each other (streamed). */
 enum { CAP_KERNEL, CAP_CHAIN, CAP_GETCHANNEL };

@@ -1,5 +1,5 @@
 /*
- * storm_check - issue 14's latency targets on the GPU, through the public
+ * storm_check - the compile tier's latency targets on the GPU, through the public
  * executor API (ib_executor_run with a timed input callback, as a worker
  * consumes a topic):
  *

@@ -397,7 +397,7 @@ Test(backend, a_window_of_many_small_jobs_goes_out_whole) {
 
 Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); }
 
-/* The start ramp (ib_executor_options.ramp_jobs): 48 large jobs (4 MiB of
+/* The start ramp (config key ramp_jobs, docs/tuning.md): 48 large jobs (4 MiB of
  * device charge each) at max_jobs 64, max_in_flight 2. Without it the
  * first submission went out only once all 48 were pulled and admitted
  * (a run stream parses each in its callback) with 32 jobs, the device
@@ -1409,7 +1409,7 @@ static ib_executor *own_executor(bool own, uint64_t host_bytes) {
 /* Room for two jobs only if each holds its buffer alone (source and output
  * in one place), not its source and a separate output. The fake stages
  * nothing by itself, so the core adds one decoded copy of the source
- * (imgbatch.h "Credits") either way. */
+ * (docs/credits.md) either way. */
 static int own_admitted_side_by_side(bool own) {
   size_t len = 0;
   ib_executor *probe = own_executor(own, 1ull << 30);

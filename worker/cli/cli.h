@@ -45,9 +45,9 @@ const char *ib_cli_cache_dir(void);
 
 /* The commands' default --compile-threads (cuda). The library's default is
  * 0 (compile inside the submission); the commands turn the interpreter tier
- * on: on the H200 a compile storm (1 job in 10 with a new signature) kept
- * the other jobs' p99 at 1.13x a warm run with it, against 47 s of backlog
- * without it (bench/RESULTS.md, issue 14). */
+ * on: in a compile storm (1 job in 10 with a new signature) it keeps the
+ * other jobs' latency near a warm run's, where compiling inline builds a
+ * backlog of many seconds (storm_check; bench/RESULTS.md). */
 #define IB_CLI_COMPILE_THREADS 2
 
 /* An ib_log_fn printing "<opaque or imgbatch>: <level>: <message>" on

@@ -61,7 +61,7 @@ typedef struct run_input {
   /* The executor's depth: inputs handed to the stream and results got
    * back. The writer is the slowest stage, so past a few frames more
    * depth only holds more buffers (each a fresh pinned block the first
-   * time round: about 4 GB/s of cuMemHostAlloc) without more throughput;
+   * time round: cuMemHostAlloc is slow) without more throughput;
    * large caps would otherwise let it take every frame the reader read. */
   uint64_t taken, received;
   size_t max_len;     /* the largest frame taken */

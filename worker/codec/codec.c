@@ -246,7 +246,7 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
     *len = size;
     return IB_OK;
   }
-  /* PNG of the plain modes through libdeflate (png_encode.h: 4x faster). */
+  /* PNG of the plain modes through libdeflate (png_encode.h: faster). */
   uint32_t level = spec->compression ? spec->compression : 6;
   if (format == IMGBATCH__V1__FORMAT__PNG && level <= 9 && size &&
       (im->mode == IB_MODE_L || im->mode == IB_MODE_LA || im->mode == IB_MODE_RGB ||

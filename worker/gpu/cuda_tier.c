@@ -1,4 +1,4 @@
-/* The CUDA backend's kernel tiers (issue 14; cuda_internal.h). With
+/* The CUDA backend's kernel tiers (docs/design.md; cuda_internal.h). With
  * compile_threads > 0 a stage whose module is not loaded does not wait for
  * NVRTC inside its submission: the compile pool (compile_pool.h) compiles
  * the signature on its own threads and, meanwhile, a pointwise stage runs
@@ -24,7 +24,7 @@
  * thread is stuck in such a compile. A job needing a LATE kernel is ready
  * (no parked job waits for good, deadline or not) and its submission
  * fails it with IB_INTERNAL: a stuck compiler is a fault of the worker,
- * not of the job (SPEC 6), so the worker retries it rather than answer it;
+ * not of the job (README, "The Kafka worker"), so the worker retries it rather than answer it;
  * its credits come back as for any failed job. NVRTC cannot be
  * interrupted: the pool thread goes on, and a late result is kept as any
  * other should it come. */
