@@ -521,7 +521,7 @@ Test(backend, the_ramp_starts_again_after_idle) {
   ib_executor_destroy(ex);
 }
 
-/* Off by default (the H200 read it slower and noisier): the window is
+/* Off by default (docs/tuning.md says why): the window is
  * admitted first and goes out as one full batch, as before the ramp. */
 Test(backend, the_ramp_is_off_by_default) {
   run_ramp(0, 4u << 20);
