@@ -1,6 +1,7 @@
 /*
- * api_bench.h - the through-the-API half of gpu_bench (SPEC §7: "fresh graph
- * construction, upload, execution, materialization of the terminal bytes"),
+ * api_bench.h - the through-the-API half of gpu_bench (docs/design.md, "The
+ * benchmark": fresh graph construction, upload, execution, materialization
+ * of the terminal bytes),
  * driven through the public executor only (imgbatch.h):
  *
  *   serialized Job (raw source bytes, packed before timing)
@@ -696,7 +697,8 @@ static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_
   /* The tools' environment (IB_CUDA_PROFILE, IB_CACHE_DIR, ...) as for
    * gpu_bench's other executors: without it the host profile that
    * bench/profile.sh reads was never printed. */
-  ib_cli_tool_options(&o);
+  ib_config *cfg = ib_cli_tool_options(&o);
+  if (!cfg) exit(2);
   o.backend = IB_BACKEND_CUDA;
   o.gpu_bytes = gpu_bytes;
   o.host_bytes = host_bytes;
@@ -705,7 +707,9 @@ static ib_executor *ab_executor(uint64_t gpu_bytes, uint64_t host_bytes, uint32_
   o.queue = true;
   ib_executor *ex = NULL;
   ib_error err = {0};
-  ab_check(ib_executor_create(&o, &ex, &err), "ib_executor_create (cuda)", &err);
+  const ib_status st = ib_executor_create(&o, &ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  ab_check(st, "ib_executor_create (cuda)", &err);
   return ex;
 }
 

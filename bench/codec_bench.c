@@ -2,8 +2,8 @@
  * codec_bench.c - PNG decode throughput on T threads of one process, as a
  * job decodes (ib_codec_header, then ib_codec_decode_into a buffer of that
  * shape): through libvips (vips_pngload_buffer, the path before
- * codec/png_decode.c) and through libpng directly (the path now). Issue 15:
- * libvips' decodes did not scale past one thread in one process.
+ * codec/png_decode.c) and through libpng directly (the path now): libvips'
+ * decodes did not scale past one thread in one process.
  *
  *   codec_bench [--sides 128,1024] [--threads 1,2] [--images N]
  *               [--seconds S] [--content noise|smooth] [--paths both|libvips|libpng]

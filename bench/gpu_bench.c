@@ -1,5 +1,6 @@
 /*
- * gpu_bench - CUDA backend numbers against the physical floors (SPEC §7):
+ * gpu_bench - CUDA backend numbers against the physical floors
+ * (docs/design.md, "The benchmark"):
  *   1. device copy bandwidth (D2D, 4096² RGBA = 64 MiB, read + write) vs one
  *      fused pointwise chain kernel over the same image (point -> brightness
  *      -> point, RGBA), kernel time only, median of 30 (CUDA events);
@@ -387,7 +388,7 @@ static int run_api_families(ab_case *cs, int big, int producers, int inflight, i
   /* One job per submission (max_jobs = max_in_flight) unless --api-jobs
    * says otherwise, so consecutive images overlap their H2D and D2H on
    * separate streams; with more jobs than submissions in flight, a
-   * submission carries several images (SPEC's default max_jobs is 64).
+   * submission carries several images (the default max_jobs is 64).
    * host_bytes covers
    * the admitted window, lent arenas until release and the parsed graphs
    * waiting in the producer queue; its parse budget (2x) the zero-copy
@@ -680,9 +681,12 @@ int main(int argc, char **argv) {
                               .host_bytes = 1024ull << 20,
                               .max_in_flight = 2,
                               .host_threads = -1};
-  ib_cli_tool_options(&opts);
+  ib_config *cfg = ib_cli_tool_options(&opts);
+  if (!cfg) return 2;
   void *state = NULL;
-  if (ib_backend_cuda.open(&opts, &state, &err) != IB_OK) {
+  const ib_status opened = ib_backend_cuda.open(&opts, &state, &err);
+  ib_config_destroy(cfg); /* read at open */
+  if (opened != IB_OK) {
     printf("bench: %s\n", err.message);
     return 2;
   }

@@ -4,7 +4,7 @@
  * written into an ib_executor_buffer -> ib_executor_parse_buffer in the run
  * callback -> run stream -> result released at once), on a backend whose
  * own work is next to nothing, so that what is left is the core's and the
- * parser's work per job (issue 15, 256² invert through the API).
+ * parser's work per job (256² invert through the API).
  *
  *   host_bench [--backend null|cpu] [--side S] [--images N] [--runs R]
  *              [--producers P] [--parsers Q] [--batch B] [--inflight F]

@@ -1,7 +1,7 @@
 /*
  * kafka_bench - the worker through Kafka against its floor, a plain
  * librdkafka relay (consume -> produce of the same bytes) on the same
- * broker (issue 10 "Speed"; bench/kafka_bench.sh drives it).
+ * broker (bench/kafka_bench.sh drives it).
  *
  *   kafka_bench drive --brokers B --n N --kind raw|png [--side S]
  *       produces N Jobs on imgbatch.jobs (raw RGB SxS -> copy -> raw out, or

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/kafka_bench.sh - the Kafka worker against its floor, a plain librdkafka
-# relay of the same messages on the same embedded broker (issue 10 "Speed").
+# relay of the same messages on the same embedded broker.
 # Needs bin/imgbatch and bin/kafka_bench on PATH (a build dir's, or .devpack/bin).
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
 #   codec: PNG SxS -> GaussianBlur(2) -> PNG at --decode-threads 1 2 4 8 16 (the

@@ -6,8 +6,8 @@ one kernel). One process per workload running --repeat equal jobs, one job
 per submission (--max-jobs 1: jobs of one signature in one submission share
 a launch): the row is the last job's kernels, the first job's sum is in the
 note. The first launch in a process meets device memory the process has
-never touched: at 4096² RGBA a pointwise op took 0.152 ms in the first job
-and 0.033 ms in the third (2026-12-03 21:15), as gpu_bench's events say. Appends rows (ms_kernel, impl imgbatch-ncu) to --csv; "skipped: no ncu"
+never touched: its first job is several times slower than the third, as
+gpu_bench's events say too. Appends rows (ms_kernel, impl imgbatch-ncu) to --csv; "skipped: no ncu"
 without it."""
 import argparse
 import csv

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/profile.sh - the profile behind issue 15's missed targets, in one
+# bench/profile.sh - the profile behind bench/RESULTS.md's missed targets, in one
 # device call of about 3-5 minutes (each step under `timeout`; a failed step
 # is reported and the others still run):
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh - issue 15's benchmark (SPEC §7) in one command: imgbatch on
+# bench/run.sh - the benchmark (docs/design.md, "The benchmark") in one command: imgbatch on
 # every path a user takes, against Pillow 12.3 (sequential and on every core),
 # OpenCV / torchvision / NPP (not bit-exact) and the physical floors, all
 # measured in the same run. Writes CSV files (one schema: bench/csvrows.py),
@@ -17,7 +17,7 @@
 #   floors   gpu_bench sections 1, 2, 5 (D2D copy, pinned H2D/D2H, kernel-only
 #            events for the fused chains, median, tone, GaussianBlur(8)) + NPP
 #   api      gpu_bench: every family x L/RGB/RGBA x 256..4096 + chains through
-#            the executor API at the default caps (max_in_flight 2; at SPEC's
+#            the executor API at the default caps (max_in_flight 2; at the default
 #            max_jobs 64 each >= 2048^2 case the median of 3 streams), then
 #            max_in_flight 3 and 4 at 2048/4096 RGBA (the best is reported too)
 #   kernels  kernel-only time of every family as launched (ncu, one job each)
@@ -171,21 +171,20 @@ part_api() {
     --sizes "$(q 256,1024 256,1024,2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 12)" \
     --csv "$out/api.csv"
   # 256^2 (section 4): 61440 images a feed (~0.3 s), in processes of their own, three of them
-  # (summary.py: the median). Run after section 3 in one process it read 177k and 173k/s
-  # (12-04 10:03), five processes of its own 195-214k/s ten minutes later on the same machine;
-  # a freshly booted machine read 153-172k/s three times, then 197k/s (12-04 07:07).
+  # (summary.py: the median): run after section 3 in one process it read slower than in a
+  # process of its own, and a process's rate varies between processes (bench/RESULTS.md).
   for r in $(q 1 "1 2 3"); do
     say "api: 256^2 RGB invert, default caps (max_jobs 64), process $r"
     step api 90 gpu_bench --sections 4 --inflight 2 --batch 64 --feeds zc --images "$(q 2048 61440)" \
       --csv "$out/api.csv"
   done
-  # --big 96: 192 images of 2048^2 (96 of 4096^2), the steady state. The trace part (CUPTI,
-  # 07:21 12-04) put chain5 L 2048^2 at 1.00x the floor in the steady window of a 48-image
-  # stream and 1.23x over the whole of it: its fill (first submission staged before its
-  # first upload, ~0.7 ms) and drain (~0.3 ms) weigh a fifth of 48 images, a twentieth of 192.
+  # --big 96: 192 images of 2048^2 (96 of 4096^2), the steady state. The trace part showed a
+  # 48-image stream at the floor in its steady window but not over the whole of it: its fill
+  # (the first submission staged before its first upload) and drain weigh four times as much
+  # in 48 images as in 192 (bench/RESULTS.md).
   # (Zero-copy inputs are written ahead in rounds of 2 GiB: 4096^2 RGB/RGBA run 3 rounds of 32.)
-  # --reps 3: each case's stream three times back to back, the median kept (one stream read
-  # 1.08x in one process and 1.28x in another, 12-04); x_floor_bidir_min/_max the spread.
+  # --reps 3: each case's stream three times back to back, the median kept (one stream varies
+  # between processes); x_floor_bidir_min/_max the spread.
   say "api: >= 2048^2 at max_in_flight 2 with SPEC's max_jobs 64 (several images a submission), median of 3 streams"
   step api 420 gpu_bench --sections 3 --inflight 2 --api-jobs 64 --feeds zc --families "$fams_all" \
     --sizes "$(q 1024 2048,4096)" --modes "$(q RGB L,RGB,RGBA)" --big "$(q 2 96)" --reps 3 \
@@ -302,8 +301,7 @@ part_kafka() {
   command -v kafka_bench >/dev/null || { skip kafka "no kafka_bench binary"; return; }
   say "kafka: worker vs a plain librdkafka relay on the embedded broker"
   # Raw cases four times, interleaved, 8000 jobs each (summary.py: the median of the paired
-  # rounds): one 3000-job case of the relay alone varied
-  # 8.2k-10.7k jobs/s on the H200 (12-03 21:55).
+  # rounds): one case of the relay alone varies too much between runs to compare.
   OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 8000)" \
     --repeat "$(q 1 4)" \
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
@@ -338,7 +336,7 @@ trace_case() {
     --big "$big" --profile-range 1 --csv "$scratch/trace_bench.csv" || return
   grep '^ib_trace:' "$scratch/step.txt" | tee -a "$log"
   [ -s "$csv" ] || { trace_fail "$name: gpu_bench wrote no trace ($csv): was the tracer loaded?"; return; }
-  # The floor of issue 15's ratio: the measured both-directions floor per image.
+  # The floor of the run target's ratio: the measured both-directions floor per image.
   local floor
   floor=$("$PY" -c 'import csv, sys
 m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))
@@ -365,7 +363,7 @@ part_trace() {
   trace_case chain5_L chain5 L "$lib"
   trace_case invert_L invert L "$lib"
   trace_case chain5_RGBA chain5 RGBA "$lib"
-  # The worst default-caps case of 12-04 (1.19-1.28x), not traced then.
+  # The worst default-caps case of the runs in bench/RESULTS.md.
   trace_case transpose_RGBA4096 transpose RGBA "$lib" 4096
   local js=("$out"/trace/*.json)
   [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run_io.sh - `imgbatch run --in F --out G` against `cat F > G` on
-# tmpfs for a few large raw workloads (the issue 15 target: >= 70 % of cat
+# tmpfs for a few large raw workloads (the bench/RESULTS.md target: >= 70 % of cat
 # at >= 1024^2), each result file checked against Pillow, then one run per
 # case with IB_RUN_PROFILE=1: where the reader, driver and writer threads
 # spent their time. Smaller and quicker than `bench/run.sh run` (no Pillow

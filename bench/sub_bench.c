@@ -1,6 +1,6 @@
 /*
  * sub_bench.c - the CUDA backend's host passes of a submission without a
- * GPU (issue 15, 256² invert through the API): Jobs written one after the
+ * GPU (256² invert through the API): Jobs written one after the
  * other into pinned buffers (the backend's pinned memory over the heap,
  * as ib_executor_buffer's) and parsed in place, then per submission the
  * passes of ib_cuda_submit that need no driver: plan, layout (sources by

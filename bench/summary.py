@@ -1,5 +1,5 @@
 """The summary of a bench/run.sh output folder (or several, e.g. the two
-device calls of a split run): issue 15's target rows with "met" or "missed
+device calls of a split run): the target rows of bench/RESULTS.md with "met" or "missed
 by X", speedups over Pillow, floors and kernels, correctness. Prints the
 targets table and writes DIR/summary.md (markdown rows for bench/RESULTS.md).
 Exits 1 when any row says MISMATCH."""
@@ -81,7 +81,7 @@ def verdict(v, target, higher_better, unit=""):
     return f"missed by {fmt(gap, unit)} ({100 * gap / target:.0f} %)"
 
 
-# Issue 15's "today" column, keyed by the start of the row's label.
+# The targets table's "today" column (bench/RESULTS.md), keyed by the start of the row's label.
 TODAY = {"256² RGB invert": "165k/s", "≥ 2048²": "1.03–1.21x", "`imgbatch run`": "not measured against a floor",
          "median 3×3": "0.224 ms (NPP 0.208)", "tone": "0.96 ms", "GaussianBlur(8)": "0.84 ms",
          "fused pointwise chain that folds": "92.6 %", "fused chain that does not fold": "50 %",
@@ -125,7 +125,7 @@ def spread(R, row, metric):
 
 
 def targets(R):
-    """(what, measured text, target text, verdict) for every row of issue 15's table. The
+    """(what, measured text, target text, verdict) for every row of the targets table. The
     targets are the cuda backend's; with only cpu-backend rows (bench/run.sh --backend
     cpu) those rows show the cpu numbers, with the verdict "cpu backend only"."""
     out = []
@@ -150,8 +150,8 @@ def targets(R):
     # at once reach less (x_floor_bidir divides by what they measured).
     for metric, floor in (("x_floor_overlap", "overlapped floor"),
                           ("x_floor_bidir", "measured both-directions floor")):
-        # Default caps: max_in_flight 2 (SPEC §4), with one job a submission
-        # (max_jobs 2) or SPEC's max_jobs 64 (several images a submission).
+        # Default caps: max_in_flight 2 (docs/credits.md), with one job a submission
+        # (max_jobs 2) or the default max_jobs 64 (several images a submission).
         default = ("max_in_flight=2", "max_jobs=64 max_in_flight=2")
         for label, pick in (("default caps (max_in_flight 2)", default), ("best setting", None)):
             worst, where = None, ""

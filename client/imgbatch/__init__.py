@@ -18,7 +18,7 @@ imported on first access, so the wire layer (write_delimited, parse_result,
 Result) and Kafka (Producer, ResultReader; the [kafka] extra) work without
 Pillow. Every Job written carries contract_version = CONTRACT_VERSION.
 
-Operations the worker executes (SPEC section 5; modes L, LA, RGB, RGBA, CMYK,
+Operations the worker executes (README, "Operations"; modes L, LA, RGB, RGBA, CMYK,
 RGBX, 8 bits per band; anything else is refused by the worker naming op and
 mode). OPERATIONS maps each wire op (the proto Node field) to the Pillow
 call it mirrors and the modes the worker runs it on (the op registry's

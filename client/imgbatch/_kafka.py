@@ -2,7 +2,7 @@
 
 Needs confluent-kafka (the [kafka] extra). The worker keys every Result
 message `topic/partition/offset` of the job it answers and sets
-Result.source to the same coordinates (SPEC section 6). Delivery is
+Result.source to the same coordinates (README, "The Kafka worker"). Delivery is
 at-least-once: a worker crash can repeat a job, and the repeated Result has
 the same key, outcome and image bytes (job_id, worker_id and timings may
 differ). ResultReader therefore yields each key once.

@@ -7,7 +7,7 @@ Deterministic: rerunning rewrites the same bytes. A job seed is an `imgbatch
 run` input stream (varint-length-delimited Jobs, usually one); an image seed
 is the bytes of one encoded image. Names say what a seed is: `ok-*` valid
 work for every op family and source kind, `i<N>-*` one input of each class
-of issue 9's hostile-input items, `bad-*` other malformed input.
+of hostile input (README, "Limits"), `bad-*` other malformed input.
 
 Path seeds name the files fuzz_job.c puts in its source root: a.png,
 sub/b.png, link.png (-> a.png), escape (-> /etc/hostname), fifo, empty,

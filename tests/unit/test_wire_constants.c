@@ -230,7 +230,7 @@ Test(wire_enums, stages_cast_to_the_proto_stage) {
   }
 }
 
-/* The kind each status is reported as on the wire (SPEC: retryable
+/* The kind each status is reported as on the wire (docs/wire.md: retryable
  * capacity answers are LIMIT; what is not a request's fault is INTERNAL). */
 Test(wire_enums, statuses_map_to_error_kinds) {
   static const struct {

@@ -321,7 +321,7 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
     return ib_jpeg_encode(im->data, im->width, im->height, im->mode, (size_t)im->width * bands, &o,
                           out, len, err);
   }
-  /* PNG through libdeflate (png_encode.h: 4x faster than libvips), at the
+  /* PNG through libdeflate (png_encode.h: faster than libvips), at the
    * level ib_output_check bounded to 0..9 (0: zlib's default, 6). */
   if (format == IMGBATCH__V1__FORMAT__PNG)
     return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,

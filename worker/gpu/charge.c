@@ -1,5 +1,5 @@
-/* The CUDA backend's charge of one job (see charge.h and imgbatch.h
- * "Credits"): what ib_cuda_submit will take for it, range by range. */
+/* The CUDA backend's charge of one job (see charge.h and docs/credits.md):
+ * what ib_cuda_submit will take for it, range by range. */
 #include "gpu/charge.h"
 
 #include "gpu/cuda_backend.h"

@@ -43,15 +43,14 @@
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
-/* Streams one submission may be split over (ib_executor_options.cuda_pieces):
- * at most, and by default (H200, 256^2 invert, 2026-12-03: 2 pieces 159.6k/s
- * at max_jobs 64 and 231.8k/s at 512, one stream 152.5k and 201.8k, 4
- * pieces 143.2k and 155.4k: their driver calls cost more than they hide). */
+/* Streams one submission may be split over (config key cuda_pieces,
+ * docs/tuning.md): at most, and by default (more pieces' driver calls cost
+ * more than they hide: bench/RESULTS.md). */
 #define IB_MAX_PIECES 4
 #define IB_DEFAULT_PIECES 2
-/* ib_executor_options.cuda_pipe_kib 0: pieces of 8 MiB in + out (one 2048^2
- * L image, 76 us each way on the H200's PCIe: long enough that a piece's
- * four event calls hide behind it, short enough to fill and drain fast). */
+/* Config key cuda_pipe_kib's default (docs/tuning.md): pieces of 8 MiB in +
+ * out (one 2048^2 L image: long enough that a piece's four event calls
+ * hide behind its copies, short enough to fill and drain fast). */
 #define IB_DEFAULT_PIPE_BYTES ((size_t)8 << 20)
 /* The pipe streams (ib_cuda.pipe): host-to-device copies, kernels,
  * device-to-host copies. */

@@ -1,5 +1,5 @@
 /*
- * The Oklab tone op (SPEC section 5; no Pillow equivalent): RGB and RGBA,
+ * The Oklab tone op (no Pillow equivalent): RGB and RGBA,
  * alpha copied. Formulas and the float32/float64 contract: kernels/tone.h.
  * The CPU backend runs the float32 path, as the GPU does.
  */

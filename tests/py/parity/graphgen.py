@@ -8,7 +8,7 @@ graphs_regression.json as is:
                {"op": "transpose", "in": [0], "args": {"method": 2}}, ...]}
 
 Each step is a value; "in" names earlier steps; the last step is the
-output. A "source" step is random pixels from its own seed. Only contexts the SPEC asks for are
+output. A "source" step is random pixels from its own seed. Only contexts the README lists are
 generated (and Pillow must accept the whole graph), so once every op row is
 on main each graph must be exact.
 """
