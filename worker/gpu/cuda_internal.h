@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/hostpar.h"
 #include "core/log.h"
@@ -402,6 +403,23 @@ ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err);
 /* The launches of jobs [a, b) on s->stream. */
 ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_error *err);
 
+/* cuda_fail.c: failures, for every pass. A job's own (its status and
+ * message, at `stage` unless the error names a later one). */
+void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
+/* The device's: the submission's device_status and device_err (naming
+ * `what` and the job), copied to *err when err is not NULL; IB_DEVICE. */
+ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
+                              ib_error *err);
+ib_status ib_cuda_oom(ib_error *err);
+
+/* The profile's clock (host seconds; 0 when cuda_profile is off). */
+static inline double ib_cuda_prof_now(const ib_cuda *c) {
+  if (!c->prof) return 0.0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* cuda_submit.c */
 /* A submission's host-to-device copies (ib_cuda_sub_copies): the staging
  * block, then the raw sources lying in pinned memory, one span per run the
@@ -443,16 +461,11 @@ size_t ib_cuda_large_io(size_t piece_bytes);
 bool ib_cuda_large_job(const ib_cuda *c, const ib_graph *g, bool resident);
 size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes);
 void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r);
-void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
-ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
-                              ib_error *err);
-ib_status ib_cuda_oom(ib_error *err);
 ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **out,
                          ib_error *err);
 ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err);
 bool ib_cuda_ready(void *state, ib_backend_submission *s);
 void ib_cuda_lent_release(void *state, void *token);
-double ib_cuda_prof_now(const ib_cuda *c);
 /* The timeline's timing event k of s recorded on `stream` (profile only). */
 void ib_cuda_prof_mark(ib_backend_submission *s, int k, CUstream stream);
 
