@@ -266,7 +266,7 @@ Test(gpu_kernels, compile_errors_name_the_kernels_file_and_line) {
   cr_assert_not_null(f, "%s", path);
   int want = 0;
   for (int n = 1; !want && fgets(line, sizeof line, f); n++)
-    if (strstr(line, "(W + IB_SEG")) want = n;
+    if (strstr(line, "rb = d.width * IB_B0")) want = n;
   fclose(f);
   cr_assert_gt(want, 0);
   ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
@@ -274,7 +274,7 @@ Test(gpu_kernels, compile_errors_name_the_kernels_file_and_line) {
   size_t len;
   char *log = NULL;
   ib_error err = {0};
-  const char *src = "#define IB_SEG ib_no_such_value\n#define IB_CSEG 32\n#include \"blur.cuh\"\n";
+  const char *src = "#define IB_B0 ib_no_such_value\n#include \"blur.cuh\"\n";
   cr_assert_eq(
       ib_kcache_get(kc, "broken.cu", src, "sm_90", fmad_opt, 1, &img, &len, NULL, &log, &err),
       IB_DEVICE);

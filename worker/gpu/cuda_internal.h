@@ -68,8 +68,11 @@ enum { IB_PIPE_UP, IB_PIPE_RUN, IB_PIPE_DOWN, IB_PIPE_STREAMS };
 typedef struct ib_kfunc {
   char sig[512];
   CUmodule mod;
-  CUfunction chain, lsum, post, cols;
-  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain and ib_cols may take */
+  CUfunction chain, lsum;
+  /* A PASSES head's kernels (ib_dev_passes.kernels, in its order) and the
+   * dynamic shared bytes its big_smem ones may take (0: none). */
+  CUfunction pass[IB_DEV_MAX_KERNELS];
+  unsigned smem_max;
   bool interp;
   ib_iprog prog;
 } ib_kfunc;
@@ -183,11 +186,13 @@ struct ib_cuda {
   /* cuda_profile: host seconds per phase, logged at close (plan, staging,
    * launch = submit; device = blocked in wait; results = result copies). */
   int prof;
-  bool blur_global_rows;
-  /* Blur launch groups whose row or column passes ran as global-memory
-   * passes (a line or tile too large for shared memory): the slow path is
-   * counted, never silent (ib_executor_counters.blur_global_passes). */
-  _Atomic uint64_t blur_global;
+  /* Multi-pass heads get no shared memory (ib_dev_group.smem_max 0), so
+   * they run their global-memory launches (tests). */
+  bool pass_global;
+  /* Launch groups of multi-pass heads that took a slow launch (a line or
+   * tile too large for shared memory): counted, never silent
+   * (ib_executor_counters' global-pass count). */
+  _Atomic uint64_t pass_slow;
   /* Raw sources uploaded from where they lie in pinned memory, and the
    * copies they took: one per run of sources lying one after the other in
    * a slab; as many as sources when the slabs are not used (counted, not
