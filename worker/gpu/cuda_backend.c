@@ -335,7 +335,7 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
 }
 static void be_close(void *state) { ib_cuda_close(state); }
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
- * the blur's scratch image, parameter blocks and descriptors; on the host
+ * multi-pass heads' scratch, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the
  * parameter staging (the core takes the larger charge). Through the memo
  * of the last few graphs' charges (ib_charge_memo); a new graph is charged
