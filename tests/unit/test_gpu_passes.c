@@ -166,9 +166,8 @@ typedef struct sub {
 } sub;
 
 /* Plans, lays out, stages and groups the jobs as ib_cuda_submit does (the
- * device block a fake address: only descriptors hold it), then records the
- * launches of every job. */
-static void run(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
+ * device block a fake address: only descriptors hold it). */
+static void prepare(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
   memset(x, 0, sizeof *x);
   cr_assert_leq(n, 16);
   for (size_t i = 0; i < n; i++) {
@@ -189,7 +188,13 @@ static void run(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
   for (size_t i = 0; i < n; i++)
     cr_assert_eq(x->jobs[i].status, IB_OK, "%s", x->jobs[i].err.message);
   n_launch = 0;
-  cr_assert_eq(ib_cuda_sub_launch(s, 0, n, &err), IB_OK, "%s", err.message);
+}
+
+/* ... then records the launches of every job. */
+static void run(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
+  prepare(c, x, gs, n);
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_sub_launch(&x->s, 0, n, &err), IB_OK, "%s", err.message);
 }
 
 static void sub_free(ib_cuda *c, sub *x) {
@@ -393,8 +398,10 @@ static ib_status two_dev(const ib_node *node, const int *in_modes, ib_gstep *s, 
  * the two-pass op's (the resize row's checks and shapes, another device
  * step). */
 static ib_op_desc two_op;
-static ib_graph *two_graph(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h,
-                           uint64_t k) {
+static ib_graph *two_graph_of(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h,
+                              uint64_t k,
+                              ib_status (*dev)(const ib_node *, const int *, ib_gstep *,
+                                               ib_error *)) {
   jg_rng r = {0x99 + k};
   jg_job j;
   arena.used = 0;
@@ -408,10 +415,15 @@ static ib_graph *two_graph(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_
   ib_graph *g = jg_finish(&j, &err);
   cr_assert_not_null(g, "%s", err.message);
   two_op = *ib_op_for_case(IMGBATCH__V1__NODE__OP_RESIZE);
-  two_op.dev = two_dev;
+  two_op.dev = dev;
   two_op.dev_ops = NULL;
   g->nodes[1].op = &two_op;
   return g;
+}
+
+static ib_graph *two_graph(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h,
+                           uint64_t k) {
+  return two_graph_of(in_w, in_h, out_w, out_h, k, two_dev);
 }
 
 /* Its module, as if compiled from the header it names: the backend loads
@@ -483,6 +495,37 @@ Test(gpu_passes, a_new_head_without_shared_memory_plans_its_fallback) {
   expect(0, "ib_test_hpass", 8, 1, 0, 7, 0);
   expect(1, "ib_test_vpass", 16, 1, 0, 8, 9);
   cr_assert_eq(c->pass_slow, 1, "the slow launch counted");
+  sub_free(c, &x);
+  backend_free(c);
+}
+
+/* A plan naming a kernel its row does not list is the row's bug: the
+ * submission fails (Internal) naming the head, and nothing is launched. */
+static int stray_plan(const ib_dev_group *g, ib_dev_launch *out) {
+  (void)g;
+  out[0] = (ib_dev_launch){.kernel = 2, .blocks = 1};
+  return 1;
+}
+static const ib_dev_passes stray_passes = {
+    .kernels = {{"ib_test_hpass", 0}, {"ib_test_vpass", 0}}, .n_kernels = 2, .plan = stray_plan};
+static const ib_dev_op stray_dev_op = {
+    .tag = '^', .role = IB_DEV_PASSES, .header = "test_stray.cuh", .passes = &stray_passes};
+static ib_status stray_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
+  (void)node, (void)in_modes, (void)err;
+  s->dev = &stray_dev_op;
+  return IB_OK;
+}
+
+Test(gpu_passes, a_plan_outside_its_kernels_fails_naming_the_head) {
+  ib_cuda *c = backend(false);
+  ib_graph *g = two_graph_of(16, 16, 8, 8, 3, stray_dev);
+  two_module(c, g);
+  sub x;
+  prepare(c, &x, &g, 1);
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_sub_launch(&x.s, 0, 1, &err), IB_INTERNAL);
+  cr_assert_not_null(strstr(err.message, "head ^ (test_stray.cuh)"), "%s", err.message);
+  cr_assert_eq(n_launch, 0);
   sub_free(c, &x);
   backend_free(c);
 }

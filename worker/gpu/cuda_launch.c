@@ -151,7 +151,8 @@ static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, cons
         l[i].n_args > IB_DEV_MAX_ARGS)
       return bad_plan(err, ch, "a launch of no kernel of its own");
     const ib_dev_kernel *k = &ps->kernels[l[i].kernel];
-    if (l[i].smem > (k->big_smem ? f->smem_max : 48u * 1024))
+    const uint32_t small = f->smem_max < 48u * 1024 ? f->smem_max : 48u * 1024;
+    if (l[i].smem > (k->big_smem ? f->smem_max : small))
       return bad_plan(err, ch, "more shared memory than allowed");
     void *args[1 + IB_DEV_MAX_ARGS] = {&table};
     for (int a = 0; a < l[i].n_args; a++) args[1 + a] = &l[i].args[a];

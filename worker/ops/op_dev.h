@@ -84,8 +84,9 @@ enum {
 
 typedef struct ib_dev_kernel {
   const char *name; /* the extern "C" name in the head's header */
-  /* May take dynamic shared memory past 48 KiB (the device's opt-in
-   * limit, ib_dev_group.smem_max); others stay at or below 48 KiB. */
+  /* May take dynamic shared memory past 48 KiB, up to the device's
+   * opt-in limit (ib_dev_group.smem_max); others take at most 48 KiB, and
+   * none when smem_max is 0. */
   int big_smem;
 } ib_dev_kernel;
 
