@@ -58,7 +58,7 @@
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"
 #include "gpu/nvrtc_cache.h"
-#include "kernels/boxblur.h"
+#include "kernels/blur.h"
 #include "kernels/enhance.h"
 #include "kernels/tone.h"
 
@@ -209,11 +209,13 @@ typedef struct blur_ctx {
   CUfunction rows, post, cols;
   CUdeviceptr table;
   unsigned cap, smem;
-  int th; /* ib_cols' tile height; 0: the 3 global column passes (ib_post); -1: rows only */
+  int th; /* ib_blur_cols' tile height; 0: the 3 global column passes (ib_blur_pass); -1: rows only
+           */
 } blur_ctx;
-/* As launch_passes (worker/gpu/cuda_launch.c) for one 4096^2 RGBA image of
- * radius 7.47 (integer 7): ib_cols' buffer holds th + 2 * 3 * (7 + 1) rows. */
-static unsigned blur_cols_smem(int th) { return 2u * (unsigned)(th + 48) * IB_PASS_CW; }
+/* As the blur's launch plan (worker/ops/op_blur.c blur_plan) for one
+ * 4096^2 RGBA image of radius 7.47 (integer 7): ib_blur_cols' buffer holds
+ * th + 2 * 3 * (7 + 1) rows. */
+static unsigned blur_cols_smem(int th) { return 2u * (unsigned)(th + 48) * IB_BLUR_CW; }
 static void do_blur(void *p, CUstream s) {
   blur_ctx *b = p;
   void *a1[] = {&b->table};
@@ -222,13 +224,13 @@ static void do_blur(void *p, CUstream s) {
   if (b->th < 0) return;
   if (b->th > 0) {
     int th = b->th, rows = th + 48;
-    uint64_t tiles = (4096ull * 4 / IB_PASS_CW) * ((4096u + (unsigned)th - 1) / (unsigned)th);
+    uint64_t tiles = (4096ull * 4 / IB_BLUR_CW) * ((4096u + (unsigned)th - 1) / (unsigned)th);
     void *a3[] = {&b->table, &th, &rows};
     CK(cu->cuLaunchKernel(b->cols, (unsigned)(tiles < b->cap ? tiles : b->cap), 1, 1, 256, 1, 1,
                           blur_cols_smem(th), s, a3, NULL));
     return;
   }
-  uint64_t items = 4096ull * 4 * ((4096 + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
+  uint64_t items = 4096ull * 4 * ((4096 + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
   uint64_t blocks = (items + 255) / 256;
   unsigned gx = (unsigned)(blocks < b->cap ? blocks : b->cap);
   for (int k = 0; k < 3; k++) {
@@ -813,23 +815,19 @@ int main(int argc, char **argv) {
     ib_gchain_push(&ch, &G);
     CUmodule mod = chain_module(kc, "blur.cu", &ch, arch);
     CUfunction fr, fc, fk;
-    CK(cu->cuModuleGetFunction(&fr, mod, "ib_chain"));
-    CK(cu->cuModuleGetFunction(&fc, mod, "ib_post"));
-    CK(cu->cuModuleGetFunction(&fk, mod, "ib_cols"));
+    CK(cu->cuModuleGetFunction(&fr, mod, "ib_blur_rows"));
+    CK(cu->cuModuleGetFunction(&fc, mod, "ib_blur_pass"));
+    CK(cu->cuModuleGetFunction(&fk, mod, "ib_blur_cols"));
     int optin = 48 * 1024;
     CK(cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                 dev));
     CK(cu->cuFuncSetAttribute(fk, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin));
     float r = ib_gaussian_box_radius(8.0f, 3);
     ib_box_pass bp = ib_box_pass_for(r);
-    uint8_t prm[32];
-    int32_t hv[2] = {3, 3};
-    memcpy(prm, hv, 8);
-    memcpy(prm + 8, &bp, 12);
-    memcpy(prm + 20, &bp, 12);
+    const ib_blur_params prm = {3, 3, bp, bp};
     CUdeviceptr bpar, scratch, btab2, bsrc;
     CK(cu->cuMemAlloc(&bpar, sizeof prm));
-    CK(cu->cuMemcpyHtoDAsync(bpar, prm, sizeof prm, s));
+    CK(cu->cuMemcpyHtoDAsync(bpar, &prm, sizeof prm, s));
     CK(cu->cuMemAlloc(&scratch, 2 * N));
     /* random pixels, so the two column paths' outputs can be compared */
     uint8_t *hsrc = malloc(N), *hout[2] = {malloc(N), malloc(N)};
@@ -848,15 +846,16 @@ int main(int argc, char **argv) {
     CK(cu->cuMemAlloc(&btab2, sizeof d));
     CK(cu->cuMemcpyHtoDAsync(btab2, &d, sizeof d, s));
     CK(cu->cuStreamSynchronize(s));
-    /* as launch_passes in cuda_launch.c: rows in shared memory (2 rows of
-     * 16 KiB), then the 3 column passes in one ib_cols launch (tile height
-     * IB_PASS_TH; other heights and the 3 global passes for comparison) */
+    /* as blur_plan in op_blur.c: rows in shared memory (2 rows of
+     * 16 KiB), then the 3 column passes in one ib_blur_cols launch (tile height
+     * IB_BLUR_TH; other heights and the 3 global passes for comparison) */
     blur_ctx bc = {fr, fc, fk, btab2, (unsigned)(sms * 32), 2u * 4096u * 4u, 0};
-    const int ths[] = {IB_PASS_TH, 0, 64, 256, 512, -1};
+    const int ths[] = {IB_BLUR_TH, 0, 64, 256, 512, -1};
     for (int i = 0; i < 6; i++) {
       bc.th = ths[i];
       if (bc.th < 0) {
-        printf("  gauss8 %-32s %9.3f ms\n", "rows only (ib_chain)", time_ms(do_blur, &bc, s, 10));
+        printf("  gauss8 %-32s %9.3f ms\n", "rows only (ib_blur_rows)",
+               time_ms(do_blur, &bc, s, 10));
         continue;
       }
       if (bc.th && blur_cols_smem(bc.th) > (unsigned)optin) continue;
@@ -868,7 +867,7 @@ int main(int argc, char **argv) {
       const float ms = time_ms(do_blur, &bc, s, 10);
       if (i == 0) blur_ms = ms;
       printf("  gauss8 rows + columns %-17s %9.3f ms %s\n",
-             bc.th ? (i == 0 ? "ib_cols (prod.)" : "ib_cols") : "3 x ib_post", ms,
+             bc.th ? (i == 0 ? "ib_blur_cols (prod.)" : "ib_blur_cols") : "3 x ib_blur_pass", ms,
              i == 0 ? ""
              : same ? "bytes equal"
                     : "BYTES DIFFER");

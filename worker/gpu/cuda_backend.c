@@ -139,7 +139,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
                                                   : 0);
   c->prof = cfg->cuda_profile;
   c->log = (ib_log_sink){opts->log_cb, opts->log_opaque};
-  c->blur_global_rows = cfg->cuda_blur_global_rows;
+  c->pass_global = cfg->cuda_blur_global_rows;
   c->batch_min = cfg->cuda_batch_min > 2 ? cfg->cuda_batch_min : 2;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
@@ -307,7 +307,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_evictions = m.evictions;
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
-  out->blur_global_passes = atomic_load(&c->blur_global);
+  out->blur_global_passes = atomic_load(&c->pass_slow);
   out->upload_direct_sources = atomic_load(&c->direct_sources);
   out->upload_direct_copies = atomic_load(&c->direct_copies);
   out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
@@ -337,7 +337,7 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
 }
 static void be_close(void *state) { ib_cuda_close(state); }
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
- * the blur's scratch image, parameter blocks and descriptors; on the host
+ * multi-pass heads' scratch, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the
  * parameter staging (the core takes the larger charge). Through the memo
  * of the last few graphs' charges (ib_charge_memo); a new graph is charged
