@@ -77,7 +77,7 @@ IB_FN float ib_tone_decode_f32(uint8_t v);
  * The same for every job (no parameter enters the encode), so constants, not
  * per-job bytes: device global memory (read-only, cached in L1) under NVRTC.
  * A binary search over these 255 (8 dependent reads) took 0.317 ms on the
- * H200 at 4096^2 RGBA, the buckets below 0.205 (bench/tone_bench.py). */
+ * H200 at 4096^2 RGBA, the buckets below 0.205 (bench/drivers/tone_bench.py). */
 #ifdef __CUDACC_RTC__
 static __device__ const float ib_tone_encode_thresholds[257] = {
 #else

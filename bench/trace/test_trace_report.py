@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/trace_report.py on synthetic traces with known overlaps and gaps
+"""bench/reports/trace_report.py on synthetic traces with known overlaps and gaps
 (ctest bench/trace_report), and libibtrace.so where CUPTI cannot start
 (--no-driver LIB: ctest bench/trace_no_driver). Standard library only."""
 import contextlib
@@ -12,7 +12,8 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+REPORTS = os.path.join(os.path.dirname(HERE), "reports")
+sys.path.insert(0, REPORTS)
 import trace_report  # noqa: E402
 import trace_table  # noqa: E402
 
@@ -211,7 +212,7 @@ def no_driver(lib):
         assert "ib_trace:" in p.stderr, "the tracer must say what happened on stderr"
         rows, meta = trace_report.load(out)
         assert not rows, f"{len(rows)} records in a trace that did not start"
-        r = subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "trace_report.py"), out],
+        r = subprocess.run([sys.executable, os.path.join(REPORTS, "trace_report.py"), out],
                            capture_output=True, text=True, timeout=60)
         print(r.stdout + r.stderr, end="")
         assert r.returncode == 1 and "the trace is empty" in r.stderr, "the report must fail: empty"

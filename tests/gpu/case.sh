@@ -14,6 +14,8 @@
 #   racecheck       compute-sanitizer racecheck on a subset: 0 hazards
 #   interp_check    the interpreter tier's stages == the specialised kernels
 #   storm_check     compile storms: sampled results == the CPU's, every job done
+#   capacity        4096^2 RGBA Kernel/blur jobs through `imgbatch run --backend
+#                   cuda` at the default caps, each == Pillow (capacity_run.py)
 #   worker          tests/gpu/worker_run.sh: `imgbatch demo` and the worker
 #                   suite (tests/py/worker) on --backend cuda
 #   parity_live     tests/py/parity through `imgbatch run --backend cuda`
@@ -70,6 +72,9 @@ case $name in
     ;;
   storm_check)
     storm_check --warm 100 --storm 100 --heads 4 --log "$out/storm_check.log"
+    ;;
+  capacity)
+    "${IB_PYTHON:-python3}" tests/gpu/capacity_run.py cuda
     ;;
   worker)
     IB_KAFKA_BENCH=0 OUT="$out/worker" bash tests/gpu/worker_run.sh

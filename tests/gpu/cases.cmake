@@ -9,6 +9,7 @@ ib_gpu_case(memcheck 200)
 ib_gpu_case(racecheck 100)
 ib_gpu_case(interp_check 120)
 ib_gpu_case(storm_check 180)
+ib_gpu_case(capacity 120)
 ib_gpu_case(worker 540)
 ib_gpu_case(parity_live 300)
 # The warm start reads the module cache the cold gpu_check filled.

@@ -9,7 +9,7 @@
 #   1. `imgbatch demo --backend cuda` (every output equal to Pillow's bytes,
 #      the resident output fetched back with a Download command);
 #   2. the end-to-end worker suite (tests/py/worker) with IB_WORKER_BACKEND=cuda;
-#   3. bench/kafka_bench.sh on cuda and cpu (relay floor, raw copy,
+#   3. bench/drivers/kafka_bench.sh on cuda and cpu (relay floor, raw copy,
 #      PNG blur by decode threads), unless IB_KAFKA_BENCH=0.
 # Full logs go to $OUT; a short table is printed last.
 set -u
@@ -50,9 +50,9 @@ fi
 t=$(date +%s)
 rc_bench=skipped
 [ "${IB_KAFKA_BENCH:-1}" = 1 ] && {
-  OUT="$out/kafka_cuda" timeout 200 bench/kafka_bench.sh --backend cuda --n 3000 --codec-n 600 \
+  OUT="$out/kafka_cuda" timeout 200 bench/drivers/kafka_bench.sh --backend cuda --n 3000 --codec-n 600 \
     --threads "${IB_THREADS:-1 2 4 8 16}"
-  OUT="$out/kafka_cpu" timeout 120 bench/kafka_bench.sh --backend cpu --n 2000 --codec-n 300 \
+  OUT="$out/kafka_cpu" timeout 120 bench/drivers/kafka_bench.sh --backend cpu --n 2000 --codec-n 300 \
     --threads "16"
 } >"$out/kafka_bench.txt" 2>&1 && rc_bench=0 || { [ "${IB_KAFKA_BENCH:-1}" = 1 ] && rc_bench=1; }
 t_bench=$(( $(date +%s) - t ))

@@ -1,4 +1,4 @@
-"""bench/kafka_bench.sh's result lines (`NAME N of N results (...): X jobs/s,
+"""bench/drivers/kafka_bench.sh's result lines (`NAME N of N results (...): X jobs/s,
 in A MB/s, out B MB/s, latency p50 P ms p99 Q ms`) as CSV rows; the raw cases'
 notes name their round (`round R` lines), which summary.py pairs."""
 import argparse
@@ -6,7 +6,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 
 LINE = re.compile(r"^(\S+)\s+(\d+) of (\d+) results \(window \d+(?: over \d+ partitions)?, (\d+)-byte jobs\): ([\d.]+) jobs/s, "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One markdown table over bench/trace_report.py's --json reports (run.sh's
+"""One markdown table over bench/reports/trace_report.py's --json reports (run.sh's
 trace part): a row per traced case, named by its file (CASE.json).
 
     trace_table.py [--md OUT] trace/a.json trace/b.json ...

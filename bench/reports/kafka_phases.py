@@ -1,4 +1,4 @@
-"""Where the Kafka worker's time went, per bench/kafka_bench.sh case: its
+"""Where the Kafka worker's time went, per bench/drivers/kafka_bench.sh case: its
 status lines (one a second, each averaging the jobs of its interval) summed
 up over the run, weighted by the jobs each interval consumed.
 Columns: fetch (the Job's CreateTime -> fetched), wait (fetched -> the
@@ -8,7 +8,7 @@ ms; full = ms the executor asked for input while max_jobs refused it;
 live = most jobs live at once; woken = idle waits cut short / all;
 standby = the standby thread's woken services (Results out, deliveries
 served while the driving thread was in the executor).
-Usage: python3 bench/kafka_phases.py OUT_DIR_OR_LOGS..."""
+Usage: python3 bench/reports/kafka_phases.py OUT_DIR_OR_LOGS..."""
 import glob
 import json
 import os

@@ -1,7 +1,7 @@
-"""bench/kafka_bench.sh's result lines, summed up per case: the median
+"""bench/drivers/kafka_bench.sh's result lines, summed up per case: the median
 jobs/s over its runs (--repeat) and that as a percentage of the median
 relay in the same log.
-Usage: python3 bench/kafka_ratio.py LOG..."""
+Usage: python3 bench/reports/kafka_ratio.py LOG..."""
 import re
 import statistics
 import sys
