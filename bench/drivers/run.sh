@@ -308,7 +308,7 @@ part_kafka() {
     --repeat "$(q 1 4)" \
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
-  step kafka 60 "$PY" bench/reports/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
+  step kafka 60 "$PY" bench/reports/kafka_report.py csv --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
 }
 
 # The tracer: $IB_TRACE_LIB, else beside gpu_bench, else the build's.
@@ -369,7 +369,7 @@ part_trace() {
   trace_case transpose_RGBA4096 transpose RGBA "$lib" 4096
   local js=("$out"/trace/*.json)
   [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
-  step trace 60 "$PY" bench/reports/trace_table.py --md "$out/trace.md" "${js[@]}"
+  step trace 60 "$PY" bench/reports/trace_report.py table --md "$out/trace.md" "${js[@]}"
   cat "$out/trace.md" | tee -a "$log"
 }
 

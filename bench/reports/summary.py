@@ -45,7 +45,7 @@ class Rows:
 
 def kafka_rounds(R, B):
     """Worker / relay raw MB/s in percent, one value per round that has both (the round is
-    in the rows' notes: kafka_csv.py)."""
+    in the rows' notes: kafka_report.py csv)."""
     by = {}
     for impl in ("kafka-relay", f"imgbatch-worker-{B}"):
         for r in R.find(part="kafka", impl=impl, workload="raw", metric="mb_per_s"):
@@ -383,7 +383,7 @@ def main():
     md += ["", "### `imgbatch run` through files (tmpfs)", ""] + run_table(R, "run")
     md += ["", "### Codecs (PNG/JPEG in -> op -> PNG out)", ""] + run_table(R, "codecs")
     md += ["", "### Kernels only", ""] + kernel_table(R)
-    trace = os.path.join(a.dirs[0], "trace.md")  # run.sh's trace part (bench/reports/trace_table.py)
+    trace = os.path.join(a.dirs[0], "trace.md")  # run.sh's trace part (bench/reports/trace_report.py table)
     if os.path.exists(trace):
         with open(trace) as f:
             md += ["", "### Where the copy engines idle (CUPTI trace, bench/reports/trace_report.py)", "", f.read().rstrip()]

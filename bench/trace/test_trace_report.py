@@ -15,7 +15,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPORTS = os.path.join(os.path.dirname(HERE), "reports")
 sys.path.insert(0, REPORTS)
 import trace_report  # noqa: E402
-import trace_table  # noqa: E402
 
 HEADER = "kind,name,stream,thread,start_ns,end_ns,bytes,copy_kind,corr,channel,count\n"
 
@@ -151,8 +150,8 @@ class Report(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 self.assertEqual(trace_report.main([csv_path, "--trim", "0", "--images", "2",
                                                     "--floor-us", "200", "--json", js]), 0)
-                self.assertEqual(trace_table.main([js]), 0)
-                self.assertEqual(trace_table.main([js, os.path.join(d, "missing.json")]), 1)
+                self.assertEqual(trace_report.main(["table", js]), 0)
+                self.assertEqual(trace_report.main(["table", js, os.path.join(d, "missing.json")]), 1)
         row = [x for x in out.getvalue().splitlines() if x.startswith("| chain5_L")][0]
         self.assertIn("| 1.25x / 1.25x | 40 |", row)  # 250 us an image of a 200 us floor
         self.assertIn("| 300 / 0 |", row)  # the gap's 300 us: the host was late
