@@ -71,3 +71,4 @@ while pos < len(p.stdout):
     else:
         print("job key", k, "ERROR", r.get(8))
 print("CAPACITY-RUN %d of %d equal Pillow" % (ok, len(cases)))
+sys.exit(0 if ok == len(cases) else 1)

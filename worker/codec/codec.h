@@ -33,7 +33,7 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
 
 /* The same two through libvips for every format, PNG included: the path PNG
  * took before png_decode.h, kept as the reference it is tested and
- * benchmarked against (tests/unit/test_png_decode.c, bench/codec_bench.c). */
+ * benchmarked against (tests/unit/test_png_decode.c, bench/harness/codec_bench.c). */
 ib_status ib_codec_header_vips(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
 ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                     uint8_t *dst, ib_error *err);

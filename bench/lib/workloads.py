@@ -1,7 +1,7 @@
 """The benchmark's workloads, written once against a Pillow-shaped namespace:
 the same function builds an imgbatch graph (client modules) and runs real
 Pillow 12.3 (PIL modules), so the baseline does exactly the graph measured.
-Ids match bench/api_bench.h's ab_ids (gpu_bench's CSV rows)."""
+Ids match bench/harness/api_bench.h's ab_ids (gpu_bench's CSV rows)."""
 import numpy as np
 
 LUT = [(i * 7 + 13) % 256 for i in range(256)]

@@ -1,6 +1,6 @@
-"""Plots of bench/run.sh output folders, drawn off the GPU machine (it has no
+"""Plots of bench/drivers/run.sh output folders, drawn off the GPU machine (it has no
 matplotlib): `pip install -r bench/requirements.txt`, then
-    bench/plot.py OUT [OUT2 ...] [--to DIR]
+    bench/reports/plot.py OUT [OUT2 ...] [--to DIR]
 speedup_pillow_seq.png / speedup_pillow_cores.png: imgbatch through the API
 (best setting) over Pillow by op, mode and size; floor.png: percent of the
 floors (API vs the overlapped PCIe floor, fused kernels vs device copy
@@ -16,7 +16,7 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 from summary import Rows, num  # noqa: E402
 from workloads import CHAINS, FAMILIES  # noqa: E402

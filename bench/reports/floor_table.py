@@ -3,7 +3,7 @@ measured both-directions PCIe floor: one row per (family, mode, side), one
 column per file (its name without .csv, or LABEL=FILE), each cell
 "ms/img x-floor". The worst x of each column is printed last.
 
-    python3 bench/floor_table.py [LABEL=]FILE.csv ...
+    python3 bench/reports/floor_table.py [LABEL=]FILE.csv ...
 """
 import csv
 import os

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 
 MASK_3, MASK_15 = 200, 800  # NppiMaskSize NPP_MASK_SIZE_3_X_3, _15_X_15

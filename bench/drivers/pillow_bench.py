@@ -1,4 +1,4 @@
-"""Pillow 12.3 baselines of bench/workloads.py: sequential (one process) and
+"""Pillow 12.3 baselines of bench/lib/workloads.py: sequential (one process) and
 on P processes (multiprocessing, fork), raw bytes in and out (frombytes ->
 graph -> tobytes), or with --source png|jpeg --output png the same decode,
 graph and encode imgbatch does (PNG at --png-level, JPEG sources at
@@ -16,7 +16,7 @@ import time
 import PIL
 from PIL import Image as PILImage
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 import workloads as W  # noqa: E402
 

@@ -3,6 +3,7 @@
 
     trace_report.py TRACE.csv [--trim 0.1] [--window START_NS END_NS]
                     [--images N] [--floor-us F] [--gaps K] [--json OUT]
+    trace_report.py table [--md OUT] trace/a.json trace/b.json ...
 
 The trace (bench/trace/ib_trace.c) holds copies, kernels, memsets, driver API
 calls (with their host thread) and CUPTI's overhead, on one ns clock. The
@@ -24,12 +25,16 @@ gpu_bench times) and the window's per image (images counted by H2D bytes);
 
 Exit 1 when the trace cannot be trusted: records dropped, the tracer failed
 to start, the trace is cut (no trailer) or holds no H2D copy in the window.
-Standard library only.
+
+table: one markdown table over --json reports (run.sh's trace part), a row
+per traced case, named by its file (CASE.json); exit 1 when one cannot be
+read. Standard library only.
 """
 import argparse
 import bisect
 import csv
 import json
+import os
 import re
 import sys
 
@@ -410,7 +415,49 @@ def show(o):
             p("    no host thread was in a driver call")
 
 
+def table_row(path):
+    with open(path) as f:
+        o = json.load(f)
+    case = os.path.basename(path).removesuffix(".json")
+    b, g, x = o["busy_pct"], o["h2d_gaps"], o.get("x_floor", {})
+    drive = o["threads"].get(str(o["driving_thread"]), {"driver_us": 0})
+    gc, ph = o["gap_causes"], o["range_phases_us"]
+    xs = f"{x['range']:.2f}x / {x['window']:.2f}x" if x else "-"
+    return (f"| {case} | {xs} | {b['h2d']:.0f} | {b['d2h']:.0f} | {o['both_copy_directions_pct']:.0f} | "
+            f"{b['kernels']:.0f} | {g['count']} ({g['over_5us']}) | {g['p90_us']:.1f} / {g['max_us']:.1f} | "
+            f"{gc['host_late']['us']:.0f} / {gc['device']['us']:.0f} | "
+            f"{100 * drive['driver_us'] / o['wall_us']:.0f} | {ph['before_first_h2d']:.0f} / "
+            f"{ph['after_last_h2d']:.0f} |")
+
+
+def table(argv):
+    ap = argparse.ArgumentParser(prog="trace_report.py table",
+                                 description="one markdown table over --json reports")
+    ap.add_argument("--md")
+    ap.add_argument("reports", nargs="+")
+    a = ap.parse_args(argv)
+    lines = ["| case | per image x floor: range / steady window | H2D busy % | D2H busy % | "
+             "both ways % | kernels % | H2D gaps (>= 5 us) | gap p90 / max us | gap us: host late / "
+             "device | driving thread in driver calls % | fill / drain us |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    bad = 0
+    for p in a.reports:
+        try:
+            lines.append(table_row(p))
+        except (OSError, KeyError, ValueError) as e:
+            lines.append(f"| {os.path.basename(p)} | no report ({e}) |")
+            bad += 1
+    print("\n".join(lines))
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if bad else 0
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["table"]:
+        return table(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--trim", type=float, default=0.1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/kafka_bench.sh - the Kafka worker against its floor, a plain librdkafka
+# bench/drivers/kafka_bench.sh - the Kafka worker against its floor, a plain librdkafka
 # relay of the same messages on the same embedded broker.
 # Needs bin/imgbatch and bin/kafka_bench on PATH (a build dir's, or .devpack/bin).
 #   raw:   N raw RGB SxS jobs, copy graph, raw out: worker MB/s vs relay MB/s
@@ -10,14 +10,14 @@
 #   commit round trip; --codec-n 0 skips the codec cases)
 # The driver keeps a window of Jobs outstanding over every partition (see
 # kafka_bench.c): deep enough that the worker, not the driver, sets the pace.
-# Usage: bench/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
+# Usage: bench/drivers/kafka_bench.sh [--backend cpu|cuda] [--n N] [--side S] [--threads "1 2 4"]
 #                             [--codec-n N] [--best-max-jobs M] [--uncommitted "U1 U2"]
 #                             [--repeat R] [--rtt MS] [--variant 'NAME|WORKER ARGS']...
 # --rtt MS: the embedded broker answers every request MS ms late (a broker
 # far away: round-trip bounds show through a small machine's CPU noise).
 # --variant 'l0|-X linger.ms=0': one more raw case, worker-raw-l0, with those worker args;
 # a variant's args may start with '--bin PATH': that worker binary (an older build, say).
-# Each case's logs are kept per round: $OUT/NAME.R.worker.log (bench/kafka_phases.py sums
+# Each case's logs are kept per round: $OUT/NAME.R.worker.log (bench/reports/kafka_report.py phases sums
 # the worker's status lines: where a job's time went, whether max_jobs bound).
 set -u
 backend=cpu n=2000 side=128 threads="1 2 4 8 16" codec_n=2000 best_jobs=256 uncommitted="" repeat=1 rtt=0 variants=()
@@ -102,7 +102,7 @@ run_case() { # name kind jobs-count relay|worker-args...
 echo "kafka_bench: backend $backend, $n raw ${side}x${side} RGB jobs; codec $codec_n PNG jobs; rtt $rtt ms"
 # --repeat R: the raw cases R times, interleaved (a noisy machine's drift hits each alike),
 # the relay first in odd rounds and second in even ones; "round R" lines mark them, so
-# kafka_csv.py pairs each round's worker with that round's relay.
+# kafka_report.py csv pairs each round's worker with that round's relay.
 for r in $(seq "$repeat"); do
   round=$r
   echo "round $r"

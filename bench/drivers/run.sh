@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# bench/run.sh - the benchmark (docs/design.md, "The benchmark") in one command: imgbatch on
+# bench/drivers/run.sh - the benchmark (docs/design.md, "The benchmark") in one command: imgbatch on
 # every path a user takes, against Pillow 12.3 (sequential and on every core),
 # OpenCV / torchvision / NPP (not bit-exact) and the physical floors, all
-# measured in the same run. Writes CSV files (one schema: bench/csvrows.py),
+# measured in the same run. Writes CSV files (one schema: bench/lib/csvrows.py),
 # log.txt and summary.md to the output folder; prints a line per step and the
 # targets table last. Plots are drawn afterwards, off the GPU machine:
-# bench/plot.py OUT... (needs bench/requirements.txt).
+# bench/reports/plot.py OUT... (needs bench/requirements.txt).
 #
-#   bench/run.sh [--quick] [--backend cuda|cpu] [--out DIR] [--keep] [PART...]
+#   bench/drivers/run.sh [--quick] [--backend cuda|cpu] [--out DIR] [--keep] [PART...]
 #
 # DIR: --out, else $OUT, else /tmp/ib_bench; its CSV files, log and summary
 # are replaced unless --keep (then rows are appended; summary.py and plot.py
@@ -29,11 +29,11 @@
 #            >= 1024^2: 0.6-1.2 GB of jobs, steady over the last 2/3 of them
 #   codecs   PNG / JPEG in -> GaussianBlur(2) -> PNG out through `imgbatch run`
 #            vs Pillow doing the same decode, op and encode
-#   kafka    bench/kafka_bench.sh (worker vs a plain librdkafka relay)
+#   kafka    bench/drivers/kafka_bench.sh (worker vs a plain librdkafka relay)
 #   trace    a CUPTI timeline (bench/trace/ib_trace.c, libibtrace.so with the
 #            libcupti.so.13 it was built against beside it) of the worst
 #            >= 2048^2 API cases at the default caps: chain5 and invert L,
-#            chain5 RGBA, transpose RGBA 4096^2; bench/trace_report.py on each (engine busy %, H2D
+#            chain5 RGBA, transpose RGBA 4096^2; bench/reports/trace_report.py on each (engine busy %, H2D
 #            idle gaps and what the host was doing in them) -> trace/CASE.csv
 #            (the timeline; not a bench CSV, hence the folder), trace/CASE.json,
 #            trace.md (summary.py shows it). No tracer or libcupti: the part fails.
@@ -47,7 +47,7 @@
 # .venv/bin/python, else python3; the client (import imgbatch) from there,
 # else installed from .whl/ into /tmp/ib_site (as tests/gpu/run.sh does).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
 all_parts="floors api kernels cold pillow peers run codecs kafka trace"
 quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
@@ -105,7 +105,7 @@ nerr=0 nbad=0
 
 say() { printf '[%4ds] %s\n' $(($(date +%s) - t_start)) "$*" | tee -a "$log"; }
 status_row() { # part status note
-  "$PY" -c 'import sys; sys.path.insert(0, "bench"); import csvrows as c
+  "$PY" -c 'import sys; sys.path.insert(0, "bench/lib"); import csvrows as c
 c.append(sys.argv[1], [c.row(sys.argv[2], "run.sh", "", "", "", "", "", "", "", status=sys.argv[3], note=sys.argv[4])])' \
     "$out/status.csv" "$1" "$2" "$3"
 }
@@ -130,7 +130,7 @@ step() {
 q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 
 {
-  echo "bench/run.sh $(date -u +%FT%TZ) quick=$quick backend=$backend parts=${parts[*]}"
+  echo "bench/drivers/run.sh $(date -u +%FT%TZ) quick=$quick backend=$backend parts=${parts[*]}"
   # The GPU machine's copy of the tree carries stale git metadata: the
   # packer writes the commit it built into .devpack/COMMIT
   # (git rev-parse --short HEAD > .devpack/COMMIT after pack.sh).
@@ -161,7 +161,7 @@ part_floors() {
   step floors 240 gpu_bench --sections 1,5 --images "$(q 2048 20480)" --batch "$(q 128 512)" \
     --csv "$out/floors.csv"
   say "floors: NPP kernel-only (CuPy + ctypes)"
-  step floors 120 "$PY" bench/npp_bench.py --side "$(q 1024 4096)" --csv "$out/npp.csv"
+  step floors 120 "$PY" bench/drivers/npp_bench.py --side "$(q 1024 4096)" --csv "$out/npp.csv"
 }
 
 part_api() {
@@ -205,7 +205,7 @@ part_api() {
 part_kernels() {
   if [ $gpu = 0 ]; then skip kernels "no GPU (--backend cpu)"; return; fi
   say "kernels: every family as launched, one job per process under ncu"
-  step kernels 300 "$PY" bench/ncu_kernels.py --grid "$(q all:RGBA:512 all:RGBA:4096)" \
+  step kernels 300 "$PY" bench/drivers/ncu_kernels.py --grid "$(q all:RGBA:512 all:RGBA:4096)" \
     --dir "$scratch/ncu" --csv "$out/kernels.csv"
 }
 
@@ -214,27 +214,27 @@ part_cold() {
   local f=$scratch/cold.bin
   : >"$f"
   for w in gauss8 median3 chain5 tone; do
-    "$PY" bench/make_jobs.py --workload "$w" --mode RGB --side "$(q 128 1024)" --n 1 --distinct 1 \
+    "$PY" bench/drivers/make_jobs.py --workload "$w" --mode RGB --side "$(q 128 1024)" --n 1 --distinct 1 \
       --sample 0 --jobs "$scratch/c1.bin" --expect "$scratch/c1.exp" && cat "$scratch/c1.bin" >>"$f"
   done
-  step cold 120 "$PY" bench/cold_bench.py --backend "$backend" --jobs "$f" --n 4 \
+  step cold 120 "$PY" bench/drivers/cold_bench.py --backend "$backend" --jobs "$f" --n 4 \
     --cache "$scratch/cold_cache" --workload "gauss8+median3+chain5+tone RGB $(q 128 1024)^2" \
     --csv "$out/cold.csv"
 }
 
 part_pillow() {
   say "pillow: Pillow sequential and on every core over the API matrix (${budget}s a case)"
-  step pillow 600 "$PY" bench/pillow_bench.py --grid "$grid" --procs 1,0 --budget "$budget" \
+  step pillow 600 "$PY" bench/drivers/pillow_bench.py --grid "$grid" --procs 1,0 --budget "$budget" \
     --csv "$out/pillow.csv"
 }
 
 part_peers() {
   say "peers: OpenCV on the CPU (not bit-exact)"
-  step peers 300 "$PY" bench/peers_bench.py --impl opencv --grid "$grid" --budget "$(q 0.01 0.1)" \
+  step peers 300 "$PY" bench/drivers/peers_bench.py --impl opencv --grid "$grid" --budget "$(q 0.01 0.1)" \
     --csv "$out/peers.csv"
   if [ $gpu = 0 ]; then skip peers "torchvision: no GPU (--backend cpu)"; return; fi
   say "peers: torchvision on the GPU, end to end with PCIe (not bit-exact)"
-  step peers 300 "$PY" bench/peers_bench.py --impl torchvision --grid "$grid" --budget "$(q 0.01 0.1)" \
+  step peers 300 "$PY" bench/drivers/peers_bench.py --impl torchvision --grid "$grid" --budget "$(q 0.01 0.1)" \
     --csv "$out/peers.csv"
 }
 
@@ -247,34 +247,34 @@ run_case() {
   [ "$src" = raw ] || outfmt=png label=$w-$src
   local row="$part,$label,$m,$s"
   say "$part: $w $m ${s}^2, $n jobs, $src in, $outfmt out"
-  step "$part" 300 "$PY" bench/make_jobs.py --workload "$w" --mode "$m" --side "$s" --n "$n" \
+  step "$part" 300 "$PY" bench/drivers/make_jobs.py --workload "$w" --mode "$m" --side "$s" --n "$n" \
     --distinct 4 --sample "$([ "$s" -ge 2048 ] && echo 1 || echo 2)" --source "$src" --output "$outfmt" \
     --jobs "$j" --expect "$e" || return
   local -a settings=("default caps|")
   [ "$backend" = cuda ] && settings+=("$best_caps|$best_caps")
   # Large images: the first third of the jobs is start-up and warm-up
   # (the pinned blocks of the pipeline's depth are fresh the first time
-  # round), the steady rate comes from the rest (bench/run_bench.py).
+  # round), the steady rate comes from the rest (bench/drivers/run_bench.py).
   local warm=1
   [ "$s" -ge 1024 ] && warm=$((n / 3))
   local setting caps nocat=()
   for sc in "${settings[@]}"; do
     setting=${sc%%|*} caps=${sc#*|}
-    step "$part" 300 "$PY" bench/run_bench.py --backend "$backend" --jobs "$j" --results "$r" --n "$n" \
+    step "$part" 300 "$PY" bench/drivers/run_bench.py --backend "$backend" --jobs "$j" --results "$r" --n "$n" \
       --caps "$caps" --row "$row" --setting "$setting" --warm "$warm" "${nocat[@]}" --csv "$out/$part.csv" &&
-      step "$part" 300 "$PY" bench/check_results.py --results "$r" --expect "$e" --n "$n" \
+      step "$part" 300 "$PY" bench/drivers/check_results.py --results "$r" --expect "$e" --n "$n" \
         --csv "$out/$part.csv" --row "$part,imgbatch-run-$backend,$label,$m,$s" --setting "$setting"
     nocat=(--no-cat) # the cat floor once per jobs file
   done
   if [ "$backend" = cuda ]; then # imgbatch's own CPU backend on the first jobs
     local k=$((n / 4 > 2 ? n / 4 : 2))
     [ "$s" -ge 1024 ] && [ $k -gt 8 ] && k=8 # seconds an image on the cpu backend
-    step "$part" 300 "$PY" bench/run_bench.py --backend cpu --jobs "$j" --results "$r" --n "$n" \
+    step "$part" 300 "$PY" bench/drivers/run_bench.py --backend cpu --jobs "$j" --results "$r" --n "$n" \
       --limit "$k" --row "$row" --no-cat --reps 1 --csv "$out/$part.csv" &&
-      step "$part" 300 "$PY" bench/check_results.py --results "$r" --expect "$e" --n "$k" \
+      step "$part" 300 "$PY" bench/drivers/check_results.py --results "$r" --expect "$e" --n "$k" \
         --csv "$out/$part.csv" --row "$part,imgbatch-run-cpu,$label,$m,$s"
   fi
-  step "$part" 300 "$PY" bench/pillow_bench.py --part "$part" --label "$label" --grid "$w:$m:$s" --source "$src" \
+  step "$part" 300 "$PY" bench/drivers/pillow_bench.py --part "$part" --label "$label" --grid "$w:$m:$s" --source "$src" \
     --output "$outfmt" --procs 1,0 --budget "$budget" --csv "$out/$part.csv"
   rm -f "$j" "$e" "$r"
 }
@@ -293,7 +293,7 @@ part_codecs() {
   run_case codecs gauss2 RGB "$(q 128 1024)" "$(q 16 48)" png
   run_case codecs gauss2 RGB "$(q 128 1024)" "$(q 16 48)" jpeg
   say "codecs: Pillow PNG 128^2 -> GaussianBlur(2) -> PNG (the Kafka codec case)"
-  step codecs 120 "$PY" bench/pillow_bench.py --part codecs --label gauss2-png --grid gauss2:RGB:128 --source png \
+  step codecs 120 "$PY" bench/drivers/pillow_bench.py --part codecs --label gauss2-png --grid gauss2:RGB:128 --source png \
     --output png --procs 1,0 --budget "$(q 0.05 1)" --csv "$out/codecs.csv"
 }
 
@@ -302,11 +302,11 @@ part_kafka() {
   say "kafka: worker vs a plain librdkafka relay on the embedded broker"
   # Raw cases four times, interleaved, 8000 jobs each (summary.py: the median of the paired
   # rounds): one case of the relay alone varies too much between runs to compare.
-  OUT=$scratch/kafka step kafka 420 bench/kafka_bench.sh --backend "$backend" --n "$(q 200 8000)" \
+  OUT=$scratch/kafka step kafka 420 bench/drivers/kafka_bench.sh --backend "$backend" --n "$(q 200 8000)" \
     --repeat "$(q 1 4)" \
     --codec-n "$(q 100 3000)" --threads "$(q 2 "1 4 16")"
   cp "$scratch/step.txt" "$out/kafka.txt"
-  step kafka 60 "$PY" bench/kafka_csv.py --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
+  step kafka 60 "$PY" bench/reports/kafka_report.py csv --log "$out/kafka.txt" --backend "$backend" --csv "$out/kafka.csv"
 }
 
 # The tracer: $IB_TRACE_LIB, else beside gpu_bench, else the build's.
@@ -344,7 +344,7 @@ m = {r["metric"]: float(r["value"]) for r in csv.DictReader(open(sys.argv[1]))
 print(round(1e3 * m["ms_per_img"] / m["x_floor_bidir"], 3))' "$scratch/trace_bench.csv" "$fam") ||
     { trace_fail "$name: no api row in gpu_bench's CSV"; return; }
   rm -f "$scratch/trace_bench.csv"
-  step trace 120 "$PY" bench/trace_report.py "$csv" --images "$images" --floor-us "$floor" \
+  step trace 120 "$PY" bench/reports/trace_report.py "$csv" --images "$images" --floor-us "$floor" \
     --json "$out/trace/$name.json"
   sed 's/^/  /' "$scratch/step.txt" | head -n 60
 }
@@ -367,7 +367,7 @@ part_trace() {
   trace_case transpose_RGBA4096 transpose RGBA "$lib" 4096
   local js=("$out"/trace/*.json)
   [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
-  step trace 60 "$PY" bench/trace_table.py --md "$out/trace.md" "${js[@]}"
+  step trace 60 "$PY" bench/reports/trace_report.py table --md "$out/trace.md" "${js[@]}"
   cat "$out/trace.md" | tee -a "$log"
 }
 
@@ -379,7 +379,7 @@ for p in "${parts[@]}"; do
 done
 
 say "done in $(($(date +%s) - t_start)) s (parts:$times); summary:"
-"$PY" bench/summary.py "$out" | tee -a "$log"
+"$PY" bench/reports/summary.py "$out" | tee -a "$log"
 rc_sum=${PIPESTATUS[0]}
 [ $nerr = 0 ] || echo "run.sh: $nerr step(s) failed (see $log and status.csv)"
 if [ $nbad -gt 0 ] || [ "$rc_sum" -ne 0 ]; then echo "run.sh: MISMATCH: a benchmarked output is wrong"; exit 1; fi

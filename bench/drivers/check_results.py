@@ -1,14 +1,15 @@
 """Checks a file of Results from `imgbatch run` against the Pillow bytes that
-bench/make_jobs.py kept: every job answered, no error, and every result whose
+bench/drivers/make_jobs.py kept: every job answered, no error, and every result whose
 key is a kept sample equal to Pillow's pixels (PNG outputs decoded). Prints
 one line; exits 1 (MISMATCH) on any difference, so a fast wrong answer fails
 the benchmark. With --csv, appends a row (metric checked) with the status."""
 import argparse
+import os
 import sys
 
 import imgbatch
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The one CSV schema of bench/run.sh's output folder (gpu_bench --csv writes
+"""The one CSV schema of bench/drivers/run.sh's output folder (gpu_bench --csv writes
 the same columns): one number per row."""
 import csv
 import glob

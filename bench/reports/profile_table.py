@@ -1,4 +1,4 @@
-"""The table at the end of bench/profile.sh: one line per profiled kernel
+"""The table at the end of bench/drivers/profile.sh: one line per profiled kernel
 (ncu: duration, SM %, DRAM %, achieved occupancy, registers, busiest pipe,
 top stall reasons, a "bound by" verdict) and the API cases' per-phase
 breakdown (the backend's host profile, IB_CUDA_PROFILE=1; nsys when it ran;

@@ -1,4 +1,4 @@
-"""The summary of a bench/run.sh output folder (or several, e.g. the two
+"""The summary of a bench/drivers/run.sh output folder (or several, e.g. the two
 device calls of a split run): the target rows of bench/RESULTS.md with "met" or "missed
 by X", speedups over Pillow, floors and kernels, correctness. Prints the
 targets table and writes DIR/summary.md (markdown rows for bench/RESULTS.md).
@@ -10,7 +10,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import csvrows  # noqa: E402
 import workloads as W  # noqa: E402
 
@@ -45,7 +45,7 @@ class Rows:
 
 def kafka_rounds(R, B):
     """Worker / relay raw MB/s in percent, one value per round that has both (the round is
-    in the rows' notes: kafka_csv.py)."""
+    in the rows' notes: kafka_report.py csv)."""
     by = {}
     for impl in ("kafka-relay", f"imgbatch-worker-{B}"):
         for r in R.find(part="kafka", impl=impl, workload="raw", metric="mb_per_s"):
@@ -126,7 +126,7 @@ def spread(R, row, metric):
 
 def targets(R):
     """(what, measured text, target text, verdict) for every row of the targets table. The
-    targets are the cuda backend's; with only cpu-backend rows (bench/run.sh --backend
+    targets are the cuda backend's; with only cpu-backend rows (bench/drivers/run.sh --backend
     cpu) those rows show the cpu numbers, with the verdict "cpu backend only"."""
     out = []
     B = "cuda" if R.find(impl=lambda i: i.endswith("-cuda")) else "cpu"
@@ -383,10 +383,10 @@ def main():
     md += ["", "### `imgbatch run` through files (tmpfs)", ""] + run_table(R, "run")
     md += ["", "### Codecs (PNG/JPEG in -> op -> PNG out)", ""] + run_table(R, "codecs")
     md += ["", "### Kernels only", ""] + kernel_table(R)
-    trace = os.path.join(a.dirs[0], "trace.md")  # run.sh's trace part (bench/trace_table.py)
+    trace = os.path.join(a.dirs[0], "trace.md")  # run.sh's trace part (bench/reports/trace_report.py table)
     if os.path.exists(trace):
         with open(trace) as f:
-            md += ["", "### Where the copy engines idle (CUPTI trace, bench/trace_report.py)", "", f.read().rstrip()]
+            md += ["", "### Where the copy engines idle (CUPTI trace, bench/reports/trace_report.py)", "", f.read().rstrip()]
     if skipped:
         md += ["", "Skipped: " + "; ".join(f"{r['part']} ({r['note']})" for r in skipped)]
     path = a.md or os.path.join(a.dirs[0], "summary.md")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/profile.sh - the profile behind bench/RESULTS.md's missed targets, in one
+# bench/drivers/profile.sh - the profile behind bench/RESULTS.md's missed targets, in one
 # device call of about 3-5 minutes (each step under `timeout`; a failed step
 # is reported and the others still run):
 #
@@ -12,7 +12,7 @@
 #          unfolded, color>point, tone, median 3x3, the 5-op mix, and
 #          GaussianBlur(8) (the row kernel and its 3 column passes); plus the
 #          device copy reference (a 16-byte-per-thread CuPy copy kernel) and
-#          NPP's median 3x3 (bench/npp_bench.py).
+#          NPP's median 3x3 (bench/drivers/npp_bench.py).
 #   api    where the time goes through the executor API: nsys when it exists
 #          and makes a report, else (and always) gpu_bench with
 #          IB_CUDA_PROFILE=1 (the backend's per-job host profile: plan,
@@ -22,20 +22,20 @@
 #   bidir  pinned H2D alone, D2H alone and both at once (torch, two streams):
 #          the PCIe floor that overlapping can actually reach.
 #
-#   bench/profile.sh [--out DIR] [--dry-run] [STEP...]     (default: all)
+#   bench/drivers/profile.sh [--out DIR] [--dry-run] [STEP...]     (default: all)
 #
 # IB_PROFILE_BUDGET (seconds, default 480): steps that would start later are
 # skipped (each step's own timeout bounds the one running).
 #
 # DIR: --out, else $OUT, else /tmp/ib_profile. It gets few files (the device
-# tool returns at most 8): profile_table.txt (bench/profile_table.py, also
+# tool returns at most 8): profile_table.txt (bench/reports/profile_table.py, also
 # printed last), profile_log.txt and profile_raw.tar.gz (every raw ncu CSV
 # and .ncu-rep, gpu_bench outputs, nsys exports, the manifest).
 # --dry-run: print the commands, run nothing (no GPU needed).
 # Binaries: gpu_bench from PATH, else .devpack (sourced when present), else
 # build/tests. Exit 2: no GPU / no gpu_bench; 1: a step failed; 0: all ran.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
 all_steps="ncu api bidir"
 out=${OUT:-/tmp/ib_profile} dry=0 steps=()
@@ -122,7 +122,7 @@ run_to() {
 }
 
 {
-  echo "bench/profile.sh $(date -u +%FT%TZ) steps=${steps[*]}"
+  echo "bench/drivers/profile.sh $(date -u +%FT%TZ) steps=${steps[*]}"
   [ -f .devpack/COMMIT ] && echo "commit: $(cat .devpack/COMMIT) (packed)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader 2>&1
   echo "ncu: ${ncu:-none} $([ -n "$ncu" ] && "$ncu" --version 2>/dev/null | tail -n 1)"
@@ -203,7 +203,7 @@ EOF
   # Launches 2 (the capped grid) and 3 (one thread per 16 bytes).
   ncu_one ref_copy 90 regex:ref_copy16 2 2 "$PY" "$scratch/copyref.py"
   # NPP's median 3x3 (2 warm-ups, then --reps x --batch launches).
-  ncu_one npp_median3 120 'regex:[Mm]edian' 2 1 "$PY" bench/npp_bench.py --side 4096 --reps 1 --batch 1 \
+  ncu_one npp_median3 120 'regex:[Mm]edian' 2 1 "$PY" bench/drivers/npp_bench.py --side 4096 --reps 1 --batch 1 \
     --csv "$scratch/npp.csv"
 }
 
@@ -316,8 +316,8 @@ for s in "${steps[@]}"; do
 done
 
 [ $dry = 1 ] && { echo "dry run: manifest $man"; cat "$man"; exit 0; }
-say "table (bench/profile_table.py):"
-"$PY" bench/profile_table.py --raw "$raw" | tee "$out/profile_table.txt"
+say "table (bench/reports/profile_table.py):"
+"$PY" bench/reports/profile_table.py --raw "$raw" | tee "$out/profile_table.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || { nerr=$((nerr + 1)); echo "profile.sh: profile_table.py failed" | tee -a "$log"; }
 cp "$out/profile_table.txt" "$raw/" 2>/dev/null
 tar -C "$out" -czf "$out/profile_raw.tar.gz" profile_raw && rm -rf "$raw"

@@ -1,4 +1,4 @@
-"""bench/tone_bench.py - the tone chain kernel alone, 4096^2 RGBA: the kernel
+"""bench/drivers/tone_bench.py - the tone chain kernel alone, 4096^2 RGBA: the kernel
 gpu_bench section 1 times (kernels/chain_kernels.cuh with one tone step,
 gpu_bench's parameters), on gpu_bench's constant input (every byte 0x5a:
 every lane of a warp takes the same path through the encode tables) and on
@@ -11,7 +11,7 @@ first's. CUDA events, median of 30 launches after a warm-up; the parameter
 block is made on the device by ib_tone_prepare_f32 (IEEE operations only:
 the host's values).
 
-    python3 bench/tone_bench.py [--kernels DIR]     (needs cupy and a GPU)
+    python3 bench/drivers/tone_bench.py [--kernels DIR]     (needs cupy and a GPU)
 """
 import argparse
 import pathlib
@@ -47,7 +47,7 @@ extern "C" __global__ void tone_prep(ib_tone_f32 *o, unsigned *size) {
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kernels", default=str(pathlib.Path(__file__).resolve().parents[1] / "kernels"))
+    ap.add_argument("--kernels", default=str(pathlib.Path(__file__).resolve().parents[2] / "kernels"))
     args = ap.parse_args()
     try:
         import cupy as cp

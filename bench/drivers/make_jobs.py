@@ -1,10 +1,11 @@
-"""Writes a file of varint-delimited Jobs for one workload (bench/workloads.py),
+"""Writes a file of varint-delimited Jobs for one workload (bench/lib/workloads.py),
 built with the imgbatch client, for `imgbatch run --in FILE`; and beside it
 the bytes real Pillow gives for the first --sample distinct jobs (Results
-with raw images, in key order) for bench/check_results.py. Job i is distinct
+with raw images, in key order) for bench/drivers/check_results.py. Job i is distinct
 job i % --distinct and carries that index as its key."""
 import argparse
 import io
+import os
 import sys
 
 from PIL import Image as PILImage
@@ -12,7 +13,7 @@ from PIL import Image as PILImage
 import imgbatch
 from imgbatch import imgbatch_pb2 as pb
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import workloads as W  # noqa: E402
 
 
