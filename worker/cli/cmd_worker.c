@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "kafka/json_escape.h"
 #include "kafka/worker.h"
 
 static volatile sig_atomic_t stop_requested;

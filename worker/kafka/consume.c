@@ -2,79 +2,26 @@
  * consume.c - the jobs consumer: group membership (cooperative-sticky,
  * manual offsets), the executor's input, backpressure and commits.
  */
+#include "kafka/consume.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "kafka/clock.h"
+#include "kafka/conf.h"
+#include "kafka/json_escape.h"
+#include "kafka/log.h"
+#include "kafka/phase.h"
+#include "kafka/publish.h"
+#include "kafka/track.h"
+#include "kafka/txn.h"
 #include "kafka/wstate.h"
 
 bool ib_wresults_backlogged(const ib_worker *w) {
   return w->held_bytes > w->cfg->exec.host_bytes / 2;
-}
-
-bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
-                  size_t cap) {
-  (void)w;
-  if (rd_kafka_conf_set(c, k, v, errbuf, cap) == RD_KAFKA_CONF_OK) return true;
-  return false;
-}
-
-static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-  ib_worker *w = opaque;
-  char r[400];
-  ib_json_escape(r, sizeof r, reason);
-  if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char fr[400], esc[400];
-    rd_kafka_fatal_error(rk, fr, sizeof fr);
-    ib_wlog(w, "error", "fatal", "\"client\":\"%s\",\"message\":\"%s\"", rd_kafka_name(rk),
-            ib_json_escape(esc, sizeof esc, fr));
-    w->fatal = true;
-    return;
-  }
-  ib_wlog(w, "warn", "kafka_error", "\"client\":\"%s\",\"code\":\"%s\",\"message\":\"%s\"",
-          rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), r);
-}
-
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-  ib_worker *w = rd_kafka_opaque(rk);
-  char f[64], b[600];
-  ib_wlog(w,
-          level <= 3   ? "error"
-          : level <= 4 ? "warn"
-                       : "info",
-          "librdkafka", "\"facility\":\"%s\",\"message\":\"%s\"", ib_json_escape(f, sizeof f, fac),
-          ib_json_escape(b, sizeof b, buf));
-}
-
-/* Every client gets the brokers, the -X pass-through properties and the
- * worker's callbacks; -X wins over our defaults only where set after them. */
-rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap) {
-  rd_kafka_conf_t *c = rd_kafka_conf_new();
-  rd_kafka_conf_set_opaque(c, w);
-  rd_kafka_conf_set_error_cb(c, on_error);
-  rd_kafka_conf_set_log_cb(c, on_log);
-  /* TCP_NODELAY (as the Java client always sets): with Nagle, a small
-   * request (a commit, a fetch, a produce's last segment) waits for the ACK
-   * of the one before it; a broker holding an empty fetch's answer up to
-   * fetch.wait.max.ms may hold that ACK as long (delayed ACK), so a commit
-   * sent behind an empty fetch, and the fetch after that commit, waited
-   * with it. -X may set it back. */
-  if (!ib_wconf_set(w, c, "bootstrap.servers", w->cfg->brokers, errbuf, cap) ||
-      !ib_wconf_set(w, c, "client.id", w->worker_id, errbuf, cap) ||
-      !ib_wconf_set(w, c, "socket.nagle.disable", "true", errbuf, cap)) {
-    rd_kafka_conf_destroy(c);
-    return NULL;
-  }
-  return c;
-}
-
-static bool apply_props(ib_worker *w, rd_kafka_conf_t *c, char *errbuf, size_t cap) {
-  for (int i = 0; i < w->cfg->n_props; i++) {
-    if (!ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap)) return false;
-  }
-  return true;
 }
 
 static void log_parts(ib_worker *w, const char *event, const rd_kafka_topic_partition_list_t *l) {
@@ -272,7 +219,7 @@ ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap) {
       ib_wconf_set(w, c, "auto.offset.reset", "earliest", errbuf, cap) &&
       ib_wconf_set(w, c, "isolation.level", "read_committed", errbuf, cap) &&
       ib_wconf_set(w, c, "queued.max.messages.kbytes", kb, errbuf, cap) &&
-      apply_props(w, c, errbuf, cap);
+      ib_wconf_props(w, c, errbuf, cap);
   if (!ok) {
     rd_kafka_conf_destroy(c);
     return IB_INVALID;

@@ -6,15 +6,21 @@
  * the generation changes with every start, so a stale reference gets a
  * clean error.
  */
+#include "kafka/control.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "result/result_msg.h"
+#include "kafka/clock.h"
+#include "kafka/conf.h"
+#include "kafka/log.h"
+#include "kafka/txn.h"
 #include "kafka/wstate.h"
 #include "proto/imgbatch.pb-c.h"
+#include "result/result_msg.h"
 
 struct ib_handle_slot {
   uint64_t id;
@@ -162,9 +168,7 @@ ib_status ib_wcontrol_start(ib_worker *w, char *errbuf, size_t cap) {
   w->generation = random_u64() | 1u;
   rd_kafka_conf_t *c = ib_wconf_new(w, errbuf, cap);
   if (!c) return IB_INVALID;
-  bool ok = true;
-  for (int i = 0; ok && i < w->cfg->n_props; i++)
-    ok = ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap);
+  bool ok = ib_wconf_props(w, c, errbuf, cap);
   /* Each worker reads every control message, from the end: partitions are
    * assigned, never subscribed, and nothing is committed. librdkafka 2.0
    * wants a group id even for that; a private one joins no group. */

@@ -4,6 +4,8 @@
  * snapshot that metrics.c keeps, never the worker. Off unless configured;
  * the address is bound as given (a non-loopback one only when asked for).
  */
+#include "kafka/http.h"
+
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <microhttpd.h>
@@ -14,7 +16,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kafka/clock.h"
+#include "kafka/log.h"
 #include "kafka/metrics.h"
+#include "kafka/wstate.h"
 
 #define LINGER_US 1000000u
 

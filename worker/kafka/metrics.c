@@ -5,6 +5,12 @@
  * snapshot only, so it never races the worker's own state.
  */
 #include "kafka/metrics.h"
+#include "kafka/clock.h"
+#include "kafka/fault.h"
+#include "kafka/hist.h"
+#include "kafka/pool.h"
+#include "kafka/publish.h"
+#include "kafka/wstate.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -13,29 +19,6 @@
 #include <string.h>
 
 #define REFRESH_EVERY_US 100000u
-
-/* Upper bounds of the latency buckets, microseconds (then +Inf): 100 us
- * to 30 s, enough for a queue wait as for a large decode-encode. */
-static const uint64_t bounds_us[IB_HIST_BUCKETS] = {
-    100,    250,    500,    1000,    2500,    5000,    10000,    25000,   50000,
-    100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000};
-
-void ib_hist_observe(ib_hist *h, uint64_t us) {
-  size_t i = 0;
-  while (i < IB_HIST_BUCKETS && us > bounds_us[i]) i++;
-  h->counts[i]++;
-  h->n++;
-  h->sum_us += us;
-}
-
-static const char *const fault_names[IB_WF_N] = {"device", "internal", "alloc",
-                                                 "encode", "sink",     "other"};
-
-int ib_wfault_index(const char *kind) {
-  for (int i = 0; i < IB_WF_OTHER; i++)
-    if (strcmp(kind, fault_names[i]) == 0) return i;
-  return IB_WF_OTHER;
-}
 
 /* ---------------------------------------------------------------- snapshot */
 
@@ -176,7 +159,7 @@ static void histogram(sbuf *b, const char *name, const char *help, const ib_hist
   uint64_t cum = 0;
   for (size_t i = 0; i < IB_HIST_BUCKETS; i++) {
     cum += h->counts[i];
-    put(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bounds_us[i] / 1e6, cum);
+    put(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)ib_hist_bound_us(i) / 1e6, cum);
   }
   put(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->n);
   put(b, "%s_sum %.6f\n%s_count %" PRIu64 "\n", name, (double)h->sum_us / 1e6, name, h->n);
@@ -199,7 +182,7 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
   family(&b, "imgbatch_worker_faults_total", "counter",
          "Worker faults (no Result, no commit: retried or the worker stops), by kind.");
   for (int i = 0; i < IB_WF_N; i++)
-    put(&b, "imgbatch_worker_faults_total{kind=\"%s\"} %" PRIu64 "\n", fault_names[i],
+    put(&b, "imgbatch_worker_faults_total{kind=\"%s\"} %" PRIu64 "\n", ib_wfault_name(i),
         s->faults[i]);
   scalar(&b, "imgbatch_retries_total", "counter", "Jobs resubmitted after a worker fault.",
          s->counters[IB_WC_RETRIES]);

@@ -32,6 +32,11 @@ struct ib_wmetrics {
   struct MHD_Daemon *daemon;
 };
 
+/* Copies the worker's counters and gauges into the snapshot: from the
+ * loop at most every 100 ms, at once (force) where health changes. Does
+ * nothing without --metrics-addr. */
+void ib_wmetrics_refresh(ib_worker *w, bool force);
+
 /* Health and readiness from a snapshot, at monotonic time now_us. */
 bool ib_wsnap_healthy(const ib_wsnap *s, uint64_t now_us);
 bool ib_wsnap_ready(const ib_wsnap *s);

@@ -3,11 +3,17 @@
  * encodes, output files) runs on --decode-threads threads while the
  * driving thread keeps feeding the executor and polling Kafka.
  */
+#include "kafka/pool.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "result/result_msg.h"
+#include "kafka/clock.h"
+#include "kafka/hist.h"
+#include "kafka/publish.h"
+#include "kafka/wake.h"
 #include "kafka/wstate.h"
+#include "result/result_msg.h"
 
 struct ib_wpool {
   const ib_worker *w;

@@ -6,6 +6,8 @@
  * output directory. A failed delivery is produced again: broker trouble is
  * waited out, never turned into a loss or an error Result.
  */
+#include "kafka/publish.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +20,17 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "result/result_msg.h"
+#include "kafka/clock.h"
+#include "kafka/conf.h"
+#include "kafka/control.h"
+#include "kafka/fault.h"
+#include "kafka/json_escape.h"
+#include "kafka/log.h"
+#include "kafka/phase.h"
+#include "kafka/track.h"
+#include "kafka/txn.h"
 #include "kafka/wstate.h"
+#include "result/result_msg.h"
 
 /* Room kept for the Result envelope, key and headers inside a message. */
 #define ENVELOPE_BYTES 4096u
@@ -228,6 +239,9 @@ static void send_packed(ib_worker *w, ib_wjob *j, uint8_t *packed, size_t len) {
   send_now(w, j);
 }
 
+/* Out of memory packing is a worker fault: ib_wjob_fault may answer the job
+ * through ib_wpublish_error, which comes back here (mutual recursion with
+ * fault.c, one round per failed pack). */
 static void send_result(ib_worker *w, ib_wjob *j, ib_result_msg *rm) {
   size_t len = 0;
   uint8_t *packed = pack_result(w, j, rm, &len);
@@ -437,9 +451,7 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
              * librdkafka's 5 ms default linger cost much of it; 0 (a
              * request per Result) queues behind idempotence's 5 requests in
              * flight. */
-            ib_wconf_set(w, c, "linger.ms", "1", errbuf, cap);
-  for (int i = 0; ok && i < w->cfg->n_props; i++)
-    ok = ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap);
+            ib_wconf_set(w, c, "linger.ms", "1", errbuf, cap) && ib_wconf_props(w, c, errbuf, cap);
   if (!ok) {
     rd_kafka_conf_destroy(c);
     return IB_INVALID;

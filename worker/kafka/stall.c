@@ -16,11 +16,17 @@
  * on the encode pool when its encode took the bound. A job whose Result is
  * already out is never answered twice: its delivery is waited out.
  */
+#include "kafka/stall.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kafka/clock.h"
+#include "kafka/log.h"
+#include "kafka/publish.h"
+#include "kafka/track.h"
 #include "kafka/wstate.h"
 #include "parse/wire_check.h"
 

@@ -5,9 +5,13 @@
  * just after the highest consumed offset below which every consumed
  * message is done (its Result acknowledged by the broker).
  */
+#include "kafka/track.h"
+
 #include <stdlib.h>
 #include <string.h>
 
+#include "kafka/clock.h"
+#include "kafka/phase.h"
 #include "kafka/wstate.h"
 
 void ib_wq_push(ib_wjob_queue *q, ib_wjob *j) {

@@ -10,9 +10,14 @@
  * messages nor stores transactional offsets (README), so tests on it check
  * the call sequence only.
  */
+#include "kafka/txn.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "kafka/json_escape.h"
+#include "kafka/log.h"
+#include "kafka/track.h"
 #include "kafka/wstate.h"
 
 #define TXN_TIMEOUT_MS 30000

@@ -3,26 +3,36 @@
  * executor's run stream pulls messages through ib_wnext_input; each result
  * is published; between results the clients are polled (deliveries,
  * rebalances, control commands), watermarks committed, partitions paused
- * while credits are full. Worker faults (device, host allocation, output
- * sink) never become error Results: the job is resubmitted alone, judged
- * the job's own fault after K attempts while others succeed, or the
- * worker stops on a sticky fault so the group moves its partitions.
+ * while credits are full. A worker fault (device, host allocation, output
+ * sink) goes to the fault policy (fault.c), never into an error Result.
  */
+#include "kafka/worker.h"
+
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "kafka/clock.h"
+#include "kafka/consume.h"
+#include "kafka/control.h"
+#include "kafka/fault.h"
+#include "kafka/hist.h"
+#include "kafka/http.h"
+#include "kafka/json_escape.h"
+#include "kafka/log.h"
+#include "kafka/metrics.h"
+#include "kafka/phase.h"
+#include "kafka/pool.h"
+#include "kafka/publish.h"
+#include "kafka/stall.h"
+#include "kafka/track.h"
+#include "kafka/wake.h"
 #include "kafka/wstate.h"
 
-#define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (README) */
-#define STICKY_FAULTS 5  /* solo retries failing in a row: the worker is sick */
 /* Commits go out as soon as a watermark moves (up to IB_COMMITS_IN_FLIGHT
  * per partition, consume.c): a done job stays unsettled for about one
  * commit round trip. A
@@ -34,74 +44,6 @@
  * does its Kafka work meanwhile (see wstate.h). */
 #define STANDBY_AFTER_US 200000u
 #define STANDBY_TICK_MS 50
-
-uint64_t ib_wnow_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
-static size_t utf8_len(const unsigned char *s) {
-  if (s[0] < 0x80) return 1;
-  size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-  if (!n || (n == 2 && s[0] < 0xC2) || (n == 4 && s[0] > 0xF4)) return 0;
-  for (size_t i = 1; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;
-  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
-  return n;
-}
-
-const char *ib_json_escape(char *buf, size_t cap, const char *s) {
-  size_t o = 0;
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  while (*p && o + 8 < cap) {
-    size_t n = utf8_len(p);
-    if (!n) {
-      o += (size_t)snprintf(buf + o, cap - o, "\\ufffd");
-      p++;
-    } else if (*p == '"' || *p == '\\') {
-      buf[o++] = '\\';
-      buf[o++] = (char)*p++;
-    } else if (*p < 0x20) {
-      o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *p++);
-    } else {
-      if (o + n >= cap - 1) break;
-      memcpy(buf + o, p, n);
-      o += n;
-      p += n;
-    }
-  }
-  buf[o] = 0;
-  return buf;
-}
-
-void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...) {
-  if (!w->cfg->log) return;
-  char fields[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(fields, sizeof fields, fmt, ap);
-  va_end(ap);
-  w->cfg->log(w->cfg->log_ctx, level, event, fields);
-}
-
-void ib_wphase(ib_worker *w, int phase, uint64_t since_us) {
-  uint64_t now = ib_wnow_us();
-  if (!since_us || since_us > now) return;
-  w->phase_sum_us[phase] += now - since_us;
-  w->phase_n[phase]++;
-}
-
-void ib_wphase_add(ib_worker *w, int phase, uint64_t us) {
-  w->phase_sum_us[phase] += us;
-  w->phase_n[phase]++;
-}
-
-static uint64_t phase_avg(ib_worker *w, int phase) {
-  return w->phase_n[phase] ? w->phase_sum_us[phase] / w->phase_n[phase] : 0;
-}
 
 static void status_log(ib_worker *w) {
   uint64_t oldest = 0, now = ib_wnow_us();
@@ -133,10 +75,10 @@ static void status_log(ib_worker *w) {
           w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
           w->delivering, w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use,
           c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled,
-          w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED], phase_avg(w, IB_WP_FETCH),
-          phase_avg(w, IB_WP_WAIT), phase_avg(w, IB_WP_EXEC), phase_avg(w, IB_WP_POOL),
-          phase_avg(w, IB_WP_DELIVER), phase_avg(w, IB_WP_SETTLE), enc.n ? enc.sum_us / enc.n : 0,
-          w->drive_input_us / 1000,
+          w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED],
+          ib_wphase_avg(w, IB_WP_FETCH), ib_wphase_avg(w, IB_WP_WAIT), ib_wphase_avg(w, IB_WP_EXEC),
+          ib_wphase_avg(w, IB_WP_POOL), ib_wphase_avg(w, IB_WP_DELIVER),
+          ib_wphase_avg(w, IB_WP_SETTLE), enc.n ? enc.sum_us / enc.n : 0, w->drive_input_us / 1000,
           (w->drive_exec_us > w->drive_input_us ? w->drive_exec_us - w->drive_input_us : 0) / 1000,
           w->drive_loop_us / 1000, w->drive_idle_us / 1000, w->window_full_us / 1000, w->live_max,
           w->idle_waits, w->idle_woken, w->standby_sends);
@@ -156,50 +98,6 @@ static void begin_stop(ib_worker *w, int code, const char *reason, uint64_t *dea
   ib_wmetrics_refresh(w, true); /* /healthz and /readyz say so at once */
   ib_wlog(w, code ? "error" : "info", "shutdown", "\"reason\":\"%s\",\"grace_s\":%" PRIu64, reason,
           w->cfg->grace_s);
-}
-
-void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg) {
-  w->counters[IB_WC_FAULTS]++;
-  w->faults[ib_wfault_index(kind)]++;
-  /* Only a job that faults alone (a retry, fed with nothing else in the
-   * executor) says something about the worker: a first fault may have been
-   * another job's, grouped into the same submission. */
-  if (j->faults > 0) w->consecutive_faults++;
-  if (j->faults == 0) j->fault_seq = w->started;
-  j->faults++;
-  char m[700];
-  ib_wlog(w, "error", "fault",
-          "\"kind\":\"%s\",\"partition\":%" PRId32 ",\"offset\":%" PRId64
-          ",\"attempts\":%d,\"message\":\"%s\"",
-          kind, j->partition, j->offset, j->faults, ib_json_escape(m, sizeof m, msg));
-  /* Other jobs succeeded if one started after this one's first fault did
-   * (a job started before it may still be publishing: it proves nothing). */
-  if (j->faults >= FAULTS_PER_JOB && w->last_success_seq > j->fault_seq) {
-    char why[320];
-    snprintf(why, sizeof why, "%s fault on each of %d attempts while other jobs succeeded: %.200s",
-             kind, j->faults, msg);
-    ib_wpublish_error(w, j, IB_INTERNAL, IB_STAGE_EXECUTE, why);
-    return;
-  }
-  if (w->consecutive_faults >= STICKY_FAULTS) {
-    /* Sticky: this job stays uncommitted; the worker stops (its caller
-     * sees w->sick) so the group gives its partitions to healthy workers. */
-    j->state = IB_WJOB_WAITING;
-    ib_wq_push_front(&w->retry, j);
-    w->sick = true;
-    return;
-  }
-  j->state = IB_WJOB_WAITING;
-  uint64_t backoff = 100000u << (j->faults < 5 ? j->faults : 5);
-  j->not_before_us = ib_wnow_us() + backoff;
-  w->counters[IB_WC_RETRIES]++;
-  ib_wq_push(&w->retry, j);
-}
-
-/* A job's Result went out: the worker worked for a job started then. */
-static void job_succeeded(ib_worker *w, const ib_wjob *j) {
-  if (j->start_seq > w->last_success_seq) w->last_success_seq = j->start_seq;
-  w->consecutive_faults = 0;
 }
 
 static bool is_worker_fault(const ib_result *res) {
@@ -248,50 +146,7 @@ static void on_result(ib_worker *w, ib_result *res) {
       return;
     }
   }
-  if (ib_wpublish_result(w, j, res)) job_succeeded(w, j);
-}
-
-void ib_wwake(const ib_worker *w) {
-  if (!w->wake_q) return;
-  rd_kafka_queue_yield(w->wake_q);
-  uint64_t one = 1;
-  /* EAGAIN: the counter is already set, the standby already woken. */
-  if (write(w->wake_fd, &one, sizeof one) < 0) return;
-}
-
-/* librdkafka's thread put a delivery report on the producer's empty queue:
- * the driving thread serves it now, not when its poll times out (the job
- * holds a max_jobs slot until then). Only the consumer's queue is touched
- * here (no call on the producer from its own callback). */
-static void on_producer_event(rd_kafka_t *rk, void *opaque) {
-  (void)rk;
-  ib_wwake(opaque);
-}
-
-/* After both clients exist and before the encode pool starts (its threads
- * read wake_q; pthread_create orders the write before them). */
-static bool wake_start(ib_worker *w) {
-  w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (w->wake_fd < 0) return false;
-  w->wake_q = rd_kafka_queue_get_consumer(w->consumer);
-  w->producer_q = rd_kafka_queue_get_main(w->producer);
-  if (!w->wake_q || !w->producer_q) return false;
-  rd_kafka_queue_cb_event_enable(w->producer_q, on_producer_event, w);
-  return true;
-}
-
-/* Before the consumer goes (the callback may run until disabled: it is
- * called under the queue's lock, which disabling takes too). */
-static void wake_stop(ib_worker *w) {
-  if (w->producer_q) {
-    rd_kafka_queue_cb_event_enable(w->producer_q, NULL, NULL);
-    rd_kafka_queue_destroy(w->producer_q);
-    w->producer_q = NULL;
-  }
-  if (w->wake_q) rd_kafka_queue_destroy(w->wake_q);
-  w->wake_q = NULL;
-  if (w->wake_fd >= 0) close(w->wake_fd);
-  w->wake_fd = -1;
+  if (ib_wpublish_result(w, j, res)) ib_wjob_succeeded(w, j);
 }
 
 /* Results the encode pool prepared go out from here. */
@@ -305,7 +160,7 @@ static void send_prepared(ib_worker *w) {
     if (o->j->timed_out)
       drop_late(w, o->j);
     else if (ib_wout_send(w, o))
-      job_succeeded(w, o->j);
+      ib_wjob_succeeded(w, o->j);
     free(o->packed);
     free(o);
     o = next;
@@ -429,7 +284,7 @@ static int start(ib_worker *w) {
   ib_status st = ib_wpublish_start(w, errbuf, sizeof errbuf);
   if (st == IB_OK) stage = "consumer", st = ib_wconsume_start(w, errbuf, sizeof errbuf);
   if (st == IB_OK) stage = "control", st = ib_wcontrol_start(w, errbuf, sizeof errbuf);
-  if (st == IB_OK && !wake_start(w)) {
+  if (st == IB_OK && !ib_wwake_start(w)) {
     stage = "wake-up queues";
     snprintf(errbuf, sizeof errbuf, "no consumer or producer queue");
     st = IB_INTERNAL;
@@ -466,7 +321,7 @@ static void stop_clients(ib_worker *w) {
   ib_wpool_free(w->pool);
   w->pool = NULL;
   ib_wcontrol_stop(w);
-  wake_stop(w);
+  ib_wwake_stop(w);
   if (w->consumer) {
     rd_kafka_consumer_close(w->consumer);
     rd_kafka_destroy(w->consumer);

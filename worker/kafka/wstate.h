@@ -1,9 +1,11 @@
 /*
- * wstate.h - the Kafka worker's internal state, shared by its files:
- * consume.c (group membership, input), track.c (offset watermarks),
- * publish.c (Results, DLQ, deliveries, output files), control.c (resident
- * handles), worker.c (the loop). Everything here runs on the worker's one
- * driving thread: librdkafka callbacks are served from its poll calls.
+ * wstate.h - the Kafka worker's internal state, shared by its files; each
+ * file's functions are in its own header (consume.h: group membership,
+ * input; track.h: offset watermarks; publish.h: Results, DLQ, deliveries,
+ * output files; control.h: resident handles; worker.h: the loop). Types
+ * only, so that every file may include it without tying it to the others.
+ * Everything here runs on the worker's one driving thread: librdkafka
+ * callbacks are served from its poll calls.
  */
 #ifndef IB_KAFKA_WSTATE_H
 #define IB_KAFKA_WSTATE_H
@@ -12,7 +14,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "kafka/worker.h"
+#include "imgbatch.h"
+#include "kafka/config.h"
+#include "kafka/hist.h"
 
 typedef enum ib_wjob_state {
   IB_WJOB_WAITING,    /* consumed, not yet handed to the executor */
@@ -102,32 +106,8 @@ typedef struct ib_wpart {
 
 typedef struct ib_handle_slot ib_handle_slot;
 
-/* A Result on its way out: prepared (encoded, packed) on the encode pool,
- * sent from the driving thread. */
-typedef struct ib_wout {
-  ib_wjob *j;
-  ib_result res;      /* owned until prepared */
-  uint64_t handle_id; /* a resident output's published id */
-  uint8_t *packed;
-  size_t len;
-  bool error; /* outcome error: DLQ with `dlq` */
-  ib_error dlq;
-  int outcome;            /* IB_WO_*, as counted once sent */
-  const char *fault_kind; /* a worker fault instead of a Result */
-  char fault_msg[320];
-  struct ib_wout *next;
-} ib_wout;
-
 typedef struct ib_wpool ib_wpool;
 typedef struct ib_wmetrics ib_wmetrics;
-
-/* A latency histogram with fixed buckets (metrics.c, then +Inf);
- * counts per bucket, not cumulative. */
-#define IB_HIST_BUCKETS 17
-typedef struct ib_hist {
-  uint64_t counts[IB_HIST_BUCKETS + 1];
-  uint64_t n, sum_us;
-} ib_hist;
 
 /* Result outcomes and worker fault kinds, as counted for /metrics. */
 enum { IB_WO_IMAGE, IB_WO_ERROR, IB_WO_FILE, IB_WO_RESIDENT, IB_WO_N };
@@ -167,7 +147,7 @@ typedef struct ib_worker {
   ib_executor *ex;
   ib_results *rs;
   rd_kafka_t *consumer, *producer, *control;
-  /* Wake-ups (worker.c): the driving thread's idle wait is a poll of the
+  /* Wake-ups (wake.c): the driving thread's idle wait is a poll of the
    * consumer's queue (messages, commit answers, rebalances); a delivery
    * report (the producer's queue turning non-empty) and a prepared Result
    * (the encode pool) cut it short, so neither waits out the poll. */
@@ -252,137 +232,5 @@ typedef struct ib_worker {
   uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
   uint64_t last_exec_result_us; /* the executor last handed back a result */
 } ib_worker;
-
-/* A worker fault met by job j (worker.c): no Result, no commit; the job
- * is resubmitted, judged alone, or the worker stops on a sticky fault. */
-void ib_wjob_fault(ib_worker *w, ib_wjob *j, const char *kind, const char *msg);
-
-/* Ends the driving thread's idle wait (any thread; worker.c). */
-void ib_wwake(const ib_worker *w);
-
-/* Adds one job's time in a phase (worker.c). */
-void ib_wphase(ib_worker *w, int phase, uint64_t since_us);
-/* Adds one job's time in a phase, measured by the caller. */
-void ib_wphase_add(ib_worker *w, int phase, uint64_t us);
-
-/* Logging (worker.c). */
-void ib_wlog(ib_worker *w, const char *level, const char *event, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-uint64_t ib_wnow_us(void);
-
-/* Queues (track.c). */
-void ib_wq_push(ib_wjob_queue *q, ib_wjob *j);
-void ib_wq_push_front(ib_wjob_queue *q, ib_wjob *j);
-ib_wjob *ib_wq_pop(ib_wjob_queue *q);
-/* Takes j out of q wherever it is; false when it was not there. */
-bool ib_wq_remove(ib_wjob_queue *q, ib_wjob *j);
-
-/* Partitions and watermarks (track.c). */
-ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create);
-/* Registers a consumed message at the tail of its partition. */
-ib_wjob *ib_wjob_track(ib_worker *w, rd_kafka_message_t *msg);
-/* The job's Result is acknowledged: pops done jobs off its partition's head
- * and frees them (an orphan, revoked meanwhile, is just freed). */
-void ib_wjob_done(ib_worker *w, ib_wjob *j);
-/* The offset to commit for a partition: the first message not done, or
- * one past the last done; -1 when nothing new. */
-int64_t ib_wpart_commit_offset(const ib_wpart *p);
-/* Detaches every job of a partition (revoke/lost): they finish but are
- * never committed; waiting ones are dropped. */
-void ib_wpart_drop(ib_worker *w, ib_wpart *p);
-/* The broker acknowledged a commit of `offset` for p: the jobs below it are
- * settled (a crash no longer redoes them). */
-void ib_wpart_settled(ib_worker *w, ib_wpart *p, int64_t offset);
-/* Frees a job (its message, Result bytes, headers). */
-void ib_wjob_free(ib_worker *w, ib_wjob *j);
-/* A timed-out job's late result came back (dropped): frees the job once
- * nothing else refers to it. */
-void ib_wjob_returned(ib_worker *w, ib_wjob *j);
-
-/* The hung-job rule (stall.c): answers with Timeout the oldest unfinished
- * job of each assigned partition that is older than --stall-seconds and
- * stuck in its stage. */
-void ib_wstall_check(ib_worker *w);
-
-/* Consumer side (consume.c). */
-ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
-ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err);
-/* Polls the consumer once (rebalances are served here); a message goes to
- * the waiting queue. */
-void ib_wconsume_poll(ib_worker *w, int timeout_ms);
-void ib_wconsume_pause(ib_worker *w, bool pause);
-/* Unacknowledged Results hold more than half the host budget (a broker
- * outage): fetching pauses and no new job starts until they drain. */
-bool ib_wresults_backlogged(const ib_worker *w);
-/* Commits every partition whose watermark moved (async; sync when `sync`). */
-void ib_wcommit(ib_worker *w, bool sync);
-
-/* Producer side (publish.c). */
-ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap);
-/* A Result for one executor result (a resident handle is kept); false when
- * a worker fault (output sink, memory) stopped it - the job was handed to
- * ib_wjob_fault. */
-bool ib_wpublish_result(ib_worker *w, ib_wjob *j, ib_result *res);
-/* Answers a job with an error decided by the worker itself (stall, faults). */
-void ib_wpublish_error(ib_worker *w, ib_wjob *j, ib_status st, ib_stage stage, const char *msg);
-/* The two halves of ib_wpublish_result: prepare on any thread (reads only
- * immutable worker state), send on the driving thread (false: a fault). */
-void ib_wout_prepare(const ib_worker *w, ib_wout *o);
-bool ib_wout_send(ib_worker *w, ib_wout *o);
-
-/* The encode pool (pool.c): `threads` workers preparing Results. */
-ib_wpool *ib_wpool_new(const ib_worker *w, int threads);
-void ib_wpool_free(ib_wpool *p);
-/* Queues a Result (takes o). */
-void ib_wpool_push(ib_wpool *p, ib_wout *o);
-/* Prepared Results, in any order (NULL-terminated list); caller owns. */
-ib_wout *ib_wpool_take(ib_wpool *p);
-size_t ib_wpool_outstanding(ib_wpool *p);
-/* Serves delivery reports; re-produces Results whose delivery failed. */
-void ib_wpublish_poll(ib_worker *w, int timeout_ms);
-/* Jobs holding a max_jobs slot: admitted and not yet acknowledged. */
-uint64_t ib_wlive_jobs(const ib_worker *w);
-/* Sends the Results held in w->ready while the kill bound has room. */
-void ib_wsend_ready(ib_worker *w);
-void ib_woutdir_sweep(ib_worker *w);
-
-/* Resident outputs and the control topic (control.c). */
-ib_status ib_wcontrol_start(ib_worker *w, char *errbuf, size_t cap);
-void ib_wcontrol_poll(ib_worker *w);
-/* Keeps a resident result's handle (takes it from res); fills the ref. */
-bool ib_whandle_keep(ib_worker *w, ib_result *res, uint64_t *handle_id);
-void ib_wcontrol_stop(ib_worker *w);
-
-/* Histograms (metrics.c); the bounds are microseconds. */
-void ib_hist_observe(ib_hist *h, uint64_t us);
-/* IB_WF_* for a fault kind named by ib_wjob_fault's callers. */
-int ib_wfault_index(const char *kind);
-/* The encode pool's histogram of ib_wout_prepare times (a copy). */
-void ib_wpool_encode_hist(ib_wpool *p, ib_hist *out);
-
-/* Operations endpoints (metrics.c, http.c). The HTTP thread reads only a
- * snapshot, which the driving thread refreshes: every 100 ms from the
- * loop, at once (force) where health changes. Without --metrics-addr
- * nothing is started and these do nothing. */
-ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap);
-void ib_wmetrics_refresh(ib_worker *w, bool force);
-/* Stops the listener (after a failing exit: once it has answered 503 for
- * up to a second more, within the grace period). */
-void ib_wmetrics_stop(ib_worker *w);
-
-/* --transactional (txn.c). */
-bool ib_wtxn_init(ib_worker *w);
-/* Opens a transaction if none is (every produce goes into one). */
-bool ib_wtxn_begin(ib_worker *w);
-/* Sends the watermarks' offsets and commits; aborts (and re-sends its
- * Results later) when the transaction cannot commit. */
-void ib_wtxn_commit(ib_worker *w);
-/* Partitions lost: the open transaction cannot commit their offsets. */
-void ib_wtxn_lost(ib_worker *w);
-
-/* librdkafka configuration shared by the three clients. */
-rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap);
-bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v, char *errbuf,
-                  size_t cap);
 
 #endif
