@@ -8,8 +8,9 @@ Generated: client/imgbatch/_optable.py (the client's OPERATIONS and graph
 steps read it) and the README blocks between `<!-- optable:NAME -->` and
 `<!-- /optable:NAME -->`. Checked: those are current, proto/imgbatch.proto's
 Node oneof lists the same ops in the same order, and each place that keeps
-its own per-op code (tests/unit/gpu_nodes.h sample_node, tools/jobgen.h
-jg_op, the fuzz corpus) has it for every op. ctest runs --check
+its own per-op code has it for every op: tests/unit/gpu_nodes.h sample_node
+(a case, or a table sample of scalars it builds itself), tools/jobgen.h
+jg_op, the fuzz corpus (an ok-op-<op> seed per sample). ctest runs --check
 (`optable/check`); tests/py/client/test_optable.py checks the rest against
 the worker itself (modes, samples, edges). Standard library only.
 """
@@ -274,7 +275,10 @@ def check(ops: List[Op]) -> List[str]:
                 bad.append(f"{path}: {what} has no case for op {o.field} (ops.def)")
 
     nodes = [o for o in ops if o.inputs > 0]
-    need("tests/unit/gpu_nodes.h", "sample_node(", "#endif", "sample_node", nodes)
+    # sample_node builds an op without its own case from its table sample
+    # when that is scalars only (gpu_nodes.h tn_table_sample).
+    scalar = [o for o in nodes if o.sample is None or "[" in o.sample]
+    need("tests/unit/gpu_nodes.h", "static inline bool sample_node(", "#endif", "sample_node", scalar)
     need("tools/jobgen.h", "static inline int jg_op(", "static inline int jg_admitted", "jg_op", nodes)
     corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", "job")
     for o in nodes:
