@@ -5,30 +5,17 @@
 
 Steps run left to right on the opened file; each is `name` or
 `name(arg, ..., key=value, ...)`. Arguments are integers, floats or bare
-words (taken as strings: modes, filter and transpose names). Steps and the
-Pillow call each records:
-
-    copy                         im.copy()
-    invert | grayscale | flip | mirror        ImageOps.<name>(im)
-    solarize(threshold=128)      ImageOps.solarize(im, threshold)
-    posterize(bits)              ImageOps.posterize(im, bits)
-    transpose(METHOD)            im.transpose(Image.Transpose.METHOD), e.g. ROTATE_90
-    crop(left, top, right, bottom)            im.crop(box)
-    expand(border, fill=0)       ImageOps.expand(im, border, fill); border: 1 or 2 or 4 ints
-    resize(width, height)        im.resize((width, height), Image.Resampling.NEAREST)
-    convert(MODE)                im.convert(MODE)
-    getchannel(BAND)             im.getchannel(BAND), a name (R) or an index
-    gaussian_blur(r) / gaussian_blur(rx, ry)  im.filter(ImageFilter.GaussianBlur(r))
-    box_blur(r) / box_blur(rx, ry)            im.filter(ImageFilter.BoxBlur(r))
-    median(size=3) | min(size=3) | max(size=3)  MedianFilter / MinFilter / MaxFilter
-    rank(size, rank)             im.filter(ImageFilter.RankFilter(size, rank))
-    filter(NAME)                 im.filter(ImageFilter.NAME): BLUR, SHARPEN, SMOOTH, ...
-    brightness(f) | color(f) | contrast(f)    ImageEnhance.<Kind>(im).enhance(f)
-    tone(exposure_ev=, contrast=, highlights=, shadows=, whites=, blacks=)   imgbatch.tone
+words (taken as strings: modes, filter and transpose names). The steps, and
+the Pillow call each records, are the op table's (worker/ops/ops.def, the
+README's "Steps" table): each names its call there as ImageOps.f
+(f(im, ...)), .m (im.m(...)), ImageEnhance.K (K(im).enhance(f)),
+ImageFilter.F (im.filter(F(...))) or an adapter of this module (_name).
 """
 
 import re
 from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+
+from ._optable import OPS
 
 _STEP = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 _KW = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", re.S)
@@ -161,32 +148,49 @@ def _pil_filter(cls_name: str) -> Callable[..., Any]:
     return make
 
 
-_STEPS: Dict[str, Callable[..., Any]] = {
-    "copy": lambda im: im.copy(),
-    "invert": _ops("invert"),
-    "grayscale": _ops("grayscale"),
-    "flip": _ops("flip"),
-    "mirror": _ops("mirror"),
-    "solarize": _ops("solarize"),
-    "posterize": _ops("posterize"),
-    "transpose": _transpose,
-    "crop": lambda im, *box: im.crop(box),
-    "expand": _expand,
-    "resize": lambda im, w, h: im.resize((w, h), 0),
-    "convert": lambda im, mode: im.convert(str(mode)),
-    "getchannel": lambda im, band: im.getchannel(band),
-    "gaussian_blur": _radius("GaussianBlur"),
-    "box_blur": _radius("BoxBlur"),
-    "median": _filter(_pil_filter("MedianFilter")),
-    "min": _filter(_pil_filter("MinFilter")),
-    "max": _filter(_pil_filter("MaxFilter")),
-    "rank": _filter(_pil_filter("RankFilter")),
-    "filter": _named_filter,
-    "brightness": _enhance("Brightness"),
-    "color": _enhance("Color"),
-    "contrast": _enhance("Contrast"),
-    "tone": _tone,
-}
+def _method(name: str) -> Callable[..., Any]:
+    def step(im: Any, *args: Any, **kw: Any) -> Any:
+        return getattr(im, name)(*args, **kw)
+
+    return step
+
+
+def _crop(im: Any, *box: Any) -> Any:
+    return im.crop(box)
+
+
+def _resize(im: Any, w: int, h: int) -> Any:
+    return im.resize((w, h), 0)
+
+
+def _convert(im: Any, mode: Any) -> Any:
+    return im.convert(str(mode))
+
+
+def _getchannel(im: Any, band: Any) -> Any:
+    return im.getchannel(band)
+
+
+_gaussian_blur = _radius("GaussianBlur")
+_box_blur = _radius("BoxBlur")
+
+
+def _call(spec: str) -> Callable[..., Any]:
+    """The step function an ops.def step's call names."""
+    module, _, name = spec.partition(".")
+    if module == "ImageOps":
+        return _ops(name)
+    if module == "ImageEnhance":
+        return _enhance(name)
+    if module == "ImageFilter":
+        return _filter(_pil_filter(name))
+    if module == "":
+        return _method(name)
+    fn: Callable[..., Any] = globals()[spec]
+    return fn
+
+
+_STEPS: Dict[str, Callable[..., Any]] = {step.name: _call(step.call) for op in OPS for step in op.steps}
 
 
 def apply_graph(steps: List[Step], image: Any) -> Any:

@@ -149,10 +149,7 @@ static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *
 }
 
 const ib_op_desc ib_op_resize = {
-    .name = "resize",
-    .op_case = IMGBATCH__V1__NODE__OP_RESIZE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(resize),
     .infer = resize_infer,
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,
