@@ -176,7 +176,11 @@ def _produce(argv: List[str]) -> int:
     if args.output_dir and not args.out:
         ap.error("--output-dir needs --out")
     if args.verbose:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        kafka_log = logging.getLogger("imgbatch.kafka")
+        kafka_log.addHandler(handler)
+        kafka_log.setLevel(logging.DEBUG)
 
     from . import Image
     from ._graphlang import apply_graph, parse_graph

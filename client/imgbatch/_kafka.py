@@ -117,6 +117,7 @@ def _check_cluster(client: Any, brokers: str, timeout: Optional[float]) -> None:
     try:
         client.list_topics(timeout=timeout)
     except kafka.KafkaException as e:
+        client.poll(0)  # hands librdkafka's queued log lines to the logger
         err = e.args[0] if e.args else e
         raise BrokerUnreachableError(brokers, timeout, err.str() if hasattr(err, "str") else str(err)) from None
 
