@@ -229,3 +229,27 @@ def test_big_photos_by_source_dir_and_file_results_reach_out_under_unique_names(
         assert (out / f"{name}.raw").read_bytes() == expect, name
     assert sorted(str(q.relative_to(out)) for q in out.rglob("*") if q.is_file()) == \
         ["a/x.png.raw", "b/x.png.raw", "big.png.raw"]
+
+
+def test_a_size_the_broker_refuses_is_reported_per_file(tmp_path):
+    if not os.environ.get("IB_BIN"):
+        pytest.skip("IB_BIN is not set")
+    files = [small_png(tmp_path / f"{n}.png") for n in ("a", "b")]
+    broker = subprocess.Popen([os.environ["IB_BIN"], "broker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        bootstrap = broker.stdout.readline().strip().split("=", 1)[1]
+        # A broker whose message.max.bytes is below the producer's answers so.
+        broker.stdin.write("error Produce 2 MSG_SIZE_TOO_LARGE\n")  # one request or two
+        broker.stdin.flush()
+        assert broker.stdout.readline().strip() == "ok"
+        p = produce(*files, "--graph", "invert", "--brokers", bootstrap, "--topic", "sizes")
+    finally:
+        broker.terminate()
+        broker.wait(20)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    lines = [line.split("\t", 1) for line in p.stdout.splitlines()]
+    assert [k for k, _ in lines] == files
+    for _, why in lines:
+        assert why.startswith("error not delivered: Broker: Message size too large")
+        assert "message.max.bytes" in why and "max.message.bytes" in why and "--source-dir" in why
