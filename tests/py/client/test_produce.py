@@ -15,8 +15,9 @@ import uuid
 import pytest
 from PIL import Image as PILImage
 
-import ibtest
 import imgbatch
+from test_kafka import broker, consume_all  # noqa: F401 - broker is a fixture
+from test_kafka import fresh_topics as fresh_pair
 
 pb = imgbatch.pb()
 ck = pytest.importorskip("confluent_kafka")
@@ -39,30 +40,13 @@ def small_png(path, size=(5, 4), color="red"):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def broker():
-    if not os.environ.get("IB_BIN"):
-        pytest.skip("IB_BIN is not set")
-    with ibtest.broker() as (_, bootstrap):
-        yield bootstrap
-
-
 def fresh_topics():
-    tag = uuid.uuid4().hex[:8]
-    return f"jobs-{tag}", f"results-{tag}"
+    return fresh_pair(None)
 
 
 def jobs_on(brokers, topic, n, timeout=30):
-    c = ck.Consumer({"bootstrap.servers": brokers, "group.id": uuid.uuid4().hex,
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    c.subscribe([topic])
-    out, end = [], time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < end:
-        m = c.poll(0.2)
-        if m is not None and not m.error():
-            out.append((m.key(), pb.Job.FromString(m.value()), (m.topic(), m.partition(), m.offset())))
-    c.close()
-    return out
+    """n Jobs of topic from the start: [(key, Job, coordinates)]."""
+    return [(k, pb.Job.FromString(v), c) for k, v, c in consume_all(brokers, topic, n, timeout)]
 
 
 # ---------------------------------------------------------------- no broker
