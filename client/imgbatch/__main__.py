@@ -215,6 +215,9 @@ def _produce(argv: List[str]) -> int:
     except BrokerUnreachableError as e:
         print(e, file=sys.stderr)
         return 1
+    except ValueError as e:  # --source-dir outside --source-root
+        print(e, file=sys.stderr)
+        return 2
     except OSError as e:  # --source-dir not writable
         print(f"imgbatch produce: {e}", file=sys.stderr)
         return 1

@@ -102,8 +102,9 @@ class JobTooLargeError(ValueError):
         super().__init__(
             f"imgbatch: the Job for {key!r} is {size} bytes, over the producer's message.max.bytes "
             f"({limit}){why}. Either raise message.max.bytes on the producer and the worker "
-            f"(-X message.max.bytes=N on both; a broker other than the embedded one needs its "
-            f"message.max.bytes or the topic's max.message.bytes raised too), or send sources "
+            f"(-X message.max.bytes=N on both; a Kafka cluster needs its message.max.bytes or the "
+            f"topic's max.message.bytes raised too, the embedded broker keeps at most 5 MiB a "
+            f"partition), or send sources "
             f"through a directory the worker reads as its --source-root "
             f"(produce --source-dir DIR, Producer(source_dir=...))")
 

@@ -237,3 +237,20 @@ def test_a_size_the_broker_refuses_is_reported_per_file(tmp_path):
     for _, why in lines:
         assert why.startswith("error not delivered: Broker: Message size too large")
         assert "message.max.bytes" in why and "max.message.bytes" in why and "--source-dir" in why
+
+
+def test_the_library_moves_only_encoded_sources_to_source_dir(broker, tmp_path):
+    jobs_topic, _ = fresh_topics()
+    big = noise_png(tmp_path / "big.png", 700, 600)
+    raw = imgbatch.Image.frombytes("RGB", (600, 600), os.urandom(600 * 600 * 3))
+    root = tmp_path / "root"
+    with imgbatch.Producer(broker, jobs_topic, source_dir=root / "in", source_root=root) as p:
+        p.send(imgbatch.ImageOps.invert(imgbatch.Image.open(big)), key="big", output="raw")
+        with pytest.raises(imgbatch._kafka.JobTooLargeError, match="only encoded sources"):
+            p.send(raw, key="raw")
+        (d,) = p.flush()
+    (_, job, coords), = jobs_on(broker, jobs_topic, 1)
+    assert coords == d.coordinates and job.source.WhichOneof("kind") == "path"
+    assert job.source.path.startswith("in/") and (root / job.source.path).read_bytes() == open(big, "rb").read()
+    with pytest.raises(ValueError, match="not inside source_root"):
+        imgbatch.Producer(broker, source_dir=tmp_path / "elsewhere", source_root=root)
