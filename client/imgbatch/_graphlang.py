@@ -216,13 +216,46 @@ def _usage(name: str) -> str:
     return f"{name}({', '.join(str(p) for p in params)})"
 
 
+# Python's words for arguments that do not fit a call (a call's and
+# inspect.Signature.bind's), in the graph's.
 _BINDING = (
     (re.compile(r"unexpected keyword argument '(\w+)'"), "no argument named {0}"),
-    (re.compile(r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given"),
-     "too many arguments"),
-    (re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?"), "too few arguments"),
-    (re.compile(r"got multiple values for argument '(\w+)'"), "argument {0} given twice"),
+    (re.compile(r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given"
+                r"|too many positional arguments"), "too many arguments"),
+    (re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?|missing a required argument"),
+     "too few arguments"),
+    (re.compile(r"multiple values for argument '(\w+)'"), "argument {0} given twice"),
 )
+
+
+def _in_graph_terms(message: str) -> str:
+    for pattern, words in _BINDING:
+        m = pattern.search(message)
+        if m:
+            return words.format(*m.groups())
+    return "arguments do not fit"
+
+
+def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """Why the arguments do not fit the step's function (None: they do, or
+    its signature says nothing, as *args does)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = [k for k in kwargs if k not in named]
+        if unknown:  # before what is missing: the user's word for it is the news
+            return f"no argument named {unknown[0]}"
+    try:
+        sig.bind(None, *args, **kwargs)
+    except TypeError as e:
+        return _in_graph_terms(str(e))
+    return None
 
 
 def _binding_error(e: TypeError) -> Any:
@@ -233,11 +266,7 @@ def _binding_error(e: TypeError) -> Any:
         tb = tb.tb_next
     if tb is None or tb.tb_frame.f_code.co_filename != __file__:
         return None
-    for pattern, words in _BINDING:
-        m = pattern.search(str(e))
-        if m:
-            return words.format(*(g.replace("'", "") for g in m.groups()))
-    return "arguments do not fit"
+    return _in_graph_terms(str(e))
 
 
 def apply_graph(steps: List[Step], image: Any) -> Any:
@@ -248,8 +277,12 @@ def apply_graph(steps: List[Step], image: Any) -> Any:
     im = image
     for i, step in enumerate(steps):
         where = f"imgbatch graph: step {i + 1} {step}"
+        fn = _STEPS[step.name]
+        misfit = _misfit(fn, step.args, step.kwargs)
+        if misfit:
+            raise TypeError(f"{where}: {misfit}; expected {_usage(step.name)}")
         try:
-            im = _STEPS[step.name](im, *step.args, **step.kwargs)
+            im = fn(im, *step.args, **step.kwargs)
         except TypeError as e:
             words = _binding_error(e)
             raise TypeError(f"{where}: {words or e}; expected {_usage(step.name)}") from None
