@@ -28,7 +28,7 @@ Pillow call each records:
 """
 
 import re
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 _STEP = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 _KW = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", re.S)
@@ -236,7 +236,7 @@ def _in_graph_terms(message: str) -> str:
     return "arguments do not fit"
 
 
-def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[str]:
     """Why the arguments do not fit the step's function (None: they do, or
     its signature says nothing, as *args does)."""
     import inspect
@@ -258,7 +258,7 @@ def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any
     return None
 
 
-def _binding_error(e: TypeError) -> Any:
+def _binding_error(e: TypeError) -> Optional[str]:
     """Python's message for a call the step's arguments do not fit, in the
     graph's terms (None: the TypeError came from inside the call, Pillow's)."""
     tb = e.__traceback__
