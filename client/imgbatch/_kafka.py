@@ -402,8 +402,8 @@ class ResultReader:
             "enable.partition.eof": False,
         }
         if group is None:
-            # An empty fetch is answered after this long; a waiting reader
-            # would otherwise see a new Result up to 500 ms late.
+            # The embedded broker answers a fetch only when this ends
+            # (librdkafka's default 500 ms), so a Result would wait that long.
             base["fetch.wait.max.ms"] = 50
         conf = _client_config(brokers, base, config)
         self.topic = topic
