@@ -13,7 +13,7 @@ ImageFilter.F (im.filter(F(...))) or an adapter of this module (_name).
 """
 
 import re
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ._optable import OPS
 
@@ -193,16 +193,107 @@ def _call(spec: str) -> Callable[..., Any]:
 _STEPS: Dict[str, Callable[..., Any]] = {step.name: _call(step.call) for op in OPS for step in op.steps}
 
 
+def _usage(name: str) -> str:
+    """How the step is written, in the words of this module's step list
+    (the user's reference), else from its function's signature."""
+    forms: List[str] = []
+    for line in (__doc__ or "").splitlines():
+        # A step's line: its forms, two spaces or more, the Pillow call.
+        columns = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+        if not line.startswith("    ") or len(columns) != 2:
+            continue
+        left = columns[0]
+        for form in re.split(r"\s+[|/]\s+", left):
+            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)", form)
+            if m and m.group(1) == name:
+                forms.append(form if "(" in form else f"{form} (no arguments)")
+    if forms:
+        return " or ".join(forms)
+    import inspect
+
+    try:
+        params = list(inspect.signature(_STEPS[name]).parameters.values())[1:]
+    except (KeyError, TypeError, ValueError):
+        return name
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return f"{name}(...)"
+    return f"{name}({', '.join(str(p) for p in params)})"
+
+
+# Python's words for arguments that do not fit a call (a call's and
+# inspect.Signature.bind's), in the graph's.
+_BINDING = (
+    (re.compile(r"unexpected keyword argument '(\w+)'"), "no argument named {0}"),
+    (re.compile(r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given"
+                r"|too many positional arguments"), "too many arguments"),
+    (re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?|missing a required argument"),
+     "too few arguments"),
+    (re.compile(r"multiple values for argument '(\w+)'"), "argument {0} given twice"),
+)
+
+
+def _in_graph_terms(message: str) -> str:
+    for pattern, words in _BINDING:
+        m = pattern.search(message)
+        if m:
+            return words.format(*m.groups())
+    return "arguments do not fit"
+
+
+def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[str]:
+    """Why the arguments do not fit the step's function (None: they do, or
+    its signature says nothing, as *args does)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = [k for k in kwargs if k not in named]
+        if unknown:  # before what is missing: the user's word for it is the news
+            return f"no argument named {unknown[0]}"
+    try:
+        sig.bind(None, *args, **kwargs)
+    except TypeError as e:
+        return _in_graph_terms(str(e))
+    return None
+
+
+def _binding_error(e: TypeError) -> Optional[str]:
+    """Python's message for a call the step's arguments do not fit, in the
+    graph's terms (None: the TypeError came from inside the call, Pillow's)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_filename != __file__:
+        return None
+    return _in_graph_terms(str(e))
+
+
 def apply_graph(steps: List[Step], image: Any) -> Any:
     """Record the steps on a LazyImage (imgbatch.Image.open(...) for a file).
-    A failing step raises TypeError or ValueError naming the step and the
-    underlying message (Pillow's, for a call Pillow rejects)."""
+    A failing step raises TypeError (arguments that do not fit the step,
+    named with how the step is written) or ValueError (a value Pillow
+    rejects, with Pillow's message), each naming the step by number."""
     im = image
     for i, step in enumerate(steps):
+        where = f"imgbatch graph: step {i + 1} {step}"
+        fn = _STEPS[step.name]
+        misfit = _misfit(fn, step.args, step.kwargs)
+        if misfit:
+            raise TypeError(f"{where}: {misfit}; expected {_usage(step.name)}")
         try:
-            im = _STEPS[step.name](im, *step.args, **step.kwargs)
+            im = fn(im, *step.args, **step.kwargs)
         except TypeError as e:
-            raise TypeError(f"imgbatch graph: step {i + 1} {step}: {e}") from None
-        except (ValueError, KeyError) as e:
-            raise ValueError(f"imgbatch graph: step {i + 1} {step}: {e}") from None
+            words = _binding_error(e)
+            raise TypeError(f"{where}: {words or e}; expected {_usage(step.name)}") from None
+        except KeyError as e:
+            raise ValueError(f"{where}: unknown value {e}; expected {_usage(step.name)}") from None
+        except IndexError:
+            raise ValueError(f"{where}: wrong number of values; expected {_usage(step.name)}") from None
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}; expected {_usage(step.name)}") from None
     return im
