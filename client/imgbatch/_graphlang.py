@@ -194,18 +194,13 @@ _STEPS: Dict[str, Callable[..., Any]] = {step.name: _call(step.call) for op in O
 
 
 def _usage(name: str) -> str:
-    """How the step is written, in the words of this module's step list
-    (the user's reference), else from its function's signature."""
+    """How the step is written, in the op table's words (the README's
+    "Steps" table, the user's reference), else from its function's signature."""
     forms: List[str] = []
-    for line in (__doc__ or "").splitlines():
-        # A step's line: its forms, two spaces or more, the Pillow call.
-        columns = re.split(r"\s{2,}", line.strip(), maxsplit=1)
-        if not line.startswith("    ") or len(columns) != 2:
-            continue
-        left = columns[0]
-        for form in re.split(r"\s+[|/]\s+", left):
-            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)", form)
-            if m and m.group(1) == name:
+    for op in OPS:
+        for step in op.steps:
+            if step.name == name:
+                form = step.syntax
                 forms.append(form if "(" in form else f"{form} (no arguments)")
     if forms:
         return " or ".join(forms)

@@ -57,7 +57,7 @@ def test_graph_mistakes_name_the_step_and_how_it_is_written(tmp_path):
     cases = {
         "invert|gaussian_blur(radius=2)":
             "step 2 gaussian_blur(radius=2): no argument named radius; "
-            "expected gaussian_blur(r) or gaussian_blur(rx, ry)",
+            "expected gaussian_blur(r[, ry])",
         "resize(1, 2, 3)": "step 1 resize(1, 2, 3): too many arguments; expected resize(width, height)",
         "rank(3)": "step 1 rank(3): too few arguments; expected rank(size, rank)",
         "invert(1)": "step 1 invert(1): too many arguments; expected invert (no arguments)",
