@@ -53,7 +53,7 @@ OPERATIONS: Dict[str, Tuple[str, str]] = {
     "transpose": ("Image.transpose(method) (all 7), ImageOps.flip / mirror", _ALL),
     "crop": ("Image.crop(box) (outside the image = 0)", _ALL),
     "expand": ("ImageOps.expand(image, border, fill)", _ALL),
-    "resize": ("Image.resize(size, NEAREST, box)", _ALL + " (NEAREST only)"),
+    "resize": ("Image.resize(size, resample, box, reducing_gap), every filter", _ALL),
     "paste": ("Image.paste(im, box) without mask", _ALL + " (matching modes)"),
     "getchannel": ("Image.getchannel(band)", _ALL + " -> L"),
     "convert": ("Image.convert(mode), ImageOps.grayscale", "between " + _ALL + ", no matrix or dither"),

@@ -15,7 +15,9 @@ Pillow call each records:
     transpose(METHOD)            im.transpose(Image.Transpose.METHOD), e.g. ROTATE_90
     crop(left, top, right, bottom)            im.crop(box)
     expand(border, fill=0)       ImageOps.expand(im, border, fill); border: 1 or 2 or 4 ints
-    resize(width, height)        im.resize((width, height), Image.Resampling.NEAREST)
+    resize(width, height[, FILTER], reducing_gap=g)
+                                 im.resize((width, height), Image.Resampling.FILTER,
+                                 reducing_gap=g); FILTER defaults to BICUBIC, as in Pillow
     convert(MODE)                im.convert(MODE)
     getchannel(BAND)             im.getchannel(BAND), a name (R) or an index
     gaussian_blur(r) / gaussian_blur(rx, ry)  im.filter(ImageFilter.GaussianBlur(r))
@@ -129,6 +131,13 @@ def _transpose(im: Any, method: Any) -> Any:
     return im.transpose(Image.Transpose[method] if isinstance(method, str) else Image.Transpose(method))
 
 
+def _resize(im: Any, w: int, h: int, resample: Any = "BICUBIC", reducing_gap: Any = None) -> Any:
+    from . import Image
+
+    rs = Image.Resampling[resample] if isinstance(resample, str) else Image.Resampling(resample)
+    return im.resize((w, h), rs, reducing_gap=reducing_gap)
+
+
 def _expand(im: Any, *border: int, fill: Any = 0) -> Any:
     from . import ImageOps
 
@@ -172,7 +181,7 @@ _STEPS: Dict[str, Callable[..., Any]] = {
     "transpose": _transpose,
     "crop": lambda im, *box: im.crop(box),
     "expand": _expand,
-    "resize": lambda im, w, h: im.resize((w, h), 0),
+    "resize": _resize,
     "convert": lambda im, mode: im.convert(str(mode)),
     "getchannel": lambda im, band: im.getchannel(band),
     "gaussian_blur": _radius("GaussianBlur"),
