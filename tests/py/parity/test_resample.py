@@ -10,6 +10,7 @@ import pytest
 import parity
 from parity import Case
 from imgbatch import Image
+from test_geometry import box_edges  # a box side: integers, halves, floats, now and then empty
 
 FILTERS = [Image.Resampling.BOX, Image.Resampling.BILINEAR, Image.Resampling.HAMMING,
            Image.Resampling.BICUBIC, Image.Resampling.LANCZOS]
@@ -17,22 +18,6 @@ N = parity.scale(60)
 # height > 100 * width: Image.resize resizes vertically first, in its own call.
 TALL = [(1, 101), (2, 333), (3, 420)]
 GAPS = [1.0, 1.5, 2.0, 2.5, 3.0]
-
-
-def edges(r, n):
-    """A (lo, hi) box side inside 0..n: integers, halves or any float; now and
-    then empty."""
-    def edge():
-        k = r.random()
-        if k < 0.3:
-            return float(r.randint(0, n))
-        if k < 0.5:
-            return r.randint(0, 2 * n) / 2
-        return r.uniform(0, n)
-    a, b = sorted((edge(), edge()))
-    if r.random() < 0.04:
-        b = a
-    return a, b
 
 
 def target(r, w, h):
@@ -54,7 +39,7 @@ def one_call(r, im):
     box = None
     k = r.random()
     if k < 0.45:
-        (x0, x1), (y0, y1) = edges(r, w), edges(r, h)
+        (x0, x1), (y0, y1) = box_edges(r, w), box_edges(r, h)
         box = (x0, y0, x1, y1)
     elif k < 0.55 and size[0] <= w and size[1] <= h:  # integral, of the target size
         x0, y0 = r.randint(0, w - size[0]), r.randint(0, h - size[1])
@@ -116,7 +101,7 @@ def test_reducing_gap_reduces_as_pillow_does(mode):
         size = (max(1, w // r.randint(1, 12)), max(1, h // r.randint(1, 12)))
         box = None
         if i % 3 == 0:
-            (x0, x1), (y0, y1) = edges(r, w), edges(r, h)
+            (x0, x1), (y0, y1) = box_edges(r, w), box_edges(r, h)
             box = (x0, y0, x1, y1)
         flt = r.choice(FILTERS)
         gap = r.choice(GAPS + [r.uniform(1.0, 3.0)])
