@@ -50,10 +50,16 @@ def one_call(r, im):
     return size, box, gap
 
 
+# The CUDA backend has no multi-pass device step for these filters yet: it
+# must refuse them by name (op_resize.c resize_dev), never answer other bytes.
+DEVICE_REFUSES = parity.backend() == "cuda"
+
+
 def assert_exact_or_both_refuse(cases):
     """Bytes equal where Pillow resizes; where Pillow raises ValueError (a
     reducing_gap whose reduce box is empty, a box past the image), an
-    Invalid error."""
+    Invalid error. On the CUDA backend a filter other than NEAREST is
+    Unsupported, naming the filter."""
     wrong = []
     for o in parity.run_cases(cases):
         try:
@@ -61,15 +67,19 @@ def assert_exact_or_both_refuse(cases):
             refused = None
         except ValueError as e:
             refused = e
-        if refused is None:
-            ok = o.status == "exact"
+        flt = Image.Resampling(o.case.image._node.params.get("resample", 0))
+        err = o.result.error if o.result is not None else None
+        if refused is not None:
+            ok = o.status == "error" and err.kind == "invalid"
+        elif DEVICE_REFUSES and flt != Image.Resampling.NEAREST and o.case.image._node.op == "resize":
+            ok = o.status == "error" and err.kind == "unsupported" and flt.name in err.message
         else:
-            ok = o.status == "error" and o.result.error.kind == "invalid"
+            ok = o.status == "exact"
         if not ok:
             wrong.append(f"{o.case.case_id}: Pillow {'raises ' + str(refused) if refused else 'resizes'}; "
                          f"imgbatch {o.status}: {o.detail}")
-    assert not wrong, (f"{len(wrong)} of {len(cases)} wrong (IB_PARITY_SEED={parity.SEED}):\n"
-                       + "\n".join(wrong[:25]))
+    assert not wrong, (f"{len(wrong)} of {len(cases)} wrong (IB_PARITY_SEED={parity.SEED}, "
+                       f"backend {parity.backend()}):\n" + "\n".join(wrong[:25]))
 
 
 def sources(r, mode, n):
@@ -103,7 +113,7 @@ def test_reducing_gap_reduces_as_pillow_does(mode):
         if i % 3 == 0:
             (x0, x1), (y0, y1) = box_edges(r, w), box_edges(r, h)
             box = (x0, y0, x1, y1)
-        flt = r.choice(FILTERS)
+        flt = r.choice(FILTERS + [Image.Resampling.NEAREST])  # NEAREST ignores the gap
         gap = r.choice(GAPS + [r.uniform(1.0, 3.0)])
         cases.append(Case(f"gap-{mode}-{i}-{im.size}->{size}-{box}-{gap}-{flt.name}",
                           "resize reducing_gap", mode, im.resize(size, flt, box, gap)))
