@@ -116,6 +116,13 @@ def _transpose(im: Any, method: Any) -> Any:
     return im.transpose(Image.Transpose[method] if isinstance(method, str) else Image.Transpose(method))
 
 
+def _resize(im: Any, w: int, h: int, resample: Any = "BICUBIC", reducing_gap: Any = None) -> Any:
+    from . import Image
+
+    rs = Image.Resampling[resample] if isinstance(resample, str) else Image.Resampling(resample)
+    return im.resize((w, h), rs, reducing_gap=reducing_gap)
+
+
 def _expand(im: Any, *border: int, fill: Any = 0) -> Any:
     from . import ImageOps
 
@@ -157,10 +164,6 @@ def _method(name: str) -> Callable[..., Any]:
 
 def _crop(im: Any, *box: Any) -> Any:
     return im.crop(box)
-
-
-def _resize(im: Any, w: int, h: int) -> Any:
-    return im.resize((w, h), 0)
 
 
 def _convert(im: Any, mode: Any) -> Any:

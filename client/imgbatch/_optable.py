@@ -83,10 +83,10 @@ OPS: Tuple[Op, ...] = (
     ),
     Op(
         'resize', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
-        'Image.resize(size, NEAREST, box)',
-        ' (NEAREST only)',
+        'Image.resize(size, resample, box, reducing_gap), every filter',
+        ' (CUDA backend: NEAREST only, for now)',
         (
-            Step('resize', 'resize(width, height)', '_resize'),
+            Step('resize', 'resize(width, height[, FILTER], reducing_gap=g)', '_resize'),
         ),
         'width: 7 height: 5',
         ('width: 1 height: 1',),
