@@ -52,7 +52,8 @@ static void worker_usage(FILE *f) {
       "the environment over the file. -X passes any librdkafka property (SASL/SSL included) to\n"
       "every client; in the file: `X = key=value`. --tune KEY=VALUE sets one of the library's\n"
       "tuning and test settings (docs/tuning.md); in the file: `tune = KEY=VALUE`.\n"
-      "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
+      "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason\n"
+      "and suggesting --backend cpu (the CPU reference backend).\n"
       "--max-jobs N (default 64): jobs from admission until the broker acknowledges their\n"
       "Result. --max-uncommitted N (default " STR(IB_WORKER_MAX_UNCOMMITTED) "): Results out that no acknowledged commit\n"
       "covers; a crash or kill repeats at most N Results (same keys and bytes), and\n"
@@ -308,8 +309,13 @@ static void log_line(void *ctx, const char *level, const char *event, const char
   gmtime_r(&ts.tv_sec, &tm);
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\"%s%s}\n", when,
-          ts.tv_nsec / 1000000, level, event, fields[0] ? "," : "", fields);
+  /* A machine without a GPU fails the default backend first: name the way on. */
+  const bool no_gpu = strcmp(event, "start_failed") == 0 &&
+                      strstr(fields, "\"stage\":\"executor\",\"message\":\"no CUDA ") != NULL;
+  fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\"%s%s%s}\n", when,
+          ts.tv_nsec / 1000000, level, event, fields[0] ? "," : "", fields,
+          no_gpu ? ",\"hint\":\"no usable GPU here: --backend cpu runs the CPU reference backend\""
+                 : "");
   fflush(stderr);
 }
 

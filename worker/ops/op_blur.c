@@ -275,10 +275,7 @@ static ib_status gaussian_dev(const ib_node *node, const int *in_modes, ib_gstep
 }
 
 const ib_op_desc ib_op_box_blur = {
-    .name = "box_blur",
-    .op_case = IMGBATCH__V1__NODE__OP_BOX_BLUR,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(box_blur),
     .infer = box_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = box_cpu,
@@ -287,10 +284,7 @@ const ib_op_desc ib_op_box_blur = {
 };
 
 const ib_op_desc ib_op_gaussian_blur = {
-    .name = "gaussian_blur",
-    .op_case = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(gaussian_blur),
     .infer = gaussian_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = gaussian_cpu,

@@ -84,10 +84,7 @@ static ib_status tone_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
 }
 
 const ib_op_desc ib_op_tone = {
-    .name = "tone",
-    .op_case = IMGBATCH__V1__NODE__OP_TONE,
-    .modes = IB_MODE_BIT(IB_MODE_RGB) | IB_MODE_BIT(IB_MODE_RGBA),
-    .n_inputs = 1,
+    IB_OP_HEAD(tone),
     .infer = tone_infer,
     .param_bytes = tone_param_bytes,
     .cpu = tone_cpu,

@@ -103,3 +103,16 @@ def test_worker_config_file_tune_line_is_checked(tmp_path):
                        timeout=20)
     assert p.returncode == 2
     assert 'compile_queue: bad value "0" (accepted: 1..65536)' in p.stderr
+
+
+def test_worker_without_a_gpu_names_the_reason_and_suggests_the_cpu_backend():
+    # CUDA_VISIBLE_DEVICES="" hides every device where a driver exists, so the
+    # default (cuda) backend fails the same way on the GPU machine as in CI.
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert p.returncode == 1, p.stderr
+    failed = [line for line in p.stderr.splitlines() if '"event":"start_failed"' in line]
+    assert len(failed) == 1, p.stderr
+    assert re.search(r'"message":"no CUDA (driver|device): ', failed[0])
+    assert '"hint":"no usable GPU here: --backend cpu runs the CPU reference backend"' in failed[0]
