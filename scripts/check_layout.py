@@ -145,13 +145,7 @@ def a_cycle(graph, comp):
 # and no bigger one. Meant for genuine mutual recursion (functions that call
 # each other through three files or more, each step a real recursion), with
 # the functions named in why and in a comment at the code.
-# units None excuses every circle of the folder: for TEMPORARY entries only.
-ALLOWED = [
-    # TEMPORARY, to be removed when the worker/gpu seams land (their branch
-    # cuts this circle): the check then fails on this entry as stale until it
-    # is deleted.
-    ("worker/gpu", None, "TEMPORARY: worker/gpu's circle is being cut on another branch"),
-]
+ALLOWED = []
 
 SOURCE_DIRS = ("worker", "kernels", "bench", "tests", "tools")
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
@@ -219,8 +213,7 @@ def judge_circles(root, allow):
         if len(comp) <= 2:
             notes.append(what + " - two may need each other")
             continue
-        entry = next((e for e in allow if e[0] == folder and
-                      (e[1] is None or sorted(e[1]) == comp)), None)
+        entry = next((e for e in allow if e[0] == folder and sorted(e[1]) == comp), None)
         if entry:
             used.add(id(entry))
             notes.append(what + f" - allowed: {entry[2]}")
@@ -230,7 +223,7 @@ def judge_circles(root, allow):
     for entry in allow:
         if id(entry) not in used:
             failures.append(f"stale allow-list entry (no such circle of more than two units "
-                            f"today; delete it): {entry[0]} {entry[1] or '(any)'}")
+                            f"today; delete it): {entry[0]} {entry[1]}")
     return failures, notes
 
 

@@ -8,6 +8,7 @@
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_internal.h"
 #include "gpu/gplan.h"
+#include "gpu/graph_like.h"
 #include "kernels/point.h"
 
 static jg_arena arena;

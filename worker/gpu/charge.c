@@ -2,9 +2,8 @@
  * what ib_cuda_submit will take for it, range by range. */
 #include "gpu/charge.h"
 
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_internal.h" /* ib_cuda_same_nodes, ib_cuda_like_keep: plain graph compares */
 #include "gpu/gplan.h"
+#include "gpu/graph_like.h"
 
 static uint64_t up(uint64_t v) { return (v + IB_CUDA_ALIGN - 1) & ~(uint64_t)(IB_CUDA_ALIGN - 1); }
 
@@ -103,9 +102,4 @@ ib_status ib_cuda_charge_memo(ib_charge_memo *m, const ib_graph *g, ib_cuda_in_p
 void ib_charge_memo_free(ib_charge_memo *m) {
   for (int i = 0; i < IB_CHARGE_MEMO_GRAPHS; i++) ib_cuda_like_free(&m->g[i].like);
   *m = (ib_charge_memo){0};
-}
-
-ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
-                            ib_error *err) {
-  return ib_cuda_charge(g, NULL, NULL, gpu_bytes, host_bytes, err);
 }

@@ -336,6 +336,11 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
   return st;
 }
 static void be_close(void *state) { ib_cuda_close(state); }
+ib_status ib_cuda_job_bytes(const ib_graph *g, uint64_t *gpu_bytes, uint64_t *host_bytes,
+                            ib_error *err) {
+  return ib_cuda_charge(g, NULL, NULL, gpu_bytes, host_bytes, err);
+}
+
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
  * multi-pass heads' scratch, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the

@@ -385,12 +385,6 @@ ib_status ib_cuda_interp_launch(ib_backend_submission *s, const ib_kfunc *f, CUd
                                 unsigned gy, uint64_t most_px, size_t job, ib_error *err);
 
 /* cuda_layout.c */
-bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);
-/* Keeps in `like` what ib_cuda_same_nodes compares of `g` (its nodes' wire
- * bytes, ops and shapes); false when out of memory (like then equals
- * nothing until kept again). ib_cuda_like_free frees it. */
-bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g);
-void ib_cuda_like_free(ib_graph *like);
 bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index);
 /* ib_cuda_source_pinned, and the host allocation the source lies in. */
 bool ib_cuda_source_region(ib_cuda *c, const ib_graph *g, size_t index, uint64_t *region);

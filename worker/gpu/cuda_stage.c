@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpu/cuda_internal.h"
+#include "gpu/graph_like.h"
 #include "ops/op.h"
 
 #define CHUNK (1u << 20)

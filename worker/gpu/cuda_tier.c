@@ -34,6 +34,7 @@
 
 #include "exec/config.h"
 #include "gpu/cuda_internal.h"
+#include "gpu/graph_like.h"
 
 static const char *const nvrtc_opts[] = {"--fmad=false"};
 
