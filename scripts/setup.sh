@@ -10,7 +10,7 @@ cd "$root"
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
       libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev libdeflate-dev
       libpng-dev
-      prometheus
+      prometheus shellcheck
       python3-venv
       clang libclang-rt-14-dev clang-format)
 missing=()

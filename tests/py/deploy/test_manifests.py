@@ -215,3 +215,12 @@ def test_every_flag_and_variable_exists_in_worker_help():
     for v in used_vars:
         flag = v[len("IMGBATCH_"):].lower().replace("_", "-")
         assert flag in flags or v == "IMGBATCH_CONFIG", v
+
+
+def test_shell_scripts_lint():
+    scripts = glob.glob(f"{DEPLOY}/**/*.sh", recursive=True)
+    assert scripts
+    checker = shutil.which("shellcheck")
+    assert checker, "shellcheck not found: scripts/setup.sh installs Debian's shellcheck"
+    p = subprocess.run([checker, *scripts], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
