@@ -1,56 +1,48 @@
 /*
  * blur.cuh - BoxBlur / GaussianBlur on the device (NVRTC only), as
  * worker/ops/op_blur.c runs them on the host (kernels/boxblur.h): hp passes
- * over rows, then vp passes over columns (per-job counts in the parameters;
- * 0 for a zero radius). in1 is a scratch image S1. The T = hp + vp passes
- * alternate between S1 and the output so the last one lands in the output
- * (pass k writes the output when T-1-k is even), never reading and writing
- * one buffer in the same pass; T == 0 copies. Each thread computes a span
- * of one line with ib_box_blur_span (the same bytes as ib_box_blur_line,
- * tests/unit/test_gpu_math.c):
- *  - ib_chain: every row pass at once, one row per block in shared memory
- *    (dynamic, 2 row buffers), threads over (band, span of IB_SEG pixels),
- *    or for RGBA over spans of whole pixels (ib_box_blur_span4); coalesced
- *    row loads and stores. Launched when two rows fit.
- *  - ib_post(dir, k): pass k over rows (dir 0, the fallback for rows too
- *    wide for shared memory) or columns (dir 1) in global memory, threads
- *    over (line, span of IB_CSEG samples), line index fastest so a warp
- *    reads 32 adjacent bytes of a row in the column passes; the column
- *    passes' fallback when ib_cols' tile does not fit in shared memory.
- *  - ib_cols: every column pass at once, in tiles in shared memory.
- * worker/gpu/codegen.c defines IB_B0 (bands), IB_SEG, IB_CSEG and IB_CW.
+ * over rows, then vp passes over columns (per-job counts in the parameters,
+ * ib_blur_params of kernels/blur.h; 0 for a zero radius). in1 is a scratch
+ * image S1. The T = hp + vp passes alternate between S1 and the output so
+ * the last one lands in the output (pass k writes the output when T-1-k is
+ * even), never reading and writing one buffer in the same pass; T == 0
+ * copies. Each thread computes a span of one line with ib_box_blur_span
+ * (the same bytes as ib_box_blur_line, tests/unit/test_gpu_math.c). The op
+ * row's launch plan (op_blur.c blur_plan) picks among:
+ *  - ib_blur_rows: every row pass at once, one row per block in shared
+ *    memory (dynamic, 2 row buffers), threads over (band, span of
+ *    IB_BLUR_SEG pixels), or for RGBA over spans of whole pixels
+ *    (ib_box_blur_span4); coalesced row loads and stores. When two rows fit.
+ *  - ib_blur_pass(dir, k): pass k over rows (dir 0, the fallback for rows
+ *    too wide for shared memory) or columns (dir 1) in global memory,
+ *    threads over (line, span of IB_BLUR_CSEG samples), line index fastest
+ *    so a warp reads 32 adjacent bytes of a row in the column passes; the
+ *    column passes' fallback when ib_blur_cols' tile does not fit.
+ *  - ib_blur_cols(th, rows): every column pass at once, in tiles in shared
+ *    memory.
+ * worker/gpu/codegen.c defines IB_B0 (bands) before including this.
  */
 #ifndef IB_BLUR_CUH
 #define IB_BLUR_CUH
 
-#include "boxblur.h"
+#include "blur.h"
 #include "gpu_io.h"
 
 #ifndef IB_B0
 #define IB_B0 1
 #endif
-#ifndef IB_SEG
-#define IB_SEG 15
-#define IB_CSEG 32
-#endif
-#ifndef IB_CW
-#define IB_CW 128
-#endif
-
-/* The per-job parameters (op_blur.c blur_fill writes them). */
-struct ib_blurp {
-  int hp, vp;
-  ib_box_pass ph, pv;
-};
+#define IB_SEG IB_BLUR_SEG
+#define IB_CSEG IB_BLUR_CSEG
+#define IB_CW IB_BLUR_CW
 
 static __device__ __forceinline__ uint8_t *ib_pass_dst(const ib_desc &d, int k, int T) {
   return ((T - 1 - k) & 1) == 0 ? d.out : (uint8_t *)d.in1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs) {
+extern "C" __global__ void __launch_bounds__(256) ib_blur_rows(const ib_desc *descs) {
   extern __shared__ __align__(16) uint8_t sm[];
   const ib_desc d = descs[blockIdx.y];
-  const ib_blurp q = *(const ib_blurp *)d.params;
+  const ib_blur_params q = *(const ib_blur_params *)d.params;
   const int T = q.hp + q.vp, W = (int)d.width;
   if (q.hp == 0 && T != 0) return;
   uint8_t *dst = T == 0 ? d.out : ib_pass_dst(d, q.hp - 1, T);
@@ -110,10 +102,11 @@ extern "C" __global__ void __launch_bounds__(256) ib_chain(const ib_desc *descs)
  * warp reads 32 consecutive words of a row. The column passes of one image
  * never read what they write: the source is in0 or the last row pass's
  * buffer, S1 (vp is odd: ib_pass_dst), the destination the output. */
-extern "C" __global__ void __launch_bounds__(256) ib_cols(const ib_desc *descs, int th, int rows) {
+extern "C" __global__ void __launch_bounds__(256)
+    ib_blur_cols(const ib_desc *descs, int th, int rows) {
   extern __shared__ __align__(16) uint8_t sm[];
   const ib_desc d = descs[blockIdx.y];
-  const ib_blurp q = *(const ib_blurp *)d.params;
+  const ib_blur_params q = *(const ib_blur_params *)d.params;
   if (q.vp <= 0) return;
   const int T = q.hp + q.vp, H = (int)d.height, pad = q.pv.radius + 1;
   const uint8_t *__restrict__ src = q.hp == 0 ? d.in0 : ib_pass_dst(d, q.hp - 1, T);
@@ -172,9 +165,10 @@ extern "C" __global__ void __launch_bounds__(256) ib_cols(const ib_desc *descs, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) ib_post(const ib_desc *descs, int dir, int k) {
+extern "C" __global__ void __launch_bounds__(256)
+    ib_blur_pass(const ib_desc *descs, int dir, int k) {
   const ib_desc d = descs[blockIdx.y];
-  const ib_blurp q = *(const ib_blurp *)d.params;
+  const ib_blur_params q = *(const ib_blur_params *)d.params;
   const int T = q.hp + q.vp;
   int kk;
   if (dir == 0) {

@@ -1,5 +1,5 @@
 /*
- * tone.h - the Oklab tone op (SPEC section 5; ours, no Pillow equivalent).
+ * tone.h - the Oklab tone op (ours, no Pillow equivalent).
  *
  * Per pixel, for each of R, G, B byte v (alpha, when present, is copied):
  *
@@ -40,8 +40,8 @@
  * encode's power is replaced by table reads (ib_tone_encode_fast_f32) and
  * the forward cube roots by ib_tone_cbrt_f32 (little FP64 work, no double
  * division): the same bytes and floats as ib_tone_encode_f32 and
- * (float)ib_cbrt_d, proved exhaustively by tests/unit/test_tone.c (4096^2
- * RGBA on the H200: 0.19 ms, was 0.94). Both take the parameters as narrowed
+ * (float)ib_cbrt_d, proved exhaustively by tests/unit/test_tone.c, and
+ * faster (bench/drivers/tone_bench.py). Both take the parameters as narrowed
  * to float32 (the op row rejects values outside the ranges above or
  * non-finite). tests/unit/test_tone.c holds the float32 path to within 1 LSB
  * of float64 (alpha equal). Per-job factors are prepared once
@@ -76,8 +76,8 @@ IB_FN float ib_tone_decode_f32(uint8_t v);
  * stride over the rest, and all 2^32 patterns with IB_TONE_EXHAUSTIVE=1).
  * The same for every job (no parameter enters the encode), so constants, not
  * per-job bytes: device global memory (read-only, cached in L1) under NVRTC.
- * A binary search over these 255 (8 dependent reads) took 0.317 ms on the
- * H200 at 4096^2 RGBA, the buckets below 0.205 (bench/tone_bench.py). */
+ * The buckets below beat a binary search over these 255 (8 dependent
+ * reads) (bench/drivers/tone_bench.py). */
 #ifdef __CUDACC_RTC__
 static __device__ const float ib_tone_encode_thresholds[257] = {
 #else
@@ -309,9 +309,13 @@ IB_FN float ib_tone_u2f(uint32_t u) {
  * does (its NaN from inf - inf reaches the (int) conversion, which gives 0 on
  * both backends); other floats from 1 up 255. */
 IB_FN uint8_t ib_tone_encode_fast_f32(float lin) {
-  if (!(lin >= 0.0001220703125f)) return 0;
-  if (lin >= 1.0f) return lin <= 3.40282347e38f ? 255 : 0;
-  const int b = ib_tone_encode_buckets[(ib_tone_f2u(lin) >> 16) - (114u << 7)];
+  /* The bucket from the bits: its index is below 13 * 128 exactly for the
+   * floats in [2^-13, 1) (negatives, NaNs and the rest land above it, the
+   * unsigned subtraction wrapping those below), so one integer test guards
+   * the read in a form the compiler can see as well. */
+  const uint32_t j = (ib_tone_f2u(lin) >> 16) - (114u << 7);
+  if (j >= 13u * 128u) return lin >= 1.0f && lin <= 3.40282347e38f ? 255 : 0;
+  const int b = ib_tone_encode_buckets[j];
   return (uint8_t)(b + (lin >= ib_tone_encode_thresholds[b + 1]));
 }
 

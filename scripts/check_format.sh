@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The C, header and CUDA sources are formatted by .clang-format (issue 13
-# item 10): lists every file clang-format would change and fails if any.
+# The C, header and CUDA sources are formatted by .clang-format: lists every
+# file clang-format would change and fails if any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cf=$(command -v clang-format || command -v clang-format-14 || true)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No folder cycles under worker/ (issue 13 item 4).
+"""No folder cycles under worker/ (README, "Layout").
 
 Reads every #include "x/y.h" in worker/**/*.c and *.h, draws an edge from
 the including file's folder to folder x when x is a folder of worker/, and

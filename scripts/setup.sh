@@ -2,14 +2,15 @@
 # Idempotent set-up on Debian 12 with the CUDA toolkit: apt packages that are
 # missing, the pinned Python virtualenv (.venv) with the client package
 # installed in it, and the build (build/).
-# Environment: IB_BUILD_DIR (default build), IB_CMAKE_ARGS (extra cmake args).
+# Environment: IB_BUILD_DIR (default build), IB_CMAKE_ARGS (extra cmake args,
+# after the defaults: -DIB_WERROR=ON and the .venv's IB_PYTHON).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
       libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev libdeflate-dev
-      libpng-dev
+      libpng-dev libjpeg62-turbo-dev
       prometheus shellcheck
       python3-venv
       clang libclang-rt-14-dev clang-format)
@@ -63,6 +64,8 @@ if [ ! -f ".venv/.client-$client_hash" ]; then
 fi
 
 build=${IB_BUILD_DIR:-build}
+# A developer's build treats warnings as errors, as CI does (IB_CMAKE_ARGS
+# comes after, so -DIB_WERROR=OFF there wins); a plain cmake build does not.
 # shellcheck disable=SC2086
-cmake -S . -B "$build" -DIB_PYTHON="$root/.venv/bin/python" ${IB_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$build" -DIB_PYTHON="$root/.venv/bin/python" -DIB_WERROR=ON ${IB_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$(nproc)"

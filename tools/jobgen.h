@@ -15,6 +15,7 @@
 
 #include "imgbatch.h"
 #include "model/graph.h"
+#include "ops/op.h"
 #include "proto/imgbatch.pb-c.h"
 
 typedef struct jg_rng {
@@ -185,6 +186,33 @@ static const char *const jg_names[JG_COUNT] = {
     "constant", "convert", "brightness", "color",    "contrast",  "tone",
     "chops",    "blend",   "transpose",  "crop",     "expand",    "resize",
     "paste",    "rank",    "kernel",     "box_blur", "gaussian"};
+/* The op each generator writes: what it admits is its op-table row's modes
+ * (jg_admitted). tools/optable.py checks that jg_op has every op. */
+static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
+    [JG_COPY] = IMGBATCH__V1__NODE__OP_COPY,
+    [JG_POINT] = IMGBATCH__V1__NODE__OP_POINT,
+    [JG_INVERT] = IMGBATCH__V1__NODE__OP_INVERT,
+    [JG_SOLARIZE] = IMGBATCH__V1__NODE__OP_SOLARIZE,
+    [JG_POSTERIZE] = IMGBATCH__V1__NODE__OP_POSTERIZE,
+    [JG_GETCHANNEL] = IMGBATCH__V1__NODE__OP_GETCHANNEL,
+    [JG_CONSTANT] = IMGBATCH__V1__NODE__OP_CONSTANT,
+    [JG_CONVERT] = IMGBATCH__V1__NODE__OP_CONVERT,
+    [JG_BRIGHTNESS] = IMGBATCH__V1__NODE__OP_ENHANCE,
+    [JG_COLOR] = IMGBATCH__V1__NODE__OP_ENHANCE,
+    [JG_CONTRAST] = IMGBATCH__V1__NODE__OP_ENHANCE,
+    [JG_TONE] = IMGBATCH__V1__NODE__OP_TONE,
+    [JG_CHOPS] = IMGBATCH__V1__NODE__OP_CHOPS,
+    [JG_BLEND] = IMGBATCH__V1__NODE__OP_BLEND,
+    [JG_TRANSPOSE] = IMGBATCH__V1__NODE__OP_TRANSPOSE,
+    [JG_CROP] = IMGBATCH__V1__NODE__OP_CROP,
+    [JG_EXPAND] = IMGBATCH__V1__NODE__OP_EXPAND,
+    [JG_RESIZE] = IMGBATCH__V1__NODE__OP_RESIZE,
+    [JG_PASTE] = IMGBATCH__V1__NODE__OP_PASTE,
+    [JG_RANK] = IMGBATCH__V1__NODE__OP_RANK_FILTER,
+    [JG_KERNEL] = IMGBATCH__V1__NODE__OP_KERNEL,
+    [JG_BOXBLUR] = IMGBATCH__V1__NODE__OP_BOX_BLUR,
+    [JG_GAUSS] = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
+};
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -407,12 +435,10 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
   return (int)j->job.n_nodes - 1;
 }
 
-/* Whether validation admits op on mode m (the ops with mode limits). */
+/* Whether validation admits op on mode m: its row's modes (ops/ops.def). */
 static inline int jg_admitted(int op, ib_mode m) {
-  if (op == JG_INVERT || op == JG_SOLARIZE || op == JG_POSTERIZE)
-    return m == IB_MODE_L || m == IB_MODE_RGB;
-  if (op == JG_TONE) return m == IB_MODE_RGB || m == IB_MODE_RGBA;
-  return 1;
+  const ib_op_desc *d = op >= 0 && op < JG_COUNT ? ib_op_for_case(jg_cases[op]) : NULL;
+  return d && m > IB_MODE_NONE && m < IB_MODE_COUNT && (d->modes & IB_MODE_BIT(m)) != 0;
 }
 
 static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *w, uint32_t *h);

@@ -1,7 +1,7 @@
 /*
  * pnggen.h - PNG files of every colour type, bit depth and interlace, with
  * random pixels, written by libpng into memory: the inputs of the PNG
- * decode differential test and of bench/codec_bench.c. Also chunk-level
+ * decode differential test and of bench/harness/codec_bench.c. Also chunk-level
  * surgery for hostile variants. Header-only, tools and tests only.
  */
 #ifndef IB_TOOLS_PNGGEN_H

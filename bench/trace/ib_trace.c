@@ -9,7 +9,7 @@
  * Records copies, memsets, kernels, driver API calls, synchronisations and
  * CUPTI's own overhead into memory while the program runs (nothing is
  * parsed or written on the way, so the tracer adds little beyond CUPTI's
- * per-call cost) and writes one CSV at exit (bench/trace_report.py):
+ * per-call cost) and writes one CSV at exit (bench/reports/trace_report.py):
  *
  *   kind,name,stream,thread,start_ns,end_ns,bytes,copy_kind,corr,channel,count
  *

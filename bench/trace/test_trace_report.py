@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/trace_report.py on synthetic traces with known overlaps and gaps
+"""bench/reports/trace_report.py on synthetic traces with known overlaps and gaps
 (ctest bench/trace_report), and libibtrace.so where CUPTI cannot start
 (--no-driver LIB: ctest bench/trace_no_driver). Standard library only."""
 import contextlib
@@ -12,9 +12,9 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+REPORTS = os.path.join(os.path.dirname(HERE), "reports")
+sys.path.insert(0, REPORTS)
 import trace_report  # noqa: E402
-import trace_table  # noqa: E402
 
 HEADER = "kind,name,stream,thread,start_ns,end_ns,bytes,copy_kind,corr,channel,count\n"
 
@@ -150,8 +150,8 @@ class Report(unittest.TestCase):
             with contextlib.redirect_stdout(out):
                 self.assertEqual(trace_report.main([csv_path, "--trim", "0", "--images", "2",
                                                     "--floor-us", "200", "--json", js]), 0)
-                self.assertEqual(trace_table.main([js]), 0)
-                self.assertEqual(trace_table.main([js, os.path.join(d, "missing.json")]), 1)
+                self.assertEqual(trace_report.main(["table", js]), 0)
+                self.assertEqual(trace_report.main(["table", js, os.path.join(d, "missing.json")]), 1)
         row = [x for x in out.getvalue().splitlines() if x.startswith("| chain5_L")][0]
         self.assertIn("| 1.25x / 1.25x | 40 |", row)  # 250 us an image of a 200 us floor
         self.assertIn("| 300 / 0 |", row)  # the gap's 300 us: the host was late
@@ -211,7 +211,7 @@ def no_driver(lib):
         assert "ib_trace:" in p.stderr, "the tracer must say what happened on stderr"
         rows, meta = trace_report.load(out)
         assert not rows, f"{len(rows)} records in a trace that did not start"
-        r = subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "trace_report.py"), out],
+        r = subprocess.run([sys.executable, os.path.join(REPORTS, "trace_report.py"), out],
                            capture_output=True, text=True, timeout=60)
         print(r.stdout + r.stderr, end="")
         assert r.returncode == 1 and "the trace is empty" in r.stderr, "the report must fail: empty"

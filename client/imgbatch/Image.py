@@ -57,7 +57,7 @@ def decoded_mode(head: PIL.Image.Image) -> str:
     libvips expands what Pillow keeps compact: a palette (P, PA) becomes RGB,
     or RGBA when the file has transparency (PNG tRNS, GIF transparent index);
     L or RGB with a PNG tRNS chunk become LA or RGBA; 1-bit becomes L. The
-    pixels equal Pillow's convert() to that mode (SPEC section 5), which is what
+    pixels equal Pillow's convert() to that mode, which is what
     replay() does. Other modes are what Pillow says (the worker refuses the
     ones it does not admit, e.g. I;16).
     """

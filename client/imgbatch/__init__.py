@@ -18,16 +18,17 @@ imported on first access, so the wire layer (write_delimited, parse_result,
 Result) and Kafka (Producer, ResultReader; the [kafka] extra) work without
 Pillow. Every Job written carries contract_version = CONTRACT_VERSION.
 
-Operations the worker executes (SPEC section 5; modes L, LA, RGB, RGBA, CMYK,
+Operations the worker executes (README, "Operations"; modes L, LA, RGB, RGBA, CMYK,
 RGBX, 8 bits per band; anything else is refused by the worker naming op and
 mode). OPERATIONS maps each wire op (the proto Node field) to the Pillow
-call it mirrors and the modes the worker runs it on (the op registry's
-mode masks, worker/ops/*.c); print it with
+call it mirrors and the modes the worker runs it on, as the op table
+worker/ops/ops.def declares them (docs/ops.md); print it with
     python -c "import imgbatch; [print(k, *v, sep=' | ') for k, v in imgbatch.OPERATIONS.items()]"
 """
 
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
+from . import _optable
 from ._proto import CONTRACT_VERSION, pb
 from .stream import (
     ImageData,
@@ -44,37 +45,10 @@ from .stream import (
 
 __version__ = "2.0.0"
 
-# op (proto Node field) -> (the Pillow call it mirrors, the modes the worker runs it on)
-_ALL = "L, LA, RGB, RGBA, CMYK, RGBX"
+# op (proto Node field) -> (the Pillow call it mirrors, the modes the worker runs it on),
+# from the op table (worker/ops/ops.def, generated into _optable).
 OPERATIONS: Dict[str, Tuple[str, str]] = {
-    "source": ("Image.open / Image.new / Image.frombytes",
-               _ALL + " (palette PNG/GIF decode to RGB, or RGBA with transparency)"),
-    "copy": ("Image.copy(), ImageChops.duplicate", _ALL),
-    "transpose": ("Image.transpose(method) (all 7), ImageOps.flip / mirror", _ALL),
-    "crop": ("Image.crop(box) (outside the image = 0)", _ALL),
-    "expand": ("ImageOps.expand(image, border, fill)", _ALL),
-    "resize": ("Image.resize(size, NEAREST, box)", _ALL + " (NEAREST only)"),
-    "paste": ("Image.paste(im, box) without mask", _ALL + " (matching modes)"),
-    "getchannel": ("Image.getchannel(band)", _ALL + " -> L"),
-    "convert": ("Image.convert(mode), ImageOps.grayscale", "between " + _ALL + ", no matrix or dither"),
-    "point": ("Image.point(lut)", _ALL + " (256 entries per band)"),
-    "invert": ("ImageOps.invert", "L, RGB (as Pillow)"),
-    "solarize": ("ImageOps.solarize(image, threshold)", "L, RGB (as Pillow)"),
-    "posterize": ("ImageOps.posterize(image, bits)", "L, RGB (as Pillow)"),
-    "rank_filter": ("ImageFilter.RankFilter / MedianFilter / MinFilter / MaxFilter",
-                    _ALL + "; odd sizes 3..9"),
-    "box_blur": ("ImageFilter.BoxBlur(radius) (x/y radii)", _ALL),
-    "gaussian_blur": ("ImageFilter.GaussianBlur(radius) (x/y radii)", _ALL),
-    "kernel": ("ImageFilter.Kernel((3,3)|(5,5), kernel, scale, offset) and BLUR, SHARPEN, ...",
-               _ALL + "; sizes 3 and 5"),
-    "chops": ("ImageChops.multiply / screen / overlay / hard_light / soft_light / difference / "
-              "darker / lighter / add / subtract / add_modulo / subtract_modulo",
-              _ALL + " (both inputs of one mode; output of the smaller size)"),
-    "blend": ("Image.blend(im1, im2, alpha), ImageChops.blend", _ALL + " (matching modes)"),
-    "constant": ("ImageChops.constant(image, value)", "any -> L"),
-    "enhance": ("ImageEnhance.Brightness / Color / Contrast(image).enhance(factor)", _ALL),
-    "tone": ("none: imgbatch.tone (Oklab L-only exposure, contrast, highlights, shadows, whites, blacks)",
-             "RGB, RGBA"),
+    op.field: (op.pillow, ", ".join(op.modes) + op.note) for op in _optable.OPS
 }
 
 _LAZY = {

@@ -181,19 +181,38 @@ def build_graph(job: Any, root: Node) -> None:
         node_index[id(node)] = index
 
 
-def _output_pb(out: Any, output: str, quality: int, compression: int, lossless: bool) -> None:
+# Pillow's save(subsampling=) values (JpegImagePlugin): its strings, its
+# numbers, and -1 for libjpeg's default; "4:1:1" has meant 4:2:0 since 4.3.
+_SUBSAMPLING = {None: "SUBSAMPLING_DEFAULT", -1: "SUBSAMPLING_DEFAULT", 0: "SUBSAMPLING_444",
+                1: "SUBSAMPLING_422", 2: "SUBSAMPLING_420", "4:4:4": "SUBSAMPLING_444",
+                "4:2:2": "SUBSAMPLING_422", "4:2:0": "SUBSAMPLING_420", "4:1:1": "SUBSAMPLING_420"}
+
+
+def _output_pb(out: Any, output: str, quality: Optional[int], compression: int, lossless: bool,
+               subsampling: Any = None, progressive: bool = False, optimize: bool = False) -> None:
     if output == "gpu":
         out.gpu.SetInParent()
         return
     fmt = _FORMATS.get(output)
     if fmt is None:
         raise ValueError(f"imgbatch: output must be one of {sorted(_FORMATS) + ['gpu']}, not {output!r}")
+    if subsampling not in _SUBSAMPLING:
+        raise ValueError(f"imgbatch: subsampling must be one of '4:4:4', '4:2:2', '4:2:0', 0, 1, 2 or -1, "
+                         f"not {subsampling!r}")
     cpu = out.cpu
     cpu.SetInParent()
     cpu.format = getattr(pb(), fmt)
-    cpu.quality = quality
+    # None (and Pillow's -1) leave quality unset: the encoder's default, as
+    # Pillow's (JPEG 75, WebP 80). The worker refuses over 100.
+    if quality is not None and quality != -1:
+        if not isinstance(quality, int) or isinstance(quality, bool) or not 0 <= quality <= 100:
+            raise ValueError(f"imgbatch: quality must be an int in 0..100, not {quality!r}")
+        cpu.quality = quality
     cpu.compression = compression
     cpu.lossless = lossless
+    cpu.subsampling = getattr(pb(), _SUBSAMPLING[subsampling])
+    cpu.progressive = bool(progressive)
+    cpu.optimize = bool(optimize)
 
 
 class GraphImage:
@@ -232,14 +251,15 @@ class GraphImage:
 
     # ---- output
     def to_job_message(self, key: Any = None, output: str = "raw", metadata: Optional[Mapping[str, Any]] = None,
-                       *, quality: int = 0, compression: int = 0, lossless: bool = False,
+                       *, quality: Optional[int] = None, compression: int = 0, lossless: bool = False,
+                       subsampling: Any = None, progressive: bool = False, optimize: bool = False,
                        correlation_id: Optional[str] = None, deadline_unix_ms: Optional[int] = None) -> Any:
         """The Job as a protobuf message (see to_job)."""
         job = pb().Job()
         job.contract_version = CONTRACT_VERSION
         set_key(job, key)
         build_graph(job, self._node)
-        _output_pb(job.output, output, quality, compression, lossless)
+        _output_pb(job.output, output, quality, compression, lossless, subsampling, progressive, optimize)
         for k, v in (metadata or {}).items():
             if not isinstance(k, str):
                 raise TypeError("imgbatch: metadata keys must be str")
@@ -256,7 +276,9 @@ class GraphImage:
 
         key: str or unsigned int (Job.input_key), output: raw|png|jpeg|webp|tiff|gpu,
         metadata: dict of bool/int/float/str/bytes/list/dict; keyword-only
-        quality, compression, lossless (CpuOutput), correlation_id, deadline_unix_ms.
+        quality (None: the format's default, as Pillow's), compression, lossless, and for
+        JPEG subsampling ('4:4:4'/'4:2:2'/'4:2:0' or Pillow's 0/1/2), progressive, optimize
+        (CpuOutput, as Pillow's save() takes them), correlation_id, deadline_unix_ms.
         """
         data: bytes = self.to_job_message(key, output, metadata, **kw).SerializeToString()
         return data

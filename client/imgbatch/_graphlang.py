@@ -5,30 +5,17 @@
 
 Steps run left to right on the opened file; each is `name` or
 `name(arg, ..., key=value, ...)`. Arguments are integers, floats or bare
-words (taken as strings: modes, filter and transpose names). Steps and the
-Pillow call each records:
-
-    copy                         im.copy()
-    invert | grayscale | flip | mirror        ImageOps.<name>(im)
-    solarize(threshold=128)      ImageOps.solarize(im, threshold)
-    posterize(bits)              ImageOps.posterize(im, bits)
-    transpose(METHOD)            im.transpose(Image.Transpose.METHOD), e.g. ROTATE_90
-    crop(left, top, right, bottom)            im.crop(box)
-    expand(border, fill=0)       ImageOps.expand(im, border, fill); border: 1 or 2 or 4 ints
-    resize(width, height)        im.resize((width, height), Image.Resampling.NEAREST)
-    convert(MODE)                im.convert(MODE)
-    getchannel(BAND)             im.getchannel(BAND), a name (R) or an index
-    gaussian_blur(r) / gaussian_blur(rx, ry)  im.filter(ImageFilter.GaussianBlur(r))
-    box_blur(r) / box_blur(rx, ry)            im.filter(ImageFilter.BoxBlur(r))
-    median(size=3) | min(size=3) | max(size=3)  MedianFilter / MinFilter / MaxFilter
-    rank(size, rank)             im.filter(ImageFilter.RankFilter(size, rank))
-    filter(NAME)                 im.filter(ImageFilter.NAME): BLUR, SHARPEN, SMOOTH, ...
-    brightness(f) | color(f) | contrast(f)    ImageEnhance.<Kind>(im).enhance(f)
-    tone(exposure_ev=, contrast=, highlights=, shadows=, whites=, blacks=)   imgbatch.tone
+words (taken as strings: modes, filter and transpose names). The steps, and
+the Pillow call each records, are the op table's (worker/ops/ops.def, the
+README's "Steps" table): each names its call there as ImageOps.f
+(f(im, ...)), .m (im.m(...)), ImageEnhance.K (K(im).enhance(f)),
+ImageFilter.F (im.filter(F(...))) or an adapter of this module (_name).
 """
 
 import re
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+from ._optable import OPS
 
 _STEP = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 _KW = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$", re.S)
@@ -129,6 +116,13 @@ def _transpose(im: Any, method: Any) -> Any:
     return im.transpose(Image.Transpose[method] if isinstance(method, str) else Image.Transpose(method))
 
 
+def _resize(im: Any, w: int, h: int, resample: Any = "BICUBIC", reducing_gap: Any = None) -> Any:
+    from . import Image
+
+    rs = Image.Resampling[resample] if isinstance(resample, str) else Image.Resampling(resample)
+    return im.resize((w, h), rs, reducing_gap=reducing_gap)
+
+
 def _expand(im: Any, *border: int, fill: Any = 0) -> Any:
     from . import ImageOps
 
@@ -161,44 +155,143 @@ def _pil_filter(cls_name: str) -> Callable[..., Any]:
     return make
 
 
-_STEPS: Dict[str, Callable[..., Any]] = {
-    "copy": lambda im: im.copy(),
-    "invert": _ops("invert"),
-    "grayscale": _ops("grayscale"),
-    "flip": _ops("flip"),
-    "mirror": _ops("mirror"),
-    "solarize": _ops("solarize"),
-    "posterize": _ops("posterize"),
-    "transpose": _transpose,
-    "crop": lambda im, *box: im.crop(box),
-    "expand": _expand,
-    "resize": lambda im, w, h: im.resize((w, h), 0),
-    "convert": lambda im, mode: im.convert(str(mode)),
-    "getchannel": lambda im, band: im.getchannel(band),
-    "gaussian_blur": _radius("GaussianBlur"),
-    "box_blur": _radius("BoxBlur"),
-    "median": _filter(_pil_filter("MedianFilter")),
-    "min": _filter(_pil_filter("MinFilter")),
-    "max": _filter(_pil_filter("MaxFilter")),
-    "rank": _filter(_pil_filter("RankFilter")),
-    "filter": _named_filter,
-    "brightness": _enhance("Brightness"),
-    "color": _enhance("Color"),
-    "contrast": _enhance("Contrast"),
-    "tone": _tone,
-}
+def _method(name: str) -> Callable[..., Any]:
+    def step(im: Any, *args: Any, **kw: Any) -> Any:
+        return getattr(im, name)(*args, **kw)
+
+    return step
+
+
+def _crop(im: Any, *box: Any) -> Any:
+    return im.crop(box)
+
+
+def _convert(im: Any, mode: Any) -> Any:
+    return im.convert(str(mode))
+
+
+def _getchannel(im: Any, band: Any) -> Any:
+    return im.getchannel(band)
+
+
+_gaussian_blur = _radius("GaussianBlur")
+_box_blur = _radius("BoxBlur")
+
+
+def _call(spec: str) -> Callable[..., Any]:
+    """The step function an ops.def step's call names."""
+    module, _, name = spec.partition(".")
+    if module == "ImageOps":
+        return _ops(name)
+    if module == "ImageEnhance":
+        return _enhance(name)
+    if module == "ImageFilter":
+        return _filter(_pil_filter(name))
+    if module == "":
+        return _method(name)
+    fn: Callable[..., Any] = globals()[spec]
+    return fn
+
+
+_STEPS: Dict[str, Callable[..., Any]] = {step.name: _call(step.call) for op in OPS for step in op.steps}
+
+
+def _usage(name: str) -> str:
+    """How the step is written, in the op table's words (the README's
+    "Steps" table, the user's reference), else from its function's signature."""
+    forms: List[str] = []
+    for op in OPS:
+        for step in op.steps:
+            if step.name == name:
+                form = step.syntax
+                forms.append(form if "(" in form else f"{form} (no arguments)")
+    if forms:
+        return " or ".join(forms)
+    import inspect
+
+    try:
+        params = list(inspect.signature(_STEPS[name]).parameters.values())[1:]
+    except (KeyError, TypeError, ValueError):
+        return name
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return f"{name}(...)"
+    return f"{name}({', '.join(str(p) for p in params)})"
+
+
+# Python's words for arguments that do not fit a call (a call's and
+# inspect.Signature.bind's), in the graph's.
+_BINDING = (
+    (re.compile(r"unexpected keyword argument '(\w+)'"), "no argument named {0}"),
+    (re.compile(r"takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:was|were) given"
+                r"|too many positional arguments"), "too many arguments"),
+    (re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?|missing a required argument"),
+     "too few arguments"),
+    (re.compile(r"multiple values for argument '(\w+)'"), "argument {0} given twice"),
+)
+
+
+def _in_graph_terms(message: str) -> str:
+    for pattern, words in _BINDING:
+        m = pattern.search(message)
+        if m:
+            return words.format(*m.groups())
+    return "arguments do not fit"
+
+
+def _misfit(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[str]:
+    """Why the arguments do not fit the step's function (None: they do, or
+    its signature says nothing, as *args does)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = [k for k in kwargs if k not in named]
+        if unknown:  # before what is missing: the user's word for it is the news
+            return f"no argument named {unknown[0]}"
+    try:
+        sig.bind(None, *args, **kwargs)
+    except TypeError as e:
+        return _in_graph_terms(str(e))
+    return None
+
+
+def _binding_error(e: TypeError) -> Optional[str]:
+    """Python's message for a call the step's arguments do not fit, in the
+    graph's terms (None: the TypeError came from inside the call, Pillow's)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_filename != __file__:
+        return None
+    return _in_graph_terms(str(e))
 
 
 def apply_graph(steps: List[Step], image: Any) -> Any:
     """Record the steps on a LazyImage (imgbatch.Image.open(...) for a file).
-    A failing step raises TypeError or ValueError naming the step and the
-    underlying message (Pillow's, for a call Pillow rejects)."""
+    A failing step raises TypeError (arguments that do not fit the step,
+    named with how the step is written) or ValueError (a value Pillow
+    rejects, with Pillow's message), each naming the step by number."""
     im = image
     for i, step in enumerate(steps):
+        where = f"imgbatch graph: step {i + 1} {step}"
+        fn = _STEPS[step.name]
+        misfit = _misfit(fn, step.args, step.kwargs)
+        if misfit:
+            raise TypeError(f"{where}: {misfit}; expected {_usage(step.name)}")
         try:
-            im = _STEPS[step.name](im, *step.args, **step.kwargs)
+            im = fn(im, *step.args, **step.kwargs)
         except TypeError as e:
-            raise TypeError(f"imgbatch graph: step {i + 1} {step}: {e}") from None
-        except (ValueError, KeyError) as e:
-            raise ValueError(f"imgbatch graph: step {i + 1} {step}: {e}") from None
+            words = _binding_error(e)
+            raise TypeError(f"{where}: {words or e}; expected {_usage(step.name)}") from None
+        except KeyError as e:
+            raise ValueError(f"{where}: unknown value {e}; expected {_usage(step.name)}") from None
+        except IndexError:
+            raise ValueError(f"{where}: wrong number of values; expected {_usage(step.name)}") from None
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}; expected {_usage(step.name)}") from None
     return im

@@ -2,12 +2,16 @@
 
 Needs confluent-kafka (the [kafka] extra). The worker keys every Result
 message `topic/partition/offset` of the job it answers and sets
-Result.source to the same coordinates (SPEC section 6). Delivery is
+Result.source to the same coordinates (README, "The Kafka worker"). Delivery is
 at-least-once: a worker crash can repeat a job, and the repeated Result has
 the same key, outcome and image bytes (job_id, worker_id and timings may
 differ). ResultReader therefore yields each key once.
 """
 
+import hashlib
+import logging
+import os
+import time
 from collections import OrderedDict
 from typing import (
     Any,
@@ -20,6 +24,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Union,
 )
@@ -28,6 +33,17 @@ from ._proto import CONTRACT_VERSION, pb
 from .stream import InputKey, Result, parse_result
 
 Coordinates = Tuple[str, int, int]
+
+# librdkafka's default message.max.bytes, the bound the producer enforces.
+_DEFAULT_MAX_MESSAGE = 1_000_000
+# What a record adds to the Job and its key inside a batch (record headers,
+# varints, the batch header): measured under 40 bytes; headers are counted apart.
+_RECORD_ENVELOPE = 256
+
+# librdkafka's own log lines come here (through confluent-kafka's `logger`),
+# not to the terminal; `python -m imgbatch produce --verbose` shows them.
+LOG = logging.getLogger("imgbatch.kafka")
+LOG.addHandler(logging.NullHandler())
 
 
 def _kafka() -> Any:
@@ -69,6 +85,51 @@ class DeliveryError(RuntimeError):
                          f"#{first[0]} key={first[1]!r}: {first[2]}")
 
 
+class BrokerUnreachableError(ConnectionError):
+    """No broker of the bootstrap list answered a metadata request in time."""
+
+    def __init__(self, brokers: str, timeout: float, reason: str):
+        self.brokers = brokers
+        super().__init__(f"imgbatch: no Kafka broker answered at {brokers} within {timeout:g} s ({reason})")
+
+
+class JobTooLargeError(ValueError):
+    """A Job larger than the producer's message.max.bytes that could not be
+    made smaller by moving its encoded sources into source_dir."""
+
+    def __init__(self, key: InputKey, size: int, limit: int, why: str = ""):
+        self.key, self.size, self.limit = key, size, limit
+        super().__init__(
+            f"imgbatch: the Job for {key!r} is {size} bytes, over the producer's message.max.bytes "
+            f"({limit}){why}. Either raise message.max.bytes on the producer and the worker "
+            f"(-X message.max.bytes=N on both; a Kafka cluster needs its message.max.bytes or the "
+            f"topic's max.message.bytes raised too, the embedded broker keeps at most 5 MiB a "
+            f"partition), or send sources "
+            f"through a directory the worker reads as its --source-root "
+            f"(produce --source-dir DIR, Producer(source_dir=...))")
+
+
+def _check_cluster(client: Any, brokers: str, timeout: Optional[float]) -> None:
+    """Fail fast: a metadata round trip to any bootstrap broker within timeout
+    (None: no check), else BrokerUnreachableError naming the address."""
+    if timeout is None:
+        return
+    kafka = _kafka()
+    try:
+        client.list_topics(timeout=timeout)
+    except kafka.KafkaException as e:
+        client.poll(0)  # hands librdkafka's queued log lines to the logger
+        err = e.args[0] if e.args else e
+        raise BrokerUnreachableError(brokers, timeout, err.str() if hasattr(err, "str") else str(err)) from None
+
+
+def _client_config(brokers: str, base: Mapping[str, Any], config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    conf: Dict[str, Any] = {"bootstrap.servers": brokers, "logger": LOG}
+    conf.update(base)
+    conf.update(config or {})
+    return conf
+
+
 def _job_bytes_and_key(job: Any, key: InputKey, job_kw: Mapping[str, Any]) -> Tuple[bytes, InputKey]:
     """(serialized Job, its input key) from a lazy image, a Job message or Job bytes."""
     if hasattr(job, "to_job"):
@@ -106,17 +167,80 @@ class Producer:
     The Kafka message key is the Job's input key (str, or the decimal integer),
     so jobs for one key stay in order on one partition. The producer is
     idempotent with acks=all; `config` adds or overrides librdkafka properties
-    (SASL, SSL, ...).
+    (SASL, SSL, ...). librdkafka's log lines go to the logger "imgbatch.kafka"
+    (config "logger" picks another).
+
+    connect_timeout: the constructor asks the cluster for its metadata and
+    raises BrokerUnreachableError naming `brokers` when no broker answers
+    within this many seconds (None: no check).
+
+    Large sources: a Job over the producer's message.max.bytes (librdkafka's
+    default 1,000,000) is never queued. With source_dir, its encoded sources
+    are written there (named by their SHA-256, so a retry rewrites nothing)
+    and the Job names them as Source.path relative to source_root (default
+    source_dir), the directory the worker reads as its --source-root (the
+    same volume, perhaps mounted elsewhere). Without it, or when the Job is
+    still too large (raw pixels), send() raises JobTooLargeError naming both
+    remedies. The files are not removed: a worker may read a Job again until
+    its offset is committed, so expire them by age.
     """
 
     def __init__(self, brokers: str, topic: str = "imgbatch.jobs",
-                 config: Optional[Mapping[str, Any]] = None):
-        conf: Dict[str, Any] = {"bootstrap.servers": brokers, "enable.idempotence": True, "acks": "all"}
-        conf.update(config or {})
+                 config: Optional[Mapping[str, Any]] = None, *,
+                 source_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 source_root: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 connect_timeout: Optional[float] = 10.0):
+        conf = _client_config(brokers, {"enable.idempotence": True, "acks": "all"}, config)
         self.topic = topic
+        self.max_message_bytes = int(conf.get("message.max.bytes", _DEFAULT_MAX_MESSAGE))
+        self.source_dir = None if source_dir is None else os.path.abspath(source_dir)
+        root = source_root if source_root is not None else source_dir
+        self.source_root = None if root is None else os.path.abspath(root)
+        if self.source_dir is not None and self.source_root is not None:
+            if os.path.commonpath([self.source_dir, self.source_root]) != self.source_root:
+                raise ValueError(f"imgbatch: source_dir {self.source_dir} is not inside "
+                                 f"source_root {self.source_root}")
+            os.makedirs(self.source_dir, exist_ok=True)
         self._producer = _kafka().Producer(conf)
+        _check_cluster(self._producer, brokers, connect_timeout)
         self._pending: List[Optional[Union[Delivery, Tuple[InputKey, Any]]]] = []
         self._base = 0  # send index of _pending[0]
+
+    def _store_source(self, data: bytes) -> str:
+        """Writes an encoded source under source_dir once (content-named,
+        written whole then renamed); its path relative to source_root."""
+        assert self.source_dir is not None and self.source_root is not None
+        name = hashlib.sha256(data).hexdigest()
+        final = os.path.join(self.source_dir, name)
+        if not os.path.exists(final):
+            tmp = f"{final}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        return os.path.relpath(final, self.source_root).replace(os.sep, "/")
+
+    def _fit(self, data: bytes, key: InputKey, overhead: int) -> bytes:
+        """The Job as it will be sent: itself when it fits message.max.bytes,
+        else with its encoded sources moved to source_dir (JobTooLargeError
+        when that is not possible or not enough)."""
+        limit = self.max_message_bytes - overhead - _RECORD_ENVELOPE
+        if len(data) <= limit:
+            return data
+        if self.source_dir is None:
+            raise JobTooLargeError(key, len(data), self.max_message_bytes)
+        job = pb().Job.FromString(data)
+        moved = 0
+        for src in [job.source, *job.extra_sources]:
+            if src.WhichOneof("kind") == "encoded":
+                src.path = self._store_source(src.encoded)
+                moved += 1
+        small = job.SerializeToString()
+        if len(small) > limit:
+            why = "" if moved else "; only encoded sources can go through source_dir, this one's are not"
+            raise JobTooLargeError(key, len(small), self.max_message_bytes, why)
+        return small
 
     def send(self, job: Any, key: InputKey = None, *, headers: Optional[Mapping[str, Union[str, bytes]]] = None,
              on_delivery: Optional[Callable[[Optional[Delivery], Any], None]] = None,
@@ -128,11 +252,16 @@ class Producer:
         (whose input_key is used when key is None). Jobs are parsed, and one
         without contract_version gets CONTRACT_VERSION; bytes that are not a
         Job raise DecodeError (publish poison with a plain Kafka producer). on_delivery(delivery,
-        error) is called from poll()/flush() once the broker answers.
+        error) is called from poll()/flush() once the broker answers. A Job
+        over message.max.bytes goes by source_dir or raises JobTooLargeError
+        (see the class), before anything is queued.
         """
         data, job_key = _job_bytes_and_key(job, key, job_kw)
+        kafka_key = None if job_key is None else str(job_key).encode()
+        hdrs = [(k, v.encode() if isinstance(v, str) else v) for k, v in (headers or {}).items()]
+        overhead = len(kafka_key or b"") + sum(len(k) + len(v) for k, v in hdrs)
+        data = self._fit(data, job_key, overhead)
         index = self._base + len(self._pending)
-        self._pending.append(None)
 
         def report(err: Any, msg: Any) -> None:
             if err is not None:
@@ -145,8 +274,7 @@ class Producer:
             if on_delivery:
                 on_delivery(d, None)
 
-        kafka_key = None if job_key is None else str(job_key).encode()
-        hdrs = [(k, v.encode() if isinstance(v, str) else v) for k, v in (headers or {}).items()]
+        kafka = _kafka()
         while True:
             try:
                 self._producer.produce(self.topic, value=data, key=kafka_key, headers=hdrs or None,
@@ -154,6 +282,11 @@ class Producer:
                 break
             except BufferError:  # local queue full: serve delivery reports, retry
                 self._producer.poll(0.1)
+            except kafka.KafkaException as e:
+                if e.args and e.args[0].code() == kafka.KafkaError.MSG_SIZE_TOO_LARGE:
+                    raise JobTooLargeError(job_key, len(data), self.max_message_bytes) from None
+                raise
+        self._pending.append(None)
         self._producer.poll(0)
         return index
 
@@ -244,37 +377,81 @@ class ResultReader:
             print(r.input_key, r.source, r.error or r.image.size)
         reader.close()
 
-    group: the consumer group; None reads as a fresh anonymous reader
-    (a random group id, no commits) from the start of the topic, the right
-    thing for a producer waiting for its own jobs. With a group, offsets are
-    committed as Results are yielded, and the group resumes where it stopped.
+    group: the consumer group; None reads as an anonymous reader: every
+    partition of the topic assigned from its start (no group join, so the
+    first Result is seen as soon as it arrives; partitions the topic gains
+    are picked up within a few seconds), no commits: the right thing for a
+    producer waiting for its own jobs. With a group, offsets are committed
+    as Results are yielded, and the group resumes where it stopped.
+    connect_timeout: as for Producer (BrokerUnreachableError).
     """
 
+    # How often an anonymous reader looks for a topic that does not exist
+    # yet, and for partitions added to one it reads.
+    _LOOK_FOR_TOPIC_S = 0.05
+    _LOOK_FOR_PARTITIONS_S = 5.0
+
     def __init__(self, brokers: str, topic: str = "imgbatch.results", group: Optional[str] = None,
-                 config: Optional[Mapping[str, Any]] = None):
+                 config: Optional[Mapping[str, Any]] = None, *, connect_timeout: Optional[float] = 10.0):
         import uuid
 
-        conf: Dict[str, Any] = {
-            "bootstrap.servers": brokers,
+        base: Dict[str, Any] = {
             "group.id": group or f"imgbatch-reader-{uuid.uuid4().hex}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": group is not None,
             "enable.partition.eof": False,
         }
-        conf.update(config or {})
+        if group is None:
+            # The embedded broker answers a fetch only when this ends
+            # (librdkafka's default 500 ms), so a Result would wait that long.
+            base["fetch.wait.max.ms"] = 50
+        conf = _client_config(brokers, base, config)
         self.topic = topic
+        self.group = group
         self._consumer = _kafka().Consumer(conf)
-        self._consumer.subscribe([topic])
+        try:
+            _check_cluster(self._consumer, brokers, connect_timeout)
+        except BrokerUnreachableError:
+            self._consumer.close()
+            raise
+        self._assigned: Set[int] = set()
+        self._next_look = 0.0
+        if group is not None:
+            self._consumer.subscribe([topic])
+        else:
+            self._assign_new_partitions()
         self._seen = _Seen(1_000_000)
 
-    def _messages(self, timeout: Optional[float]) -> Iterator[Tuple[Optional[bytes], Result]]:
-        import time
+    def _assign_new_partitions(self) -> None:
+        """Anonymous reader: assign (from the start) partitions of the topic
+        not yet assigned; the topic may not exist yet (no Result written)."""
+        kafka = _kafka()
+        try:
+            meta = self._consumer.list_topics(self.topic, timeout=1.0)
+        except kafka.KafkaException:
+            meta = None
+        t = None if meta is None else meta.topics.get(self.topic)
+        parts = set() if t is None or t.error is not None else set(t.partitions)
+        new = sorted(parts - self._assigned)
+        if new:
+            self._consumer.incremental_assign(
+                [kafka.TopicPartition(self.topic, p, kafka.OFFSET_BEGINNING) for p in new])
+            self._assigned.update(new)
+        wait = self._LOOK_FOR_PARTITIONS_S if self._assigned else self._LOOK_FOR_TOPIC_S
+        self._next_look = time.monotonic() + wait
 
+    def _messages(self, timeout: Optional[float]) -> Iterator[Tuple[Optional[bytes], Result]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+            now = time.monotonic()
+            wait = 1.0 if deadline is None else min(1.0, deadline - now)
             if wait <= 0:
                 return
+            if self.group is None:
+                if now >= self._next_look:
+                    self._assign_new_partitions()
+                if not self._assigned:
+                    wait = min(wait, self._LOOK_FOR_TOPIC_S)
             msg = self._consumer.poll(wait)
             if msg is None:
                 continue
@@ -334,5 +511,6 @@ class ResultReader:
         self.close()
 
 
-__all__: Sequence[str] = ["Producer", "ResultReader", "Delivery", "DeliveryError",
+__all__: Sequence[str] = ["Producer", "ResultReader", "Delivery", "DeliveryError", "BrokerUnreachableError",
+                          "JobTooLargeError",
                           "result_identity", "collapse_duplicates"]

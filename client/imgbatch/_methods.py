@@ -176,9 +176,10 @@ class LazyImage(GraphImage):
 
     def resize(self, size: Sequence[int], resample: Optional[int] = None,
                box: Optional[Sequence[float]] = None, reducing_gap: Optional[float] = None) -> LazyImage:
-        """Image.resize(size, resample, box) -> ResizeOp (the worker runs NEAREST
-        only; same size and box = copy, as Pillow)."""
-        pillow_check(lambda im: im.resize(size, resample, box, reducing_gap), self, exact=box is not None)
+        """Image.resize(size, resample, box, reducing_gap) -> ResizeOp, every filter
+        (default BICUBIC, as Pillow); same size and whole box = copy, as Pillow."""
+        pillow_check(lambda im: im.resize(size, resample, box, reducing_gap), self,
+                     exact=box is not None or reducing_gap is not None)
         size = tuple(size)
         rs = PIL.Image.Resampling.BICUBIC if resample is None else resample
 
@@ -193,6 +194,8 @@ class LazyImage(GraphImage):
         if box is not None:
             left, top, right, bottom = (float(v) for v in box)
             params["box"] = {"left": left, "top": top, "right": right, "bottom": bottom}
+        if reducing_gap is not None:
+            params["reducing_gap"] = float(reducing_gap)
         return lazy("resize", params, [self], self.mode, (int(size[0]), int(size[1])), replay)
 
     def paste(self, im: Any, box: Optional[Sequence[int]] = None, mask: Any = None) -> None:

@@ -1,4 +1,4 @@
-"""imgbatch.tone: the Oklab tone op (SPEC section 5), which Pillow lacks.
+"""imgbatch.tone: the Oklab tone op (kernels/tone.h), which Pillow lacks.
 
 Replay needs a reference implementation; the op's owner registers one with
 register_tone_reference(fn), fn(pil_image, params_dict) -> pil_image.

@@ -175,7 +175,7 @@ class ImageFile:
 
 @dataclass
 class JobError:
-    """Result.error: stage and kind in lower case (SPEC section 4)."""
+    """Result.error: stage and kind in lower case (docs/wire.md)."""
 
     stage: str  # "parse", "validate", "admit", "decode", ... (Stage, lower case)
     kind: str  # "invalid", "unsupported", "limit", "decode", "device", "timeout", "internal"

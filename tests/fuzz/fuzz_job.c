@@ -8,12 +8,12 @@
  *
  * Path sources resolve in a private source root made at start-up: a PNG, a
  * JPEG in a subfolder, a symlink inside the root, one pointing out of it
- * and a FIFO (issue 9 item 2: a path naming it must be refused, never
+ * and a FIFO (a path naming it must be refused, never
  * block - a hang is reported as a libFuzzer timeout).
  *
  * Oracles beyond the sanitizers: one Result per input pulled; every Result
  * packs, unpacks again, and all its strings are UTF-8 (a Result must parse
- * in every protobuf runtime, issue 9 item 4); no error says a read was
+ * in every protobuf runtime); no error says a read was
  * interrupted (libFuzzer's timeout alarm interrupts a blocking open() of a
  * FIFO after timeout/2 s: that EINTR is how a hang shows here).
  *

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora (tests/fuzz/corpus/{job,image}/).
 
-    PYTHONPATH=client .venv/bin/python tests/fuzz/make_corpus.py
+    .venv/bin/python tests/fuzz/make_corpus.py   # the installed client (scripts/setup.sh)
 
 Deterministic: rerunning rewrites the same bytes. A job seed is an `imgbatch
 run` input stream (varint-length-delimited Jobs, usually one); an image seed
 is the bytes of one encoded image. Names say what a seed is: `ok-*` valid
-work for every op family and source kind, `i<N>-*` one input of each class
-of issue 9's hostile-input items, `bad-*` other malformed input.
+work for every op family and source kind (`ok-op-<op>`: the sample
+parameters of each op in the op table, worker/ops/ops.def), `i<N>-*` one input
+of each class of hostile input (README, "Limits"), `bad-*` other malformed input.
 
 Path seeds name the files fuzz_job.c puts in its source root: a.png,
 sub/b.png, link.png (-> a.png), escape (-> /etc/hostname), fifo, empty,
@@ -21,9 +22,11 @@ import shutil
 import struct
 import sys
 
+from google.protobuf import text_format
 from PIL import Image
 
 from imgbatch import imgbatch_pb2 as pb
+from imgbatch._optable import OPS
 from imgbatch.stream import encode_varint as varint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -137,8 +140,28 @@ def deep_metadata_bytes(depth, kind):
 # ------------------------------------------------------------------ job seeds
 
 
-def ok_jobs():
+def table_jobs():
+    """One seed per op of the op table with a sample: the sample on RGB (or
+    the op's first mode), a second RGB source for two-input ops."""
     out = {}
+    for op in OPS:
+        if op.inputs == 0 or op.sample is None:
+            continue
+        mode = "RGB" if "RGB" in op.modes else op.modes[0]
+        j = job(mode, key=op.field)
+        inputs = [0]
+        if op.inputs == 2:
+            raw_source(j.extra_sources.add(), mode, 8, 8, seed=13)
+            j.nodes.add().source.index = 1
+            inputs = [0, 1]
+        n = add(j, inputs, **{op.field: None})
+        text_format.Parse(op.sample, getattr(n, op.field))
+        out[f"ok-op-{op.field}"] = stream(j)
+    return out
+
+
+def ok_jobs():
+    out = table_jobs()
     RAW, PNG, JPEG, WEBP, TIFF = 0, 1, 2, 3, 4
 
     j = job(key="copy")

@@ -23,7 +23,7 @@ fi
 if [ -f "$build/CMakeCache.txt" ] && ! grep -q '^CMAKE_C_COMPILER_ID:.*Clang\|^CMAKE_C_COMPILER:FILEPATH=.*clang' "$build/CMakeCache.txt"; then
   rm -rf "$build"
 fi
-CC=clang cmake -S . -B "$build" -DIB_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang cmake -S . -B "$build" -DIB_FUZZ=ON -DIB_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_job fuzz_image
 
 # halt_on_error: UBSan findings are crashes; leaks are findings too.

@@ -1,4 +1,4 @@
-# tests/gpu/capacity_run.py - issue 9 item 8 on the GPU machine, through the real CLI:
+# tests/gpu/capacity_run.py - capacity at the default caps (docs/credits.md) on the GPU machine, through the real CLI:
 # four 4096^2 RGBA jobs (Kernel 3x3, Kernel -> GaussianBlur(2.5), two more Kernels) in one
 # stream into `imgbatch run --backend cuda` at the default caps, each compared with
 # Pillow. Hand-encoded protobuf (the GPU machine has no protobuf module). Usage, after
@@ -71,3 +71,4 @@ while pos < len(p.stdout):
     else:
         print("job key", k, "ERROR", r.get(8))
 print("CAPACITY-RUN %d of %d equal Pillow" % (ok, len(cases)))
+sys.exit(0 if ok == len(cases) else 1)

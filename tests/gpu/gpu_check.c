@@ -117,11 +117,17 @@ static ib_executor *tool_executor(ib_backend_kind backend, bool queue, const cha
   ib_executor_options eo;
   ib_executor_options_default(&eo);
   eo.backend = backend;
-  ib_cli_tool_options(&eo);
+  ib_config *cfg = ib_cli_tool_options(&eo);
+  if (!cfg) {
+    fprintf(logf_, "FAIL %s: the tools' environment\n", what);
+    return NULL;
+  }
   eo.queue = queue;
   ib_executor *ex = NULL;
   ib_error err = {0};
-  if (ib_executor_create(&eo, &ex, &err) != IB_OK) {
+  const ib_status st = ib_executor_create(&eo, &ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  if (st != IB_OK) {
     fprintf(logf_, "FAIL %s: executor create: %s\n", what, err.message);
     return NULL;
   }
@@ -302,7 +308,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
   return t;
 }
 
-/* 7. Capacity at the default caps (SPEC 4; issue 9 item 8): with
+/* 7. Capacity at the default caps (docs/credits.md): with
  * ib_executor_options_default (host_bytes 256 MiB, gpu_bytes 512 MiB,
  * max_in_flight 2) a 4096^2 RGBA 3x3 Kernel job and a two-op chain
  * (Kernel -> GaussianBlur), parsed in place into the executor's (pinned)
@@ -310,7 +316,7 @@ static tally resident_check(jg_rng *r, jg_job *j, jg_arena *arena, uint64_t *key
  * byte for byte; two Kernel jobs streamed together all complete and are
  * equal; two 4096^2 -> L GetChannel jobs are admitted side by side, and on
  * the CUDA backend so are two full-size Kernel jobs (each output goes back
- * into its own Job buffer: imgbatch.h "Credits"). `backend` CPU
+ * into its own Job buffer: docs/credits.md). `backend` CPU
  * (--cpu-only) runs the same checks on the reference backend, where two
  * full-size jobs wait for each other (streamed). */
 enum { CAP_KERNEL, CAP_CHAIN, CAP_GETCHANNEL };
@@ -855,10 +861,13 @@ int main(int argc, char **argv) {
   opts.gpu_bytes = opts.host_bytes = 2048ull << 20;
   opts.max_in_flight = 2;
   opts.max_jobs = (uint32_t)(2 * most); /* a full batch: a whole run */
-  ib_cli_tool_options(&opts);
+  ib_config *cfg = ib_cli_tool_options(&opts);
+  if (!cfg) return 2;
   opts.module_cache_bytes = module_cache;
   ib_executor *main_ex = NULL;
-  if (ib_executor_create(&opts, &main_ex, &err) != IB_OK) {
+  const ib_status created = ib_executor_create(&opts, &main_ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  if (created != IB_OK) {
     printf("gpu_check: %s\n", err.message);
     return 2;
   }

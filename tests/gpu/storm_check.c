@@ -1,5 +1,5 @@
 /*
- * storm_check - issue 14's latency targets on the GPU, through the public
+ * storm_check - the compile tier's latency targets on the GPU, through the public
  * executor API (ib_executor_run with a timed input callback, as a worker
  * consumes a topic):
  *
@@ -396,14 +396,23 @@ static ib_executor *make_executor(const cfg *c, int threads, uint32_t queue, con
   ib_executor_options o;
   ib_executor_options_default(&o);
   o.backend = c->cpu_only ? IB_BACKEND_CPU : IB_BACKEND_CUDA;
-  ib_cli_tool_options(&o);
+  ib_config *cfg = ib_cli_tool_options(&o);
+  if (!cfg) return NULL;
   o.cache_dir = dir;
   o.compile_threads = threads;
-  o.compile_queue = queue;
-  ib_executor *ex = NULL;
   ib_error err = {0};
+  char n[16];
+  snprintf(n, sizeof n, "%u", queue);
+  if (queue && ib_config_set(cfg, "compile_queue", n, &err) != IB_OK) {
+    printf("storm_check: %s\n", err.message);
+    ib_config_destroy(cfg);
+    return NULL;
+  }
+  ib_executor *ex = NULL;
   const uint64_t t0 = now_us();
-  if (ib_executor_create(&o, &ex, &err) != IB_OK) {
+  const ib_status st = ib_executor_create(&o, &ex, &err);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
+  if (st != IB_OK) {
     printf("storm_check: executor (compile_threads %d): %s\n", threads, err.message);
     return NULL;
   }

@@ -1,40 +1,47 @@
 #!/usr/bin/env bash
-# tests/gpu/worker_run.sh - the Kafka worker on the GPU machine, in one call.
-# Builds nothing: expects .devpack/ (bin/imgbatch, bin/kafka_bench; demo/
-# with jobs.bin and expected.bin from scripts/demo_jobs.py) and .whl/ (the
-# client, confluent-kafka, protobuf and pytest wheels for the machine's
-# Python). Runs
+# tests/gpu/worker_run.sh - the Kafka worker on the GPU machine, in one call
+# (also ctest's gpu/worker, tests/gpu/case.sh worker, with IB_KAFKA_BENCH=0).
+# Builds nothing: binaries from a build tree (IB_GPU_PATH) or from .devpack/
+# (bin/imgbatch, bin/kafka_bench; demo/ with jobs.bin and expected.bin from
+# scripts/demo_jobs.py, else they are written here with the client), Python
+# from IB_PYTHON or .whl/ (the client, confluent-kafka, protobuf and pytest
+# wheels for the machine's Python): tests/gpu/lib.sh. Runs
 #   1. `imgbatch demo --backend cuda` (every output equal to Pillow's bytes,
 #      the resident output fetched back with a Download command);
 #   2. the end-to-end worker suite (tests/py/worker) with IB_WORKER_BACKEND=cuda;
-#   3. bench/kafka_bench.sh on cuda and cpu (relay floor, raw copy, PNG blur
-#      by decode threads), unless IB_KAFKA_BENCH=0.
+#   3. bench/drivers/kafka_bench.sh on cuda and cpu (relay floor, raw copy,
+#      PNG blur by decode threads), unless IB_KAFKA_BENCH=0.
 # Full logs go to $OUT; a short table is printed last.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-source .devpack/env.sh
+cd "$root" || exit 1
+# shellcheck source=tests/gpu/lib.sh
+source tests/gpu/lib.sh
+ib_gpu_tools || exit 1
 out=${OUT:-/tmp/ib_worker_out}
 mkdir -p "$out"
-export IB_CACHE_DIR=/tmp/ib_nvrtc_cache
+export IB_CACHE_DIR=${IB_GPU_CACHE:-/tmp/ib_nvrtc_cache}
+PY=
+ib_gpu_python || PY=
+demo=.devpack/demo
+if [ ! -f "$demo/jobs.bin" ] && [ -n "$PY" ]; then
+  demo=$out/demo_jobs
+  "$PY" scripts/demo_jobs.py --out "$demo" >"$out/demo_jobs.txt" 2>&1
+fi
 
 t=$(date +%s)
-timeout 180 imgbatch demo --backend cuda --jobs .devpack/demo/jobs.bin \
-  --expect .devpack/demo/expected.bin --out "$out/demo" >"$out/demo.txt" 2>&1
+timeout 180 imgbatch demo --backend cuda --jobs "$demo/jobs.bin" \
+  --expect "$demo/expected.bin" --out "$out/demo" >"$out/demo.txt" 2>&1
 rc_demo=$?
 t_demo=$(( $(date +%s) - t ))
 
 rc_py=skipped
-if ls .whl/imgbatch_client-*.whl >/dev/null 2>&1 && [ -d tests/py/worker ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/ib_site .whl/*.whl >"$out/pip.txt" 2>&1
-  mkdir -p /tmp/ib_site/google/_upb
-  echo 'raise ImportError("pure-Python protobuf 4.21 only")' >/tmp/ib_site/google/_upb/__init__.py
+if [ -n "$PY" ] && [ -d tests/py/worker ]; then
   t=$(date +%s)
-  PYTHONPATH=/tmp/ib_site PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python \
-    PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 IB_BIN="$root/.devpack/bin/imgbatch" \
-    IB_WORKER_BACKEND=cuda timeout "${IB_WORKER_TIMEOUT:-300}" \
-    python3 -m pytest -q -p no:cacheprovider -rs ${IB_WORKER_TESTS:-tests/py/worker} \
+  # IB_WORKER_TESTS: one or more pytest paths, split on spaces.
+  # shellcheck disable=SC2086
+  IB_BIN="$(command -v imgbatch)" IB_WORKER_BACKEND=cuda timeout "${IB_WORKER_TIMEOUT:-300}" \
+    "$PY" -m pytest -q -p no:cacheprovider -rs ${IB_WORKER_TESTS:-tests/py/worker} \
     >"$out/worker.txt" 2>&1
   rc_py=$?
   t_py=$(( $(date +%s) - t ))
@@ -43,9 +50,9 @@ fi
 t=$(date +%s)
 rc_bench=skipped
 [ "${IB_KAFKA_BENCH:-1}" = 1 ] && {
-  OUT="$out/kafka_cuda" timeout 200 bench/kafka_bench.sh --backend cuda --n 3000 --codec-n 600 \
+  OUT="$out/kafka_cuda" timeout 200 bench/drivers/kafka_bench.sh --backend cuda --n 3000 --codec-n 600 \
     --threads "${IB_THREADS:-1 2 4 8 16}"
-  OUT="$out/kafka_cpu" timeout 120 bench/kafka_bench.sh --backend cpu --n 2000 --codec-n 300 \
+  OUT="$out/kafka_cpu" timeout 120 bench/drivers/kafka_bench.sh --backend cpu --n 2000 --codec-n 300 \
     --threads "16"
 } >"$out/kafka_bench.txt" 2>&1 && rc_bench=0 || { [ "${IB_KAFKA_BENCH:-1}" = 1 ] && rc_bench=1; }
 t_bench=$(( $(date +%s) - t ))

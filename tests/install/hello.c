@@ -36,9 +36,21 @@ int main(void) {
   ib_executor_options_default(&o);
   o.backend = IB_BACKEND_CPU;
   o.host_threads = 1;
-  ib_executor *ex = NULL;
   ib_error err = {0};
-  if (ib_executor_create(&o, &ex, &err) != IB_OK) return fail("create", &err);
+  /* Tuning goes through the string setter; an unknown key is named. */
+  ib_config *cfg = ib_config_new();
+  if (!cfg) return 1;
+  if (ib_config_set(cfg, "cuda_pieces", "1", &err) != IB_OK) return fail("config", &err);
+  if (ib_config_set(cfg, "no_such_key", "1", &err) != IB_UNSUPPORTED ||
+      !strstr(err.message, "no_such_key")) {
+    fprintf(stderr, "hello: unknown config key accepted or not named: %s\n", err.message);
+    return 1;
+  }
+  o.config = cfg;
+  ib_executor *ex = NULL;
+  const ib_status created = ib_executor_create(&o, &ex, &err);
+  ib_config_destroy(cfg);
+  if (created != IB_OK) return fail("create", &err);
   ib_graph *g = NULL;
   if (ib_graph_parse(job, sizeof job, NULL, &g, NULL, &err) != IB_OK) return fail("parse", &err);
   uint64_t id = 0;

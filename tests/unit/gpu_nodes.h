@@ -48,6 +48,8 @@ typedef struct tnode {
   Imgbatch__V1__BoxBlurOp box_blur;
   Imgbatch__V1__GaussianBlurOp gaussian_blur;
   double weights[25];
+  uint64_t table_msg[32]; /* the op message of a table sample (tn_table_sample) */
+  char table_str[16];     /* its one string field's value */
   ib_node node;
 } tnode;
 
@@ -81,6 +83,76 @@ static inline void tnode_init(tnode *t) {
   t->kernel = (Imgbatch__V1__KernelOp)IMGBATCH__V1__KERNEL_OP__INIT;
   t->box_blur = (Imgbatch__V1__BoxBlurOp)IMGBATCH__V1__BOX_BLUR_OP__INIT;
   t->gaussian_blur = (Imgbatch__V1__GaussianBlurOp)IMGBATCH__V1__GAUSSIAN_BLUR_OP__INIT;
+}
+
+/* The op table's sample parameters (ops/ops.def), per op case. */
+static const struct {
+  Imgbatch__V1__Node__OpCase op_case;
+  const char *sample;
+} tn_samples[] = {
+#define IB_OP(field, CASE, inputs, modes, pillow, note, steps, sample, ...) \
+  {IMGBATCH__V1__NODE__OP_##CASE, sample},
+#include "ops/ops.def"
+#undef IB_OP
+};
+
+/* Sets `name` of message m (descriptor d) from the text-format `value`:
+ * numbers, enum names and quoted strings; false for anything else. */
+static inline bool tn_set_field(tnode *t, const ProtobufCMessageDescriptor *d, void *m,
+                                const char *name, const char *value) {
+  const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, name);
+  if (!f || f->label == PROTOBUF_C_LABEL_REPEATED) return false;
+  char *at = (char *)m + f->offset;
+  char *end = NULL;
+  switch (f->type) {
+    case PROTOBUF_C_TYPE_INT32: *(int32_t *)at = (int32_t)strtol(value, &end, 10); break;
+    case PROTOBUF_C_TYPE_UINT32: *(uint32_t *)at = (uint32_t)strtoul(value, &end, 10); break;
+    case PROTOBUF_C_TYPE_DOUBLE: *(double *)at = strtod(value, &end); break;
+    case PROTOBUF_C_TYPE_ENUM: {
+      const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value_by_name(
+          (const ProtobufCEnumDescriptor *)f->descriptor, value);
+      if (!e) return false;
+      *(int *)at = e->value;
+      return true;
+    }
+    case PROTOBUF_C_TYPE_STRING: {
+      size_t n = strlen(value);
+      if (n < 2 || n - 2 >= sizeof t->table_str || value[0] != '"' || value[n - 1] != '"')
+        return false;
+      memcpy(t->table_str, value + 1, n - 2);
+      t->table_str[n - 2] = 0;
+      *(char **)at = t->table_str;
+      return true;
+    }
+    default: return false;
+  }
+  return end && *end == 0 && end != value;
+}
+
+/* A node of op `c` with its table sample: false when the table has none or
+ * it is not `name: value ...` of scalars (then sample_node has the op's own
+ * case). */
+static inline bool tn_table_sample(tnode *t, Imgbatch__V1__Node__OpCase c) {
+  const char *sample = NULL;
+  for (size_t i = 0; i < sizeof tn_samples / sizeof tn_samples[0]; i++)
+    if (tn_samples[i].op_case == c) sample = tn_samples[i].sample;
+  const ProtobufCFieldDescriptor *f =
+      protobuf_c_message_descriptor_get_field(&imgbatch__v1__node__descriptor, (unsigned)c);
+  if (!sample || !f || f->type != PROTOBUF_C_TYPE_MESSAGE) return false;
+  const ProtobufCMessageDescriptor *d = f->descriptor;
+  cr_assert_leq(d->sizeof_message, sizeof t->table_msg, "%s", d->name);
+  protobuf_c_message_init(d, t->table_msg);
+  char buf[256];
+  cr_assert_lt(strlen(sample), sizeof buf);
+  strcpy(buf, sample);
+  char *save = NULL;
+  for (char *name = strtok_r(buf, " :", &save); name; name = strtok_r(NULL, " :", &save)) {
+    char *value = strtok_r(NULL, " ", &save);
+    if (!value || !tn_set_field(t, d, t->table_msg, name, value)) return false;
+  }
+  t->pb.op_case = c;
+  *(void **)((char *)&t->pb + f->offset) = t->table_msg;
+  return true;
 }
 
 /* A random valid chain: a head (maybe two-input or contrast) then fusable
@@ -236,26 +308,18 @@ static inline void random_chain(unsigned *seed, unsigned vseed, ib_gchain *c) {
 
 /* Variant `v` of a node of op `c` on a `mode` input: each static parameter
  * that changes the generated source (kinds, sizes, methods, functions,
- * target modes) gets a variant. false past the op's last one. */
+ * target modes) gets a variant. false past the op's last one. An op without
+ * a case here has one variant, its sample in the op table (ops/ops.def);
+ * tools/optable.py checks that every op has one or the other. */
 static inline bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, int mode) {
   static int32_t lut[1024];
   static double weights[25];
   const unsigned bands = ib_mode_bands((ib_mode)mode);
   switch (c) {
-    case IMGBATCH__V1__NODE__OP_COPY: TN_SET(t, copy, COPY); return v < 1;
     case IMGBATCH__V1__NODE__OP_POINT:
       TN_SET(t, point, POINT);
       t->point.n_lut = 256u * bands;
       t->point.lut = lut;
-      return v < 1;
-    case IMGBATCH__V1__NODE__OP_INVERT: TN_SET(t, invert, INVERT); return v < 1;
-    case IMGBATCH__V1__NODE__OP_SOLARIZE:
-      TN_SET(t, solarize, SOLARIZE);
-      t->solarize.threshold = 100;
-      return v < 1;
-    case IMGBATCH__V1__NODE__OP_POSTERIZE:
-      TN_SET(t, posterize, POSTERIZE);
-      t->posterize.bits = 3;
       return v < 1;
     case IMGBATCH__V1__NODE__OP_CONVERT:
       TN_SET(t, convert, CONVERT);
@@ -265,54 +329,21 @@ static inline bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, in
       TN_SET(t, getchannel, GETCHANNEL);
       t->getchannel.band = (uint32_t)v;
       return v < (int)bands;
-    case IMGBATCH__V1__NODE__OP_CONSTANT:
-      TN_SET(t, constant, CONSTANT);
-      t->constant.value = 77;
-      return v < 1;
     case IMGBATCH__V1__NODE__OP_ENHANCE:
       TN_SET(t, enhance, ENHANCE);
       t->enhance.kind = (Imgbatch__V1__EnhanceKind)v;
       t->enhance.factor = 1.5;
       return v < 3;
-    case IMGBATCH__V1__NODE__OP_TONE:
-      TN_SET(t, tone, TONE);
-      t->tone.exposure_ev = 0.5;
-      return v < 1;
     case IMGBATCH__V1__NODE__OP_CHOPS:
       TN_SET(t, chops, CHOPS);
       t->chops.function = (Imgbatch__V1__ChopsFunction)v;
       t->chops.scale = 2.0;
       t->chops.offset = 3.0;
       return v < IB_CHOP_COUNT;
-    case IMGBATCH__V1__NODE__OP_BLEND:
-      TN_SET(t, blend, BLEND);
-      t->blend.alpha = 0.25;
-      return v < 1;
     case IMGBATCH__V1__NODE__OP_TRANSPOSE:
       TN_SET(t, transpose, TRANSPOSE);
       t->transpose.method = (Imgbatch__V1__TransposeMethod)v;
       return v < 7;
-    case IMGBATCH__V1__NODE__OP_CROP:
-      TN_SET(t, crop, CROP);
-      t->crop.left = -1;
-      t->crop.top = 2;
-      t->crop.right = 9;
-      t->crop.bottom = 8;
-      return v < 1;
-    case IMGBATCH__V1__NODE__OP_EXPAND:
-      TN_SET(t, expand, EXPAND);
-      t->expand.left = t->expand.top = t->expand.right = t->expand.bottom = 2;
-      return v < 1;
-    case IMGBATCH__V1__NODE__OP_PASTE:
-      TN_SET(t, paste, PASTE);
-      t->paste.left = -3;
-      t->paste.top = 4;
-      return v < 1;
-    case IMGBATCH__V1__NODE__OP_RESIZE:
-      TN_SET(t, resize, RESIZE);
-      t->resize.width = 7;
-      t->resize.height = 5;
-      return v < 1;
     case IMGBATCH__V1__NODE__OP_RANK_FILTER:
       TN_SET(t, rank_filter, RANK_FILTER);
       t->rank_filter.size = 3u + 2u * (uint32_t)v;
@@ -333,7 +364,7 @@ static inline bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, in
       TN_SET(t, gaussian_blur, GAUSSIAN_BLUR);
       t->gaussian_blur.radius_x = t->gaussian_blur.radius_y = 2.0;
       return v < 1;
-    default: return false;
+    default: return v < 1 && tn_table_sample(t, c);
   }
 }
 

@@ -1,10 +1,10 @@
 /*
- * The admission charge per backend (imgbatch.h "Credits"), pinned without a
+ * The admission charge per backend (docs/credits.md), pinned without a
  * GPU: the CPU charge (credits.c) and the CUDA charge (credits.c plus the
  * backend's own estimate, gpu/charge.c, combined as submit.c does) of every
  * op family on a 4096^2 RGBA image, alone and in two-op chains, against the
- * default caps (SPEC 4); the exact bytes of representative graphs against
- * the documented formula; and the CPU backend admitting and running a
+ * default caps; the exact bytes of representative graphs against
+ * the formulas of docs/credits.md; and the CPU backend admitting and running a
  * 4096^2 Kernel job end to end at the default caps.
  */
 #include <criterion/criterion.h>
@@ -23,7 +23,7 @@ extern const ib_backend ib_backend_cuda;
 #define SIDE 4096u
 #define IMG ((uint64_t)SIDE * SIDE * 4u) /* one 4096^2 RGBA image: 64 MiB */
 #define MIB (1ull << 20)
-#define HOST_CAP (256ull * MIB) /* SPEC 4 defaults */
+#define HOST_CAP (256ull * MIB) /* the default caps (docs/credits.md) */
 #define GPU_CAP (512ull * MIB)
 
 static jg_arena arena;
@@ -302,7 +302,7 @@ Test(charge, every_op_family_on_an_encoded_png_source_fits_the_default_caps) {
   }
 }
 
-/* The documented formula (imgbatch.h "Credits"), term by term, for a 3x3
+/* The documented formula (docs/credits.md), term by term, for a 3x3
  * Kernel and a BoxBlur on a raw 4096^2 RGBA source (S = 64 MiB of source
  * bytes, out = the 64 MiB output, echo = 0: no metadata, no OutputSpec). */
 #define KERNEL_PARAMS 40u                     /* op param_bytes: (9 + 1) floats */
@@ -383,7 +383,7 @@ Test(charge, exact_bytes_of_representative_graphs_follow_the_documented_formula)
  * backends; the host side fits two whenever the output is smaller than the
  * source. Two full-size outputs (2 x (64 + 64) MiB) are the whole 256 MiB
  * cap before their parameters, so the second one waits (QUEUE_FULL) for
- * the first's result - see the report in imgbatch.h "Credits". */
+ * the first's result - see the worked example in docs/credits.md. */
 Test(charge, two_jobs_in_flight_hold_their_sources_and_outputs_once) {
   for (size_t f = 0; f < N_FAMILIES; f++) {
     int op = families[f];

@@ -1,4 +1,4 @@
-/* Executor admission: ids, keys, caps, statuses, ownership (SPEC §4). */
+/* Executor admission: ids, keys, caps, statuses, ownership (docs/design.md). */
 #include "exec/test_hooks.h"
 #include "exec_jobs.h"
 

@@ -397,12 +397,21 @@ Test(backend, a_window_of_many_small_jobs_goes_out_whole) {
 
 Test(backend, a_window_of_small_jobs_goes_out_whole) { run_window(1u << 20, 8); }
 
-/* The start ramp (ib_executor_options.ramp_jobs): 48 large jobs (4 MiB of
+/* The start ramp (config key ramp_jobs, docs/tuning.md): 48 large jobs (4 MiB of
  * device charge each) at max_jobs 64, max_in_flight 2. Without it the
  * first submission went out only once all 48 were pulled and admitted
  * (a run stream parses each in its callback) with 32 jobs, the device
  * idle meanwhile; with it the first goes out after 8 (ramp_jobs)
  * inputs, the next at twice the largest in flight, then full batches. */
+static ib_config *ramp_config(uint32_t ramp) {
+  ib_config *cfg = ib_config_new();
+  char v[16];
+  snprintf(v, sizeof v, "%u", ramp);
+  ib_error err = {0};
+  cr_assert_eq(ib_config_set(cfg, "ramp_jobs", v, &err), IB_OK, "%s", err.message);
+  return cfg;
+}
+
 static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, uint64_t job_bytes,
                        uint64_t jobs) {
   ib_executor_options o;
@@ -410,11 +419,13 @@ static void run_ramp_n(const ib_backend *be, uint32_t in_flight, uint32_t ramp, 
   o.max_jobs = 64;
   o.max_in_flight = in_flight;
   o.gpu_bytes = 1ull << 30;
-  o.ramp_jobs = ramp;
+  ib_config *cfg = ramp_config(ramp);
+  o.config = cfg;
   F = (fake){0};
   ib_executor *ex = NULL;
   ib_error err = {0};
   cr_assert_eq(ib_exec_create_with(&o, be, &ex, &err), IB_OK, "%s", err.message);
+  ib_config_destroy(cfg); /* the executor keeps its own copy */
   F.job_gpu_bytes = job_bytes;
   n_src src = {.limit = jobs};
   F.pulled = &src.pulled;
@@ -490,10 +501,12 @@ Test(backend, the_ramp_starts_again_after_idle) {
   o.max_jobs = 64;
   o.max_in_flight = 2;
   o.gpu_bytes = 1ull << 30;
-  o.ramp_jobs = 8;
+  ib_config *cfg = ramp_config(8);
+  o.config = cfg;
   F = (fake){0};
   ib_executor *ex = NULL;
   cr_assert_eq(ib_exec_create_with(&o, &fake_backend, &ex, NULL), IB_OK);
+  ib_config_destroy(cfg);
   F.job_gpu_bytes = 4u << 20;
   for (int round = 0; round < 2; round++) {
     const int before = F.submits;
@@ -508,7 +521,7 @@ Test(backend, the_ramp_starts_again_after_idle) {
   ib_executor_destroy(ex);
 }
 
-/* Off by default (the H200 read it slower and noisier): the window is
+/* Off by default (docs/tuning.md says why): the window is
  * admitted first and goes out as one full batch, as before the ramp. */
 Test(backend, the_ramp_is_off_by_default) {
   run_ramp(0, 4u << 20);
@@ -1396,7 +1409,7 @@ static ib_executor *own_executor(bool own, uint64_t host_bytes) {
 /* Room for two jobs only if each holds its buffer alone (source and output
  * in one place), not its source and a separate output. The fake stages
  * nothing by itself, so the core adds one decoded copy of the source
- * (imgbatch.h "Credits") either way. */
+ * (docs/credits.md) either way. */
 static int own_admitted_side_by_side(bool own) {
   size_t len = 0;
   ib_executor *probe = own_executor(own, 1ull << 30);

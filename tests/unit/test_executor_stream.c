@@ -1,4 +1,4 @@
-/* Executor result streams: join, run, one driver, close (SPEC §4). */
+/* Executor result streams: join, run, one driver, close (docs/design.md). */
 #include <pthread.h>
 #include <stdio.h>
 

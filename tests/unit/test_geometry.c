@@ -74,17 +74,37 @@ Test(geometry, crop_rejects_right_less_than_left_as_pillow_does) {
   cr_expect(strstr(err.message, "right") != NULL, "%s", err.message);
 }
 
-Test(geometry, resize_names_an_unproven_filter) {
+Test(geometry, resize_admits_every_filter_and_the_device_step_names_it) {
   Imgbatch__V1__Node pb = IMGBATCH__V1__NODE__INIT;
   Imgbatch__V1__ResizeOp r = IMGBATCH__V1__RESIZE_OP__INIT;
   r.width = r.height = 4;
   r.resample = IMGBATCH__V1__RESAMPLE__BICUBIC;
   pb.op_case = IMGBATCH__V1__NODE__OP_RESIZE;
   pb.resize = &r;
+  const ib_op_desc *d = ib_op_for_case(pb.op_case);
   ib_shape in = {IB_MODE_RGBA, 8, 8}, out;
   ib_error err = {0};
-  cr_expect_eq(infer(ib_op_for_case(pb.op_case), &pb, &in, &out, &err), IB_UNSUPPORTED);
+  cr_expect_eq(infer(d, &pb, &in, &out, &err), IB_OK, "%s", err.message);
+  ib_node node = {.pb = &pb, .op = d, .n_inputs = 1, .shape = out};
+  int modes[2] = {IB_MODE_RGBA, 0};
+  ib_gstep s = {0};
+  cr_expect_eq(d->dev(&node, modes, &s, &err), IB_UNSUPPORTED);
   cr_expect(strstr(err.message, "BICUBIC") && strstr(err.message, "RGBA"), "%s", err.message);
+}
+
+Test(geometry, resize_reducing_gap_below_one_is_invalid_as_in_pillow) {
+  Imgbatch__V1__Node pb = IMGBATCH__V1__NODE__INIT;
+  Imgbatch__V1__ResizeOp r = IMGBATCH__V1__RESIZE_OP__INIT;
+  r.width = r.height = 4;
+  r.resample = IMGBATCH__V1__RESAMPLE__NEAREST;
+  r.reducing_gap_present_case = IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP;
+  r.reducing_gap = 0.5;
+  pb.op_case = IMGBATCH__V1__NODE__OP_RESIZE;
+  pb.resize = &r;
+  ib_shape in = {IB_MODE_L, 8, 8}, out;
+  ib_error err = {0};
+  cr_expect_eq(infer(ib_op_for_case(pb.op_case), &pb, &in, &out, &err), IB_INVALID);
+  cr_expect(strstr(err.message, "reducing_gap") != NULL, "%s", err.message);
 }
 
 Test(geometry, resize_side_over_4096_is_a_limit_and_zero_is_invalid) {

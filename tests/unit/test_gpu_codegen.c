@@ -129,9 +129,34 @@ static void check_tag(const ib_dev_op **by_tag, const ib_dev_op *d, const char *
     by_tag[(unsigned char)d->tag] = d;
     return;
   }
-  cr_assert(o->role == d->role && o->flags == d->flags && strcmp(o->header, d->header) == 0 &&
+  cr_assert(o->role == d->role && o->flags == d->flags && o->passes == d->passes &&
+                strcmp(o->header, d->header) == 0 &&
                 ((!o->fn && !d->fn) || (o->fn && d->fn && strcmp(o->fn, d->fn) == 0)),
             "op %s: tag %c names two device steps", op, d->tag);
+}
+
+/* A multi-pass head's module holds every kernel its row names (ops/op_dev.h
+ * ib_dev_passes): the backend looks each one up by name when it loads the
+ * module. The cubin's symbol table holds each name NUL-terminated. */
+static void check_pass_kernels(ib_kcache *kc, const char *sig, const char *src,
+                               const ib_dev_passes *ps) {
+  cr_assert_not_null(ps, "a PASSES head (%s) without its launch recipe", sig);
+  cr_assert(ps->n_kernels > 0 && ps->n_kernels <= IB_DEV_MAX_KERNELS && ps->plan, "%s", sig);
+  void *img;
+  size_t len = 0;
+  char *log = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_kcache_get(kc, sig, src, "sm_90", fmad_opt, 1, &img, &len, NULL, &log, &err),
+               IB_OK, "%s", err.message);
+  for (int k = 0; k < ps->n_kernels; k++) {
+    const char *name = ps->kernels[k].name;
+    const size_t n = strlen(name) + 1;
+    bool found = false;
+    for (size_t i = 0; !found && i + n <= len; i++) found = memcmp((char *)img + i, name, n) == 0;
+    cr_assert(found, "%s: kernel %s is not in the module", sig, name);
+  }
+  free(img);
+  free(log);
 }
 
 /* Compiles the chain, then fills step `k`'s values from `node` (and, for
@@ -142,6 +167,7 @@ static int compile_chain(ib_kcache *kc, const ib_gchain *c, int k, const ib_node
   char *src = ib_gchain_source(c);
   cr_assert_not_null(src);
   compile_ok(kc, sig, src);
+  if (ib_gchain_passes(c)) check_pass_kernels(kc, sig, src, c->steps[0].dev->passes);
   free(src);
   /* Table steps fold into 256 * bands; other steps write at most
    * param_len bytes (the chain pads each step to 16). */
@@ -266,7 +292,7 @@ Test(gpu_kernels, compile_errors_name_the_kernels_file_and_line) {
   cr_assert_not_null(f, "%s", path);
   int want = 0;
   for (int n = 1; !want && fgets(line, sizeof line, f); n++)
-    if (strstr(line, "(W + IB_SEG")) want = n;
+    if (strstr(line, "rb = d.width * IB_B0")) want = n;
   fclose(f);
   cr_assert_gt(want, 0);
   ib_kcache *kc = ib_kcache_new(NULL, 64ull << 20, 0);
@@ -274,7 +300,7 @@ Test(gpu_kernels, compile_errors_name_the_kernels_file_and_line) {
   size_t len;
   char *log = NULL;
   ib_error err = {0};
-  const char *src = "#define IB_SEG ib_no_such_value\n#define IB_CSEG 32\n#include \"blur.cuh\"\n";
+  const char *src = "#define IB_B0 ib_no_such_value\n#include \"blur.cuh\"\n";
   cr_assert_eq(
       ib_kcache_get(kc, "broken.cu", src, "sm_90", fmad_opt, 1, &img, &len, NULL, &log, &err),
       IB_DEVICE);

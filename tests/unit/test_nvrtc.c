@@ -52,3 +52,22 @@ Test(nvrtc, every_kernel_source_compiles_for_sm_90) {
     }
   }
 }
+
+/* The resize and reduce device steps, called from a kernel, so NVRTC
+ * generates their code (a header alone only parses functions nobody calls). */
+Test(nvrtc, resample_steps_compile_into_a_kernel) {
+  static const char src[] =
+      "#include \"resample.cuh\"\n"
+      "extern \"C\" __global__ void ib_probe_resample(uint8_t *o, const uint8_t *i,\n"
+      "    const int *bounds, const int *coeffs, int ksize, int bands) {\n"
+      "  ib_resample_axis ax = {ksize, bounds, coeffs};\n"
+      "  const int box[4] = {0, 0, 7, 5};\n"
+      "  int x = threadIdx.x, y = blockIdx.x;\n"
+      "  ib_premultiply_step(o, i, bands, x);\n"
+      "  ib_resample_h_step(o, i, 9u, bands, 1, 4u, ax, x, y);\n"
+      "  ib_resample_v_step(o, i, 4u, bands, ax, x, y);\n"
+      "  ib_reduce_step(o, 3u, i, 7u, bands, 2, 3, box, x, y);\n"
+      "  ib_unpremultiply_step(o, bands, x);\n"
+      "}\n";
+  compile("probe_resample_steps.cu", src);
+}

@@ -103,6 +103,7 @@ Test(wire_fields, result_encodes_reads_the_spec_as_unpack_does) {
       Imgbatch__V1__CpuOutput cpu = IMGBATCH__V1__CPU_OUTPUT__INIT;
       Imgbatch__V1__GpuOutput gpu = IMGBATCH__V1__GPU_OUTPUT__INIT;
       cpu.format = (Imgbatch__V1__Format)fmt;
+      cpu.quality_present_case = IMGBATCH__V1__CPU_OUTPUT__QUALITY_PRESENT_QUALITY;
       cpu.quality = 80;
       if (target == 1) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU, s.cpu = &cpu;
       if (target == 2) s.target_case = IMGBATCH__V1__OUTPUT_SPEC__TARGET_GPU, s.gpu = &gpu;
@@ -229,7 +230,7 @@ Test(wire_enums, stages_cast_to_the_proto_stage) {
   }
 }
 
-/* The kind each status is reported as on the wire (SPEC: retryable
+/* The kind each status is reported as on the wire (docs/wire.md: retryable
  * capacity answers are LIMIT; what is not a request's fault is INTERNAL). */
 Test(wire_enums, statuses_map_to_error_kinds) {
   static const struct {

@@ -45,9 +45,9 @@ const char *ib_cli_cache_dir(void);
 
 /* The commands' default --compile-threads (cuda). The library's default is
  * 0 (compile inside the submission); the commands turn the interpreter tier
- * on: on the H200 a compile storm (1 job in 10 with a new signature) kept
- * the other jobs' p99 at 1.13x a warm run with it, against 47 s of backlog
- * without it (bench/RESULTS.md, issue 14). */
+ * on: in a compile storm (1 job in 10 with a new signature) it keeps the
+ * other jobs' latency near a warm run's, where compiling inline builds a
+ * backlog of many seconds (storm_check; bench/RESULTS.md). */
 #define IB_CLI_COMPILE_THREADS 2
 
 /* An ib_log_fn printing "<opaque or imgbatch>: <level>: <message>" on
@@ -55,9 +55,17 @@ const char *ib_cli_cache_dir(void);
 void ib_cli_log_stderr(void *opaque, ib_log_level level, const char *message);
 const char *ib_cli_log_level_name(ib_log_level level);
 
+/* One "KEY=VALUE" onto cfg through ib_config_set (--tune, IB_TUNE). False
+ * with err filled (naming the key, or the value and its range) otherwise. */
+bool ib_cli_tune(ib_config *cfg, const char *key_value, ib_error *err);
+
 /* The GPU tools' environment onto executor options: cache_dir as above,
- * IB_CUDA_PROFILE=1, IB_BLUR_GLOBAL_ROWS=1, IB_COMPILE_THREADS=N, and the
- * library's log on stderr. */
-void ib_cli_tool_options(ib_executor_options *o);
+ * IB_COMPILE_THREADS=N, the library's log on stderr, and a config
+ * (o->config, returned: the caller destroys it after ib_executor_create)
+ * from IB_TUNE="KEY=VALUE[,KEY=VALUE...]" and the older names
+ * IB_CUDA_PROFILE, IB_BLUR_GLOBAL_ROWS, IB_CUDA_PIECES, IB_CUDA_BATCH_MIN,
+ * IB_CUDA_PIPE_KIB, IB_RAMP_JOBS (keys of docs/tuning.md). NULL, said on
+ * stderr, for a bad value or no memory. */
+ib_config *ib_cli_tool_options(ib_executor_options *o);
 
 #endif

@@ -36,6 +36,7 @@ typedef struct run_opts {
   uint64_t exec_ahead; /* --executor-ahead; UINT64_MAX: default */
   int decode_threads;  /* encoder threads, and the backend's host threads; 0: every CPU */
   ib_executor_options exec;
+  ib_config *config; /* --tune settings (exec.config); NULL until one is given */
 } run_opts;
 
 /* The defaults of --read-ahead and --executor-ahead: a quarter of
@@ -60,7 +61,7 @@ typedef struct run_input {
   /* The executor's depth: inputs handed to the stream and results got
    * back. The writer is the slowest stage, so past a few frames more
    * depth only holds more buffers (each a fresh pinned block the first
-   * time round: about 4 GB/s of cuMemHostAlloc) without more throughput;
+   * time round: cuMemHostAlloc is slow) without more throughput;
    * large caps would otherwise let it take every frame the reader read. */
   uint64_t taken, received;
   size_t max_len;     /* the largest frame taken */
@@ -89,7 +90,7 @@ static void run_usage(FILE *f) {
       "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
       "                    [--compile-timeout S]\n"
       "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
-      "                    [--download-resident]\n\n"
+      "                    [--download-resident] [--tune KEY=VALUE]...\n\n"
       "Reads varint-length-delimited imgbatch.v1.Job messages (stdin by default) and writes\n"
       "one varint-length-delimited imgbatch.v1.Result per job (stdout by default), in\n"
       "completion order (match by job_id or input_key). A job that fails yields an error\n"
@@ -113,6 +114,9 @@ static void run_usage(FILE *f) {
       "(worker_id \"run\", handle_id = job id, generation 1) and released at once: run keeps\n"
       "nothing after it exits. --download-resident downloads each one instead and writes it\n"
       "as a raw image Result.\n"
+      "--tune KEY=VALUE sets one of the library's tuning and test settings (repeatable;\n"
+      "keys and ranges: docs/tuning.md); an unknown key or a value out of range is a usage\n"
+      "error naming it.\n"
       "exit codes: 0 input consumed, 1 unreadable/truncated stream, I/O error or executor\n"
       "start-up failure (e.g. no CUDA driver), 2 usage\n");
 }
@@ -166,6 +170,19 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
   return true;
 }
 
+/* --tune KEY=VALUE onto o->config (created at the first). */
+static bool tune(run_opts *o, const char *kv) {
+  ib_error err = {0};
+  if (!o->config && !(o->config = ib_config_new())) {
+    fprintf(stderr, "imgbatch run: out of memory\n");
+    return false;
+  }
+  o->exec.config = o->config;
+  if (ib_cli_tune(o->config, kv, &err)) return true;
+  fprintf(stderr, "imgbatch run: --tune: %s\n", err.message);
+  return false;
+}
+
 static int parse_args(int argc, char **argv, run_opts *o) {
   *o = (run_opts){0};
   ib_executor_options_default(&o->exec);
@@ -179,6 +196,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     if (strcmp(argv[i], "--download-resident") == 0) {
       o->download_resident = true;
       i--; /* a flag: no value */
+      continue;
+    }
+    if (strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
+      if (!tune(o, argv[i + 1])) return IB_EXIT_USAGE;
       continue;
     }
     if (i + 1 >= argc || !parse_opt(o, argv[i], argv[i + 1])) {
@@ -341,16 +362,22 @@ int ib_cmd_run(int argc, char **argv) {
   }
   run_opts o;
   int rc = parse_args(argc, argv, &o);
-  if (rc != IB_EXIT_OK) return rc;
   const char *prof = getenv("IB_RUN_PROFILE");
   const bool profile = prof && *prof && strcmp(prof, "0") != 0;
   /* The CUDA backend's own profile too (its pinned pool among it), logged
    * at close. */
-  o.exec.cuda_profile = o.exec.cuda_profile || profile;
+  if (rc == IB_EXIT_OK && profile && !tune(&o, "cuda_profile=true")) rc = IB_EXIT_FAILURE;
+  if (rc != IB_EXIT_OK) {
+    ib_config_destroy(o.config);
+    return rc;
+  }
   ib_executor *ex = NULL;
   ib_error err = {0};
   double t_start = now_s();
-  if (ib_executor_create(&o.exec, &ex, &err) != IB_OK) {
+  const ib_status created = ib_executor_create(&o.exec, &ex, &err);
+  ib_config_destroy(o.config); /* the executor keeps its own copy */
+  o.exec.config = o.config = NULL;
+  if (created != IB_OK) {
     fprintf(stderr, "imgbatch run: %s\n", err.message);
     return IB_EXIT_FAILURE;
   }

@@ -37,7 +37,7 @@ static void worker_usage(FILE *f) {
       "  [--max-in-flight N] [--transactional] [--grace-seconds S] [--stall-seconds S]\n"
       "  [--worker-id ID] [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
       "  [--metrics-addr HOST:PORT]\n"
-      "  [-X librdkafka.key=value]..."
+      "  [-X librdkafka.key=value]... [--tune KEY=VALUE]..."
       " [--config FILE]"
 #ifdef IB_FAULTS
       " [--fault SPEC]"
@@ -49,8 +49,10 @@ static void worker_usage(FILE *f) {
       "Every flag also reads IMGBATCH_<FLAG> (e.g. IMGBATCH_BROKERS, IMGBATCH_HOST_BYTES) and a\n"
       "`flag = value` line of --config FILE (IMGBATCH_CONFIG); flags win over the environment,\n"
       "the environment over the file. -X passes any librdkafka property (SASL/SSL included) to\n"
-      "every client; in the file: `X = key=value`.\n"
-      "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason.\n"
+      "every client; in the file: `X = key=value`. --tune KEY=VALUE sets one of the library's\n"
+      "tuning and test settings (docs/tuning.md); in the file: `tune = KEY=VALUE`.\n"
+      "--backend defaults to cuda: without a usable GPU the worker exits 1 naming the reason\n"
+      "and suggesting --backend cpu (the CPU reference backend).\n"
       "--max-jobs N (default 64): jobs from admission until the broker acknowledges their\n"
       "Result. --max-uncommitted N (default " STR(IB_WORKER_MAX_UNCOMMITTED) "): Results out that no acknowledged commit\n"
       "covers; a crash or kill repeats at most N Results (same keys and bytes), and\n"
@@ -77,6 +79,7 @@ typedef struct worker_cli {
   const char *config_file;
   char *owned[256]; /* strings read from the file or environment */
   int n_owned;
+  ib_config *config; /* --tune settings (cfg.exec.config); NULL until one is given */
 } worker_cli;
 
 static const char *keep(worker_cli *c, const char *s) {
@@ -97,6 +100,16 @@ static bool set_prop(worker_cli *c, const char *kv) {
   c->cfg.props[c->cfg.n_props][1] = keep(c, eq + 1);
   c->cfg.n_props++;
   return true;
+}
+
+/* --tune KEY=VALUE onto c->config (created at the first). */
+static bool tune(worker_cli *c, const char *kv) {
+  ib_error err = {0};
+  if (!c->config && !(c->config = ib_config_new())) return false;
+  c->cfg.exec.config = c->config;
+  if (ib_cli_tune(c->config, kv, &err)) return true;
+  fprintf(stderr, "imgbatch worker: --tune: %s\n", err.message);
+  return false;
 }
 
 /* One option by its flag name (without "--"); `v` must outlive the run. */
@@ -138,6 +151,7 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   }
   if (strcmp(name, "config") == 0) return (c->config_file = v) != NULL;
   if (strcmp(name, "X") == 0) return set_prop(c, v);
+  if (strcmp(name, "tune") == 0) return tune(c, v);
   if (strcmp(name, "transactional") == 0) {
     w->transactional = strcmp(v, "false") != 0 && strcmp(v, "0") != 0;
     return true;
@@ -294,8 +308,13 @@ static void log_line(void *ctx, const char *level, const char *event, const char
   gmtime_r(&ts.tv_sec, &tm);
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\"%s%s}\n", when,
-          ts.tv_nsec / 1000000, level, event, fields[0] ? "," : "", fields);
+  /* A machine without a GPU fails the default backend first: name the way on. */
+  const bool no_gpu = strcmp(event, "start_failed") == 0 &&
+                      strstr(fields, "\"stage\":\"executor\",\"message\":\"no CUDA ") != NULL;
+  fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"event\":\"%s\"%s%s%s}\n", when,
+          ts.tv_nsec / 1000000, level, event, fields[0] ? "," : "", fields,
+          no_gpu ? ",\"hint\":\"no usable GPU here: --backend cpu runs the CPU reference backend\""
+                 : "");
   fflush(stderr);
 }
 
@@ -324,10 +343,13 @@ int ib_cmd_worker(int argc, char **argv) {
     /* A diagnostic, as for the GPU tools: the CUDA backend's host time per
      * job by phase, logged (event "library") when the worker exits. */
     const char *prof = getenv("IB_CUDA_PROFILE");
-    c.cfg.exec.cuda_profile = prof && *prof == '1';
+    if (prof && *prof == '1' && !tune(&c, "cuda_profile=true")) rc = IB_EXIT_FAILURE;
+  }
+  if (rc == IB_EXIT_OK) {
     c.cfg.stop = &stop_requested;
     rc = ib_worker_run(&c.cfg);
   }
+  ib_config_destroy(c.config);
   for (int i = 0; i < c.n_owned; i++) free(c.owned[i]);
   return rc;
 }

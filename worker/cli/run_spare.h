@@ -1,7 +1,7 @@
 /* run_spare.h - the next input frame's executor buffer, obtained ahead on
  * a helper thread of `imgbatch run`. Getting a large buffer can take as
  * long as reading the frame into it (on CUDA a pool that grows calls
- * cuMemHostAlloc: about 17 ms for a 64 MiB frame on the H200 host), so
+ * cuMemHostAlloc, which costs time in proportion to the size), so
  * the reader asks for the next frame's buffer, of the length of the frame
  * it just took, while it reads. At most one spare buffer is held. */
 #ifndef IB_RUN_SPARE_H

@@ -1,6 +1,8 @@
 /*
  * codec.c - header checks, decode into caller memory, encode: PNG decodes
- * through png_decode.c, everything else through libvips.
+ * through png_decode.c, everything else through libvips; JPEG encodes
+ * through jpeg_encode.c, PNG through png_encode.c, WebP and TIFF through
+ * libvips.
  * The magic bytes pick the loader; the generic loader is never called on
  * untrusted bytes (it probes ImageMagick).
  */
@@ -13,8 +15,11 @@
 #include <vips/vips.h>
 
 #include "codec/png_decode.h"
+#include "codec/jpeg_encode.h"
+#include "codec/output_spec.h"
 #include "codec/png_encode.h"
 #include "core/error.h"
+#include "kernels/convert.h"
 
 typedef int (*loader_fn)(void *buf, size_t len, VipsImage **out, ...);
 
@@ -236,6 +241,68 @@ static VipsInterpretation interpretation_of(ib_mode m) {
   }
 }
 
+/* The pixels in the mode the file is written in (output_spec.h), as
+ * Pillow's convert() gives them: L to RGB replicates, LA to RGBA replicates
+ * L, RGBX to RGB drops X, CMYK to RGB is cmyk2rgb (kernels/convert.h). */
+static uint8_t *pixels_as(const ib_image *im, ib_mode to) {
+  size_t n = (size_t)im->width * im->height;
+  unsigned from_b = ib_mode_bands(im->mode), to_b = ib_mode_bands(to);
+  uint8_t *out = g_try_malloc(n ? n * to_b : 1);
+  if (!out) return NULL;
+  const uint8_t *p = im->data;
+  for (size_t i = 0; i < n; i++, p += from_b) {
+    uint8_t *q = out + i * to_b;
+    if (im->mode == IB_MODE_CMYK)
+      for (int c = 0; c < 3; c++) q[c] = ib_convert_cmyk_channel(p[c], p[3]);
+    else if (from_b <= 2)
+      q[0] = q[1] = q[2] = p[0];
+    else
+      memcpy(q, p, 3);
+    if (to_b == 4) q[3] = p[from_b - 1];
+  }
+  return out;
+}
+
+static ib_jpeg_options jpeg_options(const Imgbatch__V1__CpuOutput *spec) {
+  ib_jpeg_options o = {.quality = -1,
+                       .subsampling = (int)spec->subsampling - 1,
+                       .progressive = spec->progressive,
+                       .optimize = spec->optimize};
+  if (spec->quality_present_case == IMGBATCH__V1__CPU_OUTPUT__QUALITY_PRESENT_QUALITY)
+    o.quality = (int)spec->quality;
+  return o;
+}
+
+static ib_status encode_vips(const uint8_t *px, const ib_image *im, ib_mode mode,
+                             const Imgbatch__V1__CpuOutput *spec, uint8_t **out, size_t *len,
+                             ib_error *err) {
+  ib_status st = ib_codec_init(err);
+  if (st != IB_OK) return st;
+  size_t size = (size_t)im->width * im->height * ib_mode_bands(mode);
+  VipsImage *img = vips_image_new_from_memory(px, size, (int)im->width, (int)im->height,
+                                              (int)ib_mode_bands(mode), VIPS_FORMAT_UCHAR);
+  if (!img) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode source");
+  img->Type = interpretation_of(mode);
+  void *buf = NULL;
+  size_t n = 0;
+  int rc = -1;
+  const char *name = "tiff";
+  bool has_q = spec->quality_present_case == IMGBATCH__V1__CPU_OUTPUT__QUALITY_PRESENT_QUALITY;
+  if (spec->format == IMGBATCH__V1__FORMAT__WEBP) {
+    /* Pillow's WebP default quality is 80. */
+    name = "webp";
+    rc = vips_webpsave_buffer(img, &buf, &n, "Q", has_q ? (int)spec->quality : 80, "lossless",
+                              spec->lossless ? TRUE : FALSE, NULL);
+  } else {
+    rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
+  }
+  g_object_unref(img);
+  if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
+  *out = buf;
+  *len = n;
+  return IB_OK;
+}
+
 ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
                           size_t *len, ib_error *err) {
   size_t size = ib_image_bytes(im);
@@ -246,65 +313,26 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
     *len = size;
     return IB_OK;
   }
-  /* PNG of the plain modes through libdeflate (png_encode.h: 4x faster). */
-  uint32_t level = spec->compression ? spec->compression : 6;
-  if (format == IMGBATCH__V1__FORMAT__PNG && level <= 9 && size &&
-      (im->mode == IB_MODE_L || im->mode == IB_MODE_LA || im->mode == IB_MODE_RGB ||
-       im->mode == IB_MODE_RGBA)) {
-    unsigned bands = ib_mode_bands(im->mode);
-    return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,
-                         (int)level, out, len, err);
-  }
-  ib_status st = ib_codec_init(err);
+  ib_status st = ib_output_check(spec, im->mode, IB_STAGE_ENCODE, err);
   if (st != IB_OK) return st;
-  VipsImage *img = vips_image_new_from_memory(im->data, size, (int)im->width, (int)im->height,
-                                              (int)ib_mode_bands(im->mode), VIPS_FORMAT_UCHAR);
-  if (!img) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode source");
-  img->Type = interpretation_of(im->mode);
-  void *buf = NULL;
-  size_t n = 0;
-  int rc = -1;
-  int q = spec->quality ? (int)spec->quality : 75;
-  const char *name = "png";
-  switch (format) {
-    case IMGBATCH__V1__FORMAT__PNG:
-      rc = vips_pngsave_buffer(img, &buf, &n, "compression",
-                               spec->compression ? (int)spec->compression : 6, NULL);
-      break;
-    case IMGBATCH__V1__FORMAT__JPEG:
-      name = "jpeg";
-      if (im->mode == IB_MODE_LA || im->mode == IB_MODE_RGBA || im->mode == IB_MODE_RGBX) {
-        g_object_unref(img);
-        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
-                            "encode: jpeg cannot store mode %s", ib_mode_name(im->mode));
-      }
-      rc = vips_jpegsave_buffer(img, &buf, &n, "Q", q, NULL);
-      break;
-    case IMGBATCH__V1__FORMAT__WEBP:
-      name = "webp";
-      if (im->mode == IB_MODE_CMYK || im->mode == IB_MODE_RGBX || im->mode == IB_MODE_LA ||
-          im->mode == IB_MODE_L) {
-        g_object_unref(img);
-        return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
-                            "encode: webp cannot store mode %s", ib_mode_name(im->mode));
-      }
-      rc = vips_webpsave_buffer(img, &buf, &n, "Q", q, "lossless", spec->lossless ? TRUE : FALSE,
-                                NULL);
-      break;
-    case IMGBATCH__V1__FORMAT__TIFF:
-      name = "tiff";
-      rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
-      break;
-    default:
-      g_object_unref(img);
-      return ib_error_set(err, IB_INVALID, IB_STAGE_ENCODE, "encode: unknown format %d",
-                          (int)format);
+  unsigned bands = ib_mode_bands(im->mode);
+  if (format == IMGBATCH__V1__FORMAT__JPEG) {
+    ib_jpeg_options o = jpeg_options(spec);
+    return ib_jpeg_encode(im->data, im->width, im->height, im->mode, (size_t)im->width * bands, &o,
+                          out, len, err);
   }
-  g_object_unref(img);
-  if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
-  *out = buf;
-  *len = n;
-  return IB_OK;
+  /* PNG through libdeflate (png_encode.h: faster than libvips), at the
+   * level ib_output_check bounded to 0..9 (0: zlib's default, 6). */
+  if (format == IMGBATCH__V1__FORMAT__PNG)
+    return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,
+                         spec->compression ? (int)spec->compression : 6, out, len, err);
+  ib_mode mode = ib_output_mode(spec, im->mode);
+  if (mode == im->mode) return encode_vips(im->data, im, mode, spec, out, len, err);
+  uint8_t *px = pixels_as(im, mode);
+  if (!px) return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: out of memory");
+  st = encode_vips(px, im, mode, spec, out, len, err);
+  g_free(px);
+  return st;
 }
 
 void ib_codec_free(void *p) { g_free(p); }

@@ -4,6 +4,10 @@
  * (png/jpeg/webp/tiff/gif), never the generic loader (which probes
  * ImageMagick). Headers are read lazily, so limits are checked before decode.
  * PNG is read by libpng directly (png_decode.h), the rest by libvips.
+ * Encodes follow Pillow's save(): JPEG through libjpeg with its settings
+ * (jpeg_encode.h), PNG through libdeflate (png_encode.h), WebP and TIFF
+ * through libvips, each mode written, converted or refused as Pillow's
+ * plugin does (output_spec.h).
  */
 #ifndef IB_CODEC_H
 #define IB_CODEC_H
@@ -29,12 +33,13 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
 
 /* The same two through libvips for every format, PNG included: the path PNG
  * took before png_decode.h, kept as the reference it is tested and
- * benchmarked against (tests/unit/test_png_decode.c, bench/codec_bench.c). */
+ * benchmarked against (tests/unit/test_png_decode.c, bench/harness/codec_bench.c). */
 ib_status ib_codec_header_vips(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
 ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                     uint8_t *dst, ib_error *err);
 
-/* Encodes `im` per `spec` (RAW returns a copy of the pixels). `*out` is
+/* Encodes `im` per `spec` (RAW returns a copy of the pixels), after
+ * ib_output_check. The file's mode is ib_output_mode's. `*out` is
  * g_malloc'ed: free it with ib_codec_free. Stage IB_STAGE_ENCODE. */
 ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
                           size_t *len, ib_error *err);

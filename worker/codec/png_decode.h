@@ -3,7 +3,7 @@
  * (internal). libvips' pngload ran the same libpng calls but through its
  * per-image machinery (operation objects, a region pipeline, GObject
  * signals), whose locks kept two threads of one process at one thread's
- * throughput (issue 15). This file makes libvips 8.14's libpng calls itself
+ * throughput. This file makes libvips 8.14's libpng calls itself
  * (libvips/foreign/vipspng.c: the same transforms, options, limits and
  * error wording, fail_on=truncated), so every PNG gives the bytes, mode and
  * message the libvips path gave, and reads each image once. Where it

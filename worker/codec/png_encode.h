@@ -1,10 +1,10 @@
 /*
  * png_encode.h - PNG encoding of 8-bit L, LA, RGB and RGBA pixels with
  * libdeflate (internal). libvips' pngsave (libpng + zlib, no row filter)
- * cost ~2.5 ms for a 128x128 RGB image, the Kafka worker's whole encode
- * budget at the codec target (issue 15); libdeflate at the same level, with
- * adaptive row filters as Pillow chooses them, takes a quarter of that and
- * writes smaller files.
+ * took the Kafka worker's whole encode budget for a small image;
+ * libdeflate at the same level, with adaptive row filters as Pillow
+ * chooses them, is several times faster and writes smaller files
+ * (bench/RESULTS.md, codecs).
  */
 #ifndef IB_PNG_ENCODE_H
 #define IB_PNG_ENCODE_H

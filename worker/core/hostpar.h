@@ -2,7 +2,7 @@
  * hostpar.h - a small host thread pool with one primitive, a parallel for.
  * The CUDA backend moves every pixel through host memory twice (source ->
  * pinned staging, pinned staging -> result image); one thread copies at a
- * few GB/s, far below PCIe (~55 GB/s each way on an H200 host), so those
+ * few GB/s, far below what PCIe moves each way, so those
  * copies (and decodes) are spread over the host's cores.
  * Threads: the executor option host_threads (the caller counts as one).
  */

@@ -53,8 +53,8 @@ typedef struct ib_backend {
   const char *name;
   /* Set for a backend whose working buffers live in host memory (the CPU
    * backend): the most bytes they hold at once while running `g`, which
-   * the core charges to gpu_bytes and host_bytes alike (imgbatch.h
-   * "Credits"). NULL for a device backend. */
+   * the core charges to gpu_bytes and host_bytes alike (docs/credits.md). NULL for a device
+   * backend. */
   uint64_t (*host_working_set)(const ib_graph *g);
   /* Creates backend state for an executor. */
   ib_status (*open)(const ib_executor_options *opts, void **state, ib_error *err);

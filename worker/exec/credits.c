@@ -38,7 +38,7 @@ ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_g
 }
 
 /* Every buffer that really exists is charged once, at its largest (the
- * formulas, per backend, are in imgbatch.h "Credits"):
+ * formulas, per backend, are in docs/credits.md):
  * - host-memory backend (CPU): the source bytes, the working set (its
  *   host_working_set: ib_cpu_working_set)
  *   while running; its terminal buffer (it becomes the result) and the

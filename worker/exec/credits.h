@@ -27,8 +27,7 @@ typedef struct ib_credits {
 void ib_credits_init(ib_credits *cr, const ib_executor_options *o);
 void ib_credits_destroy(ib_credits *cr);
 
-/* What the charge of a job depends on besides its graph (see imgbatch.h
- * "Credits" for the formulas). */
+/* What the charge of a job depends on besides its graph (see docs/credits.md for the formulas). */
 typedef struct ib_charge_rules {
   uint64_t echo_bytes; /* the metadata/output-spec snapshot */
   /* Working buffers are host memory (the CPU backend): their peak while

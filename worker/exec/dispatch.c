@@ -201,28 +201,24 @@ static bool large_head(const ib_executor *ex, size_t n, uint64_t *bytes) {
   return k && 2 * large >= k;
 }
 
-/* The start ramp (ib_executor_options.ramp_jobs): a device backend that
- * gets large jobs while nothing is in flight idles until the first
+/* The start ramp (config key ramp_jobs, docs/tuning.md): a device backend
+ * that gets large jobs while nothing is in flight idles until the first
  * submission's first upload, and a full batch only goes out once its jobs
- * were admitted (a run stream parses each in its callback) and the
- * backend planned and staged all of them: at 2048^2 L, 48 images and
- * max_jobs 64, about a millisecond - 27 us an image - before the PCIe
- * copies start. So the first submission goes out once ramp_jobs jobs are
- * pending, each next one once twice as many as the one before
- * (ex->ramp_last) are, up to a full batch: the device starts after a few
- * jobs, and each submission runs long enough for the host to admit and
- * stage the next, larger one behind it (the CUDA pipeline's streams are
- * shared, so the submissions' copies queue back to back). The ramp starts
- * again once the executor was idle. Returns the jobs a submission is due
- * at now (a full batch when no ramp applies).
- * Off unless ramp_jobs is set: on the H200 (12-04 08:08, 2048^2 L, 48
- * images, max_jobs 64) ramp 8 read 0.107-0.214 ms/img against 0.110-0.122
- * without (bench/PROFILE_NOTES.md, branch lpipe: a stalled staging of its
- * third submission); at 10:28, 192 images in six processes, no gain
- * beyond the spread between processes (bench/RESULTS.md). */
+ * were admitted (a run stream parses each in its callback) and the backend
+ * planned and staged all of them. So the first submission goes out once
+ * ramp_jobs jobs are pending, each next one once twice as many as the one
+ * before (ex->ramp_last) are, up to a full batch: the device starts after
+ * a few jobs, and each submission runs long enough for the host to admit
+ * and stage the next, larger one behind it (the CUDA pipeline's streams
+ * are shared, so the submissions' copies queue back to back). The ramp
+ * starts again once the executor was idle. Returns the jobs a submission
+ * is due at now (a full batch when no ramp applies).
+ * Off unless ramp_jobs is set: the runs measured so far showed no gain
+ * beyond the spread between processes, and one a stalled staging
+ * (bench/RESULTS.md, bench/PROFILE_NOTES.md). */
 static size_t due_jobs(const ib_executor *ex) {
   const size_t target = batch_target(ex);
-  const size_t ramp = ex->opts.ramp_jobs;
+  const size_t ramp = ex->config.ramp_jobs;
   if (!ramp || ramp >= target || ex->backend->host_working_set) return target;
   const size_t due = ex->ramp_last * 2 > ramp ? ex->ramp_last * 2 : ramp;
   /* At most 1/max_in_flight of gpu_bytes: a window that gpu_bytes bounds
@@ -239,7 +235,7 @@ bool ib_exec_batch_due(const ib_executor *ex) {
    * stream. */
   const size_t n = ex->pending.n, target = batch_target(ex);
   if (!ex->pending.head || ex->backend->host_working_set) return false;
-  const size_t ramp = ex->opts.ramp_jobs;
+  const size_t ramp = ex->config.ramp_jobs;
   const bool ramping = ramp && ramp < target && ex->ramp_last * 2 < target;
   const size_t due = ramping && n >= ramp ? due_jobs(ex) : target;
   if (n < due) return false;

@@ -69,6 +69,8 @@ ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend 
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "executor: out of memory");
   }
   o.cache_dir = ex->cache_dir;
+  ex->config = *ib_config_of(&o);
+  o.config = &ex->config;
   ex->opts = o;
   ex->backend = be;
   ex->next_id = 1;

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "exec/backend.h"
+#include "exec/config.h"
 #include "exec/credits.h"
 #include "imgbatch.h"
 #include "model/graph.h"
@@ -87,8 +88,9 @@ typedef struct ib_fault_plan {
 } ib_fault_plan;
 
 struct ib_executor {
-  ib_executor_options opts;
+  ib_executor_options opts; /* cache_dir and config point at the two below */
   char *cache_dir;
+  ib_config config;
   const ib_backend *backend; /* = dev->backend */
   void *backend_state;       /* = dev->state */
   ib_devref *dev;            /* one reference */
@@ -171,7 +173,7 @@ bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id);
  * whatever is pending when `partial`. */
 ib_status ib_exec_dispatch(ib_executor *ex, bool partial);
 /* A run stream stops admitting (results.c fill) to issue a submission
- * now: one of the start ramp (ib_executor_options.ramp_jobs) or a full
+ * now: one of the start ramp (config key ramp_jobs, docs/tuning.md) or a full
  * batch beside running work, once max_in_flight has room or the oldest
  * submission completed (collected next, which makes room). */
 bool ib_exec_batch_due(const ib_executor *ex);

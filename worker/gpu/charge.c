@@ -1,5 +1,5 @@
-/* The CUDA backend's charge of one job (see charge.h and imgbatch.h
- * "Credits"): what ib_cuda_submit will take for it, range by range. */
+/* The CUDA backend's charge of one job (see charge.h and docs/credits.md):
+ * what ib_cuda_submit will take for it, range by range. */
 #include "gpu/charge.h"
 
 #include "gpu/cuda_backend.h"
@@ -22,8 +22,8 @@ void ib_cuda_charge_plan(const ib_graph *g, const ib_gplan *p, ib_cuda_in_place_
                          void *ctx, uint64_t *gpu_bytes, uint64_t *host_bytes) {
   uint64_t dev = 0, host = 0;
   for (size_t i = 0; i < g->n_sources; i++) host += g->sources[i].len;
-  /* Device block: every plan buffer (uploaded sources, stage outputs, blur
-   * scratch, the terminal image). Pinned staging: a source not uploaded in
+  /* Device block: every plan buffer (uploaded sources, stage outputs,
+   * multi-pass heads' scratch, the terminal image). Pinned staging: a source not uploaded in
    * place is copied or decoded into the upload block first. */
   for (int b = 0; b < p->n_bufs; b++) {
     dev += up(p->bufs[b].bytes);

@@ -3,7 +3,7 @@
  * job_bytes), as a pure function of the graph and of which raw sources the
  * submission will upload from where they lie (pinned Job memory): no device
  * and no backend state needed, so it is unit-tested on GPU-less machines.
- * The formula is documented in imgbatch.h "Credits".
+ * The formula is documented in docs/credits.md.
  */
 #ifndef IB_GPU_CHARGE_H
 #define IB_GPU_CHARGE_H

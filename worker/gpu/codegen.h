@@ -24,14 +24,6 @@
 
 #define IB_CHAIN_MAX_STEPS 16
 #define IB_CHAIN_MAX_PARAMS 8192 /* shared-memory bytes per block */
-/* PASSES heads (op_dev.h; kernels/blur.cuh): pixels per thread span in the
- * shared-memory row pass (odd: fewer bank conflicts), samples per span in
- * the global passes; ib_cols' tile: bytes wide (a word per lane of a warp)
- * and output rows high. */
-#define IB_PASS_SEG 15
-#define IB_PASS_CSEG 32
-#define IB_PASS_CW 128
-#define IB_PASS_TH 128
 
 /* Steps are the op rows' (ops/op_dev.h: ib_gstep, ib_dev_op). A run of
  * per-band tables becomes one step of this generic table. */
@@ -52,9 +44,8 @@ typedef struct ib_gdesc {
   uint32_t width, height, stride0, stride1, contig, job, height0, height1;
 } ib_gdesc;
 
-/* True when the chain's head has its own pass kernels (IB_DEV_PASSES):
- * ib_chain for the row passes in shared memory, ib_post(dir, k) for the
- * passes in global memory, steps[0].a passes per direction. */
+/* True when the chain's head has its own kernels and launch plan
+ * (IB_DEV_PASSES, ops/op_dev.h ib_dev_passes): a chain of that one step. */
 static inline int ib_gchain_passes(const ib_gchain *c) {
   return c->steps[0].dev->role == IB_DEV_PASSES;
 }
@@ -65,6 +56,9 @@ size_t ib_gstep_extra_bytes(const ib_gstep *s, const ib_node *node);
 /* Writes them (block + chain param_bytes). `in` is the node's input shape. */
 void ib_gstep_fill_extra(const ib_gstep *s, const ib_node *node, const ib_shape *in,
                          uint8_t *extra);
+/* Bytes of the head's device scratch (ib_dev_passes.scratch_bytes; 0:
+ * none). `in` is the node's input 0 shape. */
+size_t ib_gstep_scratch_bytes(const ib_gstep *s, const ib_node *node, const ib_shape *in);
 
 /* The input mode of the chain and its output mode. */
 static inline int ib_gchain_mode_in(const ib_gchain *c) { return c->steps[0].mode_in; }
@@ -103,7 +97,8 @@ int ib_gchain_signature(const ib_gchain *c, char *buf, size_t n);
 /* Generated CUDA source for the chain: the configuration and the steps as
  * template instances over kernels/chain_kernels.cuh (`extern "C"
  * __global__ ib_chain`, and `ib_lsum` when reduce_luma), or a PASSES head's
- * own kernels file. Caller frees; NULL when out of memory. */
+ * own kernels file after the defines ops/op_dev.h promises it. Caller frees; NULL when out of
+ * memory. */
 char *ib_gchain_source(const ib_gchain *c);
 
 /* Pixels per thread of the wide path. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/config.h"
 #include "gpu/cuda_internal.h"
 #include "gpu/cuda_resident.h"
 
@@ -119,6 +120,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
    * executor core's ib_executor_options_default). */
   ib_executor_options def = {.backend = IB_BACKEND_CUDA, .host_threads = -1};
   if (!opts) opts = &def;
+  const ib_config *cfg = ib_config_of(opts);
   const ib_cu *cu = ib_cu_get(err);
   if (!cu) return IB_DEVICE;
   ib_cuda *c = calloc(1, sizeof *c);
@@ -135,10 +137,10 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
   c->hp = ib_hostpar_new(opts->host_threads < 0   ? -1
                          : opts->host_threads > 0 ? opts->host_threads - 1
                                                   : 0);
-  c->prof = opts->cuda_profile;
+  c->prof = cfg->cuda_profile;
   c->log = (ib_log_sink){opts->log_cb, opts->log_opaque};
-  c->blur_global_rows = opts->cuda_blur_global_rows;
-  c->batch_min = opts->cuda_batch_min > 2 ? opts->cuda_batch_min : 2;
+  c->pass_global = cfg->cuda_blur_global_rows;
+  c->batch_min = cfg->cuda_batch_min > 2 ? cfg->cuda_batch_min : 2;
   uint64_t gpu = opts->gpu_bytes ? opts->gpu_bytes : 512ull << 20;
   uint64_t host = opts->host_bytes ? opts->host_bytes : 256ull << 20;
   /* Classes round up to powers of two: twice the credit cap covers the
@@ -149,7 +151,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
    * ahead of admission (past that they stay on the heap). */
   c->pin = ib_pinned_new(host_alloc, host_free, c, 4 * host, 2 * host);
   unsigned inflight = opts->max_in_flight ? opts->max_in_flight : 2;
-  if (open_pipe(c, opts->cuda_pieces, opts->cuda_pipe_kib, err) != IB_OK) {
+  if (open_pipe(c, cfg->cuda_pieces, cfg->cuda_pipe_kib, err) != IB_OK) {
     ib_cuda_close(c);
     return IB_DEVICE;
   }
@@ -162,7 +164,7 @@ ib_status ib_cuda_open(const ib_executor_options *opts, ib_cuda **out, ib_error 
       ib_cuda_close(c);
       return IB_DEVICE;
     }
-  if (open_pieces(c, opts->cuda_pieces, err) != IB_OK) {
+  if (open_pieces(c, cfg->cuda_pieces, err) != IB_OK) {
     ib_cuda_close(c);
     return IB_DEVICE;
   }
@@ -305,7 +307,7 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_evictions = m.evictions;
   out->module_cache_bytes = m.bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
-  out->blur_global_passes = atomic_load(&c->blur_global);
+  out->blur_global_passes = atomic_load(&c->pass_slow);
   out->upload_direct_sources = atomic_load(&c->direct_sources);
   out->upload_direct_copies = atomic_load(&c->direct_copies);
   out->pinned_slab_misses = ib_pinned_slab_misses(c->pin);
@@ -335,7 +337,7 @@ static ib_status be_open(const ib_executor_options *opts, void **state, ib_error
 }
 static void be_close(void *state) { ib_cuda_close(state); }
 /* The backend's own charge (gpu/charge.c): the device plan's buffers incl.
- * the blur's scratch image, parameter blocks and descriptors; on the host
+ * multi-pass heads' scratch, parameter blocks and descriptors; on the host
  * the source bytes, the staging of sources not uploaded in place, the
  * parameter staging (the core takes the larger charge). Through the memo
  * of the last few graphs' charges (ib_charge_memo); a new graph is charged

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/hostpar.h"
 #include "core/log.h"
@@ -43,15 +44,14 @@
 #include "gpu/pool.h"
 
 #define IB_MAX_STREAMS 8
-/* Streams one submission may be split over (ib_executor_options.cuda_pieces):
- * at most, and by default (H200, 256^2 invert, 2026-12-03: 2 pieces 159.6k/s
- * at max_jobs 64 and 231.8k/s at 512, one stream 152.5k and 201.8k, 4
- * pieces 143.2k and 155.4k: their driver calls cost more than they hide). */
+/* Streams one submission may be split over (config key cuda_pieces,
+ * docs/tuning.md): at most, and by default (more pieces' driver calls cost
+ * more than they hide: bench/RESULTS.md). */
 #define IB_MAX_PIECES 4
 #define IB_DEFAULT_PIECES 2
-/* ib_executor_options.cuda_pipe_kib 0: pieces of 8 MiB in + out (one 2048^2
- * L image, 76 us each way on the H200's PCIe: long enough that a piece's
- * four event calls hide behind it, short enough to fill and drain fast). */
+/* Config key cuda_pipe_kib's default (docs/tuning.md): pieces of 8 MiB in +
+ * out (one 2048^2 L image: long enough that a piece's four event calls
+ * hide behind its copies, short enough to fill and drain fast). */
 #define IB_DEFAULT_PIPE_BYTES ((size_t)8 << 20)
 /* The pipe streams (ib_cuda.pipe): host-to-device copies, kernels,
  * device-to-host copies. */
@@ -67,8 +67,11 @@ enum { IB_PIPE_UP, IB_PIPE_RUN, IB_PIPE_DOWN, IB_PIPE_STREAMS };
 typedef struct ib_kfunc {
   char sig[512];
   CUmodule mod;
-  CUfunction chain, lsum, post, cols;
-  unsigned smem_max; /* PASSES heads: dynamic shared bytes ib_chain and ib_cols may take */
+  CUfunction chain, lsum;
+  /* A PASSES head's kernels (ib_dev_passes.kernels, in its order) and the
+   * dynamic shared bytes its big_smem ones may take (0: none). */
+  CUfunction pass[IB_DEV_MAX_KERNELS];
+  unsigned smem_max;
   bool interp;
   ib_iprog prog;
 } ib_kfunc;
@@ -182,11 +185,13 @@ struct ib_cuda {
   /* cuda_profile: host seconds per phase, logged at close (plan, staging,
    * launch = submit; device = blocked in wait; results = result copies). */
   int prof;
-  bool blur_global_rows;
-  /* Blur launch groups whose row or column passes ran as global-memory
-   * passes (a line or tile too large for shared memory): the slow path is
-   * counted, never silent (ib_executor_counters.blur_global_passes). */
-  _Atomic uint64_t blur_global;
+  /* Multi-pass heads get no shared memory (ib_dev_group.smem_max 0), so
+   * they run their global-memory launches (tests). */
+  bool pass_global;
+  /* Launch groups of multi-pass heads that took a slow launch (a line or
+   * tile too large for shared memory): counted, never silent
+   * (ib_executor_counters' global-pass count). */
+  _Atomic uint64_t pass_slow;
   /* Raw sources uploaded from where they lie in pinned memory, and the
    * copies they took: one per run of sources lying one after the other in
    * a slab; as many as sources when the slabs are not used (counted, not
@@ -402,6 +407,23 @@ ib_status ib_cuda_sub_groups(ib_backend_submission *s, ib_error *err);
 /* The launches of jobs [a, b) on s->stream. */
 ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_error *err);
 
+/* cuda_fail.c: failures, for every pass. A job's own (its status and
+ * message, at `stage` unless the error names a later one). */
+void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
+/* The device's: the submission's device_status and device_err (naming
+ * `what` and the job), copied to *err when err is not NULL; IB_DEVICE. */
+ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
+                              ib_error *err);
+ib_status ib_cuda_oom(ib_error *err);
+
+/* The profile's clock (host seconds; 0 when cuda_profile is off). */
+static inline double ib_cuda_prof_now(const ib_cuda *c) {
+  if (!c->prof) return 0.0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* cuda_submit.c */
 /* A submission's host-to-device copies (ib_cuda_sub_copies): the staging
  * block, then the raw sources lying in pinned memory, one span per run the
@@ -443,16 +465,11 @@ size_t ib_cuda_large_io(size_t piece_bytes);
 bool ib_cuda_large_job(const ib_cuda *c, const ib_graph *g, bool resident);
 size_t ib_cuda_pipe_next(const ib_backend_submission *s, size_t a, size_t piece_bytes);
 void ib_cuda_piece_staging(const ib_backend_submission *s, size_t a, size_t b, ib_stage_ranges *r);
-void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
-ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
-                              ib_error *err);
-ib_status ib_cuda_oom(ib_error *err);
 ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **out,
                          ib_error *err);
 ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err);
 bool ib_cuda_ready(void *state, ib_backend_submission *s);
 void ib_cuda_lent_release(void *state, void *token);
-double ib_cuda_prof_now(const ib_cuda *c);
 /* The timeline's timing event k of s recorded on `stream` (profile only). */
 void ib_cuda_prof_mark(ib_backend_submission *s, int k, CUstream stream);
 

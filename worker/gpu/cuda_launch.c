@@ -1,11 +1,11 @@
 /* A CUDA submission's launches (cuda_internal.h): level k = stage k of
  * every job; within a level, one launch per chain signature runs that stage
  * for every job of the signature through a descriptor table (blockIdx.y). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/cuda_internal.h"
-#include "kernels/boxblur.h"
 
 static int ent_cmp(const void *a, const void *b) {
   const ib_launch_ent *x = a, *y = b;
@@ -100,92 +100,73 @@ static unsigned clamp_grid(uint64_t blocks, uint64_t cap) {
   return (unsigned)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
 }
 
-/* ib_cols' buffer height for entries [e, e_end): the largest tile with the
- * rows its column passes reach (kernels/boxblur.h ib_box_tile_rows), from
- * each job's staged parameters (struct ib_blurp: int hp, vp; ib_box_pass
- * ph, pv); *tiles: the most tiles of one image. */
-static uint64_t cols_rows(const ib_backend_submission *s, size_t e, size_t e_end, uint64_t bands,
-                          uint64_t *tiles) {
-  uint64_t most = 0;
-  *tiles = 0;
-  for (size_t q = e; q < e_end; q++) {
-    const ib_launch_ent *en = &s->lp.ents[q];
-    const uint8_t *par = ib_sub_host(s) + s->js[en->job].par_off[en->stage];
-    int32_t vp;
-    ib_box_pass pv;
-    memcpy(&vp, par + 4, sizeof vp);
-    memcpy(&pv, par + 8 + sizeof pv, sizeof pv);
-    const uint64_t w = s->lp.descs[q].width, h = s->lp.descs[q].height;
-    const uint64_t reach = 2 * (uint64_t)(vp > 0 ? vp : 0) * ((uint64_t)pv.radius + 1);
-    const uint64_t th = IB_PASS_TH < h ? IB_PASS_TH : h, need = th + reach < h ? th + reach : h;
-    const uint64_t t =
-        ((w * bands + IB_PASS_CW - 1) / IB_PASS_CW) * ((h + IB_PASS_TH - 1) / IB_PASS_TH);
-    if (need > most) most = need;
-    if (t > *tiles) *tiles = t;
-  }
-  return most;
+/* What a multi-pass head's plan sees of the group's entries (ops/op_dev.h
+ * ib_dev_group): entry e + i's shapes and its staged parameter block. */
+typedef struct pass_src {
+  const ib_backend_submission *s;
+  size_t e;
+} pass_src;
+
+static void pass_job(const ib_dev_group *g, size_t i, ib_dev_job *out) {
+  const pass_src *src = g->src;
+  const ib_backend_submission *s = src->s;
+  const ib_launch_ent *en = &s->lp.ents[src->e + i];
+  const ib_gdesc *d = &s->lp.descs[src->e + i];
+  *out = (ib_dev_job){.width = d->width,
+                      .height = d->height,
+                      .in_width = d->stride0,
+                      .in_height = d->height0,
+                      .params = ib_sub_host(s) + s->js[en->job].par_off[en->stage]};
 }
 
-/* A PASSES head (ops/op_dev.h; kernels/blur.cuh) over one launch group:
- * the row passes in shared memory when two rows of the widest image fit
- * (else one global launch per row pass), then the column passes: all in
- * one ib_cols launch when its tiles fit in shared memory (and the passes
- * are odd, so they never write the buffer they read), else one global
- * launch per column pass. */
+static ib_status bad_plan(ib_error *err, const ib_gchain *ch, const char *why) {
+  err->status = IB_INTERNAL;
+  err->stage = IB_STAGE_EXECUTE;
+  snprintf(err->message, sizeof err->message, "backend cuda: head %c (%s) planned %s",
+           ch->steps[0].dev->tag, ch->steps[0].dev->header, why);
+  return IB_INTERNAL;
+}
+
+/* A multi-pass head (ops/op_dev.h IB_DEV_PASSES) over one launch group:
+ * the launches its row's plan lists, in order, on the group's descriptor
+ * slice; the group is counted once when one of them was a slow fallback. */
 static ib_status launch_passes(ib_backend_submission *s, const ib_kfunc *f, const ib_gchain *ch,
                                size_t e, size_t e_end, size_t k0, unsigned gy, CUdeviceptr table,
                                ib_error *err) {
-  const ib_cu *cu = s->c->cu;
-  const ib_gdesc *descs = s->lp.descs;
-  const uint64_t bands = ib_mode_bands((ib_mode)ib_gchain_mode_in(ch));
-  const int passes = ch->steps[0].a;
-  uint64_t row_bytes = 0, rows = 0, row_items = 0, col_items = 0;
-  for (size_t q = e; q < e_end; q++) {
-    uint64_t w = descs[q].width, h = descs[q].height;
-    if (w * bands > row_bytes) row_bytes = w * bands;
-    if (h > rows) rows = h;
-    uint64_t ri = h * bands * ((w + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
-    uint64_t ci = w * bands * ((h + IB_PASS_CSEG - 1) / IB_PASS_CSEG);
-    if (ri > row_items) row_items = ri;
-    if (ci > col_items) col_items = ci;
-  }
+  const ib_dev_passes *ps = ch->steps[0].dev->passes;
+  const pass_src src = {s, e};
+  const ib_dev_group g = {.head = &ch->steps[0],
+                          .n_jobs = e_end - e,
+                          .job = pass_job,
+                          .src = &src,
+                          .threads = IB_CUDA_THREADS,
+                          .smem_max = f->smem_max};
+  ib_dev_launch l[IB_DEV_MAX_LAUNCHES];
+  const int n = ps->plan(&g, l);
+  if (n < 0 || n > IB_DEV_MAX_LAUNCHES) return bad_plan(err, ch, "too many launches");
   const uint64_t cap = (uint64_t)s->c->sm_count * 32;
-  const uint64_t smem = 2 * ((row_bytes + 15) & ~(uint64_t)15);
-  const unsigned T = IB_CUDA_THREADS;
-  CUresult rc;
-  void *args1[] = {&table};
-  if (smem <= f->smem_max) {
-    rc = cu->cuLaunchKernel(f->chain, clamp_grid(rows, cap), gy, 1, T, 1, 1, (unsigned)smem,
-                            s->stream, args1, NULL);
-    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch pass rows", k0, err);
-  } else {
-    atomic_fetch_add(&s->c->blur_global, 1);
-    const unsigned gx = clamp_grid((row_items + T - 1) / T, cap);
-    for (int k = 0; k < passes; k++) {
-      int dir = 0;
-      void *args[] = {&table, &dir, &k};
-      rc = cu->cuLaunchKernel(f->post, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
-      if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch row pass", k0, err);
+  bool slow = false;
+  for (int i = 0; i < n; i++) {
+    if (l[i].kernel < 0 || l[i].kernel >= ps->n_kernels || l[i].n_args < 0 ||
+        l[i].n_args > IB_DEV_MAX_ARGS)
+      return bad_plan(err, ch, "a launch of no kernel of its own");
+    const ib_dev_kernel *k = &ps->kernels[l[i].kernel];
+    const uint32_t small = f->smem_max < 48u * 1024 ? f->smem_max : 48u * 1024;
+    if (l[i].smem > (k->big_smem ? f->smem_max : small))
+      return bad_plan(err, ch, "more shared memory than allowed");
+    void *args[1 + IB_DEV_MAX_ARGS] = {&table};
+    for (int a = 0; a < l[i].n_args; a++) args[1 + a] = &l[i].args[a];
+    CUresult rc =
+        s->c->cu->cuLaunchKernel(f->pass[l[i].kernel], clamp_grid(l[i].blocks, cap), gy, 1,
+                                 IB_CUDA_THREADS, 1, 1, l[i].smem, s->stream, args, NULL);
+    if (rc != CUDA_SUCCESS) {
+      char what[96];
+      snprintf(what, sizeof what, "launch %s", k->name);
+      return ib_cuda_device_fail(s, rc, what, k0, err);
     }
+    slow |= l[i].slow != 0;
   }
-  uint64_t tiles = 0;
-  const uint64_t crows = cols_rows(s, e, e_end, bands, &tiles), csmem = 2 * crows * IB_PASS_CW;
-  if (passes % 2 == 1 && csmem <= f->smem_max) {
-    int th = IB_PASS_TH, nrows = (int)crows;
-    void *args[] = {&table, &th, &nrows};
-    rc = cu->cuLaunchKernel(f->cols, clamp_grid(tiles, cap), gy, 1, T, 1, 1, (unsigned)csmem,
-                            s->stream, args, NULL);
-    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch column passes", k0, err);
-    return IB_OK;
-  }
-  if (smem <= f->smem_max) atomic_fetch_add(&s->c->blur_global, 1); /* once a group */
-  const unsigned gx = clamp_grid((col_items + T - 1) / T, cap);
-  for (int k = 0; k < passes; k++) {
-    int dir = 1;
-    void *args[] = {&table, &dir, &k};
-    rc = cu->cuLaunchKernel(f->post, gx, gy, 1, T, 1, 1, 0, s->stream, args, NULL);
-    if (rc != CUDA_SUCCESS) return ib_cuda_device_fail(s, rc, "launch column pass", k0, err);
-  }
+  if (slow) atomic_fetch_add(&s->c->pass_slow, 1);
   return IB_OK;
 }
 
@@ -221,7 +202,7 @@ static ib_status launch_group(ib_backend_submission *s, size_t e, size_t e_end, 
       if (rc != CUDA_SUCCESS)
         return ib_cuda_device_fail(s, rc, "launch ib_lsum", lp->ents[k].job, err);
     }
-    if (f->post) {
+    if (ib_gchain_passes(ch)) {
       rs = launch_passes(s, f, ch, e, e_end, lp->ents[k].job, gy, table, err);
       continue;
     }

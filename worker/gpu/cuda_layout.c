@@ -13,7 +13,7 @@
 /* Two graphs whose nodes are equal on the wire (parse.c kept their bytes)
  * and in shape get equal device plans, equal parameter blocks and equal
  * charges: the staging pass copies an equal predecessor's parameter blocks
- * (a folded point table costs 2.7 us to build, the copy nothing; batches of
+ * (a folded point table costs microseconds to build, the copy nothing; batches of
  * one operation over many images are the common case) and admission reuses
  * the last charge (ib_charge_memo). A graph without its wire bytes equals
  * none. */
@@ -117,8 +117,7 @@ static void plan_job(ib_backend_job *j, ib_jstate *js) {
 }
 
 /* Inline: a plan is a fraction of a microsecond, while waking the host pool
- * costs far more (measured on the H200 host: 1.6 us per 256^2 job with the
- * pool against 0.3 serial). */
+ * costs several times more per small job. */
 void ib_cuda_sub_plan(ib_backend_submission *s) {
   for (size_t i = 0; i < s->n; i++) plan_job(&s->jobs[i], &s->js[i]);
 }

@@ -40,23 +40,31 @@ static ib_status fail(ib_error *err, const char *what, const char *sig) {
   return IB_INTERNAL;
 }
 
+/* A multi-pass head's kernels (ops/op_dev.h ib_dev_passes), and what
+ * dynamic shared memory its big_smem ones may take: the device's opt-in
+ * limit once each of them accepted it, else the 48 KiB every kernel has;
+ * none with pass_global. */
+static CUresult get_pass_functions(ib_cuda *c, const ib_dev_passes *ps, ib_kfunc *f) {
+  CUresult rc = CUDA_SUCCESS;
+  for (int k = 0; k < ps->n_kernels && rc == CUDA_SUCCESS; k++)
+    rc = c->cu->cuModuleGetFunction(&f->pass[k], f->mod, ps->kernels[k].name);
+  f->smem_max = c->pass_global ? 0 : 48 * 1024;
+  if (rc != CUDA_SUCCESS || !f->smem_max || c->smem_optin <= 48 * 1024) return rc;
+  const CUfunction_attribute dyn = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+  for (int k = 0; k < ps->n_kernels; k++)
+    if (ps->kernels[k].big_smem &&
+        c->cu->cuFuncSetAttribute(f->pass[k], dyn, c->smem_optin) != CUDA_SUCCESS)
+      return rc;
+  f->smem_max = (unsigned)c->smem_optin;
+  return rc;
+}
+
 /* The functions of a freshly loaded module (f->mod set). */
 static CUresult get_functions(ib_cuda *c, const ib_gchain *ch, ib_kfunc *f) {
+  if (ib_gchain_passes(ch)) return get_pass_functions(c, ch->steps[0].dev->passes, f);
   CUresult rc = c->cu->cuModuleGetFunction(&f->chain, f->mod, "ib_chain");
   if (rc == CUDA_SUCCESS && ch->reduce_luma)
     rc = c->cu->cuModuleGetFunction(&f->lsum, f->mod, "ib_lsum");
-  if (rc == CUDA_SUCCESS && ib_gchain_passes(ch)) {
-    rc = c->cu->cuModuleGetFunction(&f->post, f->mod, "ib_post");
-    if (rc == CUDA_SUCCESS) rc = c->cu->cuModuleGetFunction(&f->cols, f->mod, "ib_cols");
-    /* cuda_blur_global_rows forces the global-memory passes (tests): rows
-     * and columns. */
-    f->smem_max = c->blur_global_rows ? 0 : 48 * 1024;
-    const CUfunction_attribute dyn = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-    if (rc == CUDA_SUCCESS && f->smem_max && c->smem_optin > 48 * 1024 &&
-        c->cu->cuFuncSetAttribute(f->chain, dyn, c->smem_optin) == CUDA_SUCCESS &&
-        c->cu->cuFuncSetAttribute(f->cols, dyn, c->smem_optin) == CUDA_SUCCESS)
-      f->smem_max = (unsigned)c->smem_optin;
-  }
   return rc;
 }
 

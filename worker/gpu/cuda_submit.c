@@ -1,20 +1,11 @@
 /* A CUDA submission (cuda_internal.h): its passes in order, the enqueue of
  * its copies and its event, and the wait that lends the results their
  * memory. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpu/cuda_internal.h"
 #include "gpu/cuda_resident.h"
-
-double ib_cuda_prof_now(const ib_cuda *c) {
-  if (!c->prof) return 0.0;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* An event back to its free list (one of ib_cuda's: completion or
  * profile events), or destroyed when the list is full; NULL: nothing. */
@@ -89,28 +80,6 @@ static void prof_release(ib_backend_submission *s) {
     ev_give(c, c->prof_ev_free, &c->n_prof_ev_free, EV_CAP(c->prof_ev_free), s->prof_ev[k]);
     s->prof_ev[k] = NULL;
   }
-}
-
-void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage) {
-  j->status = e->status ? e->status : IB_DEVICE;
-  j->err = *e;
-  j->err.status = j->status;
-  if (j->err.stage == IB_STAGE_NONE || j->err.stage == IB_STAGE_VALIDATE) j->err.stage = stage;
-}
-
-ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
-                              ib_error *err) {
-  ib_cu_fail(s->c->cu, rc, &s->device_err, IB_STAGE_EXECUTE, "%s (job %llu)", what,
-             (unsigned long long)s->jobs[job].job_id);
-  s->device_status = IB_DEVICE;
-  if (err) *err = s->device_err;
-  return IB_DEVICE;
-}
-
-ib_status ib_cuda_oom(ib_error *err) {
-  err->status = IB_INTERNAL;
-  snprintf(err->message, sizeof err->message, "backend cuda: out of memory");
-  return IB_INTERNAL;
 }
 
 static void free_launch_plan(ib_launch_plan *lp) {

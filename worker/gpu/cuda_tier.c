@@ -1,4 +1,4 @@
-/* The CUDA backend's kernel tiers (issue 14; cuda_internal.h). With
+/* The CUDA backend's kernel tiers (docs/design.md; cuda_internal.h). With
  * compile_threads > 0 a stage whose module is not loaded does not wait for
  * NVRTC inside its submission: the compile pool (compile_pool.h) compiles
  * the signature on its own threads and, meanwhile, a pointwise stage runs
@@ -24,7 +24,7 @@
  * thread is stuck in such a compile. A job needing a LATE kernel is ready
  * (no parked job waits for good, deadline or not) and its submission
  * fails it with IB_INTERNAL: a stuck compiler is a fault of the worker,
- * not of the job (SPEC 6), so the worker retries it rather than answer it;
+ * not of the job (README, "The Kafka worker"), so the worker retries it rather than answer it;
  * its credits come back as for any failed job. NVRTC cannot be
  * interrupted: the pool thread goes on, and a late result is kept as any
  * other should it come. */
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/config.h"
 #include "gpu/cuda_internal.h"
 
 static const char *const nvrtc_opts[] = {"--fmad=false"};
@@ -60,7 +61,7 @@ ib_status ib_cuda_tier_open(ib_cuda *c, const ib_executor_options *o, ib_error *
     return ib_cu_fail(c->cu, rc, err, IB_STAGE_ADMIT, "loading the interpreter module");
   ib_cpool_options po = {
       .threads = o->compile_threads,
-      .max_pending = o->compile_queue ? o->compile_queue : 64,
+      .max_pending = ib_config_of(o)->compile_queue,
       .arch = c->arch,
       .opts = nvrtc_opts,
       .n_opts = 1,

@@ -114,8 +114,8 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       s->in_height[k] = g->nodes[nd->inputs[k]].shape.height;
     }
     s->extra_bytes = ib_gstep_extra_bytes(&step, nd);
-    s->scratch_buf =
-        (step.dev->flags & IB_DEV_SCRATCH) ? new_buf(p, shape_bytes(&nd->shape), -1) : -1;
+    const size_t scratch = ib_gstep_scratch_bytes(&step, nd, &g->nodes[nd->inputs[0]].shape);
+    s->scratch_buf = scratch ? new_buf(p, scratch, -1) : -1;
     if (s->chain.n_inputs == 2) s->chain.mode_in1 = in_modes[1];
     s->out_buf = new_buf(p, shape_bytes(&nd->shape), -1);
     s->width = nd->shape.width;

@@ -29,7 +29,7 @@ typedef struct ib_gstage {
   uint32_t in_width[2]; /* row length of each input, pixels */
   uint32_t in_height[2];
   size_t extra_bytes;     /* after the shared parameter block (the head's tables) */
-  int scratch_buf;        /* >= 0: device scratch (IB_DEV_SCRATCH: 1 image), as in1 */
+  int scratch_buf;        /* >= 0: the head's scratch (ib_dev_passes.scratch_bytes), as in1 */
   uint32_t width, height; /* output shape */
 } ib_gstage;
 

@@ -14,9 +14,9 @@
  *   ib_interp_lsum(descs, prog)   first, when prog.luma (like ib_lsum)
  *   ib_interp(descs, prog)        256 threads per block, any grid
  *
- * What it cannot run: chains whose head is a GATHER (transpose, crop /
- * expand, paste, resize, rank, kernel) or PASSES (blurs) step
- * (ib_interp_can_run is false): those wait for their compile.
+ * What it cannot run: chains whose head is a GATHER or PASSES step
+ * (ops/op_dev.h; ib_interp_can_run is false): those wait for their
+ * compile.
  */
 #ifndef IB_GPU_INTERP_H
 #define IB_GPU_INTERP_H

@@ -22,7 +22,7 @@
 /* Eight classes per power of two (x1, x1.125, ... x1.875), so a request
  * wastes under 12.5 %: a 4096^2 RGBA Job (64 MiB and its header) takes
  * 72 MiB, not 80 (four steps) or 128. Pinned blocks cost their size in
- * cuMemHostAlloc time (about 4 GB/s on the H200 host) and in the caps.
+ * cuMemHostAlloc time (a few GB/s) and in the caps.
  * 64 KiB .. 960 GiB. */
 #define IB_POOL_STEPS_SHIFT 3
 #define IB_POOL_CLASSES 192

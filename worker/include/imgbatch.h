@@ -20,6 +20,10 @@
  * stream and ib_executor_destroy block while in-flight work is fenced.
  * Nothing else blocks. ib_executor_counters_get may be called from any
  * thread at any time; ib_executor_destroy must not race any other call.
+ *
+ * How the executor and its backends work: docs/design.md. What a job
+ * reserves: docs/credits.md. Tuning settings: docs/tuning.md. The wire
+ * contract and versions: docs/wire.md.
  */
 #ifndef IMGBATCH_H
 #define IMGBATCH_H
@@ -117,8 +121,7 @@ typedef enum ib_mode {
 
 /* The wire contract version this library reads and writes
  * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
- * 2 added Job.contract_version, Result.file (ImageFile) and
- * Result.contract_version. A Job newer than this is Unsupported. */
+ * A Job newer than this is IB_UNSUPPORTED. Versioning rules: docs/wire.md. */
 #define IB_CONTRACT_VERSION 2u
 
 IB_API unsigned ib_mode_bands(ib_mode m);
@@ -208,170 +211,82 @@ typedef enum ib_backend_kind { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_back
 typedef enum ib_log_level { IB_LOG_DEBUG = 0, IB_LOG_INFO = 1, IB_LOG_WARN = 2 } ib_log_level;
 typedef void (*ib_log_fn)(void *opaque, ib_log_level level, const char *message);
 
+/*
+ * Tuning and test settings, set by name (as librdkafka's rd_kafka_conf_set):
+ * how the CUDA backend splits and pipelines submissions, the compile pool's
+ * bound, the start ramp, its profile. They are not part of the stable API:
+ * a key may change or go in any release, and ib_config_set then answers
+ * IB_UNSUPPORTED naming it. Keys, ranges and defaults: docs/tuning.md.
+ * An ib_config is owned by its creator; ib_executor_create copies it, so it
+ * may be destroyed right after. Not thread-safe: one thread sets it.
+ */
+typedef struct ib_config ib_config;
+
+/* Every key at its default; NULL when out of memory. */
+IB_API ib_config *ib_config_new(void);
+/* A copy (of the defaults for NULL); NULL when out of memory. */
+IB_API ib_config *ib_config_dup(const ib_config *c);
+IB_API void ib_config_destroy(ib_config *c);
+/* Sets `key` from its text form (decimal integers; booleans "true", "false",
+ * "1", "0"). IB_UNSUPPORTED for a key this library does not know (the
+ * message names it), IB_INVALID for a value outside the key's range (the
+ * message names key, value and the accepted range); `c` is then unchanged. */
+IB_API ib_status ib_config_set(ib_config *c, const char *key, const char *value, ib_error *err);
+/* Writes the key's value in the form ib_config_set reads into dst (size
+ * bytes, NUL included). IB_UNSUPPORTED for an unknown key, IB_LIMIT when
+ * it does not fit. */
+IB_API ib_status ib_config_get(const ib_config *c, const char *key, char *dst, size_t size,
+                               ib_error *err);
+/* The i-th key (0, 1, ...), NULL past the last one. Static storage. */
+IB_API const char *ib_config_key(size_t i);
+
+/* What a user sets. A zero cap (gpu_bytes, host_bytes, max_jobs,
+ * max_in_flight) is IB_INVALID at create; other zero fields take the
+ * defaults named here. docs/credits.md explains the four caps. */
 typedef struct ib_executor_options {
   ib_backend_kind backend;
   int device;                  /* CUDA device ordinal */
-  uint64_t gpu_bytes;          /* default 512 MiB */
-  uint64_t host_bytes;         /* default 256 MiB */
-  uint32_t max_jobs;           /* default 64 */
-  uint32_t max_in_flight;      /* default 2 */
+  uint64_t gpu_bytes;          /* device working sets of admitted jobs; default 512 MiB */
+  uint64_t host_bytes;         /* host memory of admitted jobs; default 256 MiB */
+  uint32_t max_jobs;           /* jobs from admission until their result is handed out; 64 */
+  uint32_t max_in_flight;      /* backend submissions outstanding; 2 */
   bool queue;                  /* false: submit completes its own submission */
-  const char *cache_dir;       /* NVRTC module cache directory (shared safely by several
-                                * processes); NULL = no disk cache. The library reads no
-                                * environment: the CLI passes $IB_CACHE_DIR, else
-                                * $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch */
-  uint64_t module_cache_bytes; /* in-memory compiled modules, LRU; 0 = 256 MiB. A module
-                                * a submission in flight launches from is unloaded only
-                                * after that submission completed */
+  const char *cache_dir;       /* compiled-kernel cache directory, shared safely by several
+                                * processes; NULL = no disk cache. The library reads no
+                                * environment (the CLI picks one: README) */
+  uint64_t module_cache_bytes; /* loaded kernel modules, LRU; 0 = 256 MiB */
   uint64_t disk_cache_bytes;   /* cache_dir's bound, evicted by last use; 0 = 2 GiB */
-  int host_threads;            /* host threads for the cuda backend's decodes and staging
-                                * copies (the driving thread included); -1 = the online
-                                * CPUs, 0 or 1 = the driving thread alone. The cpu
-                                * backend runs one job at a time. */
-  bool cuda_profile;           /* cuda: time the host side of submissions (logged, INFO, on
-                                * close) */
-  bool cuda_blur_global_rows;  /* cuda, tests: force the global-memory blur passes (rows and
-                                * columns) */
-  uint32_t cuda_pieces;        /* cuda: streams a submission of many small jobs is split
-                                * over, so the download of its first jobs overlaps the
-                                * upload of its last; 0 = 2, 1 = one stream, at most 4 */
-  uint32_t cuda_batch_min;     /* cuda: a submission's upload copies go out as one
-                                * cuMemcpyBatchAsync call when there are at least this
-                                * many, else one call each; 0 = 2 */
-  int32_t cuda_pipe_kib;       /* cuda: a submission of large jobs (on average at least 1/8
-                                * of this in + out per job) is pipelined in pieces of about
-                                * this many KiB in + out: a piece's uploads, kernels and
-                                * downloads on three streams shared by all submissions, so
-                                * the upload of one piece runs beside the kernels of the one
-                                * before and the download of the one before that; 0 = 8192
-                                * (8 MiB: one 2048^2 L image), -1 = off (cuda_pieces'
-                                * split instead); cuda_pieces 1 turns it off too */
-  int compile_threads;         /* cuda: 0 = a new kernel signature compiles inside its
-                                * submission; N > 0 = N threads compile new signatures
-                                * off the submission while the pointwise interpreter tier
-                                * runs pointwise stages at once. Other heads (gathers,
-                                * blurs) have their compile requested at admission and
-                                * their submission waits for it. Default 0 */
-  uint32_t compile_queue;      /* compile pool bound (signatures queued, compiling or
-                                * done untaken); 0 = 64. Pointwise signatures fill at most
-                                * 3/4 of it (past that they run on the interpreter with
-                                * no compile requested); a job whose other head needs a
-                                * kernel when the pool is full is IB_QUEUE_FULL at
-                                * admission (a run stream waits for a compile to finish
-                                * and retries). Both counted in compile_queue_full */
-  uint32_t compile_timeout_ms; /* cuda, compile_threads > 0: a kernel compile still running
-                                * after this (or queued while every compile thread is
-                                * stuck in such a compile) fails the jobs waiting for it
-                                * with IB_INTERNAL at stage execute, parked ones included
-                                * (their credits return): a fault of the worker, not of
-                                * the job. NVRTC cannot be interrupted; a late result is
-                                * kept should it come. 0 = 30000 */
+  int host_threads;            /* cuda: host threads for decodes and staging copies, the
+                                * driving thread included; -1 = every online CPU, 0 or 1 =
+                                * the driving thread alone */
+  int compile_threads;         /* cuda: 0 = a new kernel compiles inside its submission;
+                                * N > 0 = N threads compile off the submission while
+                                * pointwise stages run on an interpreter (docs/design.md) */
+  uint32_t compile_timeout_ms; /* cuda, compile_threads > 0: a compile still running past
+                                * this fails the jobs waiting for it with IB_INTERNAL (a
+                                * fault of the worker, not of the job); 0 = 30000 */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
-  uint32_t ramp_jobs; /* device backends, large jobs (cuda: sources in + terminal image
-                       * out of 1/8 of cuda_pipe_kib or more, 1 MiB by default; the
-                       * jobs its pipeline takes) with nothing in flight: the first
-                       * submission goes out once this many are pending, each next
-                       * one once twice as many as the last one issued are, up to
-                       * max_jobs / max_in_flight and 1 / max_in_flight of gpu_bytes -
-                       * the device starts while the window is still admitted and
-                       * staged. 0 (the default) or max_jobs / max_in_flight or
-                       * more: off - on the H200, 8 slowed 48-image 2048^2 streams and
-                       * gained nothing beyond the spread between processes at 192
-                       * (bench/RESULTS.md, 12-04) */
+  const ib_config *config; /* tuning and test settings; NULL = defaults. Copied */
 } ib_executor_options;
 
 /* Fills the defaults: CPU backend, device 0, 512 MiB / 256 MiB, 64 jobs,
- * 2 submissions in flight, queue mode on, host_threads -1 (every CPU), no
- * cache directory, module caches of 256 MiB (memory) and 2 GiB (disk). */
+ * 2 submissions in flight, queue mode on, host_threads -1, no cache
+ * directory, module caches of 256 MiB (memory) and 2 GiB (disk), compiles
+ * inline, no config. */
 IB_API void ib_executor_options_default(ib_executor_options *o);
 
 /*
- * Credits. Every admitted job reserves, conservatively and up front, each
- * buffer it can really hold, once, at its largest:
- *   gpu_bytes  - its device working set (below);
- *   host_bytes - its source bytes, host working buffers/staging, the
- *                undelivered output pixels and the metadata snapshot;
- *   max_jobs   - one slot from admission until its result is delivered;
- *   max_in_flight - one per outstanding backend submission.
- * Each byte charge has a working part (returned when the job's submission
- * completes: its graph, sources included, is freed then) and a held part
- * (returned when ib_results_next hands the result out, or close discards
- * it - except a resident output's held part, which stays charged until the
- * last clone of its handle is released, see "Resident (GPU) outputs", and
- * except lent output pixels, below).
- *
- * Terms. S = the bytes of every source (raw pixels, encoded file, fill
- * value) - a raw source lies in the Job buffer and is charged once, as S;
- * out = the terminal image; echo = the snapshot (packed metadata +
- * OutputSpec + correlation id); image(n) = node n's output bytes;
- * scratch(n) = its op's param_bytes (LUTs, kernel weights, resize tables,
- * the CPU blur's column tile + line); decoded(s) = source s's image bytes.
- *
- * cpu backend (host_memory; the "device" is host memory):
- *   peak       = max over nodes i, run in order, of (image(n) of every node
- *                n <= i still to be read or never read, + scratch(i)),
- *                where a raw source node other than the terminal one counts
- *                0: it is read where it lies (no copy)
- *   gpu_bytes  = peak                              (working)
- *   host_bytes = S + peak - out                    (working)
- *              + out + echo                        (held: the result)
- *
- * cuda backend (job_bytes_stages; every range 256-byte aligned, up()):
- *   device     = sum over the device plan's buffers b of up(bytes(b))
- *                (uploaded sources, stage outputs, blur ping-pong images,
- *                the terminal image) + params, where
- *   params     = sum over stages k of up(parameter block(k)) +
- *                up(stages x 64-byte descriptor)
- *   staging    = sum of up(bytes(b)) over source buffers b not uploaded in
- *                place: a raw source whose bytes lie in the backend's
- *                pinned memory (Jobs parsed with ib_executor_parse/_buffer
- *                while the pinned parse budget lasts) is DMA'd from there
- *                and staged 0; an encoded one is decoded into staging
- *   gpu_bytes  = max(device, sum image(n) + sum scratch(n))     (working)
- *                [output gpu: the second term less out, and 2 x out held:
- *                the kept buffer and its reserved download workspace]
- *   host_bytes = max(S, S + staging + params + up(out) - out)   (working)
- *              + out + echo                        (held: its range of
- *                the lent download arena)
- *                [output gpu: held 2 x out + echo: download staging and
- *                one CPU copy]
- *                [own buffer: a Job parsed in place (ib_executor_parse_
- *                buffer) into pinned memory whose output is at least
- *                1 MiB and fits in the Job's B bytes gets that output
- *                downloaded into its own buffer (the source pixels there
- *                are dead once uploaded): working = S' + staging + params,
- *                held = max(B, out) + echo, where S' = the sources
- *                outside the buffer (path sources)]
- * A device backend without job_bytes_stages: host working = S + sum
- * decoded(s) + sum scratch(n), held = (2 x out if it lends nothing) + echo,
- * raised to its job_bytes estimate if it has one (a backend estimate only
- * ever raises a charge). Exact code: ib_charge_for in
- * worker/exec/credits.c, ib_cpu_working_set (peak) in worker/cpu/execute.c,
- * ib_cuda_charge in worker/gpu/charge.c, pinned by
- * tests/unit/test_charge.c.
- *
- * At the defaults (256 MiB host, 512 MiB gpu) a 4096^2 RGBA image is 64
- * MiB: any single op or two-op chain on it is admitted by both backends
- * (e.g. Kernel 3x3: cpu 128 MiB + 40 host / 64 MiB + 40 gpu; cuda, parsed
- * in place, 64 MiB + about 1 KiB host / 128 MiB + 512 gpu). On cuda two
- * such jobs are admitted side by side (2 x 64 MiB + params); parsed by
- * copy (ib_executor_parse) each holds source and output, 128 MiB, and the
- * second waits (IB_QUEUE_FULL) for the first's result, as on the cpu
- * backend, which runs one job at a time anyway.
- *
- * Lent outputs: a device backend downloads a submission's terminal images
- * into one pinned arena and hands each result a range of it (ib_image
- * free_fn set) instead of copying it out. The arena stays charged - the
- * download staging of every job in it - until its last range is released
- * with ib_image_release, so a consumer that holds results stops admission
- * when host_bytes fills (run streams then answer IB_RESULT_BACKPRESSURE,
- * as for held resident handles). The CPU backend's results are malloc'd
- * and return their charge when handed out.
- * These are admission reservations, not measurements of RSS or free VRAM.
- * A job that exceeds a cap on its own is IB_LIMIT (before any decode or
- * device allocation); one that would fit an empty executor but not beside
- * live work is IB_QUEUE_FULL.
+ * Credits. Admission reserves, up front, every buffer a job can hold against
+ * four caps (gpu_bytes, host_bytes, max_jobs, max_in_flight). A job that
+ * exceeds a cap on its own is IB_LIMIT before any decode or device
+ * allocation; one that would fit an idle executor but not beside live work
+ * is IB_QUEUE_FULL. Credits come back when the job's submission completes
+ * (its working buffers) and when its result is handed out (the rest), except
+ * what the caller still holds: lent result pixels until ib_image_release, a
+ * resident output until its last handle is released. These are reservations,
+ * not measurements of memory in use. The formulas per backend and a worked
+ * example: docs/credits.md.
  */
 typedef struct ib_credit_counter {
   uint64_t cap, in_use, peak;
@@ -416,7 +331,7 @@ typedef struct ib_executor_counters {
   uint64_t pinned_slab_misses;       /* parsed Jobs' pinned allocations not carved from a slab
                                       * (above 1 MiB, or none to be had): a copy of their own */
   uint64_t pipelined_submissions;    /* submissions of large jobs run as a pipeline of pieces
-                                      * (cuda_pipe_kib) */
+                                      * (docs/design.md) */
   uint64_t pipelined_pieces;         /* their pieces: each one's uploads, kernels and downloads
                                       * overlap the pieces beside it */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
@@ -430,10 +345,8 @@ typedef struct ib_executor ib_executor;
  * instead of pixels. The cpu backend keeps no device memory and rejects such
  * jobs at admission (IB_UNSUPPORTED).
  *
- * Credits: while any clone of a handle is held, the output's device bytes
- * stay charged on gpu_bytes, together with a reserved download workspace
- * (the device charge of the output once more; on host_bytes the download
- * staging, one CPU pixel copy and the metadata snapshot), so a download can
+ * Credits: while any clone of a handle is held, the output and a reserved
+ * download workspace stay charged (docs/credits.md), so a download can
  * never be starved by later admission. The job slot is returned at delivery.
  * Everything returns when the last clone is released. When held handles
  * fill the budget so that nothing can be admitted, a run stream's

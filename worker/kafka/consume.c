@@ -368,7 +368,7 @@ static ib_wjob *next_job(ib_worker *w) {
    * worker's). */
   ib_wjob *r = w->retry.head;
   if (r && r->not_before_us <= ib_wnow_us()) return w->running ? NULL : ib_wq_pop(&w->retry);
-  /* max_jobs as SPEC §4 counts it: a job holds its slot from admission
+  /* max_jobs as docs/credits.md counts it: a job holds its slot from admission
    * until its Result's delivery is acknowledged. The commit after that is
    * bounded apart (max_uncommitted, at the send in publish.c: the Results a
    * crash would repeat), so executing, encoding and delivering overlap

@@ -302,7 +302,7 @@ void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
   ib_status st = ib_result_msg_from_result(&rm, res, &err);
   if (st != IB_OK && err.status == IB_INTERNAL) {
     /* The encoder failed, not the job's parameters: a worker fault until
-     * it follows this job (issue 11). */
+     * it follows this job (README, "The Kafka worker"). */
     o->fault_kind = "encode";
     snprintf(o->fault_msg, sizeof o->fault_msg, "%s", err.message);
     ib_result_msg_clear(&rm);
@@ -434,7 +434,7 @@ ib_status ib_wpublish_start(ib_worker *w, char *errbuf, size_t cap) {
             /* A job holds its max_jobs slot until its delivery comes back
              * (and its kill-bound slot until the commit after that), so
              * delivery latency caps throughput at max_jobs per round trip:
-             * librdkafka's 5 ms default linger cost a third of it; 0 (a
+             * librdkafka's 5 ms default linger cost much of it; 0 (a
              * request per Result) queues behind idempotence's 5 requests in
              * flight. */
             ib_wconf_set(w, c, "linger.ms", "1", errbuf, cap);

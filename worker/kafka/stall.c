@@ -1,5 +1,5 @@
 /*
- * stall.c - the hung-job rule (SPEC §6): a hung job must not pin its
+ * stall.c - the hung-job rule (README, "The Kafka worker"): a hung job must not pin its
  * partition's watermark forever. The oldest unfinished job of an assigned
  * partition that is older than --stall-seconds, and stuck in its stage, is
  * answered with a Timeout error Result (and its DLQ copy) naming that

@@ -21,7 +21,7 @@
 
 #include "kafka/wstate.h"
 
-#define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (issue 11) */
+#define FAULTS_PER_JOB 3 /* a fault that follows one job is that job's (README) */
 #define STICKY_FAULTS 5  /* solo retries failing in a row: the worker is sick */
 /* Commits go out as soon as a watermark moves (up to IB_COMMITS_IN_FLIGHT
  * per partition, consume.c): a done job stays unsettled for about one

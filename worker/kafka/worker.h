@@ -1,5 +1,5 @@
 /*
- * worker.h - the Kafka worker (SPEC §6): consumes Jobs from a consumer
+ * worker.h - the Kafka worker (README, "The Kafka worker"): consumes Jobs from a consumer
  * group, runs them on one executor, publishes one Result per message and
  * commits a partition's offset only past messages whose Results the broker
  * acknowledged. Front-end code over the public executor API; it reports
@@ -22,8 +22,7 @@ typedef void (*ib_wlog_fn)(void *ctx, const char *level, const char *event, cons
 /* The default kill bound. A job holds a max_jobs slot through execute +
  * delivery and a kill-bound slot through delivery + commit; the commit
  * round trip is about the delivery's, so twice the default max_jobs keeps
- * the kill bound from being the tighter one (on the H200 against the
- * embedded broker: delivery 3.1 ms, settle 2.5-3.5 ms, execute 1.4 ms). */
+ * the kill bound from being the tighter one. */
 #define IB_WORKER_MAX_UNCOMMITTED 128
 
 typedef struct ib_worker_config {
@@ -36,7 +35,7 @@ typedef struct ib_worker_config {
   uint64_t max_result_bytes; /* 0: the producer's message.max.bytes less the envelope */
   int decode_threads;        /* encode/decode pool; 0: the core count */
   /* exec.max_jobs bounds a job from admission until its Result's delivery
-   * is acknowledged (SPEC §4: pending + executing + undelivered). */
+   * is acknowledged (pending + executing + undelivered: docs/credits.md). */
   ib_executor_options exec;
   /* The kill bound: Results out that no acknowledged commit covers (a
    * crash repeats at most this many); 0: IB_WORKER_MAX_UNCOMMITTED. */

@@ -202,7 +202,7 @@ typedef struct ib_worker {
   uint32_t max_uncommitted; /* the kill bound (cfg, or its default) */
   /* Jobs with a delivery outstanding (Result or DLQ copy produced, not yet
    * acknowledged): with running, pooled, ready and republish, the jobs
-   * that hold a max_jobs slot (SPEC §4: pending + executing + undelivered). */
+   * that hold a max_jobs slot (pending + executing + undelivered: docs/credits.md). */
   uint64_t delivering;
   uint64_t max_result_bytes;
   uint64_t undelivered; /* Results + DLQ copies produced, not acknowledged */

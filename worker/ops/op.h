@@ -3,8 +3,14 @@
  * parses from, admitted input modes, how many inputs (0: a source), how it
  * checks parameters and derives its output shape, what it charges, its CPU
  * reference implementation (which calls the pixel math in kernels/) and its
- * device step (op_dev.h). Validator, planner and backends read this table;
- * nothing else re-lists ops.
+ * device step (op_dev.h). Validator, planner and backends read these rows.
+ *
+ * The facts shared with the rest of the repository (name, oneof case,
+ * modes, inputs, Pillow call, graph steps, sample parameters) are declared
+ * once, in ops/ops.def: a row takes its head from there (IB_OP_HEAD), the
+ * registry's list is generated from it, and tools/optable.py generates or
+ * checks every other list of ops (docs/ops.md). Nothing re-lists ops by hand
+ * without a ctest comparing it with ops.def.
  */
 #ifndef IB_OP_H
 #define IB_OP_H
@@ -17,6 +23,25 @@
 #define IB_MODES_ALL                                                             \
   (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_LA) | IB_MODE_BIT(IB_MODE_RGB) | \
    IB_MODE_BIT(IB_MODE_RGBA) | IB_MODE_BIT(IB_MODE_CMYK) | IB_MODE_BIT(IB_MODE_RGBX))
+
+/* Mode masks in ops.def's modes column. */
+#define IB_OPM(m) IB_MODE_BIT(IB_MODE_##m)
+#define IB_OPM_ALL IB_MODES_ALL
+
+/* Per op of ops.def: ib_opcase_<field>, ib_opinputs_<field>, ib_opmodes_<field>. */
+enum {
+#define IB_OP(field, CASE, inputs, modes, ...)                                       \
+  ib_opcase_##field = IMGBATCH__V1__NODE__OP_##CASE, ib_opinputs_##field = (inputs), \
+  ib_opmodes_##field = (modes),
+#include "ops/ops.def"
+#undef IB_OP
+};
+
+/* The designated initializers of a row that ops.def declares: a row is
+ * `{IB_OP_HEAD(field), .infer = ..., ...}`. */
+#define IB_OP_HEAD(field)                                                   \
+  .name = #field, .op_case = (Imgbatch__V1__Node__OpCase)ib_opcase_##field, \
+  .modes = (uint32_t)ib_opmodes_##field, .n_inputs = (unsigned)ib_opinputs_##field
 
 struct ib_node;
 

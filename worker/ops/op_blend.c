@@ -74,10 +74,7 @@ static ib_status blend_dev(const ib_node *node, const int *in_modes, ib_gstep *s
 }
 
 const ib_op_desc ib_op_blend = {
-    .name = "blend",
-    .op_case = IMGBATCH__V1__NODE__OP_BLEND,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 2,
+    IB_OP_HEAD(blend),
     .infer = blend_infer,
     .param_bytes = blend_param_bytes,
     .cpu = blend_cpu,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/boxblur.h"
+#include "kernels/blur.h"
 #include "ops/op.h"
 #include "model/graph.h"
 
@@ -143,20 +143,16 @@ static ib_status gaussian_cpu(const ib_node *node, const ib_image *const *in, ib
   return box_blur_image(in[0], out, rx, ry, IB_GAUSSIAN_PASSES, node->op->name, err);
 }
 
-/* Device step: a PASSES head (kernels/blur.cuh, a = passes per direction)
- * with a scratch image. Parameters: struct ib_blurp {int hp, vp;
- * ib_box_pass ph, pv;}, the pass counts per direction (0 for a zero radius:
+/* Device step: a PASSES head (kernels/blur.cuh, a = passes per
+ * direction) with a scratch image, its parameters ib_blur_params
+ * (kernels/blur.h): the pass counts per direction (0 for a zero radius:
  * that direction is skipped, as box_blur_image skips it) and the passes
  * for the radii box_cpu / gaussian_cpu take. */
-_Static_assert(sizeof(ib_box_pass) == 12, "struct ib_blurp in kernels/blur.cuh");
-
 static void blur_fill(const ib_gstep *s, float rx, float ry, uint8_t *p) {
-  const int32_t hv[2] = {rx != 0 ? s->a : 0, ry != 0 ? s->a : 0};
-  const ib_box_pass ph = ib_box_pass_for(rx != 0 ? rx : 1.0f),
-                    pv = ib_box_pass_for(ry != 0 ? ry : 1.0f);
-  memcpy(p, hv, 8);
-  memcpy(p + 8, &ph, sizeof ph);
-  memcpy(p + 20, &pv, sizeof pv);
+  const ib_blur_params q = {rx != 0 ? s->a : 0, ry != 0 ? s->a : 0,
+                            ib_box_pass_for(rx != 0 ? rx : 1.0f),
+                            ib_box_pass_for(ry != 0 ? ry : 1.0f)};
+  memcpy(p, &q, sizeof q);
 }
 
 static void box_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
@@ -170,22 +166,102 @@ static void gaussian_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
             ib_gaussian_box_radius((float)g->radius_y, IB_GAUSSIAN_PASSES), p);
 }
 
+/* The passes ping-pong between the output and one scratch image. */
+static size_t blur_dev_scratch(const ib_node *node, const ib_shape *in) {
+  (void)in;
+  return (size_t)node->shape.width * node->shape.height * ib_mode_bands(node->shape.mode);
+}
+
+/* What a launch group's jobs need at most: the widest row, the most rows,
+ * the global passes' work items per direction, ib_blur_cols' buffer rows
+ * and tiles. */
+typedef struct blur_need {
+  uint64_t row_bytes, rows, row_items, col_items, col_rows, col_tiles;
+} blur_need;
+
+static blur_need blur_group_need(const ib_dev_group *g, uint64_t bands) {
+  blur_need n = {0};
+  for (size_t i = 0; i < g->n_jobs; i++) {
+    ib_dev_job j;
+    g->job(g, i, &j);
+    ib_blur_params q;
+    memcpy(&q, j.params, sizeof q);
+    const uint64_t w = j.width, h = j.height, rb = w * bands;
+    const uint64_t ri = h * bands * ((w + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+    const uint64_t ci = rb * ((h + IB_BLUR_CSEG - 1) / IB_BLUR_CSEG);
+    const uint64_t cr = ib_blur_cols_rows(&q, h), ct = ib_blur_cols_tiles(rb, h);
+    if (rb > n.row_bytes) n.row_bytes = rb;
+    if (h > n.rows) n.rows = h;
+    if (ri > n.row_items) n.row_items = ri;
+    if (ci > n.col_items) n.col_items = ci;
+    if (cr > n.col_rows) n.col_rows = cr;
+    if (ct > n.col_tiles) n.col_tiles = ct;
+  }
+  return n;
+}
+
+/* `passes` global-memory launches of ib_blur_pass over direction dir. */
+static int blur_global(ib_dev_launch *out, int passes, int dir, uint64_t items, unsigned threads) {
+  for (int k = 0; k < passes; k++)
+    out[k] = (ib_dev_launch){.kernel = IB_BLUR_K_PASS,
+                             .blocks = (items + threads - 1) / threads,
+                             .n_args = 2,
+                             .args = {dir, k},
+                             .slow = 1};
+  return passes;
+}
+
+/* The row passes in shared memory when two rows of the widest image fit
+ * (else one global launch per row pass), then the column passes: all in
+ * one ib_blur_cols launch when its tiles fit in shared memory (and the
+ * passes are odd, so they never write the buffer they read), else one
+ * global launch per column pass. */
+static int blur_plan(const ib_dev_group *g, ib_dev_launch *out) {
+  const int passes = g->head->a;
+  const blur_need n = blur_group_need(g, ib_mode_bands((ib_mode)g->head->mode_in));
+  const uint64_t smem = 2 * ((n.row_bytes + 15) & ~(uint64_t)15);
+  int k = 0;
+  if (smem <= g->smem_max)
+    out[k++] = (ib_dev_launch){.kernel = IB_BLUR_K_ROWS, .blocks = n.rows, .smem = (uint32_t)smem};
+  else
+    k += blur_global(out + k, passes, 0, n.row_items, g->threads);
+  const uint64_t csmem = 2 * n.col_rows * IB_BLUR_CW;
+  if (passes % 2 == 1 && csmem <= g->smem_max)
+    out[k++] = (ib_dev_launch){.kernel = IB_BLUR_K_COLS,
+                               .blocks = n.col_tiles,
+                               .smem = (uint32_t)csmem,
+                               .n_args = 2,
+                               .args = {IB_BLUR_TH, (int32_t)n.col_rows}};
+  else
+    k += blur_global(out + k, passes, 1, n.col_items, g->threads);
+  return k;
+}
+
+static const ib_dev_passes blur_passes = {
+    .kernels = {[IB_BLUR_K_ROWS] = {"ib_blur_rows", 1},
+                [IB_BLUR_K_COLS] = {"ib_blur_cols", 1},
+                [IB_BLUR_K_PASS] = {"ib_blur_pass", 0}},
+    .n_kernels = 3,
+    .plan = blur_plan,
+    .scratch_bytes = blur_dev_scratch,
+};
+
 static const ib_dev_op box_dev_op = {.tag = 'X',
                                      .role = IB_DEV_PASSES,
-                                     .flags = IB_DEV_SCRATCH,
                                      .header = "blur.cuh",
-                                     .fill = box_fill};
+                                     .fill = box_fill,
+                                     .passes = &blur_passes};
 static const ib_dev_op gaussian_dev_op = {.tag = 'X',
                                           .role = IB_DEV_PASSES,
-                                          .flags = IB_DEV_SCRATCH,
                                           .header = "blur.cuh",
-                                          .fill = gaussian_fill};
+                                          .fill = gaussian_fill,
+                                          .passes = &blur_passes};
 
 static ib_status box_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   (void)node, (void)in_modes, (void)err;
   s->dev = &box_dev_op;
   s->a = 1;
-  s->param_len = 32;
+  s->param_len = sizeof(ib_blur_params);
   return IB_OK;
 }
 
@@ -194,15 +270,12 @@ static ib_status gaussian_dev(const ib_node *node, const int *in_modes, ib_gstep
   (void)node, (void)in_modes, (void)err;
   s->dev = &gaussian_dev_op;
   s->a = IB_GAUSSIAN_PASSES;
-  s->param_len = 32;
+  s->param_len = sizeof(ib_blur_params);
   return IB_OK;
 }
 
 const ib_op_desc ib_op_box_blur = {
-    .name = "box_blur",
-    .op_case = IMGBATCH__V1__NODE__OP_BOX_BLUR,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(box_blur),
     .infer = box_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = box_cpu,
@@ -211,10 +284,7 @@ const ib_op_desc ib_op_box_blur = {
 };
 
 const ib_op_desc ib_op_gaussian_blur = {
-    .name = "gaussian_blur",
-    .op_case = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(gaussian_blur),
     .infer = gaussian_infer,
     .param_bytes = blur_scratch_bytes,
     .cpu = gaussian_cpu,

@@ -61,15 +61,9 @@ static ib_status getchannel_dev(const ib_node *node, const int *in_modes, ib_gst
 }
 
 const ib_op_desc ib_op_getchannel = {
-    .name = "getchannel",
-    .op_case = IMGBATCH__V1__NODE__OP_GETCHANNEL,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
-    .infer = getchannel_infer,
-    .param_bytes = ib_op_no_params,
-    .cpu = getchannel_cpu,
-    .dev = getchannel_dev,
-    .dev_ops = (const ib_dev_op *const[]){&getchannel_dev_op, NULL},
+    IB_OP_HEAD(getchannel),         .infer = getchannel_infer,
+    .param_bytes = ib_op_no_params, .cpu = getchannel_cpu,
+    .dev = getchannel_dev,          .dev_ops = (const ib_dev_op *const[]){&getchannel_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- constant */
@@ -108,10 +102,7 @@ static ib_status constant_dev(const ib_node *node, const int *in_modes, ib_gstep
 }
 
 const ib_op_desc ib_op_constant = {
-    .name = "constant",
-    .op_case = IMGBATCH__V1__NODE__OP_CONSTANT,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(constant),
     .infer = l_of_input_size,
     .param_bytes = ib_op_no_params,
     .cpu = constant_cpu,

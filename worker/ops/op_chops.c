@@ -133,10 +133,7 @@ static ib_status chops_dev(const ib_node *node, const int *in_modes, ib_gstep *s
 }
 
 const ib_op_desc ib_op_chops = {
-    .name = "chops",
-    .op_case = IMGBATCH__V1__NODE__OP_CHOPS,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 2,
+    IB_OP_HEAD(chops),
     .infer = chops_infer,
     .param_bytes = chops_param_bytes,
     .cpu = chops_cpu,

@@ -77,10 +77,7 @@ static ib_status convert_dev(const ib_node *node, const int *in_modes, ib_gstep 
 }
 
 const ib_op_desc ib_op_convert = {
-    .name = "convert",
-    .op_case = IMGBATCH__V1__NODE__OP_CONVERT,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(convert),
     .infer = convert_infer,
     .param_bytes = ib_op_no_params,
     .cpu = convert_cpu,

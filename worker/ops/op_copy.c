@@ -34,10 +34,7 @@ static ib_status copy_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
 }
 
 const ib_op_desc ib_op_copy = {
-    .name = "copy",
-    .op_case = IMGBATCH__V1__NODE__OP_COPY,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(copy),
     .infer = copy_infer,
     .param_bytes = ib_op_no_params,
     .cpu = copy_cpu,

@@ -104,10 +104,7 @@ static ib_status enhance_dev(const ib_node *node, const int *in_modes, ib_gstep 
 }
 
 const ib_op_desc ib_op_enhance = {
-    .name = "enhance",
-    .op_case = IMGBATCH__V1__NODE__OP_ENHANCE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(enhance),
     .infer = enhance_infer,
     .param_bytes = ib_op_no_params,
     .cpu = enhance_cpu,

@@ -86,15 +86,9 @@ static ib_status transpose_dev(const ib_node *node, const int *in_modes, ib_gste
 }
 
 const ib_op_desc ib_op_transpose = {
-    .name = "transpose",
-    .op_case = IMGBATCH__V1__NODE__OP_TRANSPOSE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
-    .infer = transpose_infer,
-    .param_bytes = ib_op_no_params,
-    .cpu = transpose_cpu,
-    .dev = transpose_dev,
-    .dev_ops = (const ib_dev_op *const[]){&transpose_dev_op, NULL},
+    IB_OP_HEAD(transpose),          .infer = transpose_infer,
+    .param_bytes = ib_op_no_params, .cpu = transpose_cpu,
+    .dev = transpose_dev,           .dev_ops = (const ib_dev_op *const[]){&transpose_dev_op, NULL},
 };
 
 /* ---------------------------------------------------------------- crop */
@@ -159,10 +153,7 @@ static ib_status crop_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
 }
 
 const ib_op_desc ib_op_crop = {
-    .name = "crop",
-    .op_case = IMGBATCH__V1__NODE__OP_CROP,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(crop),
     .infer = crop_infer,
     .param_bytes = ib_op_no_params,
     .cpu = crop_cpu,
@@ -232,10 +223,7 @@ static ib_status expand_dev(const ib_node *node, const int *in_modes, ib_gstep *
 }
 
 const ib_op_desc ib_op_expand = {
-    .name = "expand",
-    .op_case = IMGBATCH__V1__NODE__OP_EXPAND,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(expand),
     .infer = expand_infer,
     .param_bytes = expand_param_bytes,
     .cpu = expand_cpu,

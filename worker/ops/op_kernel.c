@@ -91,10 +91,7 @@ static ib_status kernel_dev(const ib_node *node, const int *in_modes, ib_gstep *
 }
 
 const ib_op_desc ib_op_kernel = {
-    .name = "kernel",
-    .op_case = IMGBATCH__V1__NODE__OP_KERNEL,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(kernel),
     .infer = kernel_infer,
     .param_bytes = kernel_param_bytes,
     .cpu = kernel_cpu,

@@ -76,10 +76,7 @@ static ib_status paste_dev(const ib_node *node, const int *in_modes, ib_gstep *s
 }
 
 const ib_op_desc ib_op_paste = {
-    .name = "paste",
-    .op_case = IMGBATCH__V1__NODE__OP_PASTE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 2,
+    IB_OP_HEAD(paste),
     .infer = paste_infer,
     .param_bytes = ib_op_no_params,
     .cpu = paste_cpu,

@@ -15,8 +15,6 @@
 #include "ops/op.h"
 #include "model/graph.h"
 
-#define IB_LUT_MODES (IB_MODE_BIT(IB_MODE_L) | IB_MODE_BIT(IB_MODE_RGB))
-
 /* The largest table any of these rows uploads: 256 entries x 4 bands. */
 static uint64_t point_table_bytes(const ib_node *node) {
   (void)node;
@@ -97,21 +95,21 @@ static ib_status point_infer(const ib_node *node, const ib_shape *in, ib_shape *
 
 /* Every row is one table apply: the same parameter bytes, CPU and device
  * code; the rows differ only in name, op, modes and the shape check. */
-#define IB_TABLE_OP(op_name, op, op_modes, op_infer)                                           \
-  {                                                                                            \
-    .name = op_name, .op_case = IMGBATCH__V1__NODE__OP_##op, .modes = op_modes, .n_inputs = 1, \
-    .infer = op_infer, .param_bytes = point_table_bytes, .cpu = table_cpu, .dev = table_dev,   \
-    .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},                                \
+#define IB_TABLE_OP(field, op_infer)                                                          \
+  {                                                                                           \
+    IB_OP_HEAD(field), .infer = op_infer, .param_bytes = point_table_bytes, .cpu = table_cpu, \
+                       .dev = table_dev,                                                      \
+                       .dev_ops = (const ib_dev_op *const[]){&table_dev_op, NULL},            \
   }
 
-const ib_op_desc ib_op_point = IB_TABLE_OP("point", POINT, IB_MODES_ALL, point_infer);
+const ib_op_desc ib_op_point = IB_TABLE_OP(point, point_infer);
 
 /* ---------------------------------------------------------------- ImageOps tables */
 
-const ib_op_desc ib_op_invert = IB_TABLE_OP("invert", INVERT, IB_LUT_MODES, same_shape_infer);
+const ib_op_desc ib_op_invert = IB_TABLE_OP(invert, same_shape_infer);
 
 /* Any threshold is valid (Pillow compares i < threshold). */
-const ib_op_desc ib_op_solarize = IB_TABLE_OP("solarize", SOLARIZE, IB_LUT_MODES, same_shape_infer);
+const ib_op_desc ib_op_solarize = IB_TABLE_OP(solarize, same_shape_infer);
 
 /* ImageOps.posterize takes bits <= 8 (0 or less keeps no bit: an all-zero
  * table; the client sends those as 0); 9 and up make 2 ** (8 - bits) a float
@@ -127,5 +125,4 @@ static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_sha
   return IB_OK;
 }
 
-const ib_op_desc ib_op_posterize =
-    IB_TABLE_OP("posterize", POSTERIZE, IB_LUT_MODES, posterize_infer);
+const ib_op_desc ib_op_posterize = IB_TABLE_OP(posterize, posterize_infer);

@@ -114,10 +114,7 @@ static ib_status rank_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
 }
 
 const ib_op_desc ib_op_rank_filter = {
-    .name = "rank_filter",
-    .op_case = IMGBATCH__V1__NODE__OP_RANK_FILTER,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(rank_filter),
     .infer = rank_infer,
     .param_bytes = ib_op_no_params,
     .cpu = rank_cpu,

@@ -1,46 +1,68 @@
 /*
- * op_resize.c - Image.resize((width, height), NEAREST, box) for every
- * admitted mode. Other filters are not proven and are rejected as
- * IB_UNSUPPORTED naming the filter.
+ * op_resize.c - Image.resize((width, height), resample, box, reducing_gap)
+ * for every admitted mode and every filter.
  *
- * Pillow 12.3's NEAREST path (Image.resize -> _imaging.c _resize ->
+ * NEAREST: Pillow 12.3's path (Image.resize -> _imaging.c _resize ->
  * ImagingTransformAffine -> ImagingScaleAffine) is separable: one table per
  * axis maps an output index to a source index or to "zero"
  * (kernels/geometry.h ib_resize_axis_table), and
  * out(x, y) = xtab[x] < 0 || ytab[y] < 0 ? 0 : in(xtab[x], ytab[y]).
+ *
+ * BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS: the calls Image.resize makes
+ * (resize_plan, below) run by op_resample.c over kernels/resample.h and
+ * kernels/reduce.h. The CUDA backend has no multi-pass step for them yet
+ * and refuses them by name.
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/geometry.h"
+#include "kernels/resample.h"
 #include "ops/op.h"
 #include "ops/op_geometry.h"
+#include "ops/op_resize.h"
 #include "model/graph.h"
 
 static const char *const resample_names[] = {"NEAREST", "LANCZOS", "BILINEAR",
                                              "BICUBIC", "BOX",     "HAMMING"};
 
-/* The box as _resize holds it: PyArg "f", i.e. each double rounded to C
- * float; no box means (0, 0, width, height). */
-static void resize_box(const ib_node *node, const ib_shape *in, float box[4]) {
-  const Imgbatch__V1__ResizeOp *r = node->pb->resize;
-  if (r->box_present_case == IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX && r->box) {
-    box[0] = (float)r->box->left;
-    box[1] = (float)r->box->top;
-    box[2] = (float)r->box->right;
-    box[3] = (float)r->box->bottom;
+static bool has_box(const Imgbatch__V1__ResizeOp *r) {
+  return r->box_present_case == IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX && r->box;
+}
+
+static bool has_gap(const Imgbatch__V1__ResizeOp *r) {
+  return r->reducing_gap_present_case == IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP;
+}
+
+/* The box as Image.resize sees it (Python floats); no box means
+ * (0, 0, width, height). */
+static void python_box(const Imgbatch__V1__ResizeOp *r, const ib_shape *in, double b[4]) {
+  if (has_box(r)) {
+    b[0] = r->box->left;
+    b[1] = r->box->top;
+    b[2] = r->box->right;
+    b[3] = r->box->bottom;
   } else {
-    box[0] = 0.0f;
-    box[1] = 0.0f;
-    box[2] = (float)in->width;
-    box[3] = (float)in->height;
+    b[0] = b[1] = 0.0;
+    b[2] = in->width;
+    b[3] = in->height;
   }
 }
 
-/* _resize's checks, in its order and float arithmetic. A NaN edge passes
- * all of them in Pillow and then yields platform-dependent pixels ((int)NaN),
- * so it is rejected here as IB_INVALID. */
-static ib_status check_box(const float b[4], const ib_shape *in, ib_error *err) {
+/* The box as _resize holds it: PyArg "f", i.e. each double rounded to C
+ * float. */
+static void resize_box(const ib_node *node, const ib_shape *in, float box[4]) {
+  double b[4];
+  python_box(node->pb->resize, in, b);
+  for (int i = 0; i < 4; i++) box[i] = (float)b[i];
+}
+
+/* _resize's checks, in its order and float arithmetic, against an input of
+ * w x h. A NaN edge passes all of them in Pillow and then yields
+ * platform-dependent pixels ((int)NaN), so it is rejected here as
+ * IB_INVALID. */
+static ib_status check_box(const float b[4], uint32_t w, uint32_t h, ib_error *err) {
   for (int i = 0; i < 4; i++)
     if (isnan(b[i]))
       return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op resize: box edge %d is NaN", i);
@@ -48,14 +70,106 @@ static ib_status check_box(const float b[4], const ib_shape *in, ib_error *err) 
     return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "op resize: box offset (%g, %g) can't be negative", (double)b[0],
                       (double)b[1]);
-  if (b[2] > (float)in->width || b[3] > (float)in->height)
+  if (b[2] > (float)w || b[3] > (float)h)
     return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "op resize: box (%g, %g) can't exceed the original %ux%u image", (double)b[2],
-                      (double)b[3], in->width, in->height);
+                      (double)b[3], w, h);
   if (b[2] - b[0] < 0 || b[3] - b[1] < 0)
     return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "op resize: box (%g, %g, %g, %g) can't be empty", (double)b[0], (double)b[1],
                       (double)b[2], (double)b[3]);
+  return IB_OK;
+}
+
+static bool fits_int(double v) { return v >= -2147483648.0 && v <= 2147483647.0; }
+
+/* reducing_gap's first step (Image.resize, Image._get_safe_box,
+ * Image.reduce -> _imaging.c _reduce), in Python's double arithmetic:
+ *   factor = int(box_span / size / reducing_gap) or 1, per axis;
+ *   when either factor > 1: reduce_box = (max(0, int(left - s_x)),
+ *     max(0, int(top - s_y)), min(W, ceil(right + s_x)), min(H, ceil(bottom + s_y)))
+ *     with s = (support - 0.5) * box_span / size, the image reduced over it,
+ *   and the box moved into the reduced image: (edge - reduce_box edge) / factor.
+ * Pillow raises OverflowError for a factor or box past a C int and
+ * ValueError for a factor below 1 or an empty reduce box. */
+static ib_status plan_reduce(const Imgbatch__V1__ResizeOp *r, const ib_shape *in, double box[4],
+                             ib_resize_plan *p, ib_error *err) {
+  const double gap = r->reducing_gap, w = r->width, h = r->height;
+  double fx = trunc((box[2] - box[0]) / w / gap), fy = trunc((box[3] - box[1]) / h / gap);
+  if (fx == 0) fx = 1;
+  if (fy == 0) fy = 1;
+  if (!(fx > 1 || fy > 1)) return IB_OK;
+  const double support = ib_resample_support(p->filter) - 0.5;
+  const double sx = support * ((box[2] - box[0]) / w), sy = support * ((box[3] - box[1]) / h);
+  const double rb[4] = {fmax(0, trunc(box[0] - sx)), fmax(0, trunc(box[1] - sy)),
+                        fmin(in->width, ceil(box[2] + sx)), fmin(in->height, ceil(box[3] + sy))};
+  if (!fits_int(fx) || !fits_int(fy) || !fits_int(rb[0]) || !fits_int(rb[1]) || !fits_int(rb[2]) ||
+      !fits_int(rb[3]))
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: reducing_gap %g: reduce factor (%g, %g) or box (%g, %g, %g, %g) "
+                      "overflows a C int",
+                      gap, fx, fy, rb[0], rb[1], rb[2], rb[3]);
+  if (fx < 1 || fy < 1)
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: reducing_gap %g: reduce factor (%g, %g): scale must be > 0", gap,
+                      fx, fy);
+  if (rb[2] <= rb[0] || rb[3] <= rb[1])
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: reducing_gap %g: reduce box (%g, %g, %g, %g) can't be empty", gap,
+                      rb[0], rb[1], rb[2], rb[3]);
+  p->reduce = true;
+  p->fx = (int)fx;
+  p->fy = (int)fy;
+  for (int i = 0; i < 4; i++) p->rbox[i] = (int)rb[i];
+  /* ImagingReduce's size in C int: (span + factor - 1) / factor. */
+  int64_t rw = ((int64_t)p->rbox[2] - p->rbox[0] + p->fx - 1) / p->fx;
+  int64_t rh = ((int64_t)p->rbox[3] - p->rbox[1] + p->fy - 1) / p->fy;
+  if (rw > 2147483647 || rh > 2147483647)
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: reducing_gap %g: reduce factor (%d, %d) overflows a C int", gap,
+                      p->fx, p->fy);
+  p->rw = (uint32_t)rw;
+  p->rh = (uint32_t)rh;
+  box[0] = (box[0] - p->rbox[0]) / p->fx;
+  box[1] = (box[1] - p->rbox[1]) / p->fy;
+  box[2] = (box[2] - p->rbox[0]) / p->fx;
+  box[3] = (box[3] - p->rbox[1]) / p->fy;
+  return IB_OK;
+}
+
+static ib_resize_call call_of(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h,
+                              double l, double t, double r, double b) {
+  return (ib_resize_call){in_w, in_h, out_w, out_h, {(float)l, (float)t, (float)r, (float)b}};
+}
+
+/* Image.resize for a convolution filter, as the calls it makes (op_resize.h),
+ * with every check Pillow makes on the way. */
+static ib_status resize_plan(const Imgbatch__V1__ResizeOp *r, const ib_shape *in, ib_resize_plan *p,
+                             ib_error *err) {
+  memset(p, 0, sizeof *p);
+  p->filter = (int)r->resample;
+  const uint32_t w = r->width, h = r->height;
+  double box[4];
+  python_box(r, in, box);
+  if (in->width == w && in->height == h && box[0] == 0 && box[1] == 0 && box[2] == in->width &&
+      box[3] == in->height) {
+    p->copy = true;
+    return IB_OK;
+  }
+  p->premultiply = in->mode == IB_MODE_LA || in->mode == IB_MODE_RGBA;
+  ib_status st;
+  if (!p->premultiply && has_gap(r) && (st = plan_reduce(r, in, box, p, err)) != IB_OK) return st;
+  const uint32_t cw = p->reduce ? p->rw : in->width, ch = p->reduce ? p->rh : in->height;
+  if (ch > (uint64_t)cw * 100 && h < ch) {
+    p->n_calls = 2;
+    p->call[0] = call_of(cw, ch, cw, h, 0, box[1], cw, box[3]);
+    p->call[1] = call_of(cw, h, w, h, box[0], 0, box[2], h);
+  } else {
+    p->n_calls = 1;
+    p->call[0] = call_of(cw, ch, w, h, box[0], box[1], box[2], box[3]);
+  }
+  for (int i = 0; i < p->n_calls; i++)
+    if ((st = check_box(p->call[i].box, p->call[i].in_w, p->call[i].in_h, err)) != IB_OK) return st;
   return IB_OK;
 }
 
@@ -68,32 +182,52 @@ static ib_status resize_infer(const ib_node *node, const ib_shape *in, ib_shape 
   if (f >= sizeof resample_names / sizeof resample_names[0])
     return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
                       "op resize: resample %d is not a filter this worker knows", (int)r->resample);
-  if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op resize: resample %s not supported for mode %s (only NEAREST)",
-                      resample_names[f], ib_mode_name(in[0].mode));
+  if (has_gap(r) && !(r->reducing_gap >= 1.0))
+    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "op resize: reducing_gap %g: reducing_gap must be 1.0 or greater",
+                      r->reducing_gap);
   if (r->width == 0 || r->height == 0)
     return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "op resize: size %ux%u: height and width must be > 0", r->width, r->height);
   if ((st = ib_geom_check_side(node, "width", r->width, err)) != IB_OK) return st;
   if ((st = ib_geom_check_side(node, "height", r->height, err)) != IB_OK) return st;
-  float box[4];
-  resize_box(node, &in[0], box);
-  if ((st = check_box(box, &in[0], err)) != IB_OK) return st;
+  if (f == IMGBATCH__V1__RESAMPLE__NEAREST) {
+    float box[4];
+    resize_box(node, &in[0], box);
+    if ((st = check_box(box, in[0].width, in[0].height, err)) != IB_OK) return st;
+  } else {
+    ib_resize_plan plan;
+    if ((st = resize_plan(r, &in[0], &plan, err)) != IB_OK) return st;
+  }
   *out = (ib_shape){in[0].mode, r->width, r->height};
   return IB_OK;
 }
 
-/* The two axis tables the backend uploads. */
+/* NEAREST: the two axis tables the backend uploads. A filter: what
+ * ib_resize_run allocates (copies, reduced and intermediate images, weight
+ * tables), from the input's shape. */
 static uint64_t resize_param_bytes(const ib_node *node) {
   const Imgbatch__V1__ResizeOp *r = node->pb->resize;
-  return ((uint64_t)r->width + r->height) * sizeof(int32_t);
+  uint64_t tables = ((uint64_t)r->width + r->height) * sizeof(int32_t);
+  if (r->resample == IMGBATCH__V1__RESAMPLE__NEAREST || !node->graph || node->n_inputs < 1)
+    return tables;
+  const ib_shape *in = &node->graph->nodes[node->inputs[0]].shape;
+  ib_resize_plan plan;
+  ib_error err = {0};
+  if (resize_plan(r, in, &plan, &err) != IB_OK) return tables;
+  return ib_resize_scratch_bytes(&plan, ib_mode_bands(in->mode));
 }
 
 static ib_status resize_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
                             ib_error *err) {
   const ib_image *src = in[0];
   ib_shape shape = {src->mode, src->width, src->height};
+  if (node->pb->resize->resample != IMGBATCH__V1__RESAMPLE__NEAREST) {
+    ib_resize_plan plan;
+    ib_status st = resize_plan(node->pb->resize, &shape, &plan, err);
+    if (st != IB_OK) return st;
+    return ib_resize_run(&plan, src, out, err);
+  }
   float box[4];
   resize_box(node, &shape, box);
   int32_t *xtab = malloc(((size_t)out->width + out->height) * sizeof *xtab);
@@ -142,17 +276,23 @@ static const ib_dev_op resize_dev_op = {.tag = 'N',
                                         .extra_bytes = resize_extra_bytes,
                                         .fill_extra = resize_fill_extra};
 
+/* A convolution filter needs a multi-pass device step (weight tables, an
+ * intermediate image) that the chain's gather heads cannot express: refused
+ * by name until it exists. */
 static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
-  (void)node, (void)in_modes, (void)err;
+  unsigned f = (unsigned)node->pb->resize->resample;
+  if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
+    return ib_op_fail(
+        err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
+        "backend cuda: op resize (mode %s): resample %s has no device kernel yet",
+        ib_mode_name((ib_mode)in_modes[0]),
+        f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?");
   s->dev = &resize_dev_op;
   return IB_OK;
 }
 
 const ib_op_desc ib_op_resize = {
-    .name = "resize",
-    .op_case = IMGBATCH__V1__NODE__OP_RESIZE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 1,
+    IB_OP_HEAD(resize),
     .infer = resize_infer,
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,

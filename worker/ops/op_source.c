@@ -37,10 +37,7 @@ static ib_status source_cpu(const ib_node *node, const ib_image *const *in, ib_i
 }
 
 const ib_op_desc ib_op_source = {
-    .name = "source",
-    .op_case = IMGBATCH__V1__NODE__OP_SOURCE,
-    .modes = IB_MODES_ALL,
-    .n_inputs = 0,
+    IB_OP_HEAD(source),
     .infer = source_infer,
     .param_bytes = ib_op_no_params,
     .cpu = source_cpu,

@@ -1,5 +1,5 @@
 /*
- * The Oklab tone op (SPEC section 5; no Pillow equivalent): RGB and RGBA,
+ * The Oklab tone op (no Pillow equivalent): RGB and RGBA,
  * alpha copied. Formulas and the float32/float64 contract: kernels/tone.h.
  * The CPU backend runs the float32 path, as the GPU does.
  */
@@ -84,10 +84,7 @@ static ib_status tone_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
 }
 
 const ib_op_desc ib_op_tone = {
-    .name = "tone",
-    .op_case = IMGBATCH__V1__NODE__OP_TONE,
-    .modes = IB_MODE_BIT(IB_MODE_RGB) | IB_MODE_BIT(IB_MODE_RGBA),
-    .n_inputs = 1,
+    IB_OP_HEAD(tone),
     .infer = tone_infer,
     .param_bytes = tone_param_bytes,
     .cpu = tone_cpu,

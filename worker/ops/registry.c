@@ -1,8 +1,9 @@
 /*
- * registry.c - the list of op rows. Each row lives beside its op in
- * worker/ops/op_<family>.c and is referenced here by name, so an op file
- * left out of the build is a link error, never a runtime Unsupported
- * (the shared library links with --no-undefined for the same reason).
+ * registry.c - the list of op rows, one per entry of ops/ops.def. Each row
+ * lives beside its op in worker/ops/op_<family>.c as ib_op_<field> and is
+ * referenced here by name, so an op file left out of the build is a link
+ * error, never a runtime Unsupported (the shared library links with
+ * --no-undefined for the same reason).
  * tests/unit/test_wire_constants.c checks that every Node oneof case of the
  * proto has exactly one row, named as its field.
  */
@@ -13,35 +14,14 @@
 #include "ops/op.h"
 #include "model/graph.h"
 
-extern const ib_op_desc ib_op_source;
-extern const ib_op_desc ib_op_copy;
-extern const ib_op_desc ib_op_transpose;
-extern const ib_op_desc ib_op_crop;
-extern const ib_op_desc ib_op_expand;
-extern const ib_op_desc ib_op_resize;
-extern const ib_op_desc ib_op_paste;
-extern const ib_op_desc ib_op_getchannel;
-extern const ib_op_desc ib_op_convert;
-extern const ib_op_desc ib_op_point;
-extern const ib_op_desc ib_op_invert;
-extern const ib_op_desc ib_op_solarize;
-extern const ib_op_desc ib_op_posterize;
-extern const ib_op_desc ib_op_rank_filter;
-extern const ib_op_desc ib_op_box_blur;
-extern const ib_op_desc ib_op_gaussian_blur;
-extern const ib_op_desc ib_op_kernel;
-extern const ib_op_desc ib_op_chops;
-extern const ib_op_desc ib_op_blend;
-extern const ib_op_desc ib_op_constant;
-extern const ib_op_desc ib_op_enhance;
-extern const ib_op_desc ib_op_tone;
+#define IB_OP(field, ...) extern const ib_op_desc ib_op_##field;
+#include "ops/ops.def"
+#undef IB_OP
 
 static const ib_op_desc *const rows[] = {
-    &ib_op_source,        &ib_op_copy,     &ib_op_transpose,  &ib_op_crop,        &ib_op_expand,
-    &ib_op_resize,        &ib_op_paste,    &ib_op_getchannel, &ib_op_convert,     &ib_op_point,
-    &ib_op_invert,        &ib_op_solarize, &ib_op_posterize,  &ib_op_rank_filter, &ib_op_box_blur,
-    &ib_op_gaussian_blur, &ib_op_kernel,   &ib_op_chops,      &ib_op_blend,       &ib_op_constant,
-    &ib_op_enhance,       &ib_op_tone,
+#define IB_OP(field, ...) &ib_op_##field,
+#include "ops/ops.def"
+#undef IB_OP
 };
 
 #define N_ROWS (sizeof rows / sizeof rows[0])

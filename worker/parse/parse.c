@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
+#include "codec/output_spec.h"
 #include "core/error.h"
 #include "model/graph.h"
 #include "parse/hollow.h"
@@ -246,6 +247,15 @@ static void buffer_free(ProtobufCAllocator *a, uint8_t *buf) {
     free(buf);
 }
 
+/* The output spec against the graph's output mode, before any work is
+ * done: a quality out of range or a mode the format cannot hold (as
+ * Pillow's save() refuses it) is answered at validation, not after the
+ * pixels are computed. Encoding checks the same again. */
+static ib_status check_output(const ib_graph *g, ib_error *err) {
+  const Imgbatch__V1__OutputSpec *o = g->job->output;
+  if (!o || o->target_case != IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU) return IB_OK;
+  return ib_output_check(o->cpu, g->nodes[g->n_nodes - 1].shape.mode, IB_STAGE_VALIDATE, err);
+}
 ib_status ib_graph_parse_buffer(uint8_t *buf, size_t len, const ib_graph_limits *limits,
                                 const ib_graph_memory *mem, ib_graph **out, ib_key *key_on_error,
                                 ib_error *err) {
@@ -361,6 +371,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
   if ((st = load_sources(g, &lim, err)) != IB_OK) goto out;
   st = ib_graph_validate(g, err);
+  if (st == IB_OK) st = check_output(g, err);
 out:
   if (st != IB_OK) {
     if (key_on_error && g->job) ib_key_copy(key_on_error, &g->key);

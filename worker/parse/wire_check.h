@@ -37,7 +37,7 @@ int ib_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
 
 /* Message levels below the top message that a walk admits. The deepest a
  * valid Job goes is its metadata: map entry, Value, then three levels
- * (ValueMap, entry, Value) per nesting level, 8 levels in all (SPEC 3),
+ * (ValueMap, entry, Value) per nesting level, 8 levels in all (docs/wire.md),
  * which is 20; nothing else in the schema nests past 3. 32 leaves room and
  * keeps protobuf-c's recursion a few kilobytes of stack. */
 #define IB_WIRE_MAX_DEPTH 32

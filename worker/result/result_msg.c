@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "codec/output_spec.h"
 #include "core/error.h"
 #include "core/utf8.h"
 #include "parse/wire_check.h"
@@ -159,7 +160,8 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend
   r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
   r->msg.job_id = res->job_id;
   set_key(r, &res->key);
-  r->image.mode = (char *)ib_mode_name(res->image.mode);
+  /* The encoded file's mode as Pillow opens it (RGBX written as JPEG is RGB). */
+  r->image.mode = (char *)ib_mode_name(ib_output_mode(cpu, res->image.mode));
   r->image.width = res->image.width;
   r->image.height = res->image.height;
   r->image.format = cpu ? cpu->format : IMGBATCH__V1__FORMAT__RAW;

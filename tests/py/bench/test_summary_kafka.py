@@ -1,10 +1,10 @@
-"""bench/summary.py's Kafka raw row: the verdict is the median of the per-round worker / relay
-ratios that kafka_csv.py pairs through kafka_bench.sh's `round R` lines."""
+"""bench/reports/summary.py's Kafka raw row: the verdict is the median of the per-round worker / relay
+ratios that `kafka_report.py csv` pairs through kafka_bench.sh's `round R` lines."""
 import os
 import subprocess
 import sys
 
-from summary_out import BENCH, summary_line
+from summary_out import REPORTS, summary_line
 
 
 def line(name, mbs):
@@ -20,7 +20,7 @@ def summary_row(tmp_path, rounds):
         log += pair if i % 2 else pair[::-1]
         log.append(line("worker-raw-mj256", worker * 2))  # not the default caps: not in the row
     (tmp_path / "kafka.txt").write_text("\n".join(log) + "\n")
-    subprocess.run([sys.executable, os.path.join(BENCH, "kafka_csv.py"), "--log", str(tmp_path / "kafka.txt"),
+    subprocess.run([sys.executable, os.path.join(REPORTS, "kafka_report.py"), "csv", "--log", str(tmp_path / "kafka.txt"),
                     "--backend", "cuda", "--csv", str(tmp_path / "kafka.csv")], check=True, capture_output=True)
     return summary_line(tmp_path, lambda r: r.startswith("Kafka, raw"))
 

@@ -1,10 +1,10 @@
-"""bench/summary.py's >= 2048² rows: a case gpu_bench timed several times (--reps) shows its
+"""bench/reports/summary.py's >= 2048² rows: a case gpu_bench timed several times (--reps) shows its
 median, and the worst case names its spread (the _min/_max rows of the same setting)."""
 import sys
 
-from summary_out import BENCH, summary_line
+from summary_out import LIB, summary_line
 
-sys.path.insert(0, BENCH)
+sys.path.insert(0, LIB)
 import csvrows  # noqa: E402
 
 SETTING = "max_jobs=64 max_in_flight=2"

@@ -73,3 +73,46 @@ def test_run_answers_truncated_stream_with_parse_error_and_exit_1():
 def test_run_with_empty_input_writes_nothing():
     p = subprocess.run([BIN, "run"], input=b"", capture_output=True, timeout=20)
     assert p.returncode == 0 and p.stdout == b""
+
+
+def test_run_tune_sets_a_library_setting_and_the_job_runs():
+    p, results = ibtest.run([ibtest.raw_job("a", 5, 3)], "--tune", "ramp_jobs=4", "--tune",
+                            "cuda_pieces=1")
+    assert p.returncode == 0, p.stderr
+    assert [r.WhichOneof("outcome") for r in results] == ["image"]
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["worker", "--brokers", "127.0.0.1:1"]])
+@pytest.mark.parametrize("tune,says", [
+    ("cuda_peices=2", 'unknown key "cuda_peices"'),
+    ("cuda_pieces=9", 'cuda_pieces: bad value "9" (accepted: 1..4)'),
+    ("cuda_pipe_kib=0", 'cuda_pipe_kib: bad value "0" (accepted: -1 (off) or 1..1048576)'),
+    ("cuda_profile=yes", 'cuda_profile: bad value "yes" (accepted: true, false, 1 or 0)'),
+    ("ramp_jobs", '"ramp_jobs" is not KEY=VALUE'),
+])
+def test_tune_refuses_an_unknown_key_or_a_bad_value_by_name(cmd, tune, says):
+    p = subprocess.run([BIN, *cmd, "--tune", tune], input=b"", capture_output=True, timeout=20)
+    assert p.returncode == 2
+    assert says in p.stderr.decode()
+
+
+def test_worker_config_file_tune_line_is_checked(tmp_path):
+    conf = tmp_path / "w.conf"
+    conf.write_text("brokers = 127.0.0.1:1\ntune = compile_queue=0\n")
+    p = subprocess.run([BIN, "worker", "--config", str(conf)], capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 2
+    assert 'compile_queue: bad value "0" (accepted: 1..65536)' in p.stderr
+
+
+def test_worker_without_a_gpu_names_the_reason_and_suggests_the_cpu_backend():
+    # CUDA_VISIBLE_DEVICES="" hides every device where a driver exists, so the
+    # default (cuda) backend fails the same way on the GPU machine as in CI.
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert p.returncode == 1, p.stderr
+    failed = [line for line in p.stderr.splitlines() if '"event":"start_failed"' in line]
+    assert len(failed) == 1, p.stderr
+    assert re.search(r'"message":"no CUDA (driver|device): ', failed[0])
+    assert '"hint":"no usable GPU here: --backend cpu runs the CPU reference backend"' in failed[0]

@@ -239,6 +239,26 @@ def test_job_fields_keys_outputs_metadata():
         im.to_job(output="bmp")
 
 
+def test_output_options_are_pillows_save_options():
+    im = Image.new("RGB", (2, 2))
+    cpu = job_of(im, output="jpeg").output.cpu
+    assert not cpu.HasField("quality") and cpu.subsampling == pb.SUBSAMPLING_DEFAULT
+    assert not cpu.progressive and not cpu.optimize
+    assert not job_of(im, output="jpeg", quality=-1).output.cpu.HasField("quality")
+    cpu = job_of(im, output="jpeg", quality=0, subsampling="4:2:2", progressive=True,
+                 optimize=True).output.cpu
+    assert cpu.HasField("quality") and cpu.quality == 0
+    assert cpu.subsampling == pb.SUBSAMPLING_422 and cpu.progressive and cpu.optimize
+    for given, want in (("4:4:4", pb.SUBSAMPLING_444), (0, pb.SUBSAMPLING_444), (1, pb.SUBSAMPLING_422),
+                        (2, pb.SUBSAMPLING_420), ("4:1:1", pb.SUBSAMPLING_420), (-1, pb.SUBSAMPLING_DEFAULT)):
+        assert job_of(im, output="jpeg", subsampling=given).output.cpu.subsampling == want
+    for bad in (101, -2, 1.5, True, "keep"):
+        with pytest.raises(ValueError, match="quality must be an int in 0..100"):
+            im.to_job(output="jpeg", quality=bad)
+    with pytest.raises(ValueError, match="subsampling must be one of"):
+        im.to_job(output="jpeg", subsampling="4:4:0")
+
+
 def test_open_keeps_file_bytes_and_pillows_header():
     buf = io.BytesIO()
     PILImage.new("RGBA", (3, 7), (1, 2, 3, 4)).save(buf, "PNG")

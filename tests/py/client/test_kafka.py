@@ -69,7 +69,7 @@ def test_graph_language_records_the_pillow_calls():
     ref = ref.crop((0, 0, 8, 4)).transpose(Image.Transpose.ROTATE_90).filter(ImageFilter.MedianFilter(3))
     ref = ref.filter(ImageFilter.SHARPEN)
     ref = imgbatch.ImageEnhance.Brightness(ref).enhance(1.5)
-    ref = imgbatch.tone(ImageOps.expand(ref, 1, 9).resize((3, 5), 0), exposure_ev=0.5)
+    ref = imgbatch.tone(ImageOps.expand(ref, 1, 9).resize((3, 5)), exposure_ev=0.5)
     assert got.to_job(key="k") == ref.to_job(key="k")
     with pytest.raises(ValueError, match="unknown step 'blurr'"):
         imgbatch.parse_graph("invert|blurr(2)")

@@ -1,4 +1,4 @@
-"""Encoded sources report the mode the worker decodes them to (issue 9 item 9):
+"""Encoded sources report the mode the worker decodes them to:
 libvips expands palettes (RGB, or RGBA with transparency), tRNS chunks and
 1-bit images, and the pixels equal Pillow's convert() to that mode, which
 is what replay() does."""

@@ -50,6 +50,20 @@ def enums(fds):
     return out
 
 
+def alone_in_new_oneof(om, nm, nf, of, new_oneof):
+    """A singular field moved into a oneof that did not exist before and holds
+    only it: the same bytes on the wire, presence added (protobuf's
+    "Updating A Message Type": a single field can safely move into a new
+    oneof). How proto3 fields gain presence where protoc-c 1.4 refuses
+    `optional`."""
+    if of.HasField("oneof_index") or new_oneof is None:
+        return False
+    if new_oneof in {o.name for o in om.oneof_decl}:
+        return False
+    return [f.number for f in nm.field if f.HasField("oneof_index")
+            and f.oneof_index == nf.oneof_index] == [nf.number]
+
+
 def breaking_changes(old, new):
     """Human-readable list of the changes old readers/writers cannot take."""
     problems = []
@@ -75,7 +89,7 @@ def breaking_changes(old, new):
                 problems.append(f"field {where} changed label")
             old_oneof = om.oneof_decl[of.oneof_index].name if of.HasField("oneof_index") else None
             new_oneof = nm.oneof_decl[nf.oneof_index].name if nf.HasField("oneof_index") else None
-            if old_oneof != new_oneof:
+            if old_oneof != new_oneof and not alone_in_new_oneof(om, nm, nf, of, new_oneof):
                 problems.append(f"field {where} moved from oneof {old_oneof} to {new_oneof}")
     new_enums = enums(new)
     for name, oe in enums(old).items():
@@ -116,6 +130,24 @@ def test_the_check_catches_breaking_changes(tmp_path):
     assert "SolarizeOp.threshold (= 1) changed type" in problems
     assert "Job.correlation_id (= 8) removed" in problems
     assert "TransposeMethod.TRANSVERSE (= 6) removed" in problems
+
+
+def test_a_field_may_move_alone_into_a_new_oneof_only(tmp_path):
+    # contract-1 has CpuOutput.quality outside any oneof; the current proto
+    # moved it alone into quality_present (accepted above). With a second
+    # member that oneof is a move old writers cannot live with.
+    src = open(os.path.join(ROOT, "proto", "imgbatch.proto")).read()
+    two = src.replace("oneof quality_present { uint32 quality = 2; }",
+                      "oneof quality_present { uint32 quality = 2; uint32 q2 = 99; }")
+    assert two != src
+    (tmp_path / "imgbatch.proto").write_text(two)
+    out = tmp_path / "two.desc"
+    subprocess.run(["protoc", "-I" + str(tmp_path), "--descriptor_set_out", str(out),
+                    "imgbatch.proto"], check=True)
+    released = load(os.path.join(ROOT, "proto", "released", "contract-1.desc"))
+    assert "CpuOutput.quality (= 2) moved from oneof None to quality_present" in "\n".join(
+        breaking_changes(released, load(out)))
+    assert not breaking_changes(released, current(tmp_path))
 
 
 def test_contract_version_is_one_past_the_newest_release_or_equal():

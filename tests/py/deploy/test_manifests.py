@@ -193,7 +193,8 @@ def test_dockerfile_matches_ci_packages():
     assert os.path.exists(os.path.join(DEPLOY, "Dockerfile.dockerignore"))
     pins = {"librdkafka1": "LIBRDKAFKA_VERSION", "libvips42": "LIBVIPS_VERSION",
             "libprotobuf-c1": "PROTOBUF_C_VERSION", "libmicrohttpd12": "LIBMICROHTTPD_VERSION",
-            "libdeflate0": "LIBDEFLATE_VERSION", "libpng16-16": "LIBPNG_VERSION"}
+            "libdeflate0": "LIBDEFLATE_VERSION", "libpng16-16": "LIBPNG_VERSION",
+            "libjpeg62-turbo": "LIBJPEG_VERSION"}
     for pkg, arg in pins.items():
         have = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True).stdout
         assert set(re.findall(rf"ARG {arg}=(\S+)", text)) == {have}, (pkg, have)

@@ -8,7 +8,7 @@ graphs_regression.json as is:
                {"op": "transpose", "in": [0], "args": {"method": 2}}, ...]}
 
 Each step is a value; "in" names earlier steps; the last step is the
-output. A "source" step is random pixels from its own seed. Only contexts the SPEC asks for are
+output. A "source" step is random pixels from its own seed. Only contexts the README lists are
 generated (and Pillow must accept the whole graph), so once every op row is
 on main each graph must be exact.
 """
@@ -17,6 +17,13 @@ import random
 
 import parity
 from imgbatch import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps, LazyImage
+from imgbatch._optable import OPS
+
+# The modes each op admits (the op table, worker/ops/ops.def).
+ADMITS = {op.field: op.modes for op in OPS}
+# Ops the generator never writes, and why; test_graphgen_ops checks that
+# every other op of the table appears in generated graphs.
+NOT_GENERATED = {"tone": "no Pillow call to compare with (test_chops checks it against tone_reference.py)"}
 
 ALL = parity.MODES
 FOUR = ("L", "LA", "RGB", "RGBA")
@@ -224,9 +231,7 @@ def _g_channel(st, cur, r):
 
 def _g_pointwise(st, cur, r):
     mode, size = st.shapes[cur]
-    choices = []
-    if mode in ("L", "RGB"):
-        choices += ["invert", "solarize", "posterize"]
+    choices = [op for op in ("invert", "solarize", "posterize") if mode in ADMITS[op]]
     if mode in FOUR:
         choices += ["point", "point"]
     if not choices:

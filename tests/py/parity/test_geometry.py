@@ -191,19 +191,15 @@ def test_refusals_match_pillows_own(mode):
 
 @pytest.mark.parametrize("mode", parity.MODES)
 def test_contexts_pillow_takes_but_imgbatch_refuses(mode):
-    """Unproven filters, empty crops, outputs past 4096 and an RGB <- LA paste
+    """Empty crops, outputs past 4096 and an RGB <- LA paste
     (Pillow copies an LA pixel word's hidden bytes) are refused by kind."""
     r = parity.rng("refuse-ours", mode)
     cases = []
     for i in range(20):
         im = parity.random_image(r, mode, (r.randint(2, 30), r.randint(2, 30)))
         w, h = im.size
-        flt = [Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS,
-               Image.Resampling.BOX, Image.Resampling.HAMMING][i % 5]
         x0 = r.randint(-5, w + 5)
         cases += [
-            Case(f"resize-filter-{i}", "resize nearest", mode, im.resize((w + 1, h), flt),
-                 "unsupported"),
             Case(f"crop-empty-{i}", "crop", mode, im.crop((x0, 0, x0, h)), "unsupported"),
             Case(f"crop-4097-{i}", "crop", mode, im.crop((x0, 0, x0 + 4097, h)), "limit"),
             Case(f"expand-4097-{i}", "expand", mode,

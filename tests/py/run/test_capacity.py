@@ -1,4 +1,4 @@
-"""Issue 9 item 8 / SPEC 4: at the default caps (host_bytes 256 MiB, gpu_bytes
+"""docs/credits.md: at the default caps (host_bytes 256 MiB, gpu_bytes
 512 MiB) `imgbatch run --backend cpu` admits a 4096^2 RGBA 3x3 Kernel job and a
 Kernel -> GaussianBlur chain - the raw source is charged once, read in place,
 and the blur holds no image-sized scratch - and the results equal Pillow's."""

@@ -1,6 +1,7 @@
 """The worker's interface in the small: flags, one job's round trip (key,
 coordinates, headers, correlation id, byte-exact image), its commit, its logs
 and a drained exit."""
+import os
 import signal
 import subprocess
 
@@ -78,3 +79,25 @@ def test_jobs_in_every_partition_are_answered_in_their_own_coordinates(make_env)
         r = check_result_for(m, c, i)
         assert r.image.data == jobs[i][1].replay().tobytes()
     env.wait_committed({p: 3 for p in range(4)}, 30)
+
+
+
+def test_tuned_worker_runs_jobs_with_its_settings(make_env):
+    """--tune flags and a `tune =` line of the config file reach the executor the
+    worker creates, which runs jobs with them for the worker's whole life."""
+    env = make_env()
+    conf = os.path.join(env.workdir, "tuned.conf")
+    with open(conf, "w") as f:
+        f.write("tune = compile_queue=8\n")
+    reader = env.reader()
+    w = env.worker("--config", conf, "--tune", "ramp_jobs=2", "--tune", "cuda_pieces=1")
+    w.wait_event("start")
+    jobs = [image_job(i, w=9, h=5) for i in range(3)]
+    coords = env.produce([job for job, _ in jobs], partition=0)
+    keys = [coord_key(*c) for c in coords]
+    got = reader.wait_keys(keys, 60, env.why)
+    for i, ((_, im), c, k) in enumerate(zip(jobs, coords, keys)):
+        (m,) = got[k]
+        r = check_result_for(m, c, i)
+        assert r.WhichOneof("outcome") == "image", r
+        assert r.image.data == im.replay().tobytes()

@@ -1,4 +1,4 @@
-"""The hung-job rule (SPEC §6, --stall-seconds): a hung job must not pin its
+"""The hung-job rule (README, "The Kafka worker", --stall-seconds): a hung job must not pin its
 partition's watermark. The fault `stall=MS:K` (a -DIB_FAULTS=ON build) makes
 the submission of the job keyed K block the executor's driving thread for MS
 milliseconds, as a decode or kernel that does not return would. With

@@ -1,0 +1,201 @@
+/*
+ * resample.h - Image.resize with a convolution filter (BOX, BILINEAR,
+ * HAMMING, BICUBIC, LANCZOS) on 8-bit bands, matching Pillow 12.3
+ * src/libImaging/Resample.c (ImagingResample).
+ *
+ * Weights (host only: built in double with glibc's sin/cos, never on the
+ * device). Per axis, with the box edges in0, in1 already C floats and n_out
+ * the output side (precompute_coeffs):
+ *   scale = (double)(in1 - in0) / n_out     (float subtraction)
+ *   fs    = max(scale, 1);  support = filter_support * fs
+ *   ksize = (int)ceil(support) * 2 + 1      (coefficients per output index)
+ *   center = in0 + (i + 0.5) * scale
+ *   lo = max((int)(center - support + 0.5), 0)
+ *   n  = min((int)(center + support + 0.5), n_in) - lo
+ *   w[j] = filter((j + lo - center + 0.5) * (1.0 / fs)), j < n, then each
+ *          divided by their sum unless the sum is 0 (cut at the borders and
+ *          renormalised)
+ *   k[j] = (int)(w[j] * 2^22 +- 0.5)        (normalize_coeffs_8bpc: PRECISION_BITS
+ *          22, the 0.5 taking w's sign, truncated toward zero)
+ * Filters (support): BOX (0.5) 1 on (-0.5, 0.5]; BILINEAR (1) 1 - |x|;
+ * HAMMING (1) sinc(x) * (0.54f + 0.46f * cos(pi x)) with the float constants
+ * widened to double; BICUBIC (2) Keys with a = -0.5; LANCZOS (3)
+ * sinc(x) * sinc(x / 3) on [-3, 3).
+ *
+ * Passes (host and device, all integer): one output sample of one band is
+ *   ss = 2^21 + sum_j in[lo + j] * k[j]   (C int)
+ *   out = clip8(ss >> 22)                  (arithmetic shift, then 0..255:
+ *                                           Pillow's clip8 lookup)
+ * Bands are independent; Pillow's 4-byte pixel words change nothing for
+ * L, LA, RGB, RGBA, CMYK, RGBX since each band is computed on its own.
+ */
+#ifndef IB_RESAMPLE_H
+#define IB_RESAMPLE_H
+
+#include "ib_kernel.h"
+
+/* Image.Resampling values (= proto Resample). */
+#define IB_RESAMPLE_NEAREST 0
+#define IB_RESAMPLE_LANCZOS 1
+#define IB_RESAMPLE_BILINEAR 2
+#define IB_RESAMPLE_BICUBIC 3
+#define IB_RESAMPLE_BOX 4
+#define IB_RESAMPLE_HAMMING 5
+
+#define IB_RESAMPLE_PRECISION_BITS 22
+
+/* One axis of a pass: output index i reads n = bounds[2i + 1] source
+ * samples from lo = bounds[2i] on, weighted by coeffs[i * ksize + j]. */
+typedef struct ib_resample_axis {
+  int ksize;
+  const int32_t *bounds;
+  const int32_t *coeffs;
+} ib_resample_axis;
+
+IB_FN uint8_t ib_resample_clip8(int ss) {
+  int v = ss >> IB_RESAMPLE_PRECISION_BITS;
+  return (uint8_t)(v <= 0 ? 0 : (v >= 255 ? 255 : v));
+}
+
+/* One output sample: n source samples `step` bytes apart from `in`. */
+IB_FN uint8_t ib_resample_sample(const uint8_t *in, int64_t step, const int32_t *k, int n) {
+  int ss = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
+  for (int j = 0; j < n; j++) ss += (int)in[j * step] * k[j];
+  return ib_resample_clip8(ss);
+}
+
+/* Horizontal pass, output pixel xx of one row (_ImagingResampleHorizontal_8bpc):
+ * `row` is the source row, `bands` bytes per pixel. */
+IB_FN void ib_resample_h_pixel(uint8_t *out, const uint8_t *row, int bands, int xx,
+                               ib_resample_axis ax) {
+  const int lo = ax.bounds[2 * xx], n = ax.bounds[2 * xx + 1];
+  const int32_t *k = ax.coeffs + (int64_t)xx * ax.ksize;
+  for (int b = 0; b < bands; b++)
+    out[b] = ib_resample_sample(row + (int64_t)lo * bands + b, bands, k, n);
+}
+
+/* Vertical pass, output pixel (xx, yy) (_ImagingResampleVertical_8bpc):
+ * `in` is the source image's first row, `stride` bytes per row. */
+IB_FN void ib_resample_v_pixel(uint8_t *out, const uint8_t *in, int64_t stride, int bands, int xx,
+                               int yy, ib_resample_axis ax) {
+  const int lo = ax.bounds[2 * yy], n = ax.bounds[2 * yy + 1];
+  const int32_t *k = ax.coeffs + (int64_t)yy * ax.ksize;
+  const uint8_t *col = in + (int64_t)lo * stride + (int64_t)xx * bands;
+  for (int b = 0; b < bands; b++) out[b] = ib_resample_sample(col + b, stride, k, n);
+}
+
+/* Image.resize premultiplies LA and RGBA (convert to La / RGBa, Convert.c
+ * lA2la / rgbA2rgba): every colour band c becomes MULDIV255(c, alpha) =
+ * (t + (t >> 8)) >> 8 with t = c * alpha + 128. Alpha is the last band. */
+IB_FN void ib_premultiply_px(uint8_t *px, int bands) {
+  const unsigned a = px[bands - 1];
+  for (int b = 0; b < bands - 1; b++) {
+    unsigned t = px[b] * a + 128;
+    px[b] = (uint8_t)(((t >> 8) + t) >> 8);
+  }
+}
+
+/* ... and takes it back after resizing (la2lA / rgba2rgbA): alpha 0 and 255
+ * keep the colour bands, otherwise CLIP8(255 * c / alpha), truncating. */
+IB_FN void ib_unpremultiply_px(uint8_t *px, int bands) {
+  const unsigned a = px[bands - 1];
+  if (a == 0 || a == 255) return;
+  for (int b = 0; b < bands - 1; b++) {
+    unsigned v = 255u * px[b] / a;
+    px[b] = (uint8_t)(v > 255 ? 255 : v);
+  }
+}
+
+#ifndef __CUDACC_RTC__
+/* ------------------------------------------------ host: weight tables */
+
+/* The filter's support (Resample.c's struct filter); 0 for NEAREST or an
+ * unknown value. */
+static inline double ib_resample_support(int filter) {
+  switch (filter) {
+    case IB_RESAMPLE_BOX: return 0.5;
+    case IB_RESAMPLE_BILINEAR:
+    case IB_RESAMPLE_HAMMING: return 1.0;
+    case IB_RESAMPLE_BICUBIC: return 2.0;
+    case IB_RESAMPLE_LANCZOS: return 3.0;
+    default: return 0.0;
+  }
+}
+
+static inline double ib_resample_sinc(double x) {
+  if (x == 0.0) return 1.0;
+  x = x * M_PI;
+  return sin(x) / x;
+}
+
+/* box_filter, bilinear_filter, hamming_filter, bicubic_filter,
+ * lanczos_filter, each in Pillow's order of operations. */
+static inline double ib_resample_filter(int filter, double x) {
+  const double a = -0.5; /* bicubic */
+  switch (filter) {
+    case IB_RESAMPLE_BOX: return x > -0.5 && x <= 0.5 ? 1.0 : 0.0;
+    case IB_RESAMPLE_BILINEAR:
+      if (x < 0.0) x = -x;
+      return x < 1.0 ? 1.0 - x : 0.0;
+    case IB_RESAMPLE_HAMMING:
+      if (x < 0.0) x = -x;
+      if (x == 0.0) return 1.0;
+      if (x >= 1.0) return 0.0;
+      x = x * M_PI;
+      return sin(x) / x * ((double)0.54f + (double)0.46f * cos(x));
+    case IB_RESAMPLE_BICUBIC:
+      if (x < 0.0) x = -x;
+      if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+      if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+      return 0.0;
+    default: /* LANCZOS */
+      return -3.0 <= x && x < 3.0 ? ib_resample_sinc(x) * ib_resample_sinc(x / 3) : 0.0;
+  }
+}
+
+/* precompute_coeffs' scale: the float span divided in double. */
+static inline double ib_resample_scale(float in0, float in1, int n_out) {
+  return (double)(in1 - in0) / n_out;
+}
+
+/* Coefficients per output index (ksize) for one axis. */
+static inline int ib_resample_ksize(int filter, float in0, float in1, int n_out) {
+  double fs = ib_resample_scale(in0, in1, n_out);
+  if (fs < 1.0) fs = 1.0;
+  return (int)ceil(ib_resample_support(filter) * fs) * 2 + 1;
+}
+
+/* One axis's integer tables: bounds[2 * n_out] and coeffs[n_out * ksize]
+ * (ksize from ib_resample_ksize; unused trailing coefficients are 0).
+ * `w` is scratch for ksize doubles. */
+static inline void ib_resample_coeffs(int filter, int n_in, float in0, float in1, int n_out,
+                                      int ksize, int32_t *bounds, int32_t *coeffs, double *w) {
+  const double scale = ib_resample_scale(in0, in1, n_out);
+  const double fs = scale < 1.0 ? 1.0 : scale;
+  const double support = ib_resample_support(filter) * fs;
+  const double inv_fs = 1.0 / fs;
+  for (int i = 0; i < n_out; i++) {
+    const double center = in0 + (i + 0.5) * scale;
+    int lo = (int)(center - support + 0.5);
+    if (lo < 0) lo = 0;
+    int hi = (int)(center + support + 0.5);
+    if (hi > n_in) hi = n_in;
+    const int n = hi - lo;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+      w[j] = ib_resample_filter(filter, (j + lo - center + 0.5) * inv_fs);
+      sum += w[j];
+    }
+    int32_t *k = coeffs + (int64_t)i * ksize;
+    for (int j = 0; j < ksize; j++) {
+      double v = j < n ? (sum != 0.0 ? w[j] / sum : w[j]) : 0.0;
+      k[j] = v < 0 ? (int)(-0.5 + v * (1 << IB_RESAMPLE_PRECISION_BITS))
+                   : (int)(0.5 + v * (1 << IB_RESAMPLE_PRECISION_BITS));
+    }
+    bounds[2 * i] = lo;
+    bounds[2 * i + 1] = n;
+  }
+}
+#endif
+
+#endif
