@@ -2,6 +2,7 @@
 kustomize output (Kubernetes 1.32), the compose file's structure,
 systemd-analyze verify, and every flag and IMGBATCH_* variable the deploy
 files use checked against `imgbatch worker --help`."""
+import base64
 import glob
 import os
 import re
@@ -146,11 +147,31 @@ def test_gpu_overlay_worker_contract():
     assert parts == {so["spec"]["maxReplicaCount"]}
 
 
+def assert_kafka_uuid(text):
+    """What Kafka's Uuid.fromString takes (kafka-storage format refuses any
+    other cluster id): 16 bytes in URL-safe base64 without padding, 22
+    characters, and not one of the two ids Kafka reserves (zero, and the
+    metadata topic's 1)."""
+    assert isinstance(text, str) and re.fullmatch(r"[A-Za-z0-9_-]{22}", text), text
+    raw = base64.urlsafe_b64decode(text + "==")
+    assert len(raw) == 16 and base64.urlsafe_b64encode(raw).decode().rstrip("=") == text, text
+    assert int.from_bytes(raw, "big") > 1, text
+
+
+def test_kafka_uuid_check_refuses_what_kafka_refuses():
+    assert_kafka_uuid("JU6eJIXPRvKY9catRq32_w")
+    for bad in ("imgbatch-compose-kraft-0", "JU6eJIXPRvKY9catRq32_", "AAAAAAAAAAAAAAAAAAAAAA",
+                "JU6eJIXPRvKY9catRq32/w"):
+        with pytest.raises(AssertionError):
+            assert_kafka_uuid(bad)
+
+
 def test_compose_structure():
     c = yaml.safe_load(open(os.path.join(DEPLOY, "compose.yaml")))
     s = c["services"]
     assert s["kafka"]["image"].startswith("apache/kafka:")
     assert "controller" in s["kafka"]["environment"]["KAFKA_PROCESS_ROLES"]
+    assert_kafka_uuid(s["kafka"]["environment"]["CLUSTER_ID"])
     topics = s["topics"]["command"][0]
     assert "cleanup.policy=compact,delete" in topics and "retention.ms" in topics and "imgbatch.dlq" in topics
     assert s["topics"]["depends_on"]["kafka"]["condition"] == "service_healthy"

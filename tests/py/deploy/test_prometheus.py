@@ -73,6 +73,23 @@ def grafana_to_promql(expr):
     return expr.replace('"$instance"', '".*"').replace("$__rate_interval", "30s")
 
 
+def named_metrics():
+    """Every imgbatch_* name the dashboard and the alert rules use."""
+    text = open(DASHBOARD).read() + open(os.path.join(PROM_DIR, "alerts.yml")).read()
+    return set(re.findall(r"\bimgbatch_[a-z_]+", text))
+
+
+def exported_metrics(metrics_text):
+    """The sample names a /metrics page can carry: each family, and a
+    histogram's _bucket, _sum and _count."""
+    names = set()
+    for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", metrics_text, re.M):
+        names.add(name)
+        if kind == "histogram":
+            names |= {name + "_bucket", name + "_sum", name + "_count"}
+    return names
+
+
 def alert_rules():
     doc = yaml.safe_load(open(os.path.join(PROM_DIR, "alerts.yml")))
     return [r for g in doc["groups"] for r in g["rules"]]
@@ -146,6 +163,7 @@ def test_promtool_unit_tests_cover_every_alert_firing_and_not():
 
 class Prometheus:
     def __init__(self, tmp, target):
+        self.target = target
         conf = yaml.safe_load(open(os.path.join(PROM_DIR, "prometheus.yml")))
         conf["global"].update(scrape_interval="1s", evaluation_interval="1s")
         conf["rule_files"] = [os.path.abspath(os.path.join(PROM_DIR, r)) for r in conf["rule_files"]]
@@ -268,6 +286,14 @@ def test_prometheus_scrapes_a_worker_and_every_expression_returns_series(live):
     wait_for(lambda: prom.query("max(imgbatch_oldest_uncommitted_seconds) == 0"))
     # Enough scrapes after the jobs for every rate window of 30 s to see them.
     time.sleep(3)
+
+    # Every metric the dashboard and the rules name is one this worker
+    # exports: read from its own /metrics, not through Prometheus (where an
+    # "or" or an absent() could hide a name that never existed).
+    with urllib.request.urlopen(f"http://{prom.target}/metrics", timeout=10) as r:
+        exported = exported_metrics(r.read().decode())
+    assert named_metrics() - exported == set(), "named but not exported by the worker"
+    assert "imgbatch_compile_queue_depth" in named_metrics()
 
     missing = []
     for expr in dashboard_exprs():
