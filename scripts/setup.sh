@@ -11,6 +11,7 @@ cd "$root"
 pkgs=(build-essential cmake pkg-config librdkafka-dev libvips-dev protobuf-c-compiler
       libprotobuf-c-dev protobuf-compiler libcriterion-dev kcat libmicrohttpd-dev libdeflate-dev
       libpng-dev libjpeg62-turbo-dev
+      prometheus shellcheck
       python3-venv
       clang libclang-rt-14-dev clang-format)
 missing=()
@@ -37,6 +38,14 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip==24.3.1
   .venv/bin/python -m pip install -q -r "$req"
   touch "$stamp"
+fi
+# The deploy suite's pins (yamllint, kubernetes-validate), stamped apart.
+deploy_req=tests/py/deploy/requirements.txt
+deploy_stamp=.venv/.deploy-requirements-$(sha256sum "$deploy_req" | cut -c1-16)
+if [ ! -f "$deploy_stamp" ]; then
+  .venv/bin/python -m pip install -q -r "$deploy_req"
+  rm -f .venv/.deploy-requirements-*
+  touch "$deploy_stamp"
 fi
 
 # The Python client as an installed package (imgbatch-client, built by pip

@@ -73,6 +73,8 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     s->credits[IB_CREDIT_HOST] = c.host_bytes;
     s->credits[IB_CREDIT_JOBS] = c.jobs;
     s->credits[IB_CREDIT_IN_FLIGHT] = c.in_flight;
+    s->compile_depth = c.compile_queue_depth;
+    s->compile_full = c.compile_queue_full;
   }
   s->paused = w->paused;
   s->joined = w->joined;
@@ -231,6 +233,13 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
     put(&b, "imgbatch_credit_cap{credit=\"%s\"} %" PRIu64 "\n", credits[i], s->credits[i].cap);
   scalar(&b, "imgbatch_resident_handles", "gauge", "Resident (GPU) outputs held for clients.",
          s->handles);
+  scalar(&b, "imgbatch_compile_queue_depth", "gauge",
+         "Kernel signatures queued or compiling (--compile-threads; 0 on the cpu backend).",
+         s->compile_depth);
+  scalar(&b, "imgbatch_compile_queue_full_total", "counter",
+         "Compile requests refused at the compile queue's bound (those jobs wait, as for "
+         "credits).",
+         s->compile_full);
   histogram(&b, "imgbatch_queue_seconds", "Admission to the start of a job's submission.",
             &s->queue);
   histogram(&b, "imgbatch_exec_seconds", "Duration of a job's submission (shared by its jobs).",

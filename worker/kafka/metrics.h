@@ -20,6 +20,7 @@ typedef struct ib_wsnap {
   uint64_t live, unsettled; /* --max-jobs and --max-uncommitted slots held */
   int64_t lag;              /* -1: no partition with a known high watermark */
   ib_credit_counter credits[IB_CREDIT_N];
+  uint64_t compile_depth, compile_full; /* the executor's compile queue (0 on cpu) */
   bool paused, joined, stopping, sick, fatal;
   int exit_code;
   uint64_t stop_deadline;

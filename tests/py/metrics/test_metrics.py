@@ -245,6 +245,8 @@ def test_metrics_count_the_jobs_sent(broker, workers):
         assert value(f, "imgbatch_credit_cap", credit=credit) > 0
         assert value(f, "imgbatch_credit_in_use", credit=credit) >= 0
     assert value(f, "imgbatch_resident_handles") == 0
+    assert value(f, "imgbatch_compile_queue_depth") == 0  # the cpu backend compiles nothing
+    assert value(f, "imgbatch_compile_queue_full_total") == 0
     # Every job finished and was committed: nothing left behind.
     wait_for(lambda: value(metrics(w), "imgbatch_oldest_uncommitted_seconds") == 0)
     assert value(metrics(w), "imgbatch_consumer_lag_messages") == 0
