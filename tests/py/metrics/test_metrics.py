@@ -359,3 +359,34 @@ def test_a_taken_port_fails_the_start(broker, workers):
                         "--metrics-addr", addr], capture_output=True, text=True, timeout=30)
     assert p.returncode == 1, p.stderr
     assert '"stage":"http"' in p.stderr
+
+
+def slow_cpu_job(key, side=500, passes=8):
+    """One Job that keeps the CPU backend busy for seconds (about half a
+    second per pass here): median(9) over a side x side RGB image of noise,
+    `passes` times; small enough for one Kafka message."""
+    from imgbatch import Image, ImageFilter
+    im = Image.frombytes("RGB", (side, side), os.urandom(side * side * 3))
+    for _ in range(passes):
+        im = im.filter(ImageFilter.MedianFilter(9))
+    return im.to_job(key=key, output="raw")
+
+
+def test_readyz_turns_503_at_once_on_sigterm_while_a_cpu_job_runs(broker, workers):
+    # The driving thread is inside the job when the signal comes; the
+    # listener must not wait for it to say the worker is leaving.
+    w = workers("--grace-seconds", "60")
+    wait_for(lambda: w.get("/readyz")[0] == 200, timeout=40)
+    produce(broker, w.jobs, [slow_cpu_job(1)])
+    wait_for(lambda: value(metrics(w), "imgbatch_jobs_running") == 1, timeout=30)
+    time.sleep(0.3)
+    w.proc.terminate()
+    t0 = time.monotonic()
+    status, body, _ = w.get("/readyz")
+    took = time.monotonic() - t0
+    assert (status, body) == (503, "stopping\n"), (status, body)
+    assert took < 0.5, took
+    # The job was still running: the drain had not finished it yet.
+    assert w.proc.poll() is None
+    assert w.get("/healthz")[0] == 200  # a drain within its grace is healthy
+    assert w.proc.wait(90) == 0
