@@ -390,3 +390,32 @@ def test_readyz_turns_503_at_once_on_sigterm_while_a_cpu_job_runs(broker, worker
     assert w.proc.poll() is None
     assert w.get("/healthz")[0] == 200  # a drain within its grace is healthy
     assert w.proc.wait(90) == 0
+
+
+def committed_offsets(brokers, w):
+    """The worker's group's committed offsets of its jobs topic (4
+    partitions on the embedded broker); negative: none."""
+    c = ck.Consumer({"bootstrap.servers": brokers, "group.id": "g-" + w.jobs[len("jobs-"):],
+                     "enable.auto.commit": False})
+    try:
+        parts = c.committed([ck.TopicPartition(w.jobs, p) for p in range(4)], timeout=10)
+        return [tp.offset for tp in parts]
+    finally:
+        c.close()
+
+
+def test_sigterm_exits_within_the_grace_abandoning_a_running_cpu_job(broker, workers):
+    grace = 2
+    w = workers("--grace-seconds", str(grace))
+    wait_for(lambda: w.get("/readyz")[0] == 200, timeout=40)
+    produce(broker, w.jobs, [slow_cpu_job(1, passes=24)])  # about 12 s of work
+    wait_for(lambda: value(metrics(w), "imgbatch_jobs_running") == 1, timeout=30)
+    t0 = time.monotonic()
+    w.proc.terminate()
+    assert w.proc.wait(grace + 5) == 1
+    took = time.monotonic() - t0
+    assert grace - 0.5 < took < grace + 1.0, took
+    assert any(e.get("event") == "grace_expired" and e.get("abandoned") for e in w.events())
+    # Abandoned, not answered and not committed: another member redoes it.
+    assert consume(broker, w.results, 1, timeout=10) == []
+    assert all(o < 0 for o in committed_offsets(broker, w)), committed_offsets(broker, w)
