@@ -97,7 +97,8 @@ typedef struct worker_cli {
   const char *config_file;
   char *owned[256]; /* strings read from the file or environment */
   int n_owned;
-  ib_config *config; /* --tune settings (cfg.exec.config); NULL until one is given */
+  ib_config *config;      /* --tune settings (cfg.exec.config); NULL until one is given */
+  bool tuned_host_stream; /* --tune host_stream=... given: the cpu default is not applied */
 } worker_cli;
 
 static const char *keep(worker_cli *c, const char *s) {
@@ -125,6 +126,7 @@ static bool tune(worker_cli *c, const char *kv) {
   ib_error err = {0};
   if (!c->config && !(c->config = ib_config_new())) return false;
   c->cfg.exec.config = c->config;
+  if (strncmp(kv, "host_stream=", 12) == 0) c->tuned_host_stream = true;
   if (ib_cli_tune(c->config, kv, &err)) return true;
   fprintf(stderr, "imgbatch worker: --tune: %s\n", err.message);
   return false;
@@ -367,6 +369,11 @@ int ib_cmd_worker(int argc, char **argv) {
      * job by phase, logged (event "library") when the worker exits. */
     const char *prof = getenv("IB_CUDA_PROFILE");
     if (prof && *prof == '1' && !tune(&c, "cuda_profile=true")) rc = IB_EXIT_FAILURE;
+    /* Each Result out (and its offset free to commit) as its job finishes:
+     * the cpu backend would otherwise answer a batch after its last job. */
+    if (rc == IB_EXIT_OK && c.cfg.exec.backend == IB_BACKEND_CPU && !c.tuned_host_stream &&
+        !tune(&c, "host_stream=true"))
+      rc = IB_EXIT_FAILURE;
   }
   if (rc == IB_EXIT_OK) {
     c.cfg.stop = &stop_requested;

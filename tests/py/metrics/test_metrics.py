@@ -419,3 +419,27 @@ def test_sigterm_exits_within_the_grace_abandoning_a_running_cpu_job(broker, wor
     # Abandoned, not answered and not committed: another member redoes it.
     assert consume(broker, w.results, 1, timeout=10) == []
     assert all(o < 0 for o in committed_offsets(broker, w)), committed_offsets(broker, w)
+
+
+def test_cpu_results_stream_per_job_as_each_finishes(broker, tmp_path):
+    # Three slow jobs that the worker fetches together: each Result is
+    # published when its job is done, not all three after the last.
+    tag = uuid.uuid4().hex[:8]
+    produce(broker, f"jobs-{tag}", [slow_cpu_job(k, passes=3) for k in range(3)])
+    w = Worker(broker, tmp_path, group_tag=tag, metrics=False)
+    try:
+        c = ck.Consumer({"bootstrap.servers": broker, "group.id": uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.subscribe([w.results])
+        stamps, end = [], time.monotonic() + 90
+        while len(stamps) < 3 and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                stamps.append(m.timestamp()[1])  # the worker's produce time, ms
+        c.close()
+        assert len(stamps) == 3, stamps
+        stamps.sort()
+        # A job here takes over a second; batched, all three left together.
+        assert stamps[1] - stamps[0] > 500 and stamps[2] - stamps[1] > 500, stamps
+    finally:
+        w.stop()
