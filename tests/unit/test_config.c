@@ -33,7 +33,7 @@ Test(config, a_new_config_holds_the_documented_defaults) {
   static const char *const want[][2] = {
       {"cuda_profile", "false"}, {"cuda_blur_global_rows", "false"}, {"cuda_pieces", "2"},
       {"cuda_batch_min", "2"},   {"cuda_pipe_kib", "8192"},          {"compile_queue", "64"},
-      {"ramp_jobs", "0"},
+      {"ramp_jobs", "0"},        {"host_stream", "false"},
   };
   char buf[32];
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -54,7 +54,7 @@ Test(config, every_key_is_listed_and_reads_back_what_was_set) {
     get(c, k, after, sizeof after);
     cr_assert_str_eq(before, after, "%s", k);
   }
-  cr_assert_eq(n, 7, "keys: %zu", n);
+  cr_assert_eq(n, 8, "keys: %zu", n);
   cr_assert_null(ib_config_key(n));
   ib_config_destroy(c);
 }
@@ -72,6 +72,7 @@ Test(config, values_round_trip_through_set_and_get) {
       {"cuda_pipe_kib", "64", "64"},
       {"compile_queue", "3", "3"},
       {"ramp_jobs", "4294967295", "4294967295"},
+      {"host_stream", "1", "true"},
   };
   char buf[32];
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {

@@ -2,9 +2,11 @@
  * imgbatch worker: the Kafka front end (worker/kafka). This file is the
  * command line: flags, IMGBATCH_* environment variables and a config file
  * (precedence in that order), JSON log lines on stderr, and the signals
- * (the first SIGTERM/SIGINT drains, a second exits at once).
+ * (the first SIGTERM/SIGINT drains, a second exits at once, and so does a
+ * drain still running when --grace-seconds have passed).
  */
 #include <ctype.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +19,27 @@
 #include "kafka/worker.h"
 
 static volatile sig_atomic_t stop_requested;
+static unsigned grace_backstop_s; /* --grace-seconds, at least 1; set before the handlers */
+
+/* The drain's backstop. The worker checks its grace period between results,
+ * but a CPU-backend job runs on the driving thread and may outlast it; the
+ * promise is an exit within --grace-seconds, so whatever still runs then is
+ * abandoned: not answered, not committed (another member redoes it). Only
+ * async-signal-safe calls here, hence the fixed line without a timestamp. */
+static void on_grace_expired(int sig) {
+  (void)sig;
+  static const char line[] =
+      "{\"level\":\"error\",\"event\":\"grace_expired\",\"abandoned\":true}\n";
+  ssize_t written = write(STDERR_FILENO, line, sizeof line - 1);
+  (void)written;
+  _exit(1);
+}
 
 static void on_signal(int sig) {
   (void)sig;
   if (stop_requested) _exit(1); /* second signal: at once, nothing committed */
   stop_requested = 1;
+  alarm(grace_backstop_s);
 }
 
 #define STR_(x) #x
@@ -80,7 +98,8 @@ typedef struct worker_cli {
   const char *config_file;
   char *owned[256]; /* strings read from the file or environment */
   int n_owned;
-  ib_config *config; /* --tune settings (cfg.exec.config); NULL until one is given */
+  ib_config *config;      /* --tune settings (cfg.exec.config); NULL until one is given */
+  bool tuned_host_stream; /* --tune host_stream=... given: the cpu default is not applied */
 } worker_cli;
 
 static const char *keep(worker_cli *c, const char *s) {
@@ -108,6 +127,7 @@ static bool tune(worker_cli *c, const char *kv) {
   ib_error err = {0};
   if (!c->config && !(c->config = ib_config_new())) return false;
   c->cfg.exec.config = c->config;
+  if (strncmp(kv, "host_stream=", 12) == 0) c->tuned_host_stream = true;
   if (ib_cli_tune(c->config, kv, &err)) return true;
   fprintf(stderr, "imgbatch worker: --tune: %s\n", err.message);
   return false;
@@ -335,8 +355,13 @@ int ib_cmd_worker(int argc, char **argv) {
   worker_cli c = {0};
   int rc = parse_args(&c, argc, argv);
   if (rc == IB_EXIT_OK) {
-    struct sigaction sa = {.sa_handler = on_signal};
+    grace_backstop_s = c.cfg.grace_s == 0         ? 1u
+                       : c.cfg.grace_s > UINT_MAX ? UINT_MAX
+                                                  : (unsigned)c.cfg.grace_s;
+    struct sigaction sa = {.sa_handler = on_signal}, alrm = {.sa_handler = on_grace_expired};
     sigemptyset(&sa.sa_mask);
+    sigemptyset(&alrm.sa_mask);
+    sigaction(SIGALRM, &alrm, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     c.cfg.log = log_line;
@@ -345,6 +370,11 @@ int ib_cmd_worker(int argc, char **argv) {
      * job by phase, logged (event "library") when the worker exits. */
     const char *prof = getenv("IB_CUDA_PROFILE");
     if (prof && *prof == '1' && !tune(&c, "cuda_profile=true")) rc = IB_EXIT_FAILURE;
+    /* Each Result out (and its offset free to commit) as its job finishes:
+     * the cpu backend would otherwise answer a batch after its last job. */
+    if (rc == IB_EXIT_OK && c.cfg.exec.backend == IB_BACKEND_CPU && !c.tuned_host_stream &&
+        !tune(&c, "host_stream=true"))
+      rc = IB_EXIT_FAILURE;
   }
   if (rc == IB_EXIT_OK) {
     c.cfg.stop = &stop_requested;

@@ -29,7 +29,7 @@ static const key_row keys[] = {
     ROW(cuda_profile, KEY_BOOL, 0, 1, 0),        ROW(cuda_blur_global_rows, KEY_BOOL, 0, 1, 0),
     ROW(cuda_pieces, KEY_U32, 1, 4, 0),          ROW(cuda_batch_min, KEY_U32, 2, 65536, 0),
     ROW(cuda_pipe_kib, KEY_I32, 1, 1 << 20, -1), ROW(compile_queue, KEY_U32, 1, 65536, 0),
-    ROW(ramp_jobs, KEY_U32, 0, UINT32_MAX, 0),
+    ROW(ramp_jobs, KEY_U32, 0, UINT32_MAX, 0),   ROW(host_stream, KEY_BOOL, 0, 1, 0),
 };
 
 /* The defaults (docs/tuning.md gives the reasons for each). */
@@ -41,6 +41,7 @@ static const ib_config defaults = {
     .cuda_pipe_kib = 8192,
     .compile_queue = 64,
     .ramp_jobs = 0,
+    .host_stream = false,
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 

@@ -17,6 +17,8 @@ struct ib_config {
   int32_t cuda_pipe_kib;      /* cuda: pipeline piece size in KiB; -1 = no pipeline */
   uint32_t compile_queue;     /* cuda: compile pool bound (signatures) */
   uint32_t ramp_jobs;         /* device backends: first submission size of the start ramp */
+  bool host_stream;           /* host backends: one job per submission, each result handed back
+                               * before the next job runs */
 };
 
 /* Every setting at its default. */

@@ -179,9 +179,18 @@ static size_t take_group(ib_executor *ex, ib_job **group, size_t cap) {
   return n;
 }
 
+/* A host backend (host_working_set) runs a submission's jobs one after
+ * another on the driving thread and hands none back before the last is
+ * done; with config key host_stream (docs/tuning.md) a submission there
+ * is one job, so each result goes out as it is made. */
+static bool host_stream(const ib_executor *ex) {
+  return ex->config.host_stream && ex->backend->host_working_set;
+}
+
 /* A full batch: the job window shared by the submissions that may be in
  * flight, so max_in_flight submissions of this size cover the window. */
 static size_t batch_target(const ib_executor *ex) {
+  if (host_stream(ex)) return 1;
   size_t t = ex->opts.max_jobs / ex->opts.max_in_flight;
   return t ? t : 1;
 }
@@ -341,6 +350,9 @@ ib_status ib_exec_dispatch(ib_executor *ex, bool partial) {
    * full batch pending or not: a submission staged while the device runs
    * one half its size keeps the device fed. */
   while (ex->pending.head) {
+    /* A host backend's submission is done when submit returns: hand its
+     * result back before running the next job (batch_target). */
+    if (host_stream(ex) && ex->in_flight_head) break;
     const size_t n = ex->pending.n, target = batch_target(ex), due = due_jobs(ex);
     size_t most;
     if (due < target && n >= due) /* the ramp's size, even with a full batch pending */

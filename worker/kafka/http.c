@@ -72,11 +72,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                       s.sick    ? "sick: sticky worker fault\n"
                       : s.fatal ? "fatal Kafka error\n"
                                 : "stopping: failed or past its grace period\n");
+  /* A signal not yet seen by the driving thread already makes the worker
+   * unready (only /readyz: a drain within its grace is healthy). */
+  const bool signalled = m->stop && *m->stop;
   if (strcmp(url, "/readyz") == 0)
-    return ib_wsnap_ready(&s)
+    return ib_wsnap_ready(&s) && !signalled
                ? text(c, MHD_HTTP_OK, "ok\n")
                : text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                      s.stopping || s.sick || s.fatal ? "stopping\n" : "not in the group yet\n");
+                      signalled || s.stopping || s.sick || s.fatal ? "stopping\n"
+                                                                   : "not in the group yet\n");
   return text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
@@ -120,6 +124,7 @@ ib_status ib_wmetrics_start(ib_worker *w, char *errbuf, size_t cap) {
     return IB_INTERNAL;
   }
   pthread_mutex_init(&m->mu, NULL);
+  m->stop = w->cfg->stop;
   w->metrics = m;
   ib_wmetrics_refresh(w, true);
   /* epoll where there is one: no FD_SETSIZE limit beside librdkafka's sockets. */

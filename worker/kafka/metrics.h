@@ -7,6 +7,7 @@
 #define IB_KAFKA_METRICS_H
 
 #include <pthread.h>
+#include <signal.h>
 
 #include "kafka/wstate.h"
 
@@ -29,6 +30,11 @@ typedef struct ib_wsnap {
 struct ib_wmetrics {
   pthread_mutex_t mu;
   ib_wsnap snap;
+  /* The front end's stop flag (ib_worker_config.stop), read by the listener
+   * itself: the driving thread may be inside a long CPU job when the signal
+   * comes and refresh the snapshot only after it, while an orchestrator must
+   * see /readyz turn 503 at once. A sig_atomic_t is read whole. */
+  const volatile sig_atomic_t *stop;
   uint64_t refreshed_us;
   struct MHD_Daemon *daemon;
 };

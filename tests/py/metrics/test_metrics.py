@@ -361,3 +361,87 @@ def test_a_taken_port_fails_the_start(broker, workers):
                         "--metrics-addr", addr], capture_output=True, text=True, timeout=30)
     assert p.returncode == 1, p.stderr
     assert '"stage":"http"' in p.stderr
+
+
+def slow_cpu_job(key, side=500, passes=8):
+    """One Job that keeps the CPU backend busy for seconds (about half a
+    second per pass here): median(9) over a side x side RGB image of noise,
+    `passes` times; small enough for one Kafka message."""
+    from imgbatch import Image, ImageFilter
+    im = Image.frombytes("RGB", (side, side), os.urandom(side * side * 3))
+    for _ in range(passes):
+        im = im.filter(ImageFilter.MedianFilter(9))
+    return im.to_job(key=key, output="raw")
+
+
+def test_readyz_turns_503_at_once_on_sigterm_while_a_cpu_job_runs(broker, workers):
+    # The driving thread is inside the job when the signal comes; the
+    # listener must not wait for it to say the worker is leaving.
+    w = workers("--grace-seconds", "60")
+    wait_for(lambda: w.get("/readyz")[0] == 200, timeout=40)
+    produce(broker, w.jobs, [slow_cpu_job(1)])
+    wait_for(lambda: value(metrics(w), "imgbatch_jobs_running") == 1, timeout=30)
+    time.sleep(0.3)
+    w.proc.terminate()
+    t0 = time.monotonic()
+    status, body, _ = w.get("/readyz")
+    took = time.monotonic() - t0
+    assert (status, body) == (503, "stopping\n"), (status, body)
+    assert took < 0.5, took
+    # The job was still running: the drain had not finished it yet.
+    assert w.proc.poll() is None
+    assert w.get("/healthz")[0] == 200  # a drain within its grace is healthy
+    assert w.proc.wait(90) == 0
+
+
+def committed_offsets(brokers, w):
+    """The worker's group's committed offsets of its jobs topic (4
+    partitions on the embedded broker); negative: none."""
+    c = ck.Consumer({"bootstrap.servers": brokers, "group.id": "g-" + w.jobs[len("jobs-"):],
+                     "enable.auto.commit": False})
+    try:
+        parts = c.committed([ck.TopicPartition(w.jobs, p) for p in range(4)], timeout=10)
+        return [tp.offset for tp in parts]
+    finally:
+        c.close()
+
+
+def test_sigterm_exits_within_the_grace_abandoning_a_running_cpu_job(broker, workers):
+    grace = 2
+    w = workers("--grace-seconds", str(grace))
+    wait_for(lambda: w.get("/readyz")[0] == 200, timeout=40)
+    produce(broker, w.jobs, [slow_cpu_job(1, passes=24)])  # about 12 s of work
+    wait_for(lambda: value(metrics(w), "imgbatch_jobs_running") == 1, timeout=30)
+    t0 = time.monotonic()
+    w.proc.terminate()
+    assert w.proc.wait(grace + 5) == 1
+    took = time.monotonic() - t0
+    assert grace - 0.5 < took < grace + 1.0, took
+    assert any(e.get("event") == "grace_expired" and e.get("abandoned") for e in w.events())
+    # Abandoned, not answered and not committed: another member redoes it.
+    assert consume(broker, w.results, 1, timeout=10) == []
+    assert all(o < 0 for o in committed_offsets(broker, w)), committed_offsets(broker, w)
+
+
+def test_cpu_results_stream_per_job_as_each_finishes(broker, tmp_path):
+    # Three slow jobs that the worker fetches together: each Result is
+    # published when its job is done, not all three after the last.
+    tag = uuid.uuid4().hex[:8]
+    produce(broker, f"jobs-{tag}", [slow_cpu_job(k, passes=3) for k in range(3)])
+    w = Worker(broker, tmp_path, group_tag=tag, metrics=False)
+    try:
+        c = ck.Consumer({"bootstrap.servers": broker, "group.id": uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.subscribe([w.results])
+        stamps, end = [], time.monotonic() + 90
+        while len(stamps) < 3 and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                stamps.append(m.timestamp()[1])  # the worker's produce time, ms
+        c.close()
+        assert len(stamps) == 3, stamps
+        stamps.sort()
+        # A job here takes over a second; batched, all three left together.
+        assert stamps[1] - stamps[0] > 500 and stamps[2] - stamps[1] > 500, stamps
+    finally:
+        w.stop()
