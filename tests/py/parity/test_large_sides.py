@@ -77,3 +77,28 @@ def test_every_family_past_4096_on_a_side_equals_pillow(mode):
         for fam, out in _families(r, im, mode).items():
             cases.append(Case(f"{fam}-{mode}-{size[0]}x{size[1]}", fam, mode, out))
     parity.assert_exact(cases)
+
+
+def _camera_jpeg(w=6000, h=4000):
+    """A camera-sized photo stand-in (24 MP): gradients with some texture."""
+    import io
+
+    from PIL import Image as PILImage
+
+    x = PILImage.linear_gradient("L").resize((w, h))
+    y = x.transpose(PILImage.Transpose.ROTATE_90).resize((w, h))
+    im = PILImage.merge("RGB", (x, y, PILImage.effect_noise((w, h), 40)))
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=85)
+    return buf.getvalue()
+
+
+def test_a_6000x4000_jpeg_decodes_and_resizes_as_pillow_does():
+    """The size a 24 MP camera writes, past the old 4096 bound, at the default caps."""
+    src = Image.open(_camera_jpeg())
+    parity.assert_exact([
+        Case("jpeg-6000x4000-thumb", "source jpeg + resize", "RGB",
+             src.resize((1500, 1000), R.BICUBIC)),
+        Case("jpeg-6000x4000-crop-blur", "source jpeg + crop + blur", "RGB",
+             src.crop((4000, 2000, 6000, 4000)).filter(ImageFilter.GaussianBlur(3))),
+    ])
