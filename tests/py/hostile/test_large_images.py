@@ -3,7 +3,6 @@
 not the side, bound memory (docs/credits.md)."""
 import io
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import zlib
 
 from PIL import Image
 
-from ibtest import encoded_job, raw_job, results_of, run, frames
+from ibtest import encoded_job, frames, raw_job, results_of, run
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
@@ -90,6 +89,13 @@ def test_max_side_out_of_range_is_a_usage_error_naming_the_range():
         p = subprocess.run([BIN, "run", "--max-side", v], input=b"", capture_output=True)
         assert p.returncode == 2
         assert b"1..65535" in p.stderr, p.stderr
+        # The worker checks its flag, IMGBATCH_MAX_SIDE and the config file alike.
+        p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1", "--max-side", v],
+                           capture_output=True, timeout=30)
+        assert p.returncode == 2 and b"1..65535" in p.stderr, p.stderr
+        p = subprocess.run([BIN, "worker", "--brokers", "127.0.0.1:1"], capture_output=True,
+                           timeout=30, env={**os.environ, "IMGBATCH_MAX_SIDE": v})
+        assert p.returncode == 2 and b"IMGBATCH_MAX_SIDE" in p.stderr, p.stderr
 
 
 def test_a_photo_too_large_for_the_caps_is_a_limit_naming_need_and_cap():
