@@ -109,7 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned bands = ib_mode_bands(shape.mode);
   if (bands == 0 || shape.width == 0 || shape.height == 0)
     fz_fail("header reported an empty shape or no mode", err.message);
-  if (shape.width > IB_MAX_SIDE || shape.height > IB_MAX_SIDE) return 0; /* parse's limit */
+  if (shape.width > IB_DEFAULT_MAX_SIDE || shape.height > IB_DEFAULT_MAX_SIDE)
+    return 0; /* parse's limit */
   uint64_t pixels = (uint64_t)shape.width * shape.height;
   if (pixels > FZ_MAX_PIXELS) return 0;
   size_t n = (size_t)pixels * bands;

@@ -9,9 +9,12 @@
  * runs the same executor on the CPU backend.
  *
  *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--rank3 N] [--blur N]
- *             [--blur-only 0|1] [--log FILE]
+ *             [--blur-only 0|1] [--large 0|1] [--log FILE]
  *
  * --rank3 N adds N 3x3 rank filter cases (section 1b).
+ * --large 1 adds every op x L/RGB/RGBA on strips with a side of 4097, 8192
+ * and 16384 (the default max side; section 4b, row "large"): long rows and
+ * columns past the old 4096 bound through every kernel.
  * --blur N adds N blur cases (section 3c); --blur-only 1 keeps, of sections
  * 1-3c, the blur cases no larger than 2^20 pixels (for the sanitizers).
  *
@@ -566,6 +569,7 @@ int main(int argc, char **argv) {
   const char *log_path = NULL;
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
   int n_rank3 = 0;           /* --rank3 */
+  int large = 0;             /* --large */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random"))
       n_random = atoi(argv[i + 1]);
@@ -583,6 +587,8 @@ int main(int argc, char **argv) {
       log_path = argv[i + 1];
     else if (!strcmp(argv[i], "--cpu-only"))
       cpu_only = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--large"))
+      large = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rank3"))
       n_rank3 = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--module-cache"))
@@ -846,11 +852,41 @@ int main(int argc, char **argv) {
     free(bigarena.p);
   }
 
+  /* 4b. --large: every op past the old 4096 bound, on thin strips */
+  if (large) {
+    static const uint32_t lsz[][2] = {{4097, 3}, {3, 4097},  {8192, 5},
+                                      {5, 8192}, {16384, 3}, {3, 16384}};
+    static const ib_mode lmodes[] = {IB_MODE_L, IB_MODE_RGB, IB_MODE_RGBA};
+    jg_arena larena = {malloc(8u << 20), 0, 8u << 20};
+    for (int op = 0; op < JG_COUNT; op++)
+      for (int mi = 0; mi < 3; mi++)
+        for (int k = 0; k < 6; k++) {
+          const ib_mode m = lmodes[mi];
+          if (!jg_admitted(op, m) || nc == cap) continue;
+          larena.used = 0; /* the graph holds its own copy of the job */
+          jg_begin(&j, &larena, &r, m, lsz[k][0], lsz[k][1], key++);
+          jg_op(&j, &r, op, 0, m, lsz[k][0], lsz[k][1], k % 2);
+          ccase *c = &cs[nc];
+          if (!(c->g = jg_finish(&j, &err))) {
+            fprintf(logf_, "refused large %s %s %ux%u: %s\n", jg_names[op], ib_mode_name(m),
+                    lsz[k][0], lsz[k][1], err.message);
+            refused++;
+            continue;
+          }
+          c->op = -6;
+          c->has_tone = op == JG_TONE;
+          snprintf(c->label, sizeof c->label, "large %s %s v%d %ux%u", jg_names[op],
+                   ib_mode_name(m), k % 2, lsz[k][0], lsz[k][1]);
+          nc++;
+        }
+    free(larena.p);
+  }
+
   /* Run: the CPU reference one by one; the device through an executor,
    * runs of `batch` jobs (the batch and png sections each as one run, split
    * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
-        pngs = {0}, blurs = {0};
+        pngs = {0}, blurs = {0}, larges = {0};
   int device_errors = 0;
   size_t most = (size_t)batch;
   if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
@@ -885,6 +921,7 @@ int main(int argc, char **argv) {
                  : c->op == -2 ? &batches
                  : c->op == -4 ? &pngs
                  : c->op == -5 ? &blurs
+                 : c->op == -6 ? &larges
                                : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
@@ -902,9 +939,9 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs, &blurs};
-  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source", "blur"};
-  for (int k = 0; k < 6; k++) {
+  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs, &blurs, &larges};
+  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source", "blur", "large"};
+  for (int k = 0; k < 7; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;

@@ -221,9 +221,13 @@ Test(admission, graph_bounds_are_limits_before_admission) {
   ib_error err = {0};
   cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_LIMIT, "257 ops");
   free(buf);
-  test_job big = {.w = 4097, .h = 1};
+  test_job big = {.w = IB_DEFAULT_MAX_SIDE + 1, .h = 1};
   buf = test_job_pack(&big, &len);
-  cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_LIMIT, "4097 wide");
+  cr_assert_eq(ib_graph_parse(buf, len, NULL, &g, NULL, &err), IB_LIMIT, "16385 wide");
+  cr_assert_eq(ib_graph_parse(buf, len, &(ib_graph_limits){.max_side = IB_DEFAULT_MAX_SIDE + 1}, &g,
+                              NULL, &err),
+               IB_OK, "16385 wide under max_side 16385: %s", err.message);
+  ib_graph_free(g);
   free(buf);
   test_job most = {.w = 1, .h = 1, .copies = 255};
   ib_executor *ex = test_executor(8, true);

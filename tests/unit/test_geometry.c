@@ -107,16 +107,19 @@ Test(geometry, resize_reducing_gap_below_one_is_invalid_as_in_pillow) {
   cr_expect(strstr(err.message, "reducing_gap") != NULL, "%s", err.message);
 }
 
-Test(geometry, resize_side_over_4096_is_a_limit_and_zero_is_invalid) {
+Test(geometry, resize_side_over_the_max_side_is_a_limit_and_zero_is_invalid) {
   Imgbatch__V1__Node pb = IMGBATCH__V1__NODE__INIT;
   Imgbatch__V1__ResizeOp r = IMGBATCH__V1__RESIZE_OP__INIT;
   pb.op_case = IMGBATCH__V1__NODE__OP_RESIZE;
   pb.resize = &r;
   ib_shape in = {IB_MODE_L, 8, 8}, out;
   ib_error err = {0};
-  r.width = 4097;
+  r.width = IB_DEFAULT_MAX_SIDE + 1;
   r.height = 1;
   cr_expect_eq(infer(ib_op_for_case(pb.op_case), &pb, &in, &out, &err), IB_LIMIT);
+  cr_expect(strstr(err.message, "16385") && strstr(err.message, "--max-side"), "%s", err.message);
+  r.width = IB_DEFAULT_MAX_SIDE;
+  cr_expect_eq(infer(ib_op_for_case(pb.op_case), &pb, &in, &out, &err), IB_OK, "%s", err.message);
   r.width = 0;
   cr_expect_eq(infer(ib_op_for_case(pb.op_case), &pb, &in, &out, &err), IB_INVALID);
 }

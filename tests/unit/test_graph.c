@@ -5,7 +5,7 @@
 
 #include "model/graph.h"
 
-static uint8_t raw_px[4097];
+static uint8_t raw_px[IB_DEFAULT_MAX_SIDE + 1];
 
 /* A hand-built Job and its source in one block (the Source's oneof shares
  * storage, so the RawImage must not be reached through it to be freed). */
@@ -68,14 +68,19 @@ static void job_free(Imgbatch__V1__Job *j) {
 }
 
 /* Packs, frees the hand-built job, parses. */
-static ib_status parse(Imgbatch__V1__Job *j, ib_graph **g, ib_error *err) {
+static ib_status parse_with(Imgbatch__V1__Job *j, const ib_graph_limits *lim, ib_graph **g,
+                            ib_error *err) {
   size_t len = imgbatch__v1__job__get_packed_size(j);
   uint8_t *buf = malloc(len + 1);
   imgbatch__v1__job__pack(j, buf);
   job_free(j);
-  ib_status st = ib_graph_parse(buf, len, NULL, g, NULL, err);
+  ib_status st = ib_graph_parse(buf, len, lim, g, NULL, err);
   free(buf);
   return st;
+}
+
+static ib_status parse(Imgbatch__V1__Job *j, ib_graph **g, ib_error *err) {
+  return parse_with(j, NULL, g, err);
 }
 
 Test(graph, garbage_bytes_are_invalid_at_parse) {
@@ -136,12 +141,51 @@ Test(graph, more_than_256_ops_is_a_limit) {
   cr_assert_eq(parse(j, &g, &err), IB_LIMIT);
 }
 
-Test(graph, sides_over_4096_are_a_limit) {
-  Imgbatch__V1__Job *j = job_new("L", 4097, 1, 4097);
+Test(graph, sides_over_the_default_max_side_are_a_limit_naming_size_and_bound) {
+  Imgbatch__V1__Job *j = job_new("L", IB_DEFAULT_MAX_SIDE + 1, 1, IB_DEFAULT_MAX_SIDE + 1);
   add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
   ib_graph *g = NULL;
   ib_error err = {0};
   cr_assert_eq(parse(j, &g, &err), IB_LIMIT);
+  cr_expect(strstr(err.message, "16385x1") && strstr(err.message, "maximum side 16384") &&
+                strstr(err.message, "--max-side"),
+            "%s", err.message);
+}
+
+Test(graph, max_side_is_the_callers_bound_for_sources_and_every_node) {
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  Imgbatch__V1__Job *j = job_new("L", 100, 1, 100);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  cr_assert_eq(parse_with(j, &(ib_graph_limits){.max_side = 99}, &g, &err), IB_LIMIT);
+  cr_expect(strstr(err.message, "100x1") && strstr(err.message, "maximum side 99"), "%s",
+            err.message);
+  j = job_new("L", 100, 1, 100);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  cr_assert_eq(parse_with(j, &(ib_graph_limits){.max_side = 100}, &g, &err), IB_OK, "%s",
+               err.message);
+  ib_graph_free(g);
+  /* A node past the bound though its source is inside it: expand by one. */
+  Imgbatch__V1__ExpandOp ex = IMGBATCH__V1__EXPAND_OP__INIT;
+  ex.right = 1;
+  j = job_new("L", 100, 1, 100);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  Imgbatch__V1__Node *n = add_node(j, IMGBATCH__V1__NODE__OP_EXPAND);
+  n->expand = &ex;
+  link_input(n, 0);
+  cr_assert_eq(parse_with(j, &(ib_graph_limits){.max_side = 100}, &g, &err), IB_LIMIT);
+  cr_expect(strstr(err.message, "101") && strstr(err.message, "maximum side 100"), "%s",
+            err.message);
+}
+
+Test(graph, max_side_past_the_limit_is_invalid_naming_the_range) {
+  Imgbatch__V1__Job *j = job_new("L", 1, 1, 1);
+  add_node(j, IMGBATCH__V1__NODE__OP_SOURCE);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  cr_assert_eq(parse_with(j, &(ib_graph_limits){.max_side = IB_MAX_SIDE_LIMIT + 1}, &g, &err),
+               IB_INVALID);
+  cr_expect(strstr(err.message, "1..65535") != NULL, "%s", err.message);
 }
 
 Test(graph, path_sources_cannot_escape_the_root) {

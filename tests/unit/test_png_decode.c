@@ -287,7 +287,7 @@ Test(png_decode, hostile_headers) {
     same(o.p, o.len, what);
     free(o.p);
   }
-  /* A header past IB_MAX_SIDE is reported, not refused: parse's check_side
+  /* A header past the max side is reported, not refused: parse's check_side
    * answers IB_LIMIT before any pixel is allocated (tests/py hostile). */
   pg_buf o = {0};
   with_ihdr(&o, 30000, 30000, 8, 2, 0, z, zlen);

@@ -28,3 +28,14 @@ bool ib_cli_parse_u32(const char *v, uint32_t *out) {
   *out = (uint32_t)n;
   return true;
 }
+
+bool ib_cli_parse_max_side(const char *cmd, const char *v, uint32_t *out) {
+  uint64_t n;
+  if (ib_cli_parse_u64(v, false, &n) && n >= 1 && n <= IB_MAX_SIDE_LIMIT) {
+    *out = (uint32_t)n;
+    return true;
+  }
+  fprintf(stderr, "imgbatch %s: --max-side '%s': expected a side in pixels in 1..%u (default %u)\n",
+          cmd, v, IB_MAX_SIDE_LIMIT, IB_DEFAULT_MAX_SIDE);
+  return false;
+}

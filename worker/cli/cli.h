@@ -36,6 +36,10 @@ int ib_cli_exit(int rc);
  * 1024). False on anything else or overflow. */
 bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out);
 bool ib_cli_parse_u32(const char *v, uint32_t *out);
+/* --max-side N (ib_graph_limits.max_side) for command `cmd`: false, with a
+ * line on stderr naming the value and the range 1..IB_MAX_SIDE_LIMIT, for
+ * anything else. */
+bool ib_cli_parse_max_side(const char *cmd, const char *v, uint32_t *out);
 
 /* The kernel module cache directory (ib_executor_options.cache_dir):
  * $IB_CACHE_DIR, else $XDG_CACHE_HOME/imgbatch, else $HOME/.cache/imgbatch;

@@ -38,6 +38,7 @@ typedef struct demo_job {
 
 typedef struct demo {
   const char *jobs_path, *expect_path, *out_dir, *backend;
+  const char *max_side; /* --max-side, handed to the worker as is; NULL: its default */
   demo_job jobs[MAX_DEMO_JOBS];
   size_t n;
   pid_t broker, worker;
@@ -51,15 +52,16 @@ static double now_ms(void) {
 }
 
 static void demo_usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: imgbatch demo --jobs FILE [--expect FILE] [--out DIR] [--backend auto|cuda|cpu]\n\n"
-      "Starts the embedded broker and one worker, publishes the delimited Jobs of FILE\n"
-      "(scripts/demo_jobs.py writes them, with Pillow's bytes for each in --expect), writes\n"
-      "every result image to DIR (default demo-out) and prints key, graph, outcome, time and\n"
-      "whether the bytes equal Pillow 12.3. --backend auto (default) uses the GPU when there\n"
-      "is one, else the CPU reference backend, and says so.\n"
-      "exit codes: 0 every job as expected, 1 a mismatch or a failure, 2 usage error\n");
+  fprintf(f,
+          "usage: imgbatch demo --jobs FILE [--expect FILE] [--out DIR] [--backend auto|cuda|cpu]\n"
+          "                     [--max-side N]\n\n"
+          "Starts the embedded broker and one worker, publishes the delimited Jobs of FILE\n"
+          "(scripts/demo_jobs.py writes them, with Pillow's bytes for each in --expect), writes\n"
+          "every result image to DIR (default demo-out) and prints key, graph, outcome, time and\n"
+          "whether the bytes equal Pillow 12.3. --backend auto (default) uses the GPU when there\n"
+          "is one, else the CPU reference backend, and says so. --max-side N is the worker's\n"
+          "(default 16384: the widest and tallest image a job may hold).\n"
+          "exit codes: 0 every job as expected, 1 a mismatch or a failure, 2 usage error\n");
 }
 
 static bool read_frames(const char *path, demo *d) {
@@ -146,6 +148,8 @@ static bool start_worker(demo *d) {
                   "session.timeout.ms=6000",
                   "-X",
                   "fetch.wait.max.ms=20",
+                  d->max_side ? "--max-side" : NULL,
+                  (char *)d->max_side,
                   NULL};
   d->worker = spawn(args, NULL, log);
   return d->worker > 0;
@@ -439,18 +443,20 @@ int ib_cmd_demo(int argc, char **argv) {
   static demo d;
   d = (demo){.out_dir = "demo-out", .backend = "auto"};
   for (int i = 1; i < argc; i++) {
-    const char **slot = strcmp(argv[i], "--jobs") == 0      ? &d.jobs_path
-                        : strcmp(argv[i], "--expect") == 0  ? &d.expect_path
-                        : strcmp(argv[i], "--out") == 0     ? &d.out_dir
-                        : strcmp(argv[i], "--backend") == 0 ? &d.backend
-                                                            : NULL;
+    const char **slot = strcmp(argv[i], "--jobs") == 0       ? &d.jobs_path
+                        : strcmp(argv[i], "--expect") == 0   ? &d.expect_path
+                        : strcmp(argv[i], "--out") == 0      ? &d.out_dir
+                        : strcmp(argv[i], "--backend") == 0  ? &d.backend
+                        : strcmp(argv[i], "--max-side") == 0 ? &d.max_side
+                                                             : NULL;
     if (!slot || i + 1 >= argc) {
       demo_usage(stderr);
       return IB_EXIT_USAGE;
     }
     *slot = argv[++i];
   }
-  if (!d.jobs_path) {
+  uint32_t side;
+  if (!d.jobs_path || (d.max_side && !ib_cli_parse_max_side("demo", d.max_side, &side))) {
     demo_usage(stderr);
     return IB_EXIT_USAGE;
   }

@@ -31,6 +31,7 @@
 
 typedef struct run_opts {
   const char *in, *out, *source_root;
+  uint32_t max_side; /* --max-side; 0: the library's default */
   bool download_resident;
   uint64_t read_ahead; /* bytes of frames read ahead past the first; UINT64_MAX: default */
   uint64_t exec_ahead; /* --executor-ahead; UINT64_MAX: default */
@@ -38,6 +39,9 @@ typedef struct run_opts {
   ib_executor_options exec;
   ib_config *config; /* --tune settings (exec.config); NULL until one is given */
 } run_opts;
+
+_Static_assert(IB_DEFAULT_MAX_SIDE == 16384u && IB_MAX_SIDE_LIMIT == 65535u,
+               "run_usage states --max-side's default and bound");
 
 /* The defaults of --read-ahead and --executor-ahead: a quarter of
  * host_bytes, at most 64 MiB each (what the default caps give): larger
@@ -86,7 +90,7 @@ static void run_usage(FILE *f) {
   fprintf(
       f,
       "usage: imgbatch run [--backend cpu|cuda] [--device N] [--in FILE] [--out FILE]\n"
-      "                    [--source-root DIR] [--max-jobs N] [--max-in-flight N]\n"
+      "                    [--source-root DIR] [--max-side N] [--max-jobs N] [--max-in-flight N]\n"
       "                    [--gpu-bytes N] [--host-bytes N] [--compile-threads N]\n"
       "                    [--compile-timeout S]\n"
       "                    [--decode-threads N] [--read-ahead N] [--executor-ahead N]\n"
@@ -96,6 +100,10 @@ static void run_usage(FILE *f) {
       "completion order (match by job_id or input_key). A job that fails yields an error\n"
       "Result naming stage and kind; the stream goes on.\n"
       "--source-root DIR lets jobs name path sources inside DIR.\n"
+      "--max-side N (default 16384, at most 65535): the widest and tallest image a job may\n"
+      "hold, sources (checked from their headers, before decoding) and every step; a larger\n"
+      "one is answered Limit. Memory is bounded by the credit caps, not the side: a job too\n"
+      "large for --host-bytes / --gpu-bytes is answered Limit naming its need and the cap.\n"
       "--max-jobs (64), --max-in-flight (2), --gpu-bytes (512M), --host-bytes (256M) set the\n"
       "executor's credit caps; byte sizes take a K, M or G suffix (powers of 1024).\n"
       "--read-ahead N (default: min(--host-bytes / 4, 64M)): bytes of input frames read\n"
@@ -140,6 +148,8 @@ static bool parse_opt(run_opts *o, const char *a, const char *v) {
     return ib_cli_parse_u64(v, true, &o->exec_ahead) && o->exec_ahead != UINT64_MAX;
   } else if (strcmp(a, "--source-root") == 0) {
     o->source_root = v;
+  } else if (strcmp(a, "--max-side") == 0) {
+    return ib_cli_parse_max_side("run", v, &o->max_side);
   } else if (strcmp(a, "--device") == 0) {
     if (!ib_cli_parse_u64(v, false, &n) || n > 1024) return false;
     o->exec.device = (int)n;
@@ -394,7 +404,7 @@ int ib_cmd_run(int argc, char **argv) {
                               : quarter < IB_RUN_AHEAD_MAX ? quarter
                                                            : IB_RUN_AHEAD_MAX;
   run_input ri = {.ex = ex,
-                  .limits = {.source_root = o.source_root},
+                  .limits = {.source_root = o.source_root, .max_side = o.max_side},
                   .ahead_bytes = (size_t)exec_ahead,
                   .ahead_min = (uint64_t)o.exec.max_in_flight + 2,
                   .profile = profile,

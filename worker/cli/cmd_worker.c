@@ -42,6 +42,9 @@ static void on_signal(int sig) {
   alarm(grace_backstop_s);
 }
 
+_Static_assert(IB_DEFAULT_MAX_SIDE == 16384u && IB_MAX_SIDE_LIMIT == 65535u,
+               "worker_usage states --max-side's default and bound");
+
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -51,6 +54,7 @@ static void worker_usage(FILE *f) {
       "usage: imgbatch worker --brokers LIST [--group imgbatch] [--jobs-topic imgbatch.jobs]\n"
       "  [--results-topic imgbatch.results] [--control-topic imgbatch.control]\n"
       "  [--dlq-topic NAME] [--backend cuda|cpu] [--device N] [--source-root DIR]\n"
+      "  [--max-side N]\n"
       "  [--output-dir DIR] [--output-ttl S] [--max-result-bytes N] [--decode-threads N]\n"
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-uncommitted N]\n"
       "  [--max-in-flight N] [--transactional] [--grace-seconds S] [--stall-seconds S]\n"
@@ -84,6 +88,10 @@ static void worker_usage(FILE *f) {
       "--compile-timeout S (cuda, default 30): a kernel compile not done after S seconds fails\n"
       "the jobs waiting for it as a worker fault (retried; sticky faults stop the worker).\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
+      "--max-side N (default 16384, at most 65535): the widest and tallest image a job may\n"
+      "hold, sources (checked from their headers, before decoding) and every step; a larger\n"
+      "one is answered Limit. Memory is bounded by the credit caps, not the side: a job too\n"
+      "large for --host-bytes / --gpu-bytes is answered Limit naming its need and the cap.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
       "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
 #ifdef IB_FAULTS
@@ -173,6 +181,7 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   if (strcmp(name, "config") == 0) return (c->config_file = v) != NULL;
   if (strcmp(name, "X") == 0) return set_prop(c, v);
   if (strcmp(name, "tune") == 0) return tune(c, v);
+  if (strcmp(name, "max-side") == 0) return ib_cli_parse_max_side("worker", v, &w->max_side);
   if (strcmp(name, "transactional") == 0) {
     w->transactional = strcmp(v, "false") != 0 && strcmp(v, "0") != 0;
     return true;
@@ -213,20 +222,35 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   return true;
 }
 
-static const char *const flag_names[] = {"brokers",         "group",
-                                         "jobs-topic",      "results-topic",
-                                         "control-topic",   "dlq-topic",
-                                         "source-root",     "output-dir",
-                                         "worker-id",       "backend",
-                                         "transactional",   "device",
-                                         "gpu-bytes",       "host-bytes",
-                                         "max-jobs",        "max-uncommitted",
-                                         "max-in-flight",   "max-result-bytes",
-                                         "decode-threads",  "output-ttl",
-                                         "grace-seconds",   "stall-seconds",
-                                         "lease-seconds",   "compile-threads",
-                                         "compile-timeout", "metrics-addr",
-                                         "fault",           NULL};
+static const char *const flag_names[] = {"brokers",
+                                         "group",
+                                         "jobs-topic",
+                                         "results-topic",
+                                         "control-topic",
+                                         "dlq-topic",
+                                         "source-root",
+                                         "output-dir",
+                                         "worker-id",
+                                         "backend",
+                                         "transactional",
+                                         "device",
+                                         "gpu-bytes",
+                                         "host-bytes",
+                                         "max-jobs",
+                                         "max-uncommitted",
+                                         "max-in-flight",
+                                         "max-result-bytes",
+                                         "decode-threads",
+                                         "output-ttl",
+                                         "grace-seconds",
+                                         "stall-seconds",
+                                         "lease-seconds",
+                                         "compile-threads",
+                                         "compile-timeout",
+                                         "metrics-addr",
+                                         "max-side",
+                                         "fault",
+                                         NULL};
 
 static char *trim(char *s) {
   while (isspace((unsigned char)*s)) s++;

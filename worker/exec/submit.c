@@ -3,6 +3,7 @@
  * then the reservation beside live work. Every decision after the id is
  * taken consumes it; nothing here decodes or touches the device.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,25 @@ static ib_status backend_bytes(ib_executor *ex, const ib_graph *g, ib_charge *ch
   return IB_OK;
 }
 
+/* A job too large for a cap on its own also names its largest image, so
+ * the refusal says which photo and which cap (docs/credits.md). */
+static ib_status name_largest(const ib_graph *g, ib_status st, ib_error *err) {
+  if (st != IB_LIMIT) return st;
+  const ib_shape *big = NULL;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_shape *s = &g->nodes[i].shape;
+    if (!big || (uint64_t)s->width * s->height * ib_mode_bands(s->mode) >
+                    (uint64_t)big->width * big->height * ib_mode_bands(big->mode))
+      big = s;
+  }
+  size_t n = strlen(err->message);
+  if (big && n < sizeof err->message)
+    snprintf(err->message + n, sizeof err->message - n,
+             " (largest image %ux%u %s; raise --host-bytes / --gpu-bytes)", big->width, big->height,
+             ib_mode_name(big->mode));
+  return st;
+}
+
 /* Every check but the reservation; on IB_OK `job` holds its charge. */
 static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_error *err) {
   ex->backend_full = false;
@@ -100,7 +120,7 @@ static ib_status admit_checks(ib_executor *ex, ib_graph *g, ib_job *job, ib_erro
   if ((st = backend_bytes(ex, g, &job->charge, err)) != IB_OK) return st;
   job->large = ex->backend->large_job ? ex->backend->large_job(ex->backend_state, g, job->resident)
                                       : job->charge.gpu_work >= IB_EXEC_LARGE_JOB_BYTES;
-  return ib_credits_check_caps(ex->credits, &job->charge, err);
+  return name_largest(g, ib_credits_check_caps(ex->credits, &job->charge, err), err);
 }
 
 bool ib_exec_reject(ib_executor *ex, ib_status st, uint64_t *job_id) {

@@ -117,7 +117,14 @@ typedef enum ib_mode {
 } ib_mode;
 
 #define IB_MODE_BIT(m) (1u << (m))
-#define IB_MAX_SIDE 4096u /* per-graph bound: 4096 x 4096 peak pixels */
+/* Every node of a graph (sources included) is at most max_side pixels on
+ * each side (ib_graph_limits.max_side): IB_DEFAULT_MAX_SIDE unless set,
+ * at most IB_MAX_SIDE_LIMIT, so a side and a row of pixels fit 32 bits and
+ * a pixel count fits 32 bits unsigned. The side bound refuses hostile
+ * headers before any allocation; memory is bounded by the credit caps
+ * (docs/credits.md), not by the side. */
+#define IB_DEFAULT_MAX_SIDE 16384u
+#define IB_MAX_SIDE_LIMIT 65535u
 
 /* The wire contract version this library reads and writes
  * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
@@ -190,6 +197,10 @@ typedef struct ib_graph_limits {
   uint64_t max_metadata_bytes;   /* 0 = 64 KiB */
   const char *source_root;       /* path sources resolve inside it; NULL = paths rejected */
   uint64_t max_job_source_bytes; /* a job's path sources together; 0 = 256 MiB */
+  uint32_t max_side;             /* width and height of every node, decoded sources included (their
+                                  * headers are read, never decoded, to check it); a side past it is
+                                  * IB_LIMIT naming the size and the bound. 0 = IB_DEFAULT_MAX_SIDE;
+                                  * above IB_MAX_SIDE_LIMIT is IB_INVALID */
 } ib_graph_limits;
 
 /* On failure, *key_on_error (when not NULL) receives the job's key if the

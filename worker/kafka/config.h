@@ -27,6 +27,7 @@ typedef struct ib_worker_config {
   const char *group, *jobs_topic, *results_topic, *control_topic;
   const char *dlq_topic;   /* NULL: none */
   const char *source_root; /* NULL: path sources rejected */
+  uint32_t max_side;       /* ib_graph_limits.max_side; 0: the library's default */
   const char *output_dir;  /* NULL: results too large for a message fail with Limit */
   uint64_t output_ttl_s;
   uint64_t max_result_bytes; /* 0: the producer's message.max.bytes less the envelope */

@@ -362,8 +362,7 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
   ib_key key = {0};
   ib_status st = ib_executor_parse_buffer(
       w->ex, buf, m->len,
-      w->cfg->source_root ? &(ib_graph_limits){.source_root = w->cfg->source_root}
-                          : &(ib_graph_limits){0},
+      &(ib_graph_limits){.source_root = w->cfg->source_root, .max_side = w->cfg->max_side},
       &in->graph, &key, err);
   if (st != IB_OK && err->stage != IB_STAGE_PARSE) {
     in->key = key;

@@ -46,6 +46,7 @@ struct ib_graph {
   size_t n_nodes;
   uint64_t param_bytes;       /* sum over nodes */
   uint64_t peak_bytes;        /* conservative working set: all node outputs alive */
+  uint32_t max_side;          /* every node's sides (ib_graph_limits.max_side, resolved) */
   ProtobufCAllocator *alloc;  /* the Job's memory (NULL: the heap) */
   void (*unref)(void *owner); /* called once the Job is freed (may be NULL) */
   void *owner;

@@ -13,9 +13,12 @@
 #include "model/graph.h"
 
 ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t side, ib_error *err) {
-  if (side > (int64_t)IB_MAX_SIDE)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE, "op %s: %s %lld exceeds the %u bound",
-                      node->op->name, param, (long long)side, IB_MAX_SIDE);
+  /* A node outside a graph (an op row inferred alone) has the default. */
+  const uint32_t max_side = node->graph ? node->graph->max_side : IB_DEFAULT_MAX_SIDE;
+  if (side > (int64_t)max_side)
+    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                      "op %s: %s %lld exceeds the maximum side %u (max_side; imgbatch --max-side)",
+                      node->op->name, param, (long long)side, max_side);
   return IB_OK;
 }
 

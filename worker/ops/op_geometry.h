@@ -6,7 +6,7 @@
 #include "ops/op.h"
 #include "model/graph.h"
 
-/* IB_LIMIT naming op and param when an output side exceeds IB_MAX_SIDE. */
+/* IB_LIMIT naming op and param when an output side exceeds the graph's max_side. */
 ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t side, ib_error *err);
 /* out(x, y) = in(x + dx, y + dy) where that lies inside `in`; other pixels
  * of `out` are left untouched (the caller's fill). A pixel copies the first

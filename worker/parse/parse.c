@@ -71,14 +71,16 @@ static ib_status check_metadata(const Imgbatch__V1__Job *job, uint64_t cap, ib_e
   return IB_OK;
 }
 
-static ib_status check_side(uint32_t w, uint32_t h, const char *what, size_t idx, ib_error *err) {
+static ib_status check_side(uint32_t w, uint32_t h, uint32_t max_side, const char *what, size_t idx,
+                            ib_error *err) {
   if (w == 0 || h == 0)
     return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: %s size %ux%u is empty",
                         idx, what, w, h);
-  if (w > IB_MAX_SIDE || h > IB_MAX_SIDE)
+  if (w > max_side || h > max_side)
     return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                        "source %zu: %s size %ux%u exceeds the %ux%u bound", idx, what, w, h,
-                        IB_MAX_SIDE, IB_MAX_SIDE);
+                        "source %zu: %s size %ux%u exceeds the maximum side %u (max_side; "
+                        "imgbatch --max-side)",
+                        idx, what, w, h, max_side);
   return IB_OK;
 }
 
@@ -100,7 +102,8 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     case IMGBATCH__V1__SOURCE__KIND_RAW: {
       const Imgbatch__V1__RawImage *r = pb->raw;
       if ((st = mode_of(r->mode, idx, &s->shape.mode, err)) != IB_OK) return st;
-      if ((st = check_side(r->width, r->height, "raw", idx, err)) != IB_OK) return st;
+      if ((st = check_side(r->width, r->height, lim->max_side, "raw", idx, err)) != IB_OK)
+        return st;
       s->shape.width = r->width;
       s->shape.height = r->height;
       size_t want = (size_t)r->width * r->height * ib_mode_bands(s->shape.mode);
@@ -115,7 +118,8 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     case IMGBATCH__V1__SOURCE__KIND_FILL: {
       const Imgbatch__V1__FillImage *f = pb->fill;
       if ((st = mode_of(f->mode, idx, &s->shape.mode, err)) != IB_OK) return st;
-      if ((st = check_side(f->width, f->height, "fill", idx, err)) != IB_OK) return st;
+      if ((st = check_side(f->width, f->height, lim->max_side, "fill", idx, err)) != IB_OK)
+        return st;
       s->shape.width = f->width;
       s->shape.height = f->height;
       if (f->color.len != ib_mode_bands(s->shape.mode))
@@ -142,7 +146,7 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     ib_error_prefix(err, "source %zu", idx);
     return st;
   }
-  return check_side(s->shape.width, s->shape.height, "decoded", idx, err);
+  return check_side(s->shape.width, s->shape.height, lim->max_side, "decoded", idx, err);
 }
 
 /* A source no SourceOp reads is not opened, read or probed: its bytes stay
@@ -302,6 +306,13 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   ib_graph_limits lim = limits ? *limits : (ib_graph_limits){0};
   if (!lim.max_source_bytes) lim.max_source_bytes = DEFAULT_MAX_SOURCE_BYTES;
   if (!lim.max_metadata_bytes) lim.max_metadata_bytes = DEFAULT_MAX_METADATA_BYTES;
+  if (!lim.max_side) lim.max_side = IB_DEFAULT_MAX_SIDE;
+  if (lim.max_side > IB_MAX_SIDE_LIMIT) {
+    buffer_free(mem ? mem->alloc : NULL, buffer);
+    if (mem && mem->unref) mem->unref(mem->owner);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "limits: max_side %u is outside 1..%u",
+                        lim.max_side, IB_MAX_SIDE_LIMIT);
+  }
 
   ib_graph *g = calloc(1, sizeof *g);
   if (!g) {
@@ -315,6 +326,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
     g->owner = mem->owner;
   }
   g->buffer = buffer;
+  g->max_side = lim.max_side;
   /* Before protobuf-c, which would recurse without bound (wire_check.h). */
   ib_wire_notes notes;
   ib_status st = ib_wire_check(&imgbatch__v1__job__descriptor, bytes, len, &notes, err);

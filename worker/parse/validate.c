@@ -1,7 +1,7 @@
 /*
  * validate.c - node-by-node validation: op rows, input arity, topological
  * order (a reference to the node itself or a later node is a cycle), shapes
- * via each row's infer(), the 4096-side and 256-op bounds, and the
+ * via each row's infer(), the max_side and 256-op bounds, and the
  * conservative working-set estimate used for credits. Every op's
  * floating-point parameters meet one rule here, before its row sees them.
  */
@@ -105,10 +105,11 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
     return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "node %zu: op %s produces an empty %ux%u image", i, n->op->name,
                       n->shape.width, n->shape.height);
-  if (n->shape.width > IB_MAX_SIDE || n->shape.height > IB_MAX_SIDE)
+  if (n->shape.width > g->max_side || n->shape.height > g->max_side)
     return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                      "node %zu: op %s output %ux%u exceeds the %ux%u bound", i, n->op->name,
-                      n->shape.width, n->shape.height, IB_MAX_SIDE, IB_MAX_SIDE);
+                      "node %zu: op %s output %ux%u exceeds the maximum side %u (max_side; "
+                      "imgbatch --max-side)",
+                      i, n->op->name, n->shape.width, n->shape.height, g->max_side);
   n->last_use = (unsigned)i;
   g->param_bytes += n->op->param_bytes(n);
   g->peak_bytes += (uint64_t)n->shape.width * n->shape.height * ib_mode_bands(n->shape.mode);

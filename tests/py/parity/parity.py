@@ -57,7 +57,7 @@ Rules of the harness
   case counts that tests pass through parity.scale(n).
 - Sizes: sizes(r, n) = the edge sizes (1x1, 1xN, Nx1, odd widths, widths
   not a multiple of 4) first, then random small sizes, plus `big` (default
-  1) sizes near the 4096 bound (thin strips, so CI stays fast).
+  1) sizes near 4096 (thin strips, so CI stays fast; test_large_sides.py goes to 16384).
   random_image(r, mode, size) draws noise, extremes (0/1/127/128/254/255) or
   smooth gradients at random; pass kind= to pick one.
 - Every case lands in the session table op x mode -> (cases, exact), printed
@@ -117,7 +117,8 @@ def binary():
 
 
 def sizes(r, n, big=1, max_side=48):
-    """n sizes: edge sizes first, then random ones up to max_side; plus `big` near 4096."""
+    """n sizes: edge sizes first, then random ones up to max_side; plus `big` near 4096
+    (test_large_sides.py covers 4097 to 16384)."""
     out = list(EDGE_SIZES[:n])
     while len(out) < n:
         w, h = r.randint(1, max_side), r.randint(1, max_side)

@@ -191,7 +191,7 @@ def test_refusals_match_pillows_own(mode):
 
 @pytest.mark.parametrize("mode", parity.MODES)
 def test_contexts_pillow_takes_but_imgbatch_refuses(mode):
-    """Empty crops, outputs past 4096 and an RGB <- LA paste
+    """Empty crops, outputs past the default max side (16384) and an RGB <- LA paste
     (Pillow copies an LA pixel word's hidden bytes) are refused by kind."""
     r = parity.rng("refuse-ours", mode)
     cases = []
@@ -201,11 +201,11 @@ def test_contexts_pillow_takes_but_imgbatch_refuses(mode):
         x0 = r.randint(-5, w + 5)
         cases += [
             Case(f"crop-empty-{i}", "crop", mode, im.crop((x0, 0, x0, h)), "unsupported"),
-            Case(f"crop-4097-{i}", "crop", mode, im.crop((x0, 0, x0 + 4097, h)), "limit"),
-            Case(f"expand-4097-{i}", "expand", mode,
-                 ImageOps.expand(im, (4097 - w - i, 0, i + 1, 0)), "limit"),
-            Case(f"resize-4097-{i}", "resize nearest", mode,
-                 im.resize((4097, 1), Image.Resampling.NEAREST), "limit"),
+            Case(f"crop-16385-{i}", "crop", mode, im.crop((x0, 0, x0 + 16385, h)), "limit"),
+            Case(f"expand-16385-{i}", "expand", mode,
+                 ImageOps.expand(im, (16385 - w - i, 0, i + 1, 0)), "limit"),
+            Case(f"resize-16385-{i}", "resize nearest", mode,
+                 im.resize((16385, 1), Image.Resampling.NEAREST), "limit"),
         ]
         if mode == "RGB":
             base = parity.random_image(r, "RGB", (w, h))
