@@ -106,6 +106,33 @@ IB_FN void ib_unpremultiply_px(uint8_t *px, int bands) {
   }
 }
 
+/* ------------------------------------------- device step (resample.cuh)
+ *
+ * One job's parameters, written by the op row (worker/ops/op_resize.c) and
+ * read by the kernels and the launch plan. `passes` says what runs, as
+ * _resize and ImagingResampleInner decide it for the job's single call:
+ *   IB_RSP_CROP  an integral box of the output's size (ImagingCrop at
+ *                crop_x, crop_y), also the whole-image copy;
+ *   IB_RSP_H     the horizontal pass over source rows first .. first+rows-1;
+ *   IB_RSP_V     the vertical pass (into the output).
+ * With both passes the horizontal one writes the out_w x rows scratch image
+ * and the vertical bounds are already shifted by `first`. The weight tables
+ * follow the parameter block (at d.params + IB_PBYTES) as int32 words:
+ * x bounds at xb, x coeffs at xk, y bounds at yb, y coeffs at yk. */
+enum { IB_RSP_CROP = 1, IB_RSP_H = 2, IB_RSP_V = 4 };
+
+typedef struct ib_resample_params {
+  int32_t passes;
+  int32_t crop_x, crop_y;
+  int32_t first, rows;
+  int32_t ksize_x, ksize_y;
+  int32_t xb, xk, yb, yk;
+  int32_t pad;
+} ib_resample_params;
+
+/* Kernels of resample.cuh, in the order of the op row's list. */
+enum { IB_RESAMPLE_K_H, IB_RESAMPLE_K_V };
+
 #ifndef __CUDACC_RTC__
 /* ------------------------------------------------ host: weight tables */
 

@@ -10,8 +10,8 @@
  *
  * BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS: the calls Image.resize makes
  * (resize_plan, below) run by op_resample.c over kernels/resample.h and
- * kernels/reduce.h. The CUDA backend has no multi-pass step for them yet
- * and refuses them by name.
+ * kernels/reduce.h; on the CUDA backend a multi-pass head
+ * (kernels/resample.cuh) runs a plan of one call (below).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -276,18 +276,203 @@ static const ib_dev_op resize_dev_op = {.tag = 'N',
                                         .extra_bytes = resize_extra_bytes,
                                         .fill_extra = resize_fill_extra};
 
-/* A convolution filter needs a multi-pass device step (weight tables, an
- * intermediate image) that the chain's gather heads cannot express: refused
- * by name until it exists. */
+/* A convolution filter: a multi-pass head (kernels/resample.cuh) for a
+ * plan of one _resize call, its parameters ib_resample_params
+ * (kernels/resample.h) and its weight tables built here exactly as
+ * op_resample.c builds them. What the head runs for the call (`dev_call`):
+ * the crop _resize takes for an integral box of the output's size (also the
+ * whole-image copy), else ImagingResampleInner's passes, each skipped as
+ * resample() skips it. */
+typedef struct dev_call {
+  ib_resample_params q;
+  int filter;
+  bool need_h, need_v;
+  ib_resize_call c;
+  size_t words; /* int32 words of the tables */
+  size_t w_off; /* word offset of the double scratch ib_resample_coeffs uses */
+  int kmax;
+} dev_call;
+
+static const ib_shape *input_shape(const ib_node *node) {
+  return &node->graph->nodes[node->inputs[0]].shape;
+}
+
+/* The device layout of a plan that dev() admitted (one call, no reduce). */
+static void dev_layout(const ib_resize_plan *p, dev_call *d) {
+  memset(d, 0, sizeof *d);
+  d->filter = p->filter;
+  d->c = p->call[0];
+  const ib_resize_call *c = &d->c;
+  const float *b = c->box;
+  if (p->copy) {
+    d->q.passes = IB_RSP_CROP;
+    return;
+  }
+  if (b[0] - (int)b[0] == 0 && b[2] - b[0] == (float)c->out_w && b[1] - (int)b[1] == 0 &&
+      b[3] - b[1] == (float)c->out_h) {
+    d->q.passes = IB_RSP_CROP;
+    d->q.crop_x = (int)b[0];
+    d->q.crop_y = (int)b[1];
+    return;
+  }
+  d->need_h = c->out_w != c->in_w || b[0] != 0 || b[2] != (float)c->out_w;
+  d->need_v = c->out_h != c->in_h || b[1] != 0 || b[3] != (float)c->out_h;
+  d->q.passes = (d->need_h ? IB_RSP_H : 0) | (d->need_v ? IB_RSP_V : 0);
+  d->q.ksize_y = ib_resample_ksize(p->filter, b[1], b[3], (int)c->out_h);
+  d->q.yb = 0;
+  d->q.yk = 2 * (int32_t)c->out_h;
+  size_t words = (size_t)2 * c->out_h + (size_t)c->out_h * d->q.ksize_y;
+  d->kmax = d->q.ksize_y;
+  if (d->need_h) {
+    d->q.ksize_x = ib_resample_ksize(p->filter, b[0], b[2], (int)c->out_w);
+    d->q.xb = (int32_t)words;
+    d->q.xk = d->q.xb + 2 * (int32_t)c->out_w;
+    words += (size_t)2 * c->out_w + (size_t)c->out_w * d->q.ksize_x;
+    if (d->q.ksize_x > d->kmax) d->kmax = d->q.ksize_x;
+  }
+  d->words = words;
+  d->w_off = (words + 3) & ~(size_t)3;
+}
+
+/* The y tables and first / rows: the vertical weights first, as
+ * resample() builds them (`w` holds kmax doubles). */
+static void dev_y_tables(dev_call *d, int32_t *t, double *w) {
+  const ib_resize_call *c = &d->c;
+  ib_resample_coeffs(d->filter, (int)c->in_h, c->box[1], c->box[3], (int)c->out_h, d->q.ksize_y,
+                     t + d->q.yb, t + d->q.yk, w);
+  const int32_t *yb = t + d->q.yb;
+  const int first = yb[0], last = yb[2 * (c->out_h - 1)] + yb[2 * (c->out_h - 1) + 1];
+  d->q.first = first;
+  d->q.rows = last - first;
+}
+
+static ib_status dev_plan(const ib_node *node, const ib_shape *in, dev_call *d, ib_error *err) {
+  ib_resize_plan p;
+  ib_status st = resize_plan(node->pb->resize, in, &p, err);
+  if (st != IB_OK) return st;
+  dev_layout(&p, d);
+  return IB_OK;
+}
+
+static size_t resample_extra_bytes(const ib_node *node) {
+  dev_call d;
+  ib_error err = {0};
+  if (dev_plan(node, input_shape(node), &d, &err) != IB_OK || !(d.q.passes & ~IB_RSP_CROP))
+    return 0;
+  return (d.w_off + (size_t)2 * d.kmax) * sizeof(int32_t);
+}
+
+static void resample_fill_extra(const ib_node *node, const ib_shape *in, uint8_t *extra) {
+  dev_call d;
+  ib_error err = {0};
+  if (dev_plan(node, in, &d, &err) != IB_OK || !(d.q.passes & ~IB_RSP_CROP)) return;
+  int32_t *t = (int32_t *)(void *)extra;
+  double *w = (double *)(void *)(t + d.w_off);
+  dev_y_tables(&d, t, w);
+  if (d.need_h) {
+    if (d.need_v)
+      for (uint32_t i = 0; i < d.c.out_h; i++) t[d.q.yb + 2 * i] -= d.q.first;
+    ib_resample_coeffs(d.filter, (int)d.c.in_w, d.c.box[0], d.c.box[2], (int)d.c.out_w, d.q.ksize_x,
+                       t + d.q.xb, t + d.q.xk, w);
+  }
+}
+
+static void resample_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  dev_call d;
+  ib_error err = {0};
+  memset(p, 0, sizeof(ib_resample_params));
+  if (dev_plan(node, input_shape(node), &d, &err) != IB_OK) return;
+  if (d.q.passes & ~IB_RSP_CROP) {
+    /* first / rows come from the y bounds: built once more here */
+    const size_t n = d.w_off + (size_t)2 * d.kmax;
+    int32_t *t = malloc(n * sizeof *t);
+    if (!t) return; /* dev() built the same tables: unreachable in practice */
+    dev_y_tables(&d, t, (double *)(void *)(t + d.w_off));
+    free(t);
+  }
+  memcpy(p, &d.q, sizeof d.q);
+}
+
+/* Scratch: the horizontal pass's out_w x rows image when both passes run. */
+static size_t resample_scratch(const ib_node *node, const ib_shape *in) {
+  dev_call d;
+  ib_error err = {0};
+  if (dev_plan(node, in, &d, &err) != IB_OK || !d.need_h || !d.need_v) return 0;
+  const size_t n = d.w_off + (size_t)2 * d.kmax;
+  int32_t *t = malloc(n * sizeof *t);
+  if (!t) return 0;
+  dev_y_tables(&d, t, (double *)(void *)(t + d.w_off));
+  free(t);
+  return (size_t)d.c.out_w * (size_t)d.q.rows * ib_mode_bands(in->mode);
+}
+
+/* The horizontal launch over the largest job's out_w x rows (when any job
+ * runs it), then the vertical (or crop) launch over the largest output. */
+static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
+  uint64_t h_items = 0, v_items = 0;
+  for (size_t i = 0; i < g->n_jobs; i++) {
+    ib_dev_job j;
+    g->job(g, i, &j);
+    ib_resample_params q;
+    memcpy(&q, j.params, sizeof q);
+    const uint64_t hi = (uint64_t)j.width * (uint64_t)(q.rows > 0 ? q.rows : 0);
+    const uint64_t vi = (uint64_t)j.width * j.height;
+    if ((q.passes & IB_RSP_H) && !(q.passes & IB_RSP_CROP) && hi > h_items) h_items = hi;
+    if ((q.passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items) v_items = vi;
+  }
+  int k = 0;
+  if (h_items)
+    out[k++] = (ib_dev_launch){.kernel = IB_RESAMPLE_K_H,
+                               .blocks = (h_items + g->threads - 1) / g->threads};
+  if (v_items)
+    out[k++] = (ib_dev_launch){.kernel = IB_RESAMPLE_K_V,
+                               .blocks = (v_items + g->threads - 1) / g->threads};
+  return k;
+}
+
+static const ib_dev_passes resample_passes = {
+    .kernels = {[IB_RESAMPLE_K_H] = {"ib_resample_h", 0}, [IB_RESAMPLE_K_V] = {"ib_resample_v", 0}},
+    .n_kernels = 2,
+    .plan = resample_plan,
+    .scratch_bytes = resample_scratch,
+};
+
+static const ib_dev_op resample_dev_op = {.tag = 'H',
+                                          .role = IB_DEV_PASSES,
+                                          .header = "resample.cuh",
+                                          .fill = resample_fill,
+                                          .extra_bytes = resample_extra_bytes,
+                                          .fill_extra = resample_fill_extra,
+                                          .passes = &resample_passes};
+
+/* NEAREST: the gather head. A filter: the multi-pass head for a plan of one
+ * call; reducing_gap's reduce step and the tall-image two-call rule have no
+ * device sequence yet and are refused by name. */
 static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   unsigned f = (unsigned)node->pb->resize->resample;
-  if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
-    return ib_op_fail(
-        err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
-        "backend cuda: op resize (mode %s): resample %s has no device kernel yet",
-        ib_mode_name((ib_mode)in_modes[0]),
-        f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?");
-  s->dev = &resize_dev_op;
+  if (f == IMGBATCH__V1__RESAMPLE__NEAREST) {
+    s->dev = &resize_dev_op;
+    return IB_OK;
+  }
+  const char *mode = ib_mode_name((ib_mode)in_modes[0]);
+  const char *name = f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?";
+  ib_resize_plan p;
+  ib_status st = resize_plan(node->pb->resize, input_shape(node), &p, err);
+  if (st != IB_OK) return st;
+  if (p.reduce)
+    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
+                      "backend cuda: op resize (mode %s): resample %s: reducing_gap's reduce step "
+                      "(factor %dx%d) has no device kernel yet",
+                      mode, name, p.fx, p.fy);
+  if (!p.copy && p.n_calls != 1)
+    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
+                      "backend cuda: op resize (mode %s): resample %s: the tall-image two-call "
+                      "resize (height > 100 x width) has no device sequence yet",
+                      mode, name);
+  s->dev = &resample_dev_op;
+  s->a = p.premultiply && !p.copy;
+  s->param_len = sizeof(ib_resample_params);
   return IB_OK;
 }
 
@@ -297,5 +482,5 @@ const ib_op_desc ib_op_resize = {
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,
     .dev = resize_dev,
-    .dev_ops = (const ib_dev_op *const[]){&resize_dev_op, NULL},
+    .dev_ops = (const ib_dev_op *const[]){&resize_dev_op, &resample_dev_op, NULL},
 };
