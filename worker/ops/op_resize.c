@@ -293,8 +293,9 @@ typedef struct dev_call {
   int kmax;
 } dev_call;
 
+/* Input 0's shape; a node outside a graph (none in a job) has none. */
 static const ib_shape *input_shape(const ib_node *node) {
-  return &node->graph->nodes[node->inputs[0]].shape;
+  return node->graph && node->n_inputs >= 1 ? &node->graph->nodes[node->inputs[0]].shape : NULL;
 }
 
 /* The device layout of a plan that dev() admitted (one call, no reduce). */
@@ -347,6 +348,9 @@ static void dev_y_tables(dev_call *d, int32_t *t, double *w) {
 }
 
 static ib_status dev_plan(const ib_node *node, const ib_shape *in, dev_call *d, ib_error *err) {
+  if (!in)
+    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
+                      "backend cuda: op resize: a filtered resize's node has no input shape");
   ib_resize_plan p;
   ib_status st = resize_plan(node->pb->resize, in, &p, err);
   if (st != IB_OK) return st;
@@ -457,8 +461,13 @@ static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *
   }
   const char *mode = ib_mode_name((ib_mode)in_modes[0]);
   const char *name = f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?";
+  const ib_shape *in = input_shape(node);
+  if (!in)
+    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
+                      "backend cuda: op resize (mode %s): resample %s: the node has no input shape",
+                      mode, name);
   ib_resize_plan p;
-  ib_status st = resize_plan(node->pb->resize, input_shape(node), &p, err);
+  ib_status st = resize_plan(node->pb->resize, in, &p, err);
   if (st != IB_OK) return st;
   if (p.reduce)
     return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
