@@ -1,0 +1,397 @@
+/*
+ * Image.resize with a convolution filter through the CUDA backend's
+ * planner, staging and launcher without a GPU (the stand-in driver of
+ * test_gpu_passes.c records every launch): the resize row's multi-pass head
+ * (op_resize.c, kernels/resample.cuh) compiles with NVRTC with the kernels
+ * its row lists; its parameters, its host-built weight tables after the
+ * parameter block, its scratch (out_w x the rows the vertical pass reads)
+ * and its launches are what the CPU path computes; skipped passes and the
+ * crop plan no launch or scratch of their own; and what the device does not
+ * run yet is refused naming it.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+#include "kernels/resample.h"
+#include "tools/jobgen.h"
+#include "cuda_host.h"
+
+/* ------------------------------------------------------------ stand-in driver */
+
+#define MAX_FN 64
+#define MAX_LAUNCH 64
+static char fn_names[MAX_FN][64];
+static int n_fn;
+
+typedef struct launch {
+  char name[64];
+  unsigned gx, gy, bx, smem;
+} launch;
+static launch launches[MAX_LAUNCH];
+static int n_launch;
+
+static CUresult f_ctx(CUcontext ctx) {
+  (void)ctx;
+  return CUDA_SUCCESS;
+}
+static CUresult f_load(CUmodule *m, const void *img) {
+  (void)img;
+  *m = (CUmodule)(uintptr_t)1;
+  return CUDA_SUCCESS;
+}
+static CUresult f_unload(CUmodule m) {
+  (void)m;
+  return CUDA_SUCCESS;
+}
+static CUresult f_getfn(CUfunction *f, CUmodule m, const char *name) {
+  (void)m;
+  cr_assert_lt(n_fn, MAX_FN);
+  snprintf(fn_names[n_fn], sizeof fn_names[n_fn], "%s", name);
+  *f = (CUfunction)(uintptr_t)(n_fn + 1);
+  n_fn++;
+  return CUDA_SUCCESS;
+}
+static CUresult f_setattr(CUfunction f, CUfunction_attribute a, int v) {
+  (void)f, (void)a, (void)v;
+  return CUDA_SUCCESS;
+}
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned smem, CUstream st, void **args,
+                         void **extra) {
+  (void)gz, (void)by, (void)bz, (void)st, (void)args, (void)extra;
+  cr_assert_lt(n_launch, MAX_LAUNCH);
+  launch *l = &launches[n_launch++];
+  const int k = (int)(uintptr_t)f - 1;
+  cr_assert(k >= 0 && k < n_fn, "a function the module gave");
+  *l = (launch){.gx = gx, .gy = gy, .bx = bx, .smem = smem};
+  snprintf(l->name, sizeof l->name, "%s", fn_names[k]);
+  return CUDA_SUCCESS;
+}
+
+static ib_cu cu;
+static jg_arena arena;
+
+static void setup(void) {
+  arena = (jg_arena){malloc(1u << 25), 0, 1u << 25};
+  cu = (ib_cu){.cuCtxSetCurrent = f_ctx,
+               .cuModuleLoadData = f_load,
+               .cuModuleGetFunction = f_getfn,
+               .cuModuleUnload = f_unload,
+               .cuFuncSetAttribute = f_setattr,
+               .cuLaunchKernel = f_launch};
+  n_fn = n_launch = 0;
+}
+static void teardown(void) { free(arena.p); }
+
+TestSuite(gpu_resample, .init = setup, .fini = teardown, .timeout = 600);
+
+static ib_cuda *backend(void) {
+  ib_cuda *c = cuda_new();
+  c->cu = &cu;
+  c->sm_count = 132;
+  c->smem_optin = 227 * 1024;
+  snprintf(c->arch, sizeof c->arch, "sm_90");
+  c->kc = ib_kcache_new(NULL, 256ull << 20, 0);
+  cr_assert_not_null(c->kc);
+  cr_assert_eq(ib_lru_init(&c->mods, 256u << 20, ib_cuda_unload_module, c), 0);
+  return c;
+}
+
+static void backend_free(ib_cuda *c) {
+  ib_lru_destroy(&c->mods);
+  ib_kcache_free(c->kc);
+  cuda_free(c);
+}
+
+/* ------------------------------------------------------------ jobs */
+
+typedef struct rjob {
+  ib_mode mode;
+  uint32_t w, h, ow, oh;
+  int filter;
+  int box; /* 1: the box below */
+  double b[4];
+  double gap; /* > 0: reducing_gap */
+} rjob;
+
+static ib_graph *graph_of(const rjob *q, uint64_t k) {
+  jg_rng r = {0x51 + k};
+  jg_job j;
+  jg_begin(&j, &arena, &r, q->mode, q->w, q->h, k);
+  Imgbatch__V1__Node *n = jg_node(&j, IMGBATCH__V1__NODE__OP_RESIZE, 0, -1);
+  n->resize = jg_alloc(j.a, sizeof *n->resize);
+  imgbatch__v1__resize_op__init(n->resize);
+  n->resize->width = q->ow;
+  n->resize->height = q->oh;
+  n->resize->resample = (Imgbatch__V1__Resample)q->filter;
+  if (q->box) {
+    n->resize->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+    n->resize->box = jg_alloc(j.a, sizeof *n->resize->box);
+    imgbatch__v1__box__init(n->resize->box);
+    n->resize->box->left = q->b[0];
+    n->resize->box->top = q->b[1];
+    n->resize->box->right = q->b[2];
+    n->resize->box->bottom = q->b[3];
+  }
+  if (q->gap > 0) {
+    n->resize->reducing_gap_present_case =
+        IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP;
+    n->resize->reducing_gap = q->gap;
+  }
+  ib_error err = {0};
+  ib_graph *g = jg_finish(&j, &err);
+  cr_assert_not_null(g, "%s", err.message);
+  return g;
+}
+
+/* One axis's tables as op_resample.c builds them for the CPU path. */
+typedef struct axis {
+  int ksize;
+  int32_t *bounds, *coeffs;
+} axis;
+
+static axis axis_of(int filter, int n_in, double e0, double e1, int n_out) {
+  axis a;
+  a.ksize = ib_resample_ksize(filter, (float)e0, (float)e1, n_out);
+  a.bounds = calloc((size_t)2 * n_out, sizeof(int32_t));
+  a.coeffs = calloc((size_t)n_out * a.ksize, sizeof(int32_t));
+  double *w = calloc((size_t)a.ksize, sizeof *w);
+  cr_assert(a.bounds && a.coeffs && w);
+  ib_resample_coeffs(filter, n_in, (float)e0, (float)e1, n_out, a.ksize, a.bounds, a.coeffs, w);
+  free(w);
+  return a;
+}
+
+static void axis_free(axis *a) {
+  free(a->bounds);
+  free(a->coeffs);
+}
+
+typedef struct sub {
+  ib_backend_submission s;
+  ib_backend_job jobs[8];
+  ib_graph *gs[8];
+  uint8_t *host;
+} sub;
+
+/* Compiles the first job's head with NVRTC (every kernel the row lists is
+ * in the module), hands the backend the module, then plans, stages, groups
+ * and launches the jobs as ib_cuda_submit does. Returns the chain's
+ * IB_PBYTES. */
+static unsigned run(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
+  ib_gplan pl;
+  ib_error err = {0};
+  cr_assert_eq(ib_gplan_build(gs[0], &pl, &err), IB_OK, "%s", err.message);
+  const ib_gchain *ch = &pl.stages[0].chain;
+  const ib_dev_passes *ps = ch->steps[0].dev->passes;
+  cr_assert_not_null(ps);
+  char *src = ib_gchain_source(ch);
+  cr_assert_not_null(src);
+  cr_assert_not_null(strstr(src, "#include \"resample.cuh\""), "%s", src);
+  unsigned pbytes = 0;
+  const char *pb = strstr(src, "#define IB_PBYTES ");
+  cr_assert_not_null(pb);
+  cr_assert_eq(sscanf(pb, "#define IB_PBYTES %u", &pbytes), 1);
+  static const char *const opt[] = {"--fmad=false"};
+  void *img = NULL;
+  size_t len = 0;
+  char *log = NULL;
+  ib_sigkey sk;
+  ib_cuda_sigkey(ch, &sk);
+  cr_assert_eq(ib_kcache_get(c->kc, sk.sig, src, "sm_90", opt, 1, &img, &len, NULL, &log, &err),
+               IB_OK, "%s\n%s", err.message, log ? log : "");
+  for (int k = 0; k < ps->n_kernels; k++) {
+    const size_t nl = strlen(ps->kernels[k].name) + 1;
+    bool found = false;
+    for (size_t i = 0; !found && i + nl <= len; i++)
+      found = memcmp((char *)img + i, ps->kernels[k].name, nl) == 0;
+    cr_assert(found, "kernel %s is not in the module", ps->kernels[k].name);
+  }
+  free(img);
+  free(log);
+  free(src);
+  cr_assert_eq(ib_cuda_module_add(c, ch, sk.sig, "img", 4, NULL, NULL, &err), IB_OK, "%s",
+               err.message);
+  ib_gplan_free(&pl);
+
+  memset(x, 0, sizeof *x);
+  cr_assert_leq(n, 8);
+  for (size_t i = 0; i < n; i++) {
+    x->gs[i] = gs[i];
+    x->jobs[i] = (ib_backend_job){.graph = gs[i], .job_id = i + 1};
+  }
+  ib_backend_submission *s = &x->s;
+  *s = (ib_backend_submission){.c = c, .jobs = x->jobs, .n = n, .prof_i = -1};
+  s->js = calloc(n, sizeof *s->js);
+  ib_cuda_sub_plan(s);
+  ib_cuda_sub_layout(s);
+  x->host = calloc(1, s->lay.upload + 16);
+  s->hblk.addr = (uint64_t)(uintptr_t)x->host;
+  s->dblk.addr = 0x7f0000000000ull;
+  cr_assert_eq(ib_cuda_sub_stage(s, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_cuda_sub_groups(s, &err), IB_OK, "%s", err.message);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(x->jobs[i].status, IB_OK, "%s", x->jobs[i].err.message);
+  n_launch = 0;
+  cr_assert_eq(ib_cuda_sub_launch(s, 0, n, &err), IB_OK, "%s", err.message);
+  return pbytes;
+}
+
+static void sub_free(ib_cuda *c, sub *x) {
+  ib_backend_submission *s = &x->s;
+  for (size_t i = 0; i < s->n_pins; i++) ib_lru_unpin(&c->mods, s->pins[i]);
+  free(s->pins);
+  free(s->lp.ents);
+  free(s->lp.gfunc);
+  free(s->lp.glevel);
+  for (size_t i = 0; i < s->lp.n_ikf; i++) free(s->lp.ikf[i]);
+  free(s->lp.ikf);
+  for (size_t i = 0; i < s->n; i++) {
+    ib_gplan_free(&s->js[i].plan);
+    free(s->js[i].buf_off);
+    ib_graph_free(x->gs[i]);
+  }
+  free(s->dsrc);
+  free(s->js);
+  free(x->host);
+}
+
+static ib_resample_params params_of(const sub *x, size_t i, const uint8_t **tables,
+                                    unsigned pbytes) {
+  const uint8_t *par = x->host + x->s.js[i].par_off[0];
+  ib_resample_params q;
+  memcpy(&q, par, sizeof q);
+  *tables = par + pbytes;
+  return q;
+}
+
+static void expect_launch(int i, const char *name, uint64_t items) {
+  cr_assert_lt(i, n_launch, "launch %d of %d", i, n_launch);
+  const launch *l = &launches[i];
+  cr_assert_str_eq(l->name, name, "launch %d", i);
+  cr_assert_eq(l->bx, 256);
+  cr_assert_eq(l->smem, 0);
+  cr_assert_eq(l->gx, (unsigned)((items + 255) / 256), "launch %d (%s): grid x %u for %llu items",
+               i, name, l->gx, (unsigned long long)items);
+}
+
+static void expect_words(const uint8_t *t, int32_t off, const int32_t *want, size_t n,
+                         const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    int32_t v;
+    memcpy(&v, t + ((size_t)off + i) * 4, 4);
+    cr_assert_eq(v, want[i], "%s[%zu]: %d, want %d", what, i, v, want[i]);
+  }
+}
+
+/* RGBA 300 x 200 -> 120 x 50, BICUBIC, a float box: premultiplied head
+ * (a = 1), both passes, the horizontal one over only the rows the vertical
+ * one reads, the tables the CPU path builds. */
+Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
+  ib_cuda *c = backend();
+  const rjob q = {
+      IB_MODE_RGBA, 300, 200, 120, 50, IB_RESAMPLE_BICUBIC, 1, {10.5, 20.25, 290, 150}, 0};
+  ib_graph *g = graph_of(&q, 1);
+  sub x;
+  const unsigned pbytes = run(c, &x, &g, 1);
+  cr_assert_eq(n_fn, 2);
+  const ib_jstate *js = &x.s.js[0];
+  cr_assert_eq(js->plan.n_stages, 1);
+  const ib_gstage *st = &js->plan.stages[0];
+  cr_assert_eq(st->chain.steps[0].a, 1, "RGBA premultiplies");
+  char *src = ib_gchain_source(&st->chain);
+  cr_assert_not_null(strstr(src, "#define IB_B0 4\n#define IB_A 1\n"), "%s", src);
+  free(src);
+
+  axis v = axis_of(q.filter, 200, 20.25, 150, 50), h = axis_of(q.filter, 300, 10.5, 290, 120);
+  const int first = v.bounds[0], last = v.bounds[2 * 49] + v.bounds[2 * 49 + 1];
+  const uint8_t *t;
+  const ib_resample_params p = params_of(&x, 0, &t, pbytes);
+  cr_assert_eq(p.passes, IB_RSP_H | IB_RSP_V);
+  cr_assert(p.first == first && p.rows == last - first, "rows %d + %d, want %d + %d", p.first,
+            p.rows, first, last - first);
+  cr_assert(last - first < 200, "the horizontal pass skips rows the box leaves out");
+  cr_assert(p.ksize_x == h.ksize && p.ksize_y == v.ksize);
+  for (int i = 0; i < 50; i++) v.bounds[2 * i] -= first;
+  expect_words(t, p.yb, v.bounds, 100, "y bounds (shifted by first)");
+  expect_words(t, p.yk, v.coeffs, (size_t)50 * v.ksize, "y coeffs");
+  expect_words(t, p.xb, h.bounds, 240, "x bounds");
+  expect_words(t, p.xk, h.coeffs, (size_t)120 * h.ksize, "x coeffs");
+
+  cr_assert_geq(st->scratch_buf, 0);
+  cr_assert_eq(js->plan.bufs[st->scratch_buf].bytes, 120u * (uint64_t)(last - first) * 4u);
+  const ib_gdesc *d = &x.s.lp.descs[0];
+  cr_assert_eq(d->in1, ib_sub_dev(&x.s) + js->buf_off[st->scratch_buf]);
+  cr_assert(d->width == 120 && d->height == 50 && d->stride0 == 300 && d->height0 == 200);
+
+  cr_assert_eq(n_launch, 2);
+  expect_launch(0, "ib_resample_h", 120u * (uint64_t)(last - first));
+  expect_launch(1, "ib_resample_v", 120u * 50u);
+  axis_free(&v);
+  axis_free(&h);
+  sub_free(c, &x);
+  backend_free(c);
+}
+
+/* One launch group (RGB, one signature) of a vertical-only, a crop (an
+ * integral box of the output's size) and a horizontal-only job: no scratch
+ * for any, the horizontal launch sized for the one job that runs it, the
+ * vertical launch for the largest output. */
+Test(gpu_resample, skipped_passes_and_the_crop_take_no_scratch) {
+  ib_cuda *c = backend();
+  const rjob jobs[3] = {
+      {IB_MODE_RGB, 64, 80, 64, 31, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+      {IB_MODE_RGB, 64, 80, 20, 30, IB_RESAMPLE_BOX, 1, {5, 7, 25, 37}, 0},
+      {IB_MODE_RGB, 10, 80, 33, 80, IB_RESAMPLE_HAMMING, 0, {0}, 0},
+  };
+  ib_graph *gs[3];
+  for (int i = 0; i < 3; i++) gs[i] = graph_of(&jobs[i], (uint64_t)i + 1);
+  sub x;
+  const unsigned pbytes = run(c, &x, gs, 3);
+  const int want[3] = {IB_RSP_V, IB_RSP_CROP, IB_RSP_H};
+  for (size_t i = 0; i < 3; i++) {
+    const uint8_t *t;
+    const ib_resample_params p = params_of(&x, i, &t, pbytes);
+    cr_assert_eq(p.passes, want[i], "job %zu: passes %d, want %d", i, p.passes, want[i]);
+    cr_assert_lt(x.s.js[i].plan.stages[0].scratch_buf, 0, "job %zu has no scratch", i);
+    if (i == 1) cr_assert(p.crop_x == 5 && p.crop_y == 7);
+    if (i == 2) cr_assert(p.first == 0 && p.rows == 80);
+  }
+  cr_assert_eq(n_launch, 2);
+  expect_launch(0, "ib_resample_h", 33u * 80u);
+  expect_launch(1, "ib_resample_v", 64u * 31u);
+  cr_assert_eq(launches[1].gy, 3, "one job a blockIdx.y");
+  sub_free(c, &x);
+  backend_free(c);
+}
+
+/* What has no device sequence yet is refused at planning, naming it. */
+Test(gpu_resample, reduce_step_and_tall_two_call_are_refused_by_name) {
+  const rjob gap = {IB_MODE_RGB, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0};
+  const rjob tall = {IB_MODE_L, 2, 333, 2, 100, IB_RESAMPLE_BILINEAR, 0, {0}, 0};
+  const rjob rgba_gap = {IB_MODE_RGBA, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0};
+  const rjob *cases[3] = {&gap, &tall, &rgba_gap};
+  const char *why[3] = {"reducing_gap's reduce step", "two-call", NULL};
+  for (int i = 0; i < 3; i++) {
+    ib_graph *g = graph_of(cases[i], 9);
+    ib_gplan pl;
+    ib_error err = {0};
+    ib_status st = ib_gplan_build(g, &pl, &err);
+    if (why[i]) {
+      cr_assert_eq(st, IB_UNSUPPORTED, "case %d: %s", i, ib_status_name(st));
+      cr_assert_not_null(strstr(err.message, why[i]), "%s", err.message);
+      cr_assert_not_null(
+          strstr(err.message, "LANCZOS") ? err.message : strstr(err.message, "BILINEAR"), "%s",
+          err.message);
+    } else {
+      /* LA / RGBA drop the gap (premultiplied): the head runs it */
+      cr_assert_eq(st, IB_OK, "%s", err.message);
+      ib_gplan_free(&pl);
+    }
+    ib_graph_free(g);
+  }
+}
