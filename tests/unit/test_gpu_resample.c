@@ -2,11 +2,12 @@
  * Image.resize with a convolution filter through the CUDA backend's
  * planner, staging and launcher without a GPU (the stand-in driver of
  * test_gpu_passes.c records every launch): the resize row's multi-pass head
- * (op_resize.c, kernels/resample.cuh) compiles with NVRTC with the kernels
+ * (op_resize.c, kernels/resample.cuh) compiles with NVRTC for every mode, with the kernels
  * its row lists; its parameters, its host-built weight tables after the
  * parameter block, its scratch (out_w x the rows the vertical pass reads)
  * and its launches are what the CPU path computes; skipped passes and the
- * crop plan no launch or scratch of their own; and what the device does not
+ * crop plan no launch or scratch of their own; a pointwise step after it is
+ * a stage of its own (nothing fuses after a multi-pass head); and what the device does not
  * run yet is refused naming it.
  */
 #include <criterion/criterion.h>
@@ -394,4 +395,49 @@ Test(gpu_resample, reduce_step_and_tall_two_call_are_refused_by_name) {
     }
     ib_graph_free(g);
   }
+}
+
+/* The head compiles with NVRTC for every mode (bands 1 to 4, premultiplied
+ * or not), and a pointwise step after it starts a stage of its own. */
+Test(gpu_resample, every_mode_compiles_and_nothing_fuses_after_it) {
+  ib_kcache *kc = ib_kcache_new(NULL, 256ull << 20, 0);
+  cr_assert_not_null(kc);
+  static const char *const opt[] = {"--fmad=false"};
+  for (int m = 1; m <= 6; m++) {
+    const rjob q = {(ib_mode)m, 37, 23, 11, 50, IB_RESAMPLE_HAMMING, 0, {0}, 0};
+    jg_rng r = {0x33 + (uint64_t)m};
+    jg_job j;
+    jg_begin(&j, &arena, &r, q.mode, q.w, q.h, 40 + (uint64_t)m);
+    int p = jg_op(&j, &r, JG_RESIZE, 0, q.mode, q.w, q.h, -1);
+    Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+    rz->resample = (Imgbatch__V1__Resample)q.filter;
+    rz->width = q.ow, rz->height = q.oh;
+    rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+    rz->box = NULL;
+    jg_op(&j, &r, JG_POINT, p, q.mode, q.ow, q.oh, -1);
+    ib_error err = {0};
+    ib_graph *g = jg_finish(&j, &err);
+    cr_assert_not_null(g, "%s", err.message);
+    ib_gplan pl;
+    cr_assert_eq(ib_gplan_build(g, &pl, &err), IB_OK, "%s", err.message);
+    cr_assert_eq(pl.n_stages, 2, "mode %s: the point step is a stage of its own", ib_mode_name(m));
+    const ib_gchain *ch = &pl.stages[0].chain;
+    cr_assert_eq(ch->n_steps, 1, "mode %s: nothing fused after the head", ib_mode_name(m));
+    cr_assert_eq(ch->steps[0].a, m == IB_MODE_LA || m == IB_MODE_RGBA);
+    char *src = ib_gchain_source(ch);
+    ib_sigkey sk;
+    ib_cuda_sigkey(ch, &sk);
+    void *img = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    cr_assert_eq(ib_kcache_get(kc, sk.sig, src, "sm_90", opt, 1, &img, &len, NULL, &log, &err),
+                 IB_OK, "mode %s: %s\n%s", ib_mode_name(m), err.message, log ? log : "");
+    cr_assert_gt(len, 0);
+    free(img);
+    free(log);
+    free(src);
+    ib_gplan_free(&pl);
+    ib_graph_free(g);
+  }
+  ib_kcache_free(kc);
 }
