@@ -174,6 +174,26 @@ class LazyImage(GraphImage):
         return lazy("crop", params, [self], self.mode, (x1 - x0, y1 - y0),
                     lambda im: im.crop(box))
 
+    def reduce(self, factor: Any, box: Optional[Sequence[int]] = None) -> LazyImage:
+        """Image.reduce(factor | (fx, fy), box) -> ReduceOp; factor (1, 1) over
+        the whole image = copy, as Pillow."""
+        pillow_check(lambda im: im.reduce(factor, box), self, exact=True)
+
+        def replay(im: Any) -> Any:
+            return im.reduce(factor, box)
+
+        fx, fy = (factor, factor) if not isinstance(factor, (list, tuple)) else factor
+        fx, fy = int(fx), int(fy)
+        b = (0, 0) + self.size if box is None else tuple(int(v) for v in box)
+        if (fx, fy) == (1, 1) and b == (0, 0) + self.size:
+            return lazy("copy", {}, [self], self.mode, self.size, replay)
+        params: Dict[str, Any] = {"factor_x": fx, "factor_y": fy}
+        if box is not None:
+            params["box"] = {"left": b[0], "top": b[1], "right": b[2], "bottom": b[3]}
+        # max(.., 1): unchecked recordings (parity refusals) may carry a factor 0.
+        size = (-(-(b[2] - b[0]) // max(fx, 1)), -(-(b[3] - b[1]) // max(fy, 1)))
+        return lazy("reduce", params, [self], self.mode, size, replay)
+
     def resize(self, size: Sequence[int], resample: Optional[int] = None,
                box: Optional[Sequence[float]] = None, reducing_gap: Optional[float] = None) -> LazyImage:
         """Image.resize(size, resample, box, reducing_gap) -> ResizeOp, every filter
