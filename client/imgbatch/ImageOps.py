@@ -2,7 +2,9 @@
 
 invert, solarize(threshold), posterize(bits) -> InvertOp, SolarizeOp, PosterizeOp;
 grayscale -> ConvertOp "L"; flip, mirror -> TransposeOp; expand(border, fill) ->
-ExpandOp (a negative border crops first: CropOp then ExpandOp).
+ExpandOp (a negative border crops first: CropOp then ExpandOp); contain, cover,
+fit, scale -> ResizeOp (scale(1): CopyOp); pad -> ResizeOp pasted onto a
+Source.fill canvas (PasteOp).
 """
 
 from __future__ import annotations
