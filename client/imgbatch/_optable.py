@@ -264,4 +264,15 @@ OPS: Tuple[Op, ...] = (
         (),
         ('contrast: 1e308',),
     ),
+    Op(
+        'reduce', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
+        'Image.reduce(factor | (fx, fy), box)',
+        ' (LA, RGBA premultiplied, as Pillow)',
+        (
+            Step('reduce', 'reduce(factor)', '.reduce'),
+        ),
+        'factor_x: 2 factor_y: 3',
+        ('factor_x: 1 factor_y: 1',),
+        ('factor_x: 0 factor_y: 1',),
+    ),
 )
