@@ -6,9 +6,10 @@
  * its row lists; its parameters, its host-built weight tables after the
  * parameter block, its scratch (out_w x the rows the vertical pass reads)
  * and its launches are what the CPU path computes; skipped passes and the
- * crop plan no launch or scratch of their own; a pointwise step after it is
- * a stage of its own (nothing fuses after a multi-pass head); and what the device does not
- * run yet is refused naming it.
+ * crop plan no launch or scratch of their own; reducing_gap's reduce step
+ * and a tall image's two calls are laid out in the scratch buffer and
+ * launched in Image.resize's order; and a pointwise step after it is a
+ * stage of its own (nothing fuses after a multi-pass head).
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@ static int n_fn;
 typedef struct launch {
   char name[64];
   unsigned gx, gy, bx, smem;
+  int ci; /* the call index argument; -1: none (the reduce step) */
 } launch;
 static launch launches[MAX_LAUNCH];
 static int n_launch;
@@ -63,13 +65,14 @@ static CUresult f_setattr(CUfunction f, CUfunction_attribute a, int v) {
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned smem, CUstream st, void **args,
                          void **extra) {
-  (void)gz, (void)by, (void)bz, (void)st, (void)args, (void)extra;
+  (void)gz, (void)by, (void)bz, (void)st, (void)extra;
   cr_assert_lt(n_launch, MAX_LAUNCH);
   launch *l = &launches[n_launch++];
   const int k = (int)(uintptr_t)f - 1;
   cr_assert(k >= 0 && k < n_fn, "a function the module gave");
-  *l = (launch){.gx = gx, .gy = gy, .bx = bx, .smem = smem};
+  *l = (launch){.gx = gx, .gy = gy, .bx = bx, .smem = smem, .ci = -1};
   snprintf(l->name, sizeof l->name, "%s", fn_names[k]);
+  if (strcmp(l->name, "ib_resample_reduce") != 0) l->ci = *(const int32_t *)args[1];
   return CUDA_SUCCESS;
 }
 
@@ -270,10 +273,11 @@ static ib_resample_params params_of(const sub *x, size_t i, const uint8_t **tabl
   return q;
 }
 
-static void expect_launch(int i, const char *name, uint64_t items) {
+static void expect_launch(int i, const char *name, int ci, uint64_t items) {
   cr_assert_lt(i, n_launch, "launch %d of %d", i, n_launch);
   const launch *l = &launches[i];
   cr_assert_str_eq(l->name, name, "launch %d", i);
+  cr_assert_eq(l->ci, ci, "launch %d (%s): call %d, want %d", i, name, l->ci, ci);
   cr_assert_eq(l->bx, 256);
   cr_assert_eq(l->smem, 0);
   cr_assert_eq(l->gx, (unsigned)((items + 255) / 256), "launch %d (%s): grid x %u for %llu items",
@@ -299,7 +303,7 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   ib_graph *g = graph_of(&q, 1);
   sub x;
   const unsigned pbytes = run(c, &x, &g, 1);
-  cr_assert_eq(n_fn, 2);
+  cr_assert_eq(n_fn, 3);
   const ib_jstate *js = &x.s.js[0];
   cr_assert_eq(js->plan.n_stages, 1);
   const ib_gstage *st = &js->plan.stages[0];
@@ -311,8 +315,11 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   axis v = axis_of(q.filter, 200, 20.25, 150, 50), h = axis_of(q.filter, 300, 10.5, 290, 120);
   const int first = v.bounds[0], last = v.bounds[2 * 49] + v.bounds[2 * 49 + 1];
   const uint8_t *t;
-  const ib_resample_params p = params_of(&x, 0, &t, pbytes);
+  const ib_resample_params par = params_of(&x, 0, &t, pbytes);
+  cr_assert(par.n_calls == 1 && !par.reduce);
+  const ib_rsp_call p = par.call[0];
   cr_assert_eq(p.passes, IB_RSP_H | IB_RSP_V);
+  cr_assert(p.src == IB_RSI_SRC && p.dst == IB_RSI_OUT && p.tmp_off == 0);
   cr_assert(p.first == first && p.rows == last - first, "rows %d + %d, want %d + %d", p.first,
             p.rows, first, last - first);
   cr_assert(last - first < 200, "the horizontal pass skips rows the box leaves out");
@@ -330,8 +337,8 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   cr_assert(d->width == 120 && d->height == 50 && d->stride0 == 300 && d->height0 == 200);
 
   cr_assert_eq(n_launch, 2);
-  expect_launch(0, "ib_resample_h", 120u * (uint64_t)(last - first));
-  expect_launch(1, "ib_resample_v", 120u * 50u);
+  expect_launch(0, "ib_resample_h", 0, 120u * (uint64_t)(last - first));
+  expect_launch(1, "ib_resample_v", 0, 120u * 50u);
   axis_free(&v);
   axis_free(&h);
   sub_free(c, &x);
@@ -356,45 +363,104 @@ Test(gpu_resample, skipped_passes_and_the_crop_take_no_scratch) {
   const int want[3] = {IB_RSP_V, IB_RSP_CROP, IB_RSP_H};
   for (size_t i = 0; i < 3; i++) {
     const uint8_t *t;
-    const ib_resample_params p = params_of(&x, i, &t, pbytes);
+    const ib_rsp_call p = params_of(&x, i, &t, pbytes).call[0];
     cr_assert_eq(p.passes, want[i], "job %zu: passes %d, want %d", i, p.passes, want[i]);
     cr_assert_lt(x.s.js[i].plan.stages[0].scratch_buf, 0, "job %zu has no scratch", i);
     if (i == 1) cr_assert(p.crop_x == 5 && p.crop_y == 7);
     if (i == 2) cr_assert(p.first == 0 && p.rows == 80);
   }
   cr_assert_eq(n_launch, 2);
-  expect_launch(0, "ib_resample_h", 33u * 80u);
-  expect_launch(1, "ib_resample_v", 64u * 31u);
+  expect_launch(0, "ib_resample_h", 0, 33u * 80u);
+  expect_launch(1, "ib_resample_v", 0, 64u * 31u);
   cr_assert_eq(launches[1].gy, 3, "one job a blockIdx.y");
   sub_free(c, &x);
   backend_free(c);
 }
 
-/* What has no device sequence yet is refused at planning, naming it. */
-Test(gpu_resample, reduce_step_and_tall_two_call_are_refused_by_name) {
-  const rjob gap = {IB_MODE_RGB, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0};
-  const rjob tall = {IB_MODE_L, 2, 333, 2, 100, IB_RESAMPLE_BILINEAR, 0, {0}, 0};
-  const rjob rgba_gap = {IB_MODE_RGBA, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0};
-  const rjob *cases[3] = {&gap, &tall, &rgba_gap};
-  const char *why[3] = {"reducing_gap's reduce step", "two-call", NULL};
-  for (int i = 0; i < 3; i++) {
-    ib_graph *g = graph_of(cases[i], 9);
-    ib_gplan pl;
-    ib_error err = {0};
-    ib_status st = ib_gplan_build(g, &pl, &err);
-    if (why[i]) {
-      cr_assert_eq(st, IB_UNSUPPORTED, "case %d: %s", i, ib_status_name(st));
-      cr_assert_not_null(strstr(err.message, why[i]), "%s", err.message);
-      cr_assert_not_null(
-          strstr(err.message, "LANCZOS") ? err.message : strstr(err.message, "BILINEAR"), "%s",
-          err.message);
-    } else {
-      /* LA / RGBA drop the gap (premultiplied): the head runs it */
-      cr_assert_eq(st, IB_OK, "%s", err.message);
-      ib_gplan_free(&pl);
-    }
-    ib_graph_free(g);
-  }
+/* RGB 8 x 4000 -> 1 x 1000, BILINEAR, reducing_gap 2.0: Image.resize
+ * reduces by (4, 2) over the box (0, 0, 8, 4000) (support 1: the box
+ * widened by 0.5 x the scale, clipped) to 2 x 2000, which is tall (2000 >
+ * 100 x 2) and shrinks vertically: a vertical-only call to 2 x 1000 into
+ * the scratch image after the reduced one, then a horizontal-only call
+ * from there into the output. Launched in that order, each over its own
+ * items, every table the CPU path's. */
+Test(gpu_resample, reduce_step_then_tall_two_calls_in_pillows_order) {
+  ib_cuda *c = backend();
+  const rjob q = {IB_MODE_RGB, 8, 4000, 1, 1000, IB_RESAMPLE_BILINEAR, 0, {0}, 2.0};
+  ib_graph *g = graph_of(&q, 3);
+  sub x;
+  const unsigned pbytes = run(c, &x, &g, 1);
+  const uint8_t *t;
+  const ib_resample_params p = params_of(&x, 0, &t, pbytes);
+  cr_assert(p.reduce && p.fx == 4 && p.fy == 2, "reduce %d by %d x %d", p.reduce, p.fx, p.fy);
+  cr_assert(p.rbox[0] == 0 && p.rbox[1] == 0 && p.rbox[2] == 8 && p.rbox[3] == 4000);
+  cr_assert(p.rw == 2 && p.rh == 2000, "reduced to %d x %d", p.rw, p.rh);
+  cr_assert_eq(p.n_calls, 2);
+  const ib_rsp_call *c0 = &p.call[0], *c1 = &p.call[1];
+  cr_assert_eq(c0->passes, IB_RSP_V);
+  cr_assert(c0->src == IB_RSI_SCRATCH && c0->src_off == 0 && c0->in_w == 2 && c0->in_h == 2000);
+  cr_assert(c0->dst == IB_RSI_SCRATCH && c0->dst_off == 2u * 2000u * 3u);
+  cr_assert(c0->out_w == 2 && c0->out_h == 1000);
+  cr_assert_eq(c1->passes, IB_RSP_H);
+  cr_assert(c1->src == IB_RSI_SCRATCH && c1->src_off == c0->dst_off && c1->dst == IB_RSI_OUT);
+  cr_assert(c1->first == 0 && c1->rows == 1000 && c1->out_w == 1 && c1->out_h == 1000);
+
+  axis v = axis_of(q.filter, 2000, 0, 2000, 1000), h = axis_of(q.filter, 2, 0, 2, 1);
+  cr_assert(c0->ksize_y == v.ksize && c1->ksize_x == h.ksize);
+  expect_words(t, c0->yb, v.bounds, 2000, "call 0 y bounds (not shifted: no horizontal pass)");
+  expect_words(t, c0->yk, v.coeffs, (size_t)1000 * v.ksize, "call 0 y coeffs");
+  expect_words(t, c1->xb, h.bounds, 2, "call 1 x bounds");
+  expect_words(t, c1->xk, h.coeffs, (size_t)h.ksize, "call 1 x coeffs");
+
+  const ib_jstate *js = &x.s.js[0];
+  const ib_gstage *st = &js->plan.stages[0];
+  cr_assert_geq(st->scratch_buf, 0);
+  cr_assert_eq(js->plan.bufs[st->scratch_buf].bytes, 2u * 2000u * 3u + 2u * 1000u * 3u,
+               "the reduced and the middle image, no pass rows");
+  cr_assert_eq(n_launch, 3);
+  expect_launch(0, "ib_resample_reduce", -1, 2u * 2000u);
+  expect_launch(1, "ib_resample_v", 0, 2u * 1000u);
+  expect_launch(2, "ib_resample_h", 1, 1u * 1000u);
+  axis_free(&v);
+  axis_free(&h);
+  sub_free(c, &x);
+  backend_free(c);
+}
+
+/* One group (RGBA, one signature) of a job with reducing_gap
+ * (premultiplied: Image.resize drops the gap, no reduce step), a tall one
+ * whose second call is a crop, and a plain upscale: the launches cover
+ * every call any job runs, each sized for the largest job that runs it. */
+Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
+  ib_cuda *c = backend();
+  const rjob jobs[3] = {
+      {IB_MODE_RGBA, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0},
+      {IB_MODE_RGBA, 2, 333, 2, 100, IB_RESAMPLE_BICUBIC, 0, {0}, 0},
+      {IB_MODE_RGBA, 40, 30, 20, 60, IB_RESAMPLE_BOX, 0, {0}, 0},
+  };
+  ib_graph *gs[3];
+  for (int i = 0; i < 3; i++) gs[i] = graph_of(&jobs[i], (uint64_t)i + 20);
+  sub x;
+  const unsigned pbytes = run(c, &x, gs, 3);
+  const uint8_t *t;
+  ib_resample_params p = params_of(&x, 0, &t, pbytes);
+  cr_assert(!p.reduce && p.n_calls == 1 && p.call[0].passes == (IB_RSP_H | IB_RSP_V));
+  cr_assert_eq(p.call[0].src, IB_RSI_SRC);
+  cr_assert_eq(x.s.js[0].plan.stages[0].chain.steps[0].a, 1);
+  p = params_of(&x, 1, &t, pbytes);
+  cr_assert_eq(p.n_calls, 2);
+  cr_assert(p.call[0].passes == IB_RSP_V && p.call[0].dst == IB_RSI_SCRATCH);
+  cr_assert(p.call[1].passes == IB_RSP_CROP && p.call[1].crop_x == 0 && p.call[1].crop_y == 0,
+            "(2, 100) -> (2, 100) over (0, 0, 2, 100) is _resize's crop");
+  cr_assert(p.call[1].src == IB_RSI_SCRATCH && p.call[1].dst == IB_RSI_OUT);
+  /* call 0: job 0's 10 x 90 pass rows (LANCZOS reads every row) are more
+   * than job 2's 20 x 30, job 2's output the largest; call 1: job 1's crop */
+  cr_assert_eq(n_launch, 3);
+  expect_launch(0, "ib_resample_h", 0, 10u * 90u);
+  expect_launch(1, "ib_resample_v", 0, 20u * 60u);
+  expect_launch(2, "ib_resample_v", 1, 2u * 100u);
+  sub_free(c, &x);
+  backend_free(c);
 }
 
 /* The head compiles with NVRTC for every mode (bands 1 to 4, premultiplied

@@ -117,7 +117,7 @@ static void reduce_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
   memcpy(p, v, sizeof v);
 }
 
-static const ib_dev_op reduce_dev_op = {.tag = 'H',
+static const ib_dev_op reduce_dev_op = {.tag = 'D',
                                         .role = IB_DEV_GATHER,
                                         .header = "reduce.cuh",
                                         .fn = "ib_head_reduce",

@@ -50,44 +50,12 @@ def one_call(r, im):
     return size, box, gap
 
 
-# The CUDA backend runs every filter (op_resize.c's multi-pass head,
-# kernels/resample.cuh) and must give Pillow's bytes; it still refuses, by
-# name, only a resize whose plan needs reducing_gap's reduce step or the
-# tall-image two-call rule (device_refusal below).
-ON_DEVICE = parity.backend() == "cuda"
-
-
-def device_refusal(node):
-    """What in the CUDA backend's refusal names this resize, as
-    op_resize.c resize_dev decides it from Image.resize's plan; None when the
-    device runs it."""
-    p = node.params
-    if node.op != "resize" or p.get("resample", 0) == Image.Resampling.NEAREST:
-        return None
-    src = node.inputs[0]
-    w, h = src.size
-    size = (p["width"], p["height"])
-    b = p.get("box")
-    box = (b["left"], b["top"], b["right"], b["bottom"]) if b else (0, 0, w, h)
-    if (w, h) == size and tuple(box) == (0, 0, w, h):
-        return None  # the copy shortcut
-    gap = p.get("reducing_gap")
-    if node.mode not in ("LA", "RGBA") and gap is not None:  # premultiplied: the gap is dropped
-        fx = int((box[2] - box[0]) / size[0] / gap) or 1
-        fy = int((box[3] - box[1]) / size[1] / gap) or 1
-        if fx > 1 or fy > 1:
-            return "reducing_gap"
-    if h > 100 * w and size[1] < h:
-        return "two-call"
-    return None
-
-
 def assert_exact_or_both_refuse(cases):
     """Bytes equal where Pillow resizes; where Pillow raises ValueError (a
     reducing_gap whose reduce box is empty, a box past the image), an
-    Invalid error. On the CUDA backend a resize that needs the reduce step
-    or the two-call rule is Unsupported, naming the filter and the step;
-    every other filtered resize is byte-exact there too."""
+    Invalid error. Both backends run every plan Image.resize makes (the
+    CUDA backend's multi-pass head in op_resize.c / kernels/resample.cuh,
+    reduce step and tall two-call sequence included)."""
     wrong = []
     for o in parity.run_cases(cases):
         try:
@@ -95,15 +63,9 @@ def assert_exact_or_both_refuse(cases):
             refused = None
         except ValueError as e:
             refused = e
-        node = o.case.image._node
-        flt = Image.Resampling(node.params.get("resample", 0))
         err = o.result.error if o.result is not None else None
-        why = device_refusal(node) if ON_DEVICE else None
         if refused is not None:
             ok = o.status == "error" and err.kind == "invalid"
-        elif why is not None:
-            ok = (o.status == "error" and err.kind == "unsupported" and flt.name in err.message
-                  and why in err.message)
         else:
             ok = o.status == "exact"
         if not ok:
