@@ -15,7 +15,8 @@
  * --blur N adds N blur cases (section 3c); --blur-only 1 keeps, of sections
  * 1-3c, the blur cases no larger than 2^20 pixels (for the sanitizers).
  * --resample N (default 1) runs N rounds of the filtered resize cases
- * (section 3d).
+ * (section 3d) and of the reduce, reducing_gap and tall-image cases
+ * (section 3e).
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
@@ -927,6 +928,139 @@ int main(int argc, char **argv) {
     free(rarena.p);
   }
 
+  /* 3e. --resample N (default 1), N rounds of:
+   * - Image.reduce alone: every mode x factors fx = 1..8 with fy = fx over
+   *   the whole image and fy = 1 + (3 fx) % 8 over an integer box (partial
+   *   last blocks, the (1, 1) copy), sources cycling through odd sizes;
+   *   every fourth followed by a point step (fused after the gather head);
+   * - reducing_gap: every filter x mode x gaps 1.0, 1.5, 2.0, 2.5, 3.0,
+   *   1.37 on 333 x 101 -> 17 x 9 (odd gaps: with a float box), so the
+   *   reduce step runs with factors (1..19, 1..11) before the resample;
+   * - tall images (height > 100 x width, shrinking vertically: two calls,
+   *   vertical first): every filter x mode x 5 shapes, one with a box, one
+   *   whose second call is a crop, one reduced first (8 x 4000 -> 1 x 1000,
+   *   gap 2.0: the reduced 2 x 2000 is tall).
+   * Tallied in the rows "reduce 1..8", "resize gap" and "resize tall". */
+  {
+    static const uint32_t dsz[][2] = {{1, 1},   {3, 5},    {7, 1},   {1, 9},    {17, 13},
+                                      {64, 48}, {129, 31}, {2, 257}, {333, 101}};
+    static const char *fname[] = {"?", "LANCZOS", "BILINEAR", "BICUBIC", "BOX", "HAMMING"};
+    static const double gaps[] = {1.0, 1.5, 2.0, 2.5, 3.0, 1.37};
+    /* w, h, out w, out h, box (top, bottom; -1: none), gap (0: none) */
+    static const double tall[][7] = {{1, 101, 1, 50, -1, 0, 0},
+                                     {2, 333, 2, 100, -1, 0, 0},
+                                     {3, 420, 5, 7, 10.5, 400, 0},
+                                     {2, 301, 3, 2, -1, 0, 0},
+                                     {8, 4000, 1, 1000, -1, 0, 2}};
+    const int nsz = (int)(sizeof dsz / sizeof dsz[0]);
+    jg_arena darena = {malloc(3u << 27), 0, 3u << 27};
+    int k = 0;
+    for (int round = 0; round < n_resample; round++)
+      for (int m = 1; m <= 6; m++)
+        for (int f = 1; f <= 8; f++)
+          for (int v = 0; v < 2 && nc < cap; v++, k++) {
+            if (!jg_admitted(JG_REDUCE, (ib_mode)m)) continue;
+            const uint32_t w = dsz[k % nsz][0], h = dsz[k % nsz][1];
+            const int fx = f, fy = v ? 1 + (3 * f) % 8 : f, step = k % 4 == 3;
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_REDUCE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ReduceOp *rd = j.nodes[p]->reduce;
+            rd->factor_x = (uint32_t)fx, rd->factor_y = (uint32_t)fy;
+            rd->box_present_case = IMGBATCH__V1__REDUCE_OP__BOX_PRESENT__NOT_SET;
+            rd->box = NULL;
+            uint32_t bl = 0, bt = 0, br = w, bb = h;
+            if (v) {
+              bl = w / 5, bt = h / 7, br = w - w / 9, bb = h;
+              rd->box_present_case = IMGBATCH__V1__REDUCE_OP__BOX_PRESENT_BOX;
+              rd->box = jg_alloc(j.a, sizeof *rd->box);
+              imgbatch__v1__box__init(rd->box);
+              rd->box->left = bl, rd->box->top = bt, rd->box->right = br, rd->box->bottom = bb;
+            }
+            const uint32_t ow = (br - bl + fx - 1) / fx, oh = (bb - bt + fy - 1) / fy;
+            if (step) jg_op(&j, &r, JG_POINT, p, (ib_mode)m, ow, oh, -1);
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused reduce: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -7;
+            snprintf(c->label, sizeof c->label, "reduce %s %ux%u (%d, %d) box (%u, %u, %u, %u)%s",
+                     ib_mode_name((ib_mode)m), w, h, fx, fy, bl, bt, br, bb,
+                     step ? " > point" : "");
+            nc++;
+          }
+    for (int round = 0; round < n_resample; round++)
+      for (int f = 1; f <= 5; f++)
+        for (int m = 1; m <= 6; m++)
+          for (int g = 0; g < 6 && nc < cap; g++) {
+            const uint32_t w = 333, h = 101;
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_RESIZE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+            rz->resample = (Imgbatch__V1__Resample)f;
+            rz->width = 17, rz->height = 9;
+            rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+            rz->box = NULL;
+            if (g % 2) {
+              rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+              rz->box = jg_alloc(j.a, sizeof *rz->box);
+              imgbatch__v1__box__init(rz->box);
+              rz->box->left = 10.25, rz->box->top = 3.5, rz->box->right = 320.75;
+              rz->box->bottom = 99;
+            }
+            rz->reducing_gap_present_case =
+                IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP;
+            rz->reducing_gap = gaps[g];
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused resample gap: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -8;
+            snprintf(c->label, sizeof c->label, "resample gap %s %s %ux%u -> 17x9 gap %g%s",
+                     fname[f], ib_mode_name((ib_mode)m), w, h, gaps[g], g % 2 ? " box" : "");
+            nc++;
+          }
+    for (int round = 0; round < n_resample; round++)
+      for (int f = 1; f <= 5; f++)
+        for (int m = 1; m <= 6; m++)
+          for (int t = 0; t < 5 && nc < cap; t++) {
+            const double *q = tall[t];
+            const uint32_t w = (uint32_t)q[0], h = (uint32_t)q[1];
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_RESIZE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+            rz->resample = (Imgbatch__V1__Resample)f;
+            rz->width = (uint32_t)q[2], rz->height = (uint32_t)q[3];
+            rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+            rz->box = NULL;
+            if (q[4] >= 0) {
+              rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+              rz->box = jg_alloc(j.a, sizeof *rz->box);
+              imgbatch__v1__box__init(rz->box);
+              rz->box->left = 0, rz->box->top = q[4], rz->box->right = w, rz->box->bottom = q[5];
+            }
+            rz->reducing_gap_present_case =
+                q[6] > 0 ? IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP
+                         : IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT__NOT_SET;
+            rz->reducing_gap = q[6];
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused resample tall: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -9;
+            snprintf(c->label, sizeof c->label, "resample tall %s %s %ux%u -> %ux%u%s%s", fname[f],
+                     ib_mode_name((ib_mode)m), w, h, rz->width, rz->height, q[4] >= 0 ? " box" : "",
+                     q[6] > 0 ? " gap 2" : "");
+            nc++;
+          }
+    free(darena.p);
+  }
+
   /* 4. the 4096 bound */
   if (big) {
     jg_arena bigarena = {malloc(3u << 27), 0, 3u << 27};
@@ -951,7 +1085,7 @@ int main(int argc, char **argv) {
    * runs of `batch` jobs (the batch and png sections each as one run, split
    * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
-        pngs = {0}, blurs = {0}, resamples = {0};
+        pngs = {0}, blurs = {0}, resamples = {0}, reduces = {0}, gaps = {0}, talls = {0};
   int device_errors = 0;
   size_t most = (size_t)batch;
   if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
@@ -987,6 +1121,9 @@ int main(int argc, char **argv) {
                  : c->op == -4 ? &pngs
                  : c->op == -5 ? &blurs
                  : c->op == -6 ? &resamples
+                 : c->op == -7 ? &reduces
+                 : c->op == -8 ? &gaps
+                 : c->op == -9 ? &talls
                                : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
@@ -1004,9 +1141,11 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs, &blurs, &resamples};
-  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source", "blur", "resample"};
-  for (int k = 0; k < 7; k++) {
+  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs,
+                   &blurs,  &resamples,   &reduces, &gaps, &talls};
+  const char *rn[] = {"chains", "chains+tone", "batch",       "4096",       "png source",
+                      "blur",   "resample",    "reduce 1..8", "resize gap", "resize tall"};
+  for (int k = 0; k < 10; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;
