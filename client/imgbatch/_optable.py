@@ -84,7 +84,7 @@ OPS: Tuple[Op, ...] = (
     Op(
         'resize', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
         'Image.resize(size, resample, box, reducing_gap), every filter',
-        ' (CUDA backend: no reducing_gap reduce step or tall two-call yet)',
+        ' (LA, RGBA premultiplied, as Pillow)',
         (
             Step('resize', 'resize(width, height[, FILTER], reducing_gap=g)', '_resize'),
         ),

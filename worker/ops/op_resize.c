@@ -11,7 +11,7 @@
  * BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS: the calls Image.resize makes
  * (resize_plan, below) run by op_resample.c over kernels/resample.h and
  * kernels/reduce.h; on the CUDA backend a multi-pass head
- * (kernels/resample.cuh) runs a plan of one call (below).
+ * (kernels/resample.cuh) runs the same plan (below).
  */
 #include <math.h>
 #include <stdlib.h>
