@@ -8,8 +8,10 @@
  * and its launches are what the CPU path computes; skipped passes and the
  * crop plan no launch or scratch of their own; reducing_gap's reduce step
  * and a tall image's two calls are laid out in the scratch buffer and
- * launched in Image.resize's order; and a pointwise step after it is a
- * stage of its own (nothing fuses after a multi-pass head).
+ * launched in Image.resize's order; the staged sequence, replayed on the
+ * host as the kernels read it, gives the CPU backend's bytes; and a
+ * pointwise step after it is a stage of its own (nothing fuses after a
+ * multi-pass head). The device's own bytes are gpu_check's (section 3e).
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -18,6 +20,8 @@
 #include <string.h>
 
 #include "gpu/cuda_internal.h"
+#include "cpu/cpu_backend.h"
+#include "kernels/reduce.h"
 #include "kernels/resample.h"
 #include "tools/jobgen.h"
 #include "cuda_host.h"
@@ -506,4 +510,158 @@ Test(gpu_resample, every_mode_compiles_and_nothing_fuses_after_it) {
     ib_graph_free(g);
   }
   ib_kcache_free(kc);
+}
+
+/* ------------------------------------------------------------ host replay */
+
+/* One output pixel as resample.cuh's ib_resample_px computes it. */
+static void replay_px(uint8_t *out, const uint8_t *in, int64_t step, const int32_t *k, int n,
+                      int bands, bool pm, bool unpm) {
+  int ss[4];
+  for (int b = 0; b < bands; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
+  for (int j = 0; j < n; j++) {
+    uint8_t v[4];
+    memcpy(v, in + j * step, (size_t)bands);
+    if (pm) ib_premultiply_px(v, bands);
+    for (int b = 0; b < bands; b++) ss[b] += (int)v[b] * k[j];
+  }
+  for (int b = 0; b < bands; b++) out[b] = ib_resample_clip8(ss[b]);
+  if (unpm) ib_unpremultiply_px(out, bands);
+}
+
+typedef struct replay_job {
+  const ib_resample_params *q;
+  const int32_t *tab;
+  bool a;
+  int bands;
+  const uint8_t *src;
+  uint32_t src_w;
+  uint8_t *scratch, *out;
+} replay_job;
+
+static uint8_t *replay_img(const replay_job *r, int where, uint64_t off) {
+  return where == IB_RSI_SRC ? (uint8_t *)r->src : where == IB_RSI_OUT ? r->out : r->scratch + off;
+}
+
+static int64_t replay_row(const replay_job *r, int where, int w) {
+  return (int64_t)(where == IB_RSI_SRC ? (int)r->src_w : w) * r->bands;
+}
+
+static void replay_call(const replay_job *r, const ib_rsp_call *c) {
+  const int B = r->bands;
+  const uint8_t *src = replay_img(r, c->src, c->src_off);
+  uint8_t *dst = replay_img(r, c->dst, c->dst_off), *tmp = r->scratch + c->tmp_off;
+  const int64_t in_row = replay_row(r, c->src, c->in_w);
+  const bool from_src = c->src == IB_RSI_SRC, to_out = c->dst == IB_RSI_OUT;
+  if (c->passes & IB_RSP_CROP) {
+    for (int y = 0; y < c->out_h; y++)
+      for (int x = 0; x < c->out_w; x++) {
+        uint8_t v[4];
+        memcpy(v, src + (y + c->crop_y) * in_row + (int64_t)(x + c->crop_x) * B, (size_t)B);
+        if (r->a && from_src) ib_premultiply_px(v, B);
+        if (r->a && to_out) ib_unpremultiply_px(v, B);
+        memcpy(dst + ((int64_t)y * c->out_w + x) * B, v, (size_t)B);
+      }
+    return;
+  }
+  const bool h = c->passes & IB_RSP_H, v = c->passes & IB_RSP_V;
+  if (h)
+    for (int y = 0; y < c->rows; y++)
+      for (int x = 0; x < c->out_w; x++) {
+        const int lo = r->tab[c->xb + 2 * x], n = r->tab[c->xb + 2 * x + 1];
+        replay_px((v ? tmp : dst) + ((int64_t)y * c->out_w + x) * B,
+                  src + (y + c->first) * in_row + (int64_t)lo * B, B,
+                  r->tab + c->xk + (int64_t)x * c->ksize_x, n, B, r->a && from_src,
+                  r->a && !v && to_out);
+      }
+  if (v) {
+    const uint8_t *vs = h ? tmp : src;
+    const int64_t stride = h ? (int64_t)c->out_w * B : in_row;
+    for (int y = 0; y < c->out_h; y++)
+      for (int x = 0; x < c->out_w; x++) {
+        const int lo = r->tab[c->yb + 2 * y], n = r->tab[c->yb + 2 * y + 1];
+        replay_px(dst + ((int64_t)y * c->out_w + x) * B, vs + lo * stride + (int64_t)x * B, stride,
+                  r->tab + c->yk + (int64_t)y * c->ksize_y, n, B, r->a && !h && from_src,
+                  r->a && to_out);
+      }
+  }
+}
+
+/* What the head's kernels compute for a job, in launch order. */
+static void replay(const replay_job *r) {
+  const ib_resample_params *q = r->q;
+  if (q->reduce)
+    for (int y = 0; y < q->rh; y++)
+      for (int x = 0; x < q->rw; x++)
+        ib_reduce_pixel(r->scratch + ((int64_t)y * q->rw + x) * r->bands, r->src,
+                        (int64_t)r->src_w * r->bands, r->bands, x, y, q->fx, q->fy, q->rbox);
+  for (int i = 0; i < q->n_calls; i++) replay_call(r, &q->call[i]);
+}
+
+/* The staged parameters, tables and scratch, replayed on the host the way
+ * the kernels read them, give the CPU backend's bytes for every kind of
+ * sequence: reduce then tall, reduce then one call (with a float box),
+ * tall with a box, tall whose second call is a crop, premultiplied modes
+ * (the gap dropped), a crop box, the copy and plain up- and downscales. */
+Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
+  static const rjob jobs[][4] = {
+      {{IB_MODE_RGB, 8, 4000, 1, 1000, IB_RESAMPLE_BILINEAR, 0, {0}, 2.0},
+       {IB_MODE_RGB, 333, 101, 17, 9, IB_RESAMPLE_LANCZOS, 1, {10.25, 3.5, 320.75, 99}, 1.5},
+       {IB_MODE_RGB, 3, 420, 5, 7, IB_RESAMPLE_HAMMING, 1, {0, 10.5, 3, 400}, 0},
+       {IB_MODE_RGB, 333, 101, 40, 30, IB_RESAMPLE_BOX, 0, {0}, 3.0}},
+      {{IB_MODE_RGBA, 2, 333, 2, 100, IB_RESAMPLE_BICUBIC, 0, {0}, 0},
+       {IB_MODE_RGBA, 90, 90, 10, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 2.0},
+       {IB_MODE_RGBA, 40, 30, 20, 10, IB_RESAMPLE_BOX, 1, {5, 7, 25, 17}, 0},
+       {IB_MODE_RGBA, 1, 101, 1, 50, IB_RESAMPLE_BILINEAR, 0, {0}, 0}},
+      {{IB_MODE_L, 2, 301, 3, 2, IB_RESAMPLE_BICUBIC, 0, {0}, 0},
+       {IB_MODE_L, 17, 13, 41, 5, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+       {IB_MODE_L, 64, 48, 64, 48, IB_RESAMPLE_HAMMING, 0, {0}, 2.0},
+       {IB_MODE_L, 129, 31, 7, 3, IB_RESAMPLE_BICUBIC, 0, {0}, 2.5}},
+      {{IB_MODE_LA, 30, 3500, 4, 20, IB_RESAMPLE_BILINEAR, 0, {0}, 2.0},
+       {IB_MODE_LA, 7, 9, 14, 27, IB_RESAMPLE_BOX, 0, {0}, 0},
+       {IB_MODE_LA, 33, 20, 33, 7, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+       {IB_MODE_LA, 20, 33, 7, 33, IB_RESAMPLE_HAMMING, 0, {0}, 0}},
+  };
+  for (size_t g = 0; g < sizeof jobs / sizeof jobs[0]; g++) {
+    ib_cuda *c = backend();
+    ib_graph *gs[4];
+    ib_image ref[4];
+    for (int i = 0; i < 4; i++) {
+      gs[i] = graph_of(&jobs[g][i], 100 + 4 * g + (uint64_t)i);
+      ib_error err = {0};
+      cr_assert_eq(ib_cpu_execute(gs[i], &ref[i], &err), IB_OK, "%s", err.message);
+    }
+    sub x;
+    const unsigned pbytes = run(c, &x, gs, 4);
+    for (int i = 0; i < 4; i++) {
+      const rjob *q = &jobs[g][i];
+      const int B = (int)ib_mode_bands(q->mode);
+      const ib_source *so = &gs[i]->sources[0];
+      cr_assert_eq(so->len, (size_t)q->w * q->h * B, "a raw source");
+      const uint8_t *t;
+      const ib_resample_params p = params_of(&x, (size_t)i, &t, pbytes);
+      const ib_gstage *st = &x.s.js[i].plan.stages[0];
+      const size_t sb = st->scratch_buf >= 0 ? x.s.js[i].plan.bufs[st->scratch_buf].bytes : 0;
+      uint8_t *scratch = calloc(sb + 1, 1), *out = calloc((size_t)q->ow * q->oh * B, 1);
+      cr_assert(scratch && out);
+      const replay_job r = {&p,
+                            (const int32_t *)(const void *)t,
+                            st->chain.steps[0].a == 1,
+                            B,
+                            so->bytes,
+                            q->w,
+                            scratch,
+                            out};
+      replay(&r);
+      cr_assert(ref[i].width == q->ow && ref[i].height == q->oh);
+      cr_assert(memcmp(out, ref[i].data, (size_t)q->ow * q->oh * B) == 0,
+                "group %zu job %d (%ux%u -> %ux%u, gap %g): the replay differs from the CPU", g, i,
+                q->w, q->h, q->ow, q->oh, q->gap);
+      free(scratch);
+      free(out);
+      ib_image_release(&ref[i]);
+    }
+    sub_free(c, &x);
+    backend_free(c);
+  }
 }
