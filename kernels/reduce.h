@@ -19,6 +19,7 @@
 #define IB_REDUCE_H
 
 #include "ib_kernel.h"
+#include "resample.h"
 
 /* division_UINT32(count, 8). */
 IB_FN uint32_t ib_reduce_multiplier(int count) {
@@ -46,6 +47,31 @@ IB_FN void ib_reduce_pixel(uint8_t *out, const uint8_t *in, int64_t stride, int 
   const int h = box[3] - y0 < yscale ? box[3] - y0 : yscale;
   const uint8_t *blk = in + (int64_t)(box[1] + y0) * stride + (int64_t)(box[0] + x0) * bands;
   for (int b = 0; b < bands; b++) out[b] = ib_reduce_block(blk + b, stride, bands, w, h);
+}
+
+/* Image.reduce on LA / RGBA: Pillow converts to La / RGBa, reduces and
+ * converts back, so each block pixel is premultiplied (ib_premultiply_px)
+ * before the sums and the output pixel unpremultiplied after them. The
+ * box is (left, top, width, height) as in ib_reduce_pixel. */
+IB_FN void ib_reduce_pixel_pm(uint8_t *out, const uint8_t *in, int64_t stride, int bands, int x,
+                              int y, int xscale, int yscale, const int box[4]) {
+  const int x0 = x * xscale, y0 = y * yscale;
+  const int w = box[2] - x0 < xscale ? box[2] - x0 : xscale;
+  const int h = box[3] - y0 < yscale ? box[3] - y0 : yscale;
+  const uint8_t *blk = in + (int64_t)(box[1] + y0) * stride + (int64_t)(box[0] + x0) * bands;
+  const int count = w * h;
+  uint32_t ss[4];
+  for (int b = 0; b < bands; b++) ss[b] = (uint32_t)(count / 2);
+  for (int yy = 0; yy < h; yy++)
+    for (int xx = 0; xx < w; xx++) {
+      uint8_t px[4];
+      for (int b = 0; b < bands; b++) px[b] = blk[yy * stride + (int64_t)xx * bands + b];
+      ib_premultiply_px(px, bands);
+      for (int b = 0; b < bands; b++) ss[b] += px[b];
+    }
+  const uint32_t m = ib_reduce_multiplier(count);
+  for (int b = 0; b < bands; b++) out[b] = (uint8_t)((ss[b] * m) >> 24);
+  ib_unpremultiply_px(out, bands);
 }
 
 #endif

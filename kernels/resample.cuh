@@ -1,68 +1,153 @@
 /*
- * resample.cuh - the device steps of Image.resize with a convolution filter
- * and of Image.reduce (NVRTC only): one output pixel per call, the math of
- * resample.h / reduce.h, so the device bytes are the CPU reference's
- * (worker/ops/op_resample.c runs the same functions over the same tables).
+ * resample.cuh - the device side of Image.resize with a convolution filter
+ * (NVRTC only): the math of resample.h and reduce.h, so the device bytes
+ * are the CPU reference's (worker/ops/op_resample.c runs the same functions
+ * over the same tables).
  *
- * A resize runs as up to five passes over whole images, in this order, each
- * a launch over its output's pixels (the multi-pass device step that
- * sequences them, uploads the tables and owns the intermediates is not part
- * of this file):
- *   premultiply   LA / RGBA only, into a copy      ib_premultiply_step
- *   reduce        reducing_gap only                ib_reduce_step
- *   horizontal    rows `first` .. of the source,   ib_resample_h_step
- *                 into an out_w-wide 8-bit image
- *   vertical      into the output (bounds already  ib_resample_v_step
- *                 shifted by `first` when the horizontal pass ran)
- *   unpremultiply LA / RGBA only, in place          ib_unpremultiply_step
- * The weight tables (int32 bounds[2 n], coeffs[n * ksize]) are built on the
- * host (ib_resample_coeffs: glibc sin/cos), never here.
+ * The multi-pass head (docs/device-steps.md) runs the job's whole
+ * Image.resize sequence as its ib_resample_params (resample.h) lays it out:
+ *   ib_resample_reduce  reducing_gap's ImagingReduce of the source into the
+ *                       scratch image
+ *   ib_resample_h       call `ci`'s horizontal pass over only the rows its
+ *                       vertical pass reads (into the scratch image, or into
+ *                       the call's destination when no vertical pass runs)
+ *   ib_resample_v       call `ci`'s vertical pass, or its crop
+ * one output pixel per thread, grid stride; a job without the step returns
+ * at once. IB_A = 1 for LA / RGBA: what a pass reads from the source is
+ * premultiplied (Image.resize converts to La / RGBa first) and what it
+ * writes to the output unpremultiplied, so the scratch images hold the
+ * premultiplied values the CPU path holds. The weight tables (int32
+ * bounds[2 n], coeffs[n * ksize]) are built on the host
+ * (ib_resample_coeffs: glibc sin/cos), never here; they follow the
+ * parameter block.
  */
 #ifndef IB_RESAMPLE_CUH
 #define IB_RESAMPLE_CUH
 
+#include "gpu_io.h"
 #include "reduce.h"
 #include "resample.h"
 
-/* Pixel (x, y) of the horizontal pass's out_w-wide image: row y + first of
- * `in` (in_w pixels of `bands` bytes per row). */
-static __device__ __forceinline__ void ib_resample_h_step(uint8_t *tmp, const uint8_t *in,
-                                                          unsigned in_w, int bands, int first,
-                                                          unsigned out_w, ib_resample_axis ax,
-                                                          int x, int y) {
-  const uint8_t *row = in + ((unsigned long long)(y + first) * in_w) * bands;
-  ib_resample_h_pixel(tmp + ((unsigned long long)y * out_w + x) * bands, row, bands, x, ax);
+#ifndef IB_B0
+#define IB_B0 1
+#endif
+#ifndef IB_A
+#define IB_A 0
+#endif
+#ifndef IB_PBYTES
+#define IB_PBYTES 64
+#endif
+
+/* One output pixel of either pass: n source pixels `step` bytes apart from
+ * `in` (premultiplied on load when `pm`), unpremultiplied when `unpm`;
+ * per band ib_resample_sample's sum and clip. */
+static __device__ __forceinline__ void ib_resample_px(uint8_t *out, const uint8_t *in,
+                                                      long long step, const int32_t *k, int n,
+                                                      bool pm, bool unpm) {
+  int ss[IB_B0];
+  for (int b = 0; b < IB_B0; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
+  for (int j = 0; j < n; j++) {
+    uint8_t v[IB_B0];
+    const uint8_t *px = in + j * step;
+    for (int b = 0; b < IB_B0; b++) v[b] = px[b];
+    if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+    for (int b = 0; b < IB_B0; b++) ss[b] += (int)v[b] * k[j];
+  }
+  uint8_t o[IB_B0];
+  for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_clip8(ss[b]);
+  if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+  for (int b = 0; b < IB_B0; b++) out[b] = o[b];
 }
 
-/* Pixel (x, y) of the vertical pass over `src` (width pixels per row). */
-static __device__ __forceinline__ void ib_resample_v_step(uint8_t *out, const uint8_t *src,
-                                                          unsigned width, int bands,
-                                                          ib_resample_axis ax, int x, int y) {
-  ib_resample_v_pixel(out + ((unsigned long long)y * width + x) * bands, src,
-                      (long long)width * bands, bands, x, y, ax);
+/* An image of the sequence (IB_RSI_*) and its bytes per row. */
+static __device__ __forceinline__ uint8_t *ib_resample_img(const ib_desc &d, int where,
+                                                           unsigned long long off) {
+  return where == IB_RSI_SRC   ? (uint8_t *)d.in0
+         : where == IB_RSI_OUT ? d.out
+                               : (uint8_t *)d.in1 + off;
 }
 
-/* Pixel (x, y) of reduce(xscale, yscale) over box (left, top, width,
- * height) of `in` (in_w pixels per row) into an out_w-wide image. */
-static __device__ __forceinline__ void ib_reduce_step(uint8_t *out, unsigned out_w,
-                                                      const uint8_t *in, unsigned in_w, int bands,
-                                                      int xscale, int yscale, const int box[4],
-                                                      int x, int y) {
-  ib_reduce_pixel(out + ((unsigned long long)y * out_w + x) * bands, in, (long long)in_w * bands,
-                  bands, x, y, xscale, yscale, box);
+static __device__ __forceinline__ long long ib_resample_row(const ib_desc &d, int where, int w) {
+  return (long long)(where == IB_RSI_SRC ? (int)d.stride0 : w) * IB_B0;
 }
 
-/* Pixel i of an image, premultiplied into `out` (La / RGBa). */
-static __device__ __forceinline__ void ib_premultiply_step(uint8_t *out, const uint8_t *in,
-                                                           int bands, unsigned long long i) {
-  for (int b = 0; b < bands; b++) out[i * bands + b] = in[i * bands + b];
-  ib_premultiply_px(out + i * bands, bands);
+/* reducing_gap's reduce step: the source's reduce box, block averages
+ * (ib_reduce_pixel), into rw x rh pixels at scratch offset 0. Image.resize
+ * never reduces a premultiplied image (LA / RGBA drop the gap). */
+extern "C" __global__ void __launch_bounds__(256) ib_resample_reduce(const ib_desc *descs) {
+  const ib_desc d = descs[blockIdx.y];
+  const ib_resample_params *q = (const ib_resample_params *)d.params;
+  if (!q->reduce) return;
+  const int fx = q->fx, fy = q->fy, box[4] = {q->rbox[0], q->rbox[1], q->rbox[2], q->rbox[3]};
+  const unsigned long long W = (unsigned)q->rw, items = W * (unsigned)q->rh;
+  const long long stride = (long long)d.stride0 * IB_B0;
+  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       it < items; it += (unsigned long long)gridDim.x * blockDim.x)
+    ib_reduce_pixel((uint8_t *)d.in1 + it * IB_B0, d.in0, stride, IB_B0, (int)(it % W),
+                    (int)(it / W), fx, fy, box);
 }
 
-/* Pixel i of the resized image, back to straight alpha in place. */
-static __device__ __forceinline__ void ib_unpremultiply_step(uint8_t *img, int bands,
-                                                             unsigned long long i) {
-  ib_unpremultiply_px(img + i * bands, bands);
+extern "C" __global__ void __launch_bounds__(256) ib_resample_h(const ib_desc *descs, int ci) {
+  const ib_desc d = descs[blockIdx.y];
+  const ib_resample_params *q = (const ib_resample_params *)d.params;
+  if (ci >= q->n_calls) return;
+  const ib_rsp_call c = q->call[ci];
+  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP)) return;
+  const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
+  const bool last = !(c.passes & IB_RSP_V);
+  uint8_t *dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
+  const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
+  const long long in_row = ib_resample_row(d, c.src, c.in_w);
+  const bool pm = c.src == IB_RSI_SRC, unpm = last && c.dst == IB_RSI_OUT;
+  const unsigned long long W = (unsigned)c.out_w, items = W * (unsigned)c.rows;
+  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
+    const int x = (int)(it % W), y = (int)(it / W);
+    const int lo = tab[c.xb + 2 * x], n = tab[c.xb + 2 * x + 1];
+    const uint8_t *row = src + (long long)(y + c.first) * in_row;
+    ib_resample_px(dst + it * IB_B0, row + (long long)lo * IB_B0, IB_B0,
+                   tab + c.xk + (long long)x * c.ksize_x, n, pm, unpm);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *descs, int ci) {
+  const ib_desc d = descs[blockIdx.y];
+  const ib_resample_params *q = (const ib_resample_params *)d.params;
+  if (ci >= q->n_calls) return;
+  const ib_rsp_call c = q->call[ci];
+  const unsigned long long W = (unsigned)c.out_w, items = W * (unsigned)c.out_h;
+  uint8_t *dst = ib_resample_img(d, c.dst, c.dst_off);
+  const bool unpm = c.dst == IB_RSI_OUT;
+  if (c.passes & IB_RSP_CROP) {
+    /* ImagingCrop (of the premultiplied source when it is the source) */
+    const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
+    const long long in_row = ib_resample_row(d, c.src, c.in_w);
+    for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
+      const long long x = (long long)(it % W), y = (long long)(it / W);
+      uint8_t v[IB_B0];
+      const uint8_t *px = src + (y + c.crop_y) * in_row + (x + c.crop_x) * IB_B0;
+      for (int b = 0; b < IB_B0; b++) v[b] = px[b];
+      if (IB_A && c.src == IB_RSI_SRC) ib_premultiply_px(v, IB_B0);
+      if (IB_A && unpm) ib_unpremultiply_px(v, IB_B0);
+      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = v[b];
+    }
+    return;
+  }
+  if (!(c.passes & IB_RSP_V)) return;
+  const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
+  const bool from_src = !(c.passes & IB_RSP_H);
+  const uint8_t *src =
+      from_src ? ib_resample_img(d, c.src, c.src_off) : (const uint8_t *)d.in1 + c.tmp_off;
+  const long long stride = from_src ? ib_resample_row(d, c.src, c.in_w) : (long long)W * IB_B0;
+  const bool pm = from_src && c.src == IB_RSI_SRC;
+  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
+    const int x = (int)(it % W), y = (int)(it / W);
+    const int lo = tab[c.yb + 2 * y], n = tab[c.yb + 2 * y + 1];
+    ib_resample_px(dst + it * IB_B0, src + (long long)lo * stride + (long long)x * IB_B0, stride,
+                   tab + c.yk + (long long)y * c.ksize_y, n, pm, unpm);
+  }
 }
 
 #endif

@@ -106,6 +106,59 @@ IB_FN void ib_unpremultiply_px(uint8_t *px, int bands) {
   }
 }
 
+/* ------------------------------------------- device step (resample.cuh)
+ *
+ * One job's parameters, written by the op row (worker/ops/op_resize.c) and
+ * read by the kernels and the launch plan: Image.resize's whole sequence
+ * for the job (op_resize.h ib_resize_plan), i.e. reducing_gap's reduce step
+ * when it runs, then one _resize call, or two for a tall image.
+ *
+ * Images of the sequence lie in the job's source (IB_RSI_SRC: d.in0,
+ * d.stride0 pixels per row), its output (IB_RSI_OUT: d.out) or its scratch
+ * buffer (IB_RSI_SCRATCH: d.in1 at a byte offset). The reduce step reads
+ * the source and writes rw x rh pixels at scratch offset 0. Each call says
+ * what runs, as _resize and ImagingResampleInner decide it:
+ *   IB_RSP_CROP  an integral box of the call's output size (ImagingCrop at
+ *                crop_x, crop_y), also the whole-image copy;
+ *   IB_RSP_H     the horizontal pass over source rows first .. first+rows-1;
+ *   IB_RSP_V     the vertical pass (into the call's destination).
+ * With both passes the horizontal one writes an out_w x rows image at
+ * scratch offset tmp_off and the vertical bounds are already shifted by
+ * `first`. The weight tables follow the parameter block (at d.params +
+ * IB_PBYTES) as int32 words: x bounds at xb, x coeffs at xk, y bounds at
+ * yb, y coeffs at yk (a pass that does not run has none). With IB_A (LA,
+ * RGBA) a pass premultiplies what it reads from the source and
+ * unpremultiplies what it writes to the output, so the scratch images hold
+ * the premultiplied values the CPU path holds. */
+enum { IB_RSP_CROP = 1, IB_RSP_H = 2, IB_RSP_V = 4 };
+enum { IB_RSI_SRC, IB_RSI_OUT, IB_RSI_SCRATCH };
+
+typedef struct ib_rsp_call {
+  uint64_t src_off, dst_off, tmp_off; /* scratch byte offsets (IB_RSI_SCRATCH) */
+  int32_t passes;                     /* IB_RSP_* */
+  int32_t src, dst;                   /* IB_RSI_* */
+  int32_t in_w, in_h, out_w, out_h;
+  int32_t crop_x, crop_y;
+  int32_t first, rows;
+  int32_t ksize_x, ksize_y;
+  int32_t xb, xk, yb, yk;
+  int32_t pad;
+} ib_rsp_call;
+
+typedef struct ib_resample_params {
+  int32_t n_calls; /* 1 or 2 */
+  int32_t reduce;  /* 1: ImagingReduce first */
+  int32_t fx, fy;  /* its factor */
+  int32_t rbox[4]; /* its box: left, top, width, height */
+  int32_t rw, rh;  /* its output */
+  int32_t pad[2];
+  ib_rsp_call call[2];
+} ib_resample_params;
+
+/* Kernels of resample.cuh, in the order of the op row's list; the
+ * horizontal and vertical ones take the call's index as their argument. */
+enum { IB_RESAMPLE_K_H, IB_RESAMPLE_K_V, IB_RESAMPLE_K_REDUCE };
+
 #ifndef __CUDACC_RTC__
 /* ------------------------------------------------ host: weight tables */
 
@@ -165,6 +218,22 @@ static inline int ib_resample_ksize(int filter, float in0, float in1, int n_out)
   return (int)ceil(ib_resample_support(filter) * fs) * 2 + 1;
 }
 
+/* precompute_coeffs' source range of output index i: the first sample
+ * `lo` and the count `n`. */
+static inline void ib_resample_bound(int filter, int n_in, float in0, float in1, int n_out, int i,
+                                     int *lo, int *n) {
+  const double scale = ib_resample_scale(in0, in1, n_out);
+  const double fs = scale < 1.0 ? 1.0 : scale;
+  const double support = ib_resample_support(filter) * fs;
+  const double center = in0 + (i + 0.5) * scale;
+  int l = (int)(center - support + 0.5);
+  if (l < 0) l = 0;
+  int h = (int)(center + support + 0.5);
+  if (h > n_in) h = n_in;
+  *lo = l;
+  *n = h - l;
+}
+
 /* One axis's integer tables: bounds[2 * n_out] and coeffs[n_out * ksize]
  * (ksize from ib_resample_ksize; unused trailing coefficients are 0).
  * `w` is scratch for ksize doubles. */
@@ -172,15 +241,11 @@ static inline void ib_resample_coeffs(int filter, int n_in, float in0, float in1
                                       int ksize, int32_t *bounds, int32_t *coeffs, double *w) {
   const double scale = ib_resample_scale(in0, in1, n_out);
   const double fs = scale < 1.0 ? 1.0 : scale;
-  const double support = ib_resample_support(filter) * fs;
   const double inv_fs = 1.0 / fs;
   for (int i = 0; i < n_out; i++) {
     const double center = in0 + (i + 0.5) * scale;
-    int lo = (int)(center - support + 0.5);
-    if (lo < 0) lo = 0;
-    int hi = (int)(center + support + 0.5);
-    if (hi > n_in) hi = n_in;
-    const int n = hi - lo;
+    int lo, n;
+    ib_resample_bound(filter, n_in, in0, in1, n_out, i, &lo, &n);
     double sum = 0.0;
     for (int j = 0; j < n; j++) {
       w[j] = ib_resample_filter(filter, (j + lo - center + 0.5) * inv_fs);

@@ -179,13 +179,14 @@ enum {
   JG_KERNEL,
   JG_BOXBLUR,
   JG_GAUSS,
+  JG_REDUCE,
   JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
     "copy",     "point",   "invert",     "solarize", "posterize", "getchannel",
     "constant", "convert", "brightness", "color",    "contrast",  "tone",
     "chops",    "blend",   "transpose",  "crop",     "expand",    "resize",
-    "paste",    "rank",    "kernel",     "box_blur", "gaussian"};
+    "paste",    "rank",    "kernel",     "box_blur", "gaussian",  "reduce"};
 /* The op each generator writes: what it admits is its op-table row's modes
  * (jg_admitted). tools/optable.py checks that jg_op has every op. */
 static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
@@ -212,6 +213,7 @@ static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
     [JG_KERNEL] = IMGBATCH__V1__NODE__OP_KERNEL,
     [JG_BOXBLUR] = IMGBATCH__V1__NODE__OP_BOX_BLUR,
     [JG_GAUSS] = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
+    [JG_REDUCE] = IMGBATCH__V1__NODE__OP_REDUCE,
 };
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
@@ -375,6 +377,25 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       }
       break;
     }
+    case JG_REDUCE: {
+      /* Factors past the side (one block) and boxes with odd remainders. */
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_REDUCE, prev, -1);
+      n->reduce = jg_alloc(j->a, sizeof *n->reduce);
+      imgbatch__v1__reduce_op__init(n->reduce);
+      n->reduce->factor_x = 1 + jg_below(r, jg_below(r, 4) == 0 ? w + 2 : 6);
+      n->reduce->factor_y = 1 + jg_below(r, jg_below(r, 4) == 0 ? h + 2 : 6);
+      if (jg_below(r, 3) == 0) {
+        n->reduce->box_present_case = IMGBATCH__V1__REDUCE_OP__BOX_PRESENT_BOX;
+        n->reduce->box = jg_alloc(j->a, sizeof *n->reduce->box);
+        imgbatch__v1__box__init(n->reduce->box);
+        uint32_t l = jg_below(r, w), t = jg_below(r, h);
+        n->reduce->box->left = l;
+        n->reduce->box->top = t;
+        n->reduce->box->right = l + 1 + jg_below(r, w - l);
+        n->reduce->box->bottom = t + 1 + jg_below(r, h - t);
+      }
+      break;
+    }
     case JG_PASTE: {
       ib_mode m2 = m == IB_MODE_RGB && jg_below(r, 3) == 0 ? IB_MODE_RGBA : m;
       uint32_t w2 = 1 + jg_below(r, w + 4), h2 = 1 + jg_below(r, h + 4);
@@ -489,6 +510,16 @@ static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *
       *w = n->resize->width;
       *h = n->resize->height;
       break;
+    case JG_REDUCE: {
+      uint32_t bw = *w, bh = *h;
+      if (n->reduce->box) {
+        bw = (uint32_t)(n->reduce->box->right - n->reduce->box->left);
+        bh = (uint32_t)(n->reduce->box->bottom - n->reduce->box->top);
+      }
+      *w = (bw + n->reduce->factor_x - 1) / n->reduce->factor_x;
+      *h = (bh + n->reduce->factor_y - 1) / n->reduce->factor_y;
+      break;
+    }
     default: break;
   }
 }

@@ -93,7 +93,7 @@ def open(fp: Union[str, "os.PathLike[str]", bytes, IO[bytes]], mode: str = "r",
         raise ValueError(f"bad mode {mode!r}")
     data = _read_fp(fp)
     head = PIL.Image.open(io.BytesIO(data), "r", formats)
-    spec = SourceSpec("encoded", None, None, data)
+    spec = SourceSpec("encoded", None, None, data, head.format)
     return LazyImage(source_node(spec, lambda: _open_loaded(data, formats), decoded_mode(head),
                                  head.size))
 
@@ -105,13 +105,13 @@ def open_path(relpath: Union[str, "os.PathLike[str]"], root: Optional[str] = Non
     root = root if root is not None else os.environ.get("IB_SOURCE_ROOT", ".")
     full = os.path.join(root, relpath)
     with PIL.Image.open(full) as head:
-        mode, size = decoded_mode(head), head.size
+        mode, size, fmt = decoded_mode(head), head.size, head.format
 
     def replay() -> PIL.Image.Image:
         with builtins.open(full, "rb") as f:
             return _open_loaded(f.read())
 
-    spec = SourceSpec("path", None, None, os.fspath(relpath))
+    spec = SourceSpec("path", None, None, os.fspath(relpath), fmt)
     return LazyImage(source_node(spec, replay, mode, size))
 
 

@@ -2,7 +2,9 @@
 
 invert, solarize(threshold), posterize(bits) -> InvertOp, SolarizeOp, PosterizeOp;
 grayscale -> ConvertOp "L"; flip, mirror -> TransposeOp; expand(border, fill) ->
-ExpandOp (a negative border crops first: CropOp then ExpandOp).
+ExpandOp (a negative border crops first: CropOp then ExpandOp); contain, cover,
+fit, scale -> ResizeOp (scale(1): CopyOp); pad -> ResizeOp pasted onto a
+Source.fill canvas (PasteOp).
 """
 
 from __future__ import annotations
@@ -110,3 +112,94 @@ def expand(image: Any, border: Union[int, Tuple[int, ...]] = 0, fill: Any = 0) -
     params = {"left": left, "top": top, "right": right, "bottom": bottom, "fill": fill_bytes}
     size = (left + src.width + right, top + src.height + bottom)
     return lazy("expand", params, [src], image.mode, size, replay)
+
+
+# ------------------------------------------------ sizing: recorded as resize (+ new, paste)
+#
+# Each is the calls Pillow's ImageOps makes, with its own arithmetic (Python
+# round(), floats): the recorded resize / new / paste replay as those calls,
+# so replay() equals Pillow's function.
+
+_BICUBIC = PIL.Image.Resampling.BICUBIC
+
+
+def _aspect_size(image: LazyImage, size: Tuple[int, int], cover: bool) -> Tuple[int, int]:
+    """ImageOps.contain's (cover=False) or cover's target size."""
+    im_ratio = image.width / image.height
+    dest_ratio = size[0] / size[1]
+    if im_ratio != dest_ratio:
+        if (im_ratio > dest_ratio) != cover:
+            new_height = round(image.height / image.width * size[0])
+            if new_height != size[1]:
+                size = (size[0], new_height)
+        else:
+            new_width = round(image.width / image.height * size[1])
+            if new_width != size[0]:
+                size = (new_width, size[1])
+    return size
+
+
+def contain(image: Any, size: Tuple[int, int], method: int = _BICUBIC) -> LazyImage:
+    """ImageOps.contain -> ResizeOp to the largest size of the image's aspect within size."""
+    image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.contain(im, size, method), image, exact=True)
+    return image.resize(_aspect_size(image, (size[0], size[1]), False), method)
+
+
+def cover(image: Any, size: Tuple[int, int], method: int = _BICUBIC) -> LazyImage:
+    """ImageOps.cover -> ResizeOp to the smallest size of the image's aspect covering size."""
+    image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.cover(im, size, method), image, exact=True)
+    return image.resize(_aspect_size(image, (size[0], size[1]), True), method)
+
+
+def pad(image: Any, size: Tuple[int, int], method: int = _BICUBIC, color: Any = None,
+        centering: Tuple[float, float] = (0.5, 0.5)) -> LazyImage:
+    """ImageOps.pad -> contain's ResizeOp, pasted (PasteOp) at Pillow's rounded
+    offset onto a Source.fill canvas of size and color."""
+    image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.pad(im, size, method, color, centering), image, exact=True)
+    size = (size[0], size[1])
+    resized = contain(image, size, method)
+    if resized.size == size:
+        return resized
+    out = Image.new(image.mode, size, color)
+    if resized.width != size[0]:
+        out.paste(resized, (round((size[0] - resized.width) * max(0, min(centering[0], 1))), 0))
+    else:
+        out.paste(resized, (0, round((size[1] - resized.height) * max(0, min(centering[1], 1)))))
+    return out
+
+
+def fit(image: Any, size: Tuple[int, int], method: int = _BICUBIC, bleed: float = 0.0,
+        centering: Tuple[float, float] = (0.5, 0.5)) -> LazyImage:
+    """ImageOps.fit -> ResizeOp with Pillow's fractional crop box."""
+    image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.fit(im, size, method, bleed, centering), image, exact=True)
+    cx, cy = centering
+    # Pillow replaces out-of-range values with the defaults rather than raising.
+    cx = cx if 0.0 <= cx <= 1.0 else 0.5
+    cy = cy if 0.0 <= cy <= 1.0 else 0.5
+    bleed = bleed if 0.0 <= bleed < 0.5 else 0.0
+    bleed_pixels = (bleed * image.size[0], bleed * image.size[1])
+    live = (image.size[0] - bleed_pixels[0] * 2, image.size[1] - bleed_pixels[1] * 2)
+    live_ratio = live[0] / live[1]
+    out_ratio = size[0] / size[1]
+    if live_ratio == out_ratio:
+        cw, ch = live
+    elif live_ratio >= out_ratio:
+        cw, ch = out_ratio * live[1], live[1]
+    else:
+        cw, ch = live[0], live[0] / out_ratio
+    left = bleed_pixels[0] + (live[0] - cw) * cx
+    top = bleed_pixels[1] + (live[1] - ch) * cy
+    return image.resize(size, method, box=(left, top, left + cw, top + ch))
+
+
+def scale(image: Any, factor: float, resample: int = _BICUBIC) -> LazyImage:
+    """ImageOps.scale -> copy (factor 1) or ResizeOp to the rounded size."""
+    image = ensure_lazy(image)
+    pillow_check(lambda im: PIL.ImageOps.scale(im, factor, resample), image, exact=True)
+    if factor == 1:
+        return image.copy()
+    return image.resize((round(factor * image.width), round(factor * image.height)), resample)

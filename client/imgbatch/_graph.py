@@ -35,13 +35,17 @@ class Node:
 class SourceSpec:
     """What a SourceOp reads: kind is 'encoded', 'path', 'raw' or 'fill'."""
 
-    __slots__ = ("kind", "mode", "size", "data")
+    __slots__ = ("kind", "mode", "size", "data", "format")
 
-    def __init__(self, kind: str, mode: Optional[str], size: Optional[Tuple[int, int]], data: Any):
+    def __init__(self, kind: str, mode: Optional[str], size: Optional[Tuple[int, int]], data: Any,
+                 format: Optional[str] = None):
         self.kind = kind
         self.mode = mode
         self.size = size
         self.data = data
+        # Pillow's format of an encoded/path source ("JPEG", ...): thumbnail()
+        # drafts a JPEG. Not part of the key: the bytes already are.
+        self.format = format
 
     def key(self) -> Tuple[Any, ...]:
         return (self.kind, self.mode, self.size, self.data)

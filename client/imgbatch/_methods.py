@@ -174,6 +174,60 @@ class LazyImage(GraphImage):
         return lazy("crop", params, [self], self.mode, (x1 - x0, y1 - y0),
                     lambda im: im.crop(box))
 
+    def thumbnail(self, size: Sequence[float], resample: int = PIL.Image.Resampling.BICUBIC,
+                  reducing_gap: Optional[float] = 2.0) -> None:
+        """Image.thumbnail(size, resample, reducing_gap), in place like Pillow
+        (returns None, rebinds this handle): Pillow's aspect-rounded size, then
+        resize(size, resample, reducing_gap=reducing_gap). A JPEG opened from
+        bytes or a path is first draft()-decoded by Pillow (libjpeg DCT
+        scaling), which the worker does not do: refused at record time when
+        draft would scale."""
+        pillow_check(lambda im: im.thumbnail(size, resample, reducing_gap), self, exact=True)
+        src = self._node.source
+        if reducing_gap is not None and src is not None and src.format in ("JPEG", "MPO"):
+            want = (int(size[0] * reducing_gap), int(size[1] * reducing_gap))
+            scale = min(self.width // want[0], self.height // want[1]) if min(want) > 0 else 0
+            if scale >= 2:
+                raise NotImplementedError(
+                    f"imgbatch: thumbnail{tuple(size)} of a {self.width}x{self.height} JPEG source: "
+                    f"Pillow decodes it with draft() (libjpeg DCT scaling by 1/{min(8, 1 << (scale.bit_length() - 1))}), "
+                    "which the worker does not do yet; thumbnail a decoded copy (im.copy()) or pass "
+                    "reducing_gap=None")
+        x, y = (math.floor(v) for v in size)
+        if x >= self.width and y >= self.height:
+            return
+        aspect = self.width / self.height
+
+        def round_aspect(number: float, key: Callable[[int], float]) -> int:
+            return max(min(math.floor(number), math.ceil(number), key=key), 1)
+
+        if x / y >= aspect:
+            x = round_aspect(y * aspect, key=lambda n: abs(aspect - n / y))
+        else:
+            y = round_aspect(x / aspect, key=lambda n: 0 if n == 0 else abs(aspect - x / n))
+        if self.size != (x, y):
+            self._node = self.resize((x, y), resample, None, reducing_gap)._node
+
+    def reduce(self, factor: Any, box: Optional[Sequence[int]] = None) -> LazyImage:
+        """Image.reduce(factor | (fx, fy), box) -> ReduceOp; factor (1, 1) over
+        the whole image = copy, as Pillow."""
+        pillow_check(lambda im: im.reduce(factor, box), self, exact=True)
+
+        def replay(im: Any) -> Any:
+            return im.reduce(factor, box)
+
+        fx, fy = (factor, factor) if not isinstance(factor, (list, tuple)) else factor
+        fx, fy = int(fx), int(fy)
+        b = (0, 0) + self.size if box is None else tuple(int(v) for v in box)
+        if (fx, fy) == (1, 1) and b == (0, 0) + self.size:
+            return lazy("copy", {}, [self], self.mode, self.size, replay)
+        params: Dict[str, Any] = {"factor_x": fx, "factor_y": fy}
+        if box is not None:
+            params["box"] = {"left": b[0], "top": b[1], "right": b[2], "bottom": b[3]}
+        # max(.., 1): unchecked recordings (parity refusals) may carry a factor 0.
+        size = (-(-(b[2] - b[0]) // max(fx, 1)), -(-(b[3] - b[1]) // max(fy, 1)))
+        return lazy("reduce", params, [self], self.mode, size, replay)
+
     def resize(self, size: Sequence[int], resample: Optional[int] = None,
                box: Optional[Sequence[float]] = None, reducing_gap: Optional[float] = None) -> LazyImage:
         """Image.resize(size, resample, box, reducing_gap) -> ResizeOp, every filter

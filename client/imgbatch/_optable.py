@@ -84,7 +84,7 @@ OPS: Tuple[Op, ...] = (
     Op(
         'resize', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
         'Image.resize(size, resample, box, reducing_gap), every filter',
-        ' (CUDA backend: NEAREST only, for now)',
+        ' (LA, RGBA premultiplied, as Pillow)',
         (
             Step('resize', 'resize(width, height[, FILTER], reducing_gap=g)', '_resize'),
         ),
@@ -263,5 +263,16 @@ OPS: Tuple[Op, ...] = (
         'exposure_ev: 0.5 shadows: 0.4',
         (),
         ('contrast: 1e308',),
+    ),
+    Op(
+        'reduce', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
+        'Image.reduce(factor | (fx, fy), box)',
+        ' (LA, RGBA premultiplied, as Pillow)',
+        (
+            Step('reduce', 'reduce(factor)', '.reduce'),
+        ),
+        'factor_x: 2 factor_y: 3',
+        ('factor_x: 1 factor_y: 1',),
+        ('factor_x: 0 factor_y: 1',),
     ),
 )

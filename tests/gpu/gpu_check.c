@@ -9,7 +9,7 @@
  * runs the same executor on the CPU backend.
  *
  *   gpu_check [--random N] [--seed S] [--batch B] [--big 0|1] [--rank3 N] [--blur N]
- *             [--blur-only 0|1] [--large 0|1] [--log FILE]
+ *             [--blur-only 0|1] [--large 0|1] [--resample N] [--log FILE]
  *
  * --rank3 N adds N 3x3 rank filter cases (section 1b).
  * --large 1 adds every op x L/RGB/RGBA on strips with a side of 4097, 8192
@@ -17,6 +17,9 @@
  * columns past the old 4096 bound through every kernel.
  * --blur N adds N blur cases (section 3c); --blur-only 1 keeps, of sections
  * 1-3c, the blur cases no larger than 2^20 pixels (for the sanitizers).
+ * --resample N (default 1) runs N rounds of the filtered resize cases
+ * (section 3d) and of the reduce, reducing_gap and tall-image cases
+ * (section 3e).
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
@@ -570,6 +573,7 @@ int main(int argc, char **argv) {
   uint64_t module_cache = 0; /* 0: the default; 1: every module unloaded once unused */
   int n_rank3 = 0;           /* --rank3 */
   int large = 0;             /* --large */
+  int n_resample = 1;        /* --resample */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random"))
       n_random = atoi(argv[i + 1]);
@@ -589,6 +593,8 @@ int main(int argc, char **argv) {
       cpu_only = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--large"))
       large = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--resample"))
+      n_resample = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rank3"))
       n_rank3 = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--module-cache"))
@@ -832,6 +838,235 @@ int main(int argc, char **argv) {
     free(barena.p);
   }
 
+  /* 3d. --resample N (default 1): Image.resize with every convolution
+   * filter (LANCZOS, BILINEAR, BICUBIC, BOX, HAMMING) x every mode x N
+   * rounds of the shape variants below, over odd sizes and 1x1 sources:
+   * down- and up-scaling, both passes, one axis only (the other pass
+   * skipped), a float box, an integral box of the output's size (the crop),
+   * a 1x1 output, and a resize followed by a pointwise step (a new stage:
+   * nothing fuses after a multi-pass head). With --big 1, a 4096 x 4096
+   * RGBA source to 1000 x 3001 and a 3001 x 4096 RGB one upscaled to
+   * 4096 x 4096. Consecutive cases share a submission (one launch group of
+   * many shapes and skipped passes). */
+  {
+    static const uint32_t rsz[][2] = {{1, 1},   {3, 5},    {7, 1},   {1, 9},    {17, 13},
+                                      {64, 48}, {129, 31}, {2, 257}, {333, 101}};
+    static const int filters[] = {1, 2, 3, 4, 5}; /* proto Resample, NEAREST left out */
+    static const char *fname[] = {"?", "LANCZOS", "BILINEAR", "BICUBIC", "BOX", "HAMMING"};
+    enum { RV = 9 }; /* shape variants */
+    const int nsz = (int)(sizeof rsz / sizeof rsz[0]);
+    jg_arena rarena = {malloc(3u << 27), 0, 3u << 27};
+    int k = 0;
+    for (int round = 0; round < n_resample; round++)
+      for (int f = 0; f < 5; f++)
+        for (int m = 1; m <= 6; m++)
+          for (int v = 0; v < RV && nc < cap; v++, k++) {
+            if (!jg_admitted(JG_RESIZE, (ib_mode)m)) continue;
+            const uint32_t w = rsz[k % nsz][0], h = rsz[k % nsz][1];
+            uint32_t ow = w, oh = h;
+            double bx[4] = {-1, 0, 0, 0};
+            switch (v) {
+              case 0: ow = w / 3 + 1, oh = h / 2 + 1; break; /* down */
+              case 1: ow = 2 * w + 1, oh = 3 * h + 2; break; /* up */
+              case 2: ow = w / 2 + 3, oh = h + 1; break;     /* mixed */
+              case 3: oh = h / 2 + 2; break;                 /* vertical only */
+              case 4: ow = 2 * w + 3; break;                 /* horizontal only */
+              case 5:                                        /* float box */
+                ow = w + 2, oh = h / 3 + 1;
+                bx[0] = w * 0.13, bx[1] = h * 0.21, bx[2] = w * 0.91, bx[3] = h * 0.77 + 0.2;
+                break;
+              case 6: /* integral box of the output's size: ImagingCrop */
+                bx[0] = w / 3, bx[1] = h / 4, bx[2] = w, bx[3] = h;
+                ow = w - w / 3, oh = h - h / 4;
+                break;
+              case 7: ow = oh = 1; break;                         /* 1x1 */
+              default: ow = w + 5, oh = h > 2 ? h - 1 : 3; break; /* then a point step */
+            }
+            if (bx[0] >= 0 && bx[3] > h) bx[3] = h;
+            jg_begin(&j, &rarena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_RESIZE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+            rz->resample = (Imgbatch__V1__Resample)filters[f];
+            rz->width = ow, rz->height = oh;
+            rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+            rz->box = NULL;
+            if (bx[0] >= 0) {
+              rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+              rz->box = jg_alloc(j.a, sizeof *rz->box);
+              imgbatch__v1__box__init(rz->box);
+              rz->box->left = bx[0], rz->box->top = bx[1], rz->box->right = bx[2];
+              rz->box->bottom = bx[3];
+            }
+            if (v == RV - 1) jg_op(&j, &r, JG_POINT, p, (ib_mode)m, ow, oh, -1);
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused resample: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -6;
+            snprintf(c->label, sizeof c->label, "resample %s %s v%d %ux%u -> %ux%u%s",
+                     fname[filters[f]], ib_mode_name((ib_mode)m), v, w, h, ow, oh,
+                     v == RV - 1 ? " > point" : "");
+            nc++;
+          }
+    for (int b = 0; big && n_resample > 0 && b < 2 && nc < cap; b++) {
+      const ib_mode m = b ? IB_MODE_RGB : IB_MODE_RGBA;
+      const uint32_t w = b ? 3001 : 4096, h = 4096;
+      jg_begin(&j, &rarena, &r, m, w, h, key++);
+      int p = jg_op(&j, &r, JG_RESIZE, 0, m, w, h, -1);
+      Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+      rz->resample = (Imgbatch__V1__Resample)(b ? 3 : 1);
+      rz->width = b ? 4096 : 1000, rz->height = b ? 4096 : 3001;
+      rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+      rz->box = NULL;
+      ccase *c = &cs[nc];
+      if (!(c->g = jg_finish(&j, &err))) {
+        fprintf(logf_, "refused resample: %s\n", err.message);
+        refused++;
+        continue;
+      }
+      c->op = -6;
+      snprintf(c->label, sizeof c->label, "resample %s %s %ux%u -> %ux%u",
+               b ? "BICUBIC" : "LANCZOS", ib_mode_name(m), w, h, rz->width, rz->height);
+      nc++;
+    }
+    free(rarena.p);
+  }
+
+  /* 3e. --resample N (default 1), N rounds of:
+   * - Image.reduce alone: every mode x factors fx = 1..8 with fy = fx over
+   *   the whole image and fy = 1 + (3 fx) % 8 over an integer box (partial
+   *   last blocks, the (1, 1) copy), sources cycling through odd sizes;
+   *   every fourth followed by a point step (fused after the gather head);
+   * - reducing_gap: every filter x mode x gaps 1.0, 1.5, 2.0, 2.5, 3.0,
+   *   1.37 on 333 x 101 -> 17 x 9 (odd gaps: with a float box), so the
+   *   reduce step runs with factors (1..19, 1..11) before the resample;
+   * - tall images (height > 100 x width, shrinking vertically: two calls,
+   *   vertical first): every filter x mode x 5 shapes, one with a box, one
+   *   whose second call is a crop, one reduced first (8 x 4000 -> 1 x 1000,
+   *   gap 2.0: the reduced 2 x 2000 is tall).
+   * Tallied in the rows "reduce 1..8", "resize gap" and "resize tall". */
+  {
+    static const uint32_t dsz[][2] = {{1, 1},   {3, 5},    {7, 1},   {1, 9},    {17, 13},
+                                      {64, 48}, {129, 31}, {2, 257}, {333, 101}};
+    static const char *fname[] = {"?", "LANCZOS", "BILINEAR", "BICUBIC", "BOX", "HAMMING"};
+    static const double gaps[] = {1.0, 1.5, 2.0, 2.5, 3.0, 1.37};
+    /* w, h, out w, out h, box (top, bottom; -1: none), gap (0: none) */
+    static const double tall[][7] = {{1, 101, 1, 50, -1, 0, 0},
+                                     {2, 333, 2, 100, -1, 0, 0},
+                                     {3, 420, 5, 7, 10.5, 400, 0},
+                                     {2, 301, 3, 2, -1, 0, 0},
+                                     {8, 4000, 1, 1000, -1, 0, 2}};
+    const int nsz = (int)(sizeof dsz / sizeof dsz[0]);
+    jg_arena darena = {malloc(3u << 27), 0, 3u << 27};
+    int k = 0;
+    for (int round = 0; round < n_resample; round++)
+      for (int m = 1; m <= 6; m++)
+        for (int f = 1; f <= 8; f++)
+          for (int v = 0; v < 2 && nc < cap; v++, k++) {
+            if (!jg_admitted(JG_REDUCE, (ib_mode)m)) continue;
+            const uint32_t w = dsz[k % nsz][0], h = dsz[k % nsz][1];
+            const int fx = f, fy = v ? 1 + (3 * f) % 8 : f, step = k % 4 == 3;
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_REDUCE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ReduceOp *rd = j.nodes[p]->reduce;
+            rd->factor_x = (uint32_t)fx, rd->factor_y = (uint32_t)fy;
+            rd->box_present_case = IMGBATCH__V1__REDUCE_OP__BOX_PRESENT__NOT_SET;
+            rd->box = NULL;
+            uint32_t bl = 0, bt = 0, br = w, bb = h;
+            if (v) {
+              bl = w / 5, bt = h / 7, br = w - w / 9, bb = h;
+              rd->box_present_case = IMGBATCH__V1__REDUCE_OP__BOX_PRESENT_BOX;
+              rd->box = jg_alloc(j.a, sizeof *rd->box);
+              imgbatch__v1__box__init(rd->box);
+              rd->box->left = bl, rd->box->top = bt, rd->box->right = br, rd->box->bottom = bb;
+            }
+            const uint32_t ow = (br - bl + fx - 1) / fx, oh = (bb - bt + fy - 1) / fy;
+            if (step) jg_op(&j, &r, JG_POINT, p, (ib_mode)m, ow, oh, -1);
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused reduce: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -7;
+            snprintf(c->label, sizeof c->label, "reduce %s %ux%u (%d, %d) box (%u, %u, %u, %u)%s",
+                     ib_mode_name((ib_mode)m), w, h, fx, fy, bl, bt, br, bb,
+                     step ? " > point" : "");
+            nc++;
+          }
+    for (int round = 0; round < n_resample; round++)
+      for (int f = 1; f <= 5; f++)
+        for (int m = 1; m <= 6; m++)
+          for (int g = 0; g < 6 && nc < cap; g++) {
+            const uint32_t w = 333, h = 101;
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_RESIZE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+            rz->resample = (Imgbatch__V1__Resample)f;
+            rz->width = 17, rz->height = 9;
+            rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+            rz->box = NULL;
+            if (g % 2) {
+              rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+              rz->box = jg_alloc(j.a, sizeof *rz->box);
+              imgbatch__v1__box__init(rz->box);
+              rz->box->left = 10.25, rz->box->top = 3.5, rz->box->right = 320.75;
+              rz->box->bottom = 99;
+            }
+            rz->reducing_gap_present_case =
+                IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP;
+            rz->reducing_gap = gaps[g];
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused resample gap: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -8;
+            snprintf(c->label, sizeof c->label, "resample gap %s %s %ux%u -> 17x9 gap %g%s",
+                     fname[f], ib_mode_name((ib_mode)m), w, h, gaps[g], g % 2 ? " box" : "");
+            nc++;
+          }
+    for (int round = 0; round < n_resample; round++)
+      for (int f = 1; f <= 5; f++)
+        for (int m = 1; m <= 6; m++)
+          for (int t = 0; t < 5 && nc < cap; t++) {
+            const double *q = tall[t];
+            const uint32_t w = (uint32_t)q[0], h = (uint32_t)q[1];
+            jg_begin(&j, &darena, &r, (ib_mode)m, w, h, key++);
+            int p = jg_op(&j, &r, JG_RESIZE, 0, (ib_mode)m, w, h, -1);
+            Imgbatch__V1__ResizeOp *rz = j.nodes[p]->resize;
+            rz->resample = (Imgbatch__V1__Resample)f;
+            rz->width = (uint32_t)q[2], rz->height = (uint32_t)q[3];
+            rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT__NOT_SET;
+            rz->box = NULL;
+            if (q[4] >= 0) {
+              rz->box_present_case = IMGBATCH__V1__RESIZE_OP__BOX_PRESENT_BOX;
+              rz->box = jg_alloc(j.a, sizeof *rz->box);
+              imgbatch__v1__box__init(rz->box);
+              rz->box->left = 0, rz->box->top = q[4], rz->box->right = w, rz->box->bottom = q[5];
+            }
+            rz->reducing_gap_present_case =
+                q[6] > 0 ? IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT_REDUCING_GAP
+                         : IMGBATCH__V1__RESIZE_OP__REDUCING_GAP_PRESENT__NOT_SET;
+            rz->reducing_gap = q[6];
+            ccase *c = &cs[nc];
+            if (!(c->g = jg_finish(&j, &err))) {
+              fprintf(logf_, "refused resample tall: %s\n", err.message);
+              refused++;
+              continue;
+            }
+            c->op = -9;
+            snprintf(c->label, sizeof c->label, "resample tall %s %s %ux%u -> %ux%u%s%s", fname[f],
+                     ib_mode_name((ib_mode)m), w, h, rz->width, rz->height, q[4] >= 0 ? " box" : "",
+                     q[6] > 0 ? " gap 2" : "");
+            nc++;
+          }
+    free(darena.p);
+  }
+
   /* 4. the 4096 bound */
   if (big) {
     jg_arena bigarena = {malloc(3u << 27), 0, 3u << 27};
@@ -873,7 +1108,7 @@ int main(int argc, char **argv) {
             refused++;
             continue;
           }
-          c->op = -6;
+          c->op = -10;
           c->has_tone = op == JG_TONE;
           snprintf(c->label, sizeof c->label, "large %s %s v%d %ux%u", jg_names[op],
                    ib_mode_name(m), k % 2, lsz[k][0], lsz[k][1]);
@@ -886,7 +1121,8 @@ int main(int argc, char **argv) {
    * runs of `batch` jobs (the batch and png sections each as one run, split
    * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
-        pngs = {0}, blurs = {0}, larges = {0};
+        pngs = {0}, blurs = {0}, larges = {0}, resamples = {0}, reduces = {0}, gaps = {0},
+        talls = {0};
   int device_errors = 0;
   size_t most = (size_t)batch;
   if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
@@ -916,13 +1152,17 @@ int main(int argc, char **argv) {
     gpu_s += run_cases(main_ex, cs, i, b);
     for (size_t k = i; k < i + b; k++) {
       ccase *c = &cs[k];
-      tally *t = c->op >= 0    ? &per_op[c->op]
-                 : c->op == -1 ? (c->has_tone ? &tone_chains : &chains)
-                 : c->op == -2 ? &batches
-                 : c->op == -4 ? &pngs
-                 : c->op == -5 ? &blurs
-                 : c->op == -6 ? &larges
-                               : &bigs;
+      tally *t = c->op >= 0     ? &per_op[c->op]
+                 : c->op == -1  ? (c->has_tone ? &tone_chains : &chains)
+                 : c->op == -2  ? &batches
+                 : c->op == -4  ? &pngs
+                 : c->op == -5  ? &blurs
+                 : c->op == -6  ? &resamples
+                 : c->op == -7  ? &reduces
+                 : c->op == -8  ? &gaps
+                 : c->op == -9  ? &talls
+                 : c->op == -10 ? &larges
+                                : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
       ib_result_free(&c->res);
@@ -939,9 +1179,11 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains, &tone_chains, &batches, &bigs, &pngs, &blurs, &larges};
-  const char *rn[] = {"chains", "chains+tone", "batch", "4096", "png source", "blur", "large"};
-  for (int k = 0; k < 7; k++) {
+  tally *rest[] = {&chains,    &tone_chains, &batches, &bigs,  &pngs,  &blurs,
+                   &resamples, &reduces,     &gaps,    &talls, &larges};
+  const char *rn[] = {"chains",   "chains+tone", "batch",      "4096",        "png source", "blur",
+                      "resample", "reduce 1..8", "resize gap", "resize tall", "large"};
+  for (int k = 0; k < 11; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;

@@ -74,7 +74,7 @@ Test(geometry, crop_rejects_right_less_than_left_as_pillow_does) {
   cr_expect(strstr(err.message, "right") != NULL, "%s", err.message);
 }
 
-Test(geometry, resize_admits_every_filter_and_the_device_step_names_it) {
+Test(geometry, resize_admits_every_filter_and_the_device_step_runs_it) {
   Imgbatch__V1__Node pb = IMGBATCH__V1__NODE__INIT;
   Imgbatch__V1__ResizeOp r = IMGBATCH__V1__RESIZE_OP__INIT;
   r.width = r.height = 4;
@@ -85,10 +85,17 @@ Test(geometry, resize_admits_every_filter_and_the_device_step_names_it) {
   ib_shape in = {IB_MODE_RGBA, 8, 8}, out;
   ib_error err = {0};
   cr_expect_eq(infer(d, &pb, &in, &out, &err), IB_OK, "%s", err.message);
-  ib_node node = {.pb = &pb, .op = d, .n_inputs = 1, .shape = out};
+  /* the head plans from input 0's shape, which it finds through the graph */
+  ib_node nodes[2] = {{.shape = in}, {.pb = &pb, .op = d, .n_inputs = 1, .shape = out}};
+  ib_graph g = {.nodes = nodes, .n_nodes = 2};
+  nodes[1].graph = &g;
   int modes[2] = {IB_MODE_RGBA, 0};
   ib_gstep s = {0};
-  cr_expect_eq(d->dev(&node, modes, &s, &err), IB_UNSUPPORTED);
+  cr_assert_eq(d->dev(&nodes[1], modes, &s, &err), IB_OK, "%s", err.message);
+  cr_expect_not_null(s.dev->passes, "a multi-pass head");
+  cr_expect_eq(s.a, 1, "RGBA is premultiplied");
+  nodes[1].graph = NULL;
+  cr_expect_eq(d->dev(&nodes[1], modes, &s, &err), IB_INTERNAL, "no input shape, no plan");
   cr_expect(strstr(err.message, "BICUBIC") && strstr(err.message, "RGBA"), "%s", err.message);
 }
 

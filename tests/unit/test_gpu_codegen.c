@@ -135,6 +135,38 @@ static void check_tag(const ib_dev_op **by_tag, const ib_dev_op *d, const char *
             "op %s: tag %c names two device steps", op, d->tag);
 }
 
+static bool same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* A tag is part of the module signature: two device steps that share one
+ * must be the same step (the blurs share their kernels, crop and expand
+ * their window head). Checked over every step a row declares (dev_ops),
+ * which covers the steps a sample node cannot reach (a filtered resize
+ * plans from its input's shape); tables fold into one step and share 'P'. */
+Test(gpu_codegen, every_declared_device_step_has_a_tag_of_its_own) {
+  size_t n_rows;
+  const ib_op_desc *const *rows = ib_op_all(&n_rows);
+  const ib_dev_op *by_tag[256] = {0};
+  const char *owner[256] = {0};
+  int n = 0;
+  for (size_t r = 0; r < n_rows; r++)
+    for (const ib_dev_op *const *d = rows[r]->dev_ops; d && *d; d++, n++) {
+      if ((*d)->role == IB_DEV_TABLE) continue;
+      const unsigned char t = (unsigned char)(*d)->tag;
+      const ib_dev_op *o = by_tag[t];
+      if (!o) {
+        by_tag[t] = *d;
+        owner[t] = rows[r]->name;
+        continue;
+      }
+      cr_assert(o->role == (*d)->role && o->flags == (*d)->flags && o->passes == (*d)->passes &&
+                    same_str(o->header, (*d)->header) && same_str(o->fn, (*d)->fn),
+                "tag %c names a step of op %s and another of op %s", t, owner[t], rows[r]->name);
+    }
+  cr_assert_gt(n, 20);
+}
+
 /* A multi-pass head's module holds every kernel its row names (ops/op_dev.h
  * ib_dev_passes): the backend looks each one up by name when it loads the
  * module. The cubin's symbol table holds each name NUL-terminated. */

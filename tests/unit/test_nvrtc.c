@@ -53,21 +53,19 @@ Test(nvrtc, every_kernel_source_compiles_for_sm_90) {
   }
 }
 
-/* The resize and reduce device steps, called from a kernel, so NVRTC
- * generates their code (a header alone only parses functions nobody calls). */
-Test(nvrtc, resample_steps_compile_into_a_kernel) {
-  static const char src[] =
-      "#include \"resample.cuh\"\n"
-      "extern \"C\" __global__ void ib_probe_resample(uint8_t *o, const uint8_t *i,\n"
-      "    const int *bounds, const int *coeffs, int ksize, int bands) {\n"
-      "  ib_resample_axis ax = {ksize, bounds, coeffs};\n"
-      "  const int box[4] = {0, 0, 7, 5};\n"
-      "  int x = threadIdx.x, y = blockIdx.x;\n"
-      "  ib_premultiply_step(o, i, bands, x);\n"
-      "  ib_resample_h_step(o, i, 9u, bands, 1, 4u, ax, x, y);\n"
-      "  ib_resample_v_step(o, i, 4u, bands, ax, x, y);\n"
-      "  ib_reduce_step(o, 3u, i, 7u, bands, 2, 3, box, x, y);\n"
-      "  ib_unpremultiply_step(o, bands, x);\n"
-      "}\n";
-  compile("probe_resample_steps.cu", src);
+/* The resize head's kernels (resample.cuh: the reduce step, the horizontal
+ * and vertical passes, which call the shared math of resample.h and
+ * reduce.h) for every band count, premultiplied or not, as the generator
+ * defines them; ReduceOp's gather head is instantiated by test_gpu_codegen. */
+Test(nvrtc, resize_head_kernels_compile_for_every_band_count) {
+  for (int b = 1; b <= 4; b++)
+    for (int a = 0; a <= (b == 2 || b == 4); a++) {
+      char src[256], name[64];
+      snprintf(src, sizeof src,
+               "#define IB_B0 %d\n#define IB_A %d\n#define IB_PBYTES 256\n"
+               "#include \"resample.cuh\"\n",
+               b, a);
+      snprintf(name, sizeof name, "probe_resample_b%d_a%d.cu", b, a);
+      compile(name, src);
+    }
 }

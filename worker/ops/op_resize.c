@@ -10,8 +10,8 @@
  *
  * BOX, BILINEAR, HAMMING, BICUBIC, LANCZOS: the calls Image.resize makes
  * (resize_plan, below) run by op_resample.c over kernels/resample.h and
- * kernels/reduce.h. The CUDA backend has no multi-pass step for them yet
- * and refuses them by name.
+ * kernels/reduce.h; on the CUDA backend a multi-pass head
+ * (kernels/resample.cuh) runs the same plan (below).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -276,18 +276,270 @@ static const ib_dev_op resize_dev_op = {.tag = 'N',
                                         .extra_bytes = resize_extra_bytes,
                                         .fill_extra = resize_fill_extra};
 
-/* A convolution filter needs a multi-pass device step (weight tables, an
- * intermediate image) that the chain's gather heads cannot express: refused
- * by name until it exists. */
+/* A convolution filter: a multi-pass head (kernels/resample.cuh) running
+ * the plan's whole sequence - reducing_gap's reduce step, one _resize call
+ * or a tall image's two - as ib_resample_params (kernels/resample.h) lays
+ * it out, with the weight tables of every pass that runs built here exactly
+ * as op_resample.c builds them. A call runs the crop _resize takes for an
+ * integral box of its output size (also the whole-image copy), else
+ * ImagingResampleInner's passes, each skipped as resample() skips it. */
+typedef struct dev_seq {
+  ib_resample_params q;
+  int filter;
+  ib_resize_call c[2];
+  size_t words;   /* int32 words of the tables */
+  size_t w_off;   /* word offset of the double scratch ib_resample_coeffs uses */
+  int kmax;       /* its doubles */
+  size_t scratch; /* bytes of the job's scratch buffer */
+} dev_seq;
+
+/* Input 0's shape; a node outside a graph (none in a job) has none. */
+static const ib_shape *input_shape(const ib_node *node) {
+  return node->graph && node->n_inputs >= 1 ? &node->graph->nodes[node->inputs[0]].shape : NULL;
+}
+
+static bool is_crop(const ib_resize_call *c) {
+  const float *b = c->box;
+  return b[0] - (int)b[0] == 0 && b[2] - b[0] == (float)c->out_w && b[1] - (int)b[1] == 0 &&
+         b[3] - b[1] == (float)c->out_h;
+}
+
+/* One call's passes, table offsets (from word `*words` on) and, for both
+ * passes, the rows the horizontal pass covers (ib_resample_bound of the
+ * first and last output rows, as resample() takes them from its y table). */
+static void dev_call(dev_seq *d, int ci, size_t *words) {
+  const ib_resize_call *c = &d->c[ci];
+  ib_rsp_call *k = &d->q.call[ci];
+  const float *b = c->box;
+  k->in_w = (int32_t)c->in_w, k->in_h = (int32_t)c->in_h;
+  k->out_w = (int32_t)c->out_w, k->out_h = (int32_t)c->out_h;
+  if (is_crop(c)) {
+    k->passes = IB_RSP_CROP;
+    k->crop_x = (int)b[0];
+    k->crop_y = (int)b[1];
+    return;
+  }
+  const bool need_h = c->out_w != c->in_w || b[0] != 0 || b[2] != (float)c->out_w;
+  const bool need_v = c->out_h != c->in_h || b[1] != 0 || b[3] != (float)c->out_h;
+  k->passes = (need_h ? IB_RSP_H : 0) | (need_v ? IB_RSP_V : 0);
+  int lo0, n0, lo1, n1;
+  ib_resample_bound(d->filter, (int)c->in_h, b[1], b[3], (int)c->out_h, 0, &lo0, &n0);
+  ib_resample_bound(d->filter, (int)c->in_h, b[1], b[3], (int)c->out_h, (int)c->out_h - 1, &lo1,
+                    &n1);
+  k->first = need_v ? lo0 : 0;
+  k->rows = need_v ? lo1 + n1 - lo0 : (int32_t)c->in_h;
+  if (need_v) {
+    k->ksize_y = ib_resample_ksize(d->filter, b[1], b[3], (int)c->out_h);
+    k->yb = (int32_t)*words;
+    k->yk = k->yb + 2 * (int32_t)c->out_h;
+    *words += (size_t)2 * c->out_h + (size_t)c->out_h * k->ksize_y;
+    if (k->ksize_y > d->kmax) d->kmax = k->ksize_y;
+  }
+  if (need_h) {
+    k->ksize_x = ib_resample_ksize(d->filter, b[0], b[2], (int)c->out_w);
+    k->xb = (int32_t)*words;
+    k->xk = k->xb + 2 * (int32_t)c->out_w;
+    *words += (size_t)2 * c->out_w + (size_t)c->out_w * k->ksize_x;
+    if (k->ksize_x > d->kmax) d->kmax = k->ksize_x;
+  }
+}
+
+/* The sequence's images: the reduced one at scratch offset 0, a tall
+ * image's middle one after it, then the horizontal pass's rows (one region
+ * for both calls: they run one after the other). */
+static void dev_images(dev_seq *d, unsigned bands) {
+  ib_resample_params *q = &d->q;
+  uint64_t at = q->reduce ? (uint64_t)q->rw * (uint64_t)q->rh * bands : 0;
+  const int src0 = q->reduce ? IB_RSI_SCRATCH : IB_RSI_SRC;
+  q->call[0].src = src0;
+  q->call[0].src_off = 0;
+  q->call[0].dst = IB_RSI_OUT;
+  if (q->n_calls == 2) {
+    q->call[0].dst = IB_RSI_SCRATCH;
+    q->call[0].dst_off = at;
+    q->call[1].src = IB_RSI_SCRATCH;
+    q->call[1].src_off = at;
+    q->call[1].dst = IB_RSI_OUT;
+    at += (uint64_t)d->c[0].out_w * d->c[0].out_h * bands;
+  }
+  uint64_t tmp = 0;
+  for (int i = 0; i < q->n_calls; i++) {
+    ib_rsp_call *k = &q->call[i];
+    k->tmp_off = at;
+    if ((k->passes & IB_RSP_H) && (k->passes & IB_RSP_V)) {
+      const uint64_t t = (uint64_t)k->out_w * (uint64_t)k->rows * bands;
+      if (t > tmp) tmp = t;
+    }
+  }
+  d->scratch = (size_t)(at + tmp);
+}
+
+/* The device layout of a plan on an input of `in`. */
+static void dev_layout(const ib_resize_plan *p, const ib_shape *in, dev_seq *d) {
+  memset(d, 0, sizeof *d);
+  d->filter = p->filter;
+  ib_resample_params *q = &d->q;
+  if (p->copy) { /* the whole image, as a crop at (0, 0) */
+    const int32_t w = (int32_t)in->width, h = (int32_t)in->height;
+    q->n_calls = 1;
+    q->call[0] = (ib_rsp_call){.passes = IB_RSP_CROP,
+                               .src = IB_RSI_SRC,
+                               .dst = IB_RSI_OUT,
+                               .in_w = w,
+                               .in_h = h,
+                               .out_w = w,
+                               .out_h = h};
+    return;
+  }
+  if (p->reduce) {
+    q->reduce = 1;
+    q->fx = p->fx, q->fy = p->fy;
+    q->rbox[0] = p->rbox[0], q->rbox[1] = p->rbox[1];
+    q->rbox[2] = p->rbox[2] - p->rbox[0], q->rbox[3] = p->rbox[3] - p->rbox[1];
+    q->rw = (int32_t)p->rw, q->rh = (int32_t)p->rh;
+  }
+  q->n_calls = p->n_calls;
+  size_t words = 0;
+  for (int i = 0; i < p->n_calls; i++) {
+    d->c[i] = p->call[i];
+    dev_call(d, i, &words);
+  }
+  d->words = words;
+  d->w_off = (words + 1) & ~(size_t)1;
+  dev_images(d, ib_mode_bands(in->mode));
+}
+
+static ib_status dev_plan(const ib_node *node, const ib_shape *in, dev_seq *d, ib_error *err) {
+  if (!in)
+    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
+                      "backend cuda: op resize: a filtered resize's node has no input shape");
+  ib_resize_plan p;
+  ib_status st = resize_plan(node->pb->resize, in, &p, err);
+  if (st != IB_OK) return st;
+  dev_layout(&p, in, d);
+  return IB_OK;
+}
+
+/* The tables, then room for kmax doubles that ib_resample_coeffs works in
+ * (uploaded, unread: it saves an allocation that could fail here). */
+static size_t resample_extra_bytes(const ib_node *node) {
+  dev_seq d;
+  ib_error err = {0};
+  if (dev_plan(node, input_shape(node), &d, &err) != IB_OK || d.words == 0) return 0;
+  return (d.w_off + (size_t)2 * d.kmax) * sizeof(int32_t);
+}
+
+static void resample_fill_extra(const ib_node *node, const ib_shape *in, uint8_t *extra) {
+  dev_seq d;
+  ib_error err = {0};
+  if (dev_plan(node, in, &d, &err) != IB_OK || d.words == 0) return;
+  int32_t *t = (int32_t *)(void *)extra;
+  double *w = (double *)(void *)(t + d.w_off);
+  for (int i = 0; i < d.q.n_calls; i++) {
+    const ib_rsp_call *k = &d.q.call[i];
+    const ib_resize_call *c = &d.c[i];
+    if (k->passes & IB_RSP_V) {
+      ib_resample_coeffs(d.filter, (int)c->in_h, c->box[1], c->box[3], (int)c->out_h, k->ksize_y,
+                         t + k->yb, t + k->yk, w);
+      if (k->passes & IB_RSP_H)
+        for (uint32_t y = 0; y < c->out_h; y++) t[k->yb + 2 * y] -= k->first;
+    }
+    if (k->passes & IB_RSP_H)
+      ib_resample_coeffs(d.filter, (int)c->in_w, c->box[0], c->box[2], (int)c->out_w, k->ksize_x,
+                         t + k->xb, t + k->xk, w);
+  }
+}
+
+static void resample_fill(const ib_gstep *s, const ib_node *node, uint8_t *p) {
+  (void)s;
+  dev_seq d;
+  ib_error err = {0};
+  if (dev_plan(node, input_shape(node), &d, &err) != IB_OK) memset(&d, 0, sizeof d);
+  memcpy(p, &d.q, sizeof d.q);
+}
+
+/* Scratch: the reduced image, a tall image's middle one and the horizontal
+ * pass's rows where both passes of a call run (dev_images). */
+static size_t resample_scratch(const ib_node *node, const ib_shape *in) {
+  dev_seq d;
+  ib_error err = {0};
+  return dev_plan(node, in, &d, &err) == IB_OK ? d.scratch : 0;
+}
+
+static ib_dev_launch launch_of(int kernel, uint64_t items, unsigned threads, int ci) {
+  return (ib_dev_launch){.kernel = kernel,
+                         .blocks = (items + threads - 1) / threads,
+                         .n_args = kernel == IB_RESAMPLE_K_REDUCE ? 0 : 1,
+                         .args = {ci}};
+}
+
+/* In stream order: the reduce step over the largest reduced image (when
+ * any job reduces), then per call the horizontal launch over the largest
+ * out_w x rows and the vertical (or crop) launch over the largest output
+ * of the jobs that run it. */
+static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
+  uint64_t red = 0, h_items[2] = {0, 0}, v_items[2] = {0, 0};
+  for (size_t i = 0; i < g->n_jobs; i++) {
+    ib_dev_job j;
+    g->job(g, i, &j);
+    ib_resample_params q;
+    memcpy(&q, j.params, sizeof q);
+    if (q.reduce && (uint64_t)q.rw * (uint64_t)q.rh > red) red = (uint64_t)q.rw * (uint64_t)q.rh;
+    for (int c = 0; c < q.n_calls && c < 2; c++) {
+      const ib_rsp_call *k = &q.call[c];
+      const uint64_t hi = (uint64_t)k->out_w * (uint64_t)(k->rows > 0 ? k->rows : 0);
+      const uint64_t vi = (uint64_t)k->out_w * (uint64_t)k->out_h;
+      if ((k->passes & IB_RSP_H) && !(k->passes & IB_RSP_CROP) && hi > h_items[c]) h_items[c] = hi;
+      if ((k->passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
+    }
+  }
+  int n = 0;
+  if (red) out[n++] = launch_of(IB_RESAMPLE_K_REDUCE, red, g->threads, 0);
+  for (int c = 0; c < 2; c++) {
+    if (h_items[c]) out[n++] = launch_of(IB_RESAMPLE_K_H, h_items[c], g->threads, c);
+    if (v_items[c]) out[n++] = launch_of(IB_RESAMPLE_K_V, v_items[c], g->threads, c);
+  }
+  return n;
+}
+
+static const ib_dev_passes resample_passes = {
+    .kernels = {[IB_RESAMPLE_K_H] = {"ib_resample_h", 0},
+                [IB_RESAMPLE_K_V] = {"ib_resample_v", 0},
+                [IB_RESAMPLE_K_REDUCE] = {"ib_resample_reduce", 0}},
+    .n_kernels = 3,
+    .plan = resample_plan,
+    .scratch_bytes = resample_scratch,
+};
+
+static const ib_dev_op resample_dev_op = {.tag = 'H',
+                                          .role = IB_DEV_PASSES,
+                                          .header = "resample.cuh",
+                                          .fill = resample_fill,
+                                          .extra_bytes = resample_extra_bytes,
+                                          .fill_extra = resample_fill_extra,
+                                          .passes = &resample_passes};
+
+/* NEAREST: the gather head. A filter: the multi-pass head, for every plan
+ * Image.resize makes (a = 1 premultiplies LA / RGBA). */
 static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *s, ib_error *err) {
   unsigned f = (unsigned)node->pb->resize->resample;
-  if (f != IMGBATCH__V1__RESAMPLE__NEAREST)
-    return ib_op_fail(
-        err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
-        "backend cuda: op resize (mode %s): resample %s has no device kernel yet",
-        ib_mode_name((ib_mode)in_modes[0]),
-        f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?");
-  s->dev = &resize_dev_op;
+  if (f == IMGBATCH__V1__RESAMPLE__NEAREST) {
+    s->dev = &resize_dev_op;
+    return IB_OK;
+  }
+  const char *mode = ib_mode_name((ib_mode)in_modes[0]);
+  const char *name = f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?";
+  const ib_shape *in = input_shape(node);
+  if (!in)
+    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
+                      "backend cuda: op resize (mode %s): resample %s: the node has no input shape",
+                      mode, name);
+  ib_resize_plan p;
+  ib_status st = resize_plan(node->pb->resize, in, &p, err);
+  if (st != IB_OK) return st;
+  s->dev = &resample_dev_op;
+  s->a = p.premultiply && !p.copy;
+  s->param_len = sizeof(ib_resample_params);
   return IB_OK;
 }
 
@@ -297,5 +549,5 @@ const ib_op_desc ib_op_resize = {
     .param_bytes = resize_param_bytes,
     .cpu = resize_cpu,
     .dev = resize_dev,
-    .dev_ops = (const ib_dev_op *const[]){&resize_dev_op, NULL},
+    .dev_ops = (const ib_dev_op *const[]){&resize_dev_op, &resample_dev_op, NULL},
 };

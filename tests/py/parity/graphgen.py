@@ -87,6 +87,7 @@ APPLY = {
     "expand": lambda a, x: ImageOps.expand(x, _tup(a["border"]), _tup(a["fill"])),
     "resize": lambda a, x: x.resize(tuple(a["size"]), Image.Resampling.NEAREST,
                                     tuple(a["box"]) if a.get("box") else None),
+    "reduce": lambda a, x: x.reduce(_tup(a["factor"]), tuple(a["box"]) if a.get("box") else None),
     "paste": _paste,
     "getchannel": lambda a, x: x.getchannel(a["band"]),
     "convert": lambda a, x: x.convert(a["mode"]),
@@ -173,7 +174,7 @@ def _color(r, mode):
 def _g_geometry(st, cur, r):
     mode, (w, h) = st.shapes[cur]
     kind = r.choice(("transpose", "transpose", "flip", "mirror", "crop", "crop", "expand",
-                     "resize", "copy"))
+                     "resize", "reduce", "copy"))
     if kind == "transpose":
         m = r.randrange(7)
         return st.add_step("transpose", [cur], {"method": m}, mode,
@@ -194,6 +195,16 @@ def _g_geometry(st, cur, r):
         if max(size) > MAX_SIDE + 8 or min(size) < 1:
             return cur
         return st.add_step("expand", [cur], {"border": border, "fill": _color(r, mode)}, mode, size)
+    if kind == "reduce":
+        f = [r.randint(1, 6), r.randint(1, 6)]
+        x0, y0 = r.randint(0, w - 1), r.randint(0, h - 1)
+        b = [x0, y0, r.randint(x0 + 1, w), r.randint(y0 + 1, h)] if r.random() < 0.4 else [0, 0, w, h]
+        args = {"factor": f[0] if r.random() < 0.4 else f}
+        if b != [0, 0, w, h]:
+            args["box"] = b
+        fx, fy = (args["factor"],) * 2 if isinstance(args["factor"], int) else f
+        return st.add_step("reduce", [cur], args, mode,
+                           (-(-(b[2] - b[0]) // fx), -(-(b[3] - b[1]) // fy)))
     tw, th = r.randint(1, MAX_SIDE), r.randint(1, MAX_SIDE)
     args = {"size": [tw, th]}
     if r.random() < 0.4:

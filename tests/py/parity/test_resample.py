@@ -50,16 +50,12 @@ def one_call(r, im):
     return size, box, gap
 
 
-# The CUDA backend has no multi-pass device step for these filters yet: it
-# must refuse them by name (op_resize.c resize_dev), never answer other bytes.
-DEVICE_REFUSES = parity.backend() == "cuda"
-
-
 def assert_exact_or_both_refuse(cases):
     """Bytes equal where Pillow resizes; where Pillow raises ValueError (a
     reducing_gap whose reduce box is empty, a box past the image), an
-    Invalid error. On the CUDA backend a filter other than NEAREST is
-    Unsupported, naming the filter."""
+    Invalid error. Both backends run every plan Image.resize makes (the
+    CUDA backend's multi-pass head in op_resize.c / kernels/resample.cuh,
+    reduce step and tall two-call sequence included)."""
     wrong = []
     for o in parity.run_cases(cases):
         try:
@@ -67,12 +63,9 @@ def assert_exact_or_both_refuse(cases):
             refused = None
         except ValueError as e:
             refused = e
-        flt = Image.Resampling(o.case.image._node.params.get("resample", 0))
         err = o.result.error if o.result is not None else None
         if refused is not None:
             ok = o.status == "error" and err.kind == "invalid"
-        elif DEVICE_REFUSES and flt != Image.Resampling.NEAREST and o.case.image._node.op == "resize":
-            ok = o.status == "error" and err.kind == "unsupported" and flt.name in err.message
         else:
             ok = o.status == "exact"
         if not ok:
