@@ -58,7 +58,8 @@ def test_graph_mistakes_name_the_step_and_how_it_is_written(tmp_path):
         "invert|gaussian_blur(radius=2)":
             "step 2 gaussian_blur(radius=2): no argument named radius; "
             "expected gaussian_blur(r[, ry])",
-        "resize(1, 2, 3)": "step 1 resize(1, 2, 3): too many arguments; expected resize(width, height)",
+        "resize(1, 2, 3, 4, 5)": "step 1 resize(1, 2, 3, 4, 5): too many arguments; "
+            "expected resize(width, height[, FILTER], reducing_gap=g)",
         "rank(3)": "step 1 rank(3): too few arguments; expected rank(size, rank)",
         "invert(1)": "step 1 invert(1): too many arguments; expected invert (no arguments)",
         "crop(1, 2)": "step 1 crop(1, 2): wrong number of values; expected crop(left, top, right, bottom)",
