@@ -57,10 +57,12 @@ static void on_error(j_common_ptr c) {
 }
 
 /* Warnings are dropped as Pillow drops them (its output_message does
- * nothing), but for the data running out: Pillow's decoder then waits for
- * more and ImageFile.load calls the file truncated. Nothing reads past the
- * last row (jpeg_finish_decompress is not called), so a file that only
- * lacks its EOI decodes, as in Pillow. */
+ * nothing), but for the data running out: Pillow's suspending source then
+ * waits for more and ImageFile.load calls the file truncated. Running out
+ * is only noticed while rows are wanted (jpeg_finish_decompress, which
+ * looks for the EOI, is not called), so a file that lacks its EOI decodes
+ * exactly where Pillow's does: where the Huffman decoder's read-ahead
+ * stays inside the data. */
 static void on_message(j_common_ptr c, int level) {
   if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF)
     fail_with(c, IB_DECODE, "truncated: the data ends before the last row");
