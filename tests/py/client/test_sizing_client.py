@@ -190,3 +190,13 @@ def test_record_time_errors_are_pillows(call):
     with pytest.raises(Exception) as ours:
         call(ib, ib.Image.new("RGB", (9, 7)))
     assert (type(ours.value), str(ours.value)) == (type(pillows.value), str(pillows.value))
+
+
+def test_the_graph_languages_thumbnail_step_is_pillows_thumbnail():
+    data = encoded("JPEG", (400, 300))
+    for text, size in [("thumbnail(64)", (64, 64)), ("thumbnail(90, 30)", (90, 30))]:
+        got = imgbatch.apply_graph(imgbatch.parse_graph(text), Image.open(data))
+        pil = PIL.Image.open(io.BytesIO(data))
+        pil.thumbnail(size)
+        assert got.size == pil.size and got.replay().tobytes() == pil.tobytes(), text
+        assert imgbatch.pb().Job.FromString(got.to_job()).source.draft_scale > 1, text

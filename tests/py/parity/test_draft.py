@@ -334,3 +334,23 @@ def test_corrupt_jpegs_with_draft_are_answered_and_agree_with_pillow():
         assert (got.image.width, got.image.height) == im.size, k
         assert got.image.data == im.tobytes(), f"corrupt file {k}: bytes differ from Pillow's"
     assert both > 10, both
+
+
+def test_thumbnail_of_a_path_source_drafts_the_file_the_worker_reads(tmp_path):
+    r = parity.rng("draft-path")
+    data = jpeg(r, "RGB", (513, 387), "4:2:0", progressive=True, kind="smooth")
+    (tmp_path / "photo.jpg").write_bytes(data)
+    lazy = Image.open_path("photo.jpg", root=str(tmp_path))
+    lazy.thumbnail((60, 60))
+    pil = PIL.Image.open(io.BytesIO(data))
+    pil.thumbnail((60, 60))
+    job = imgbatch.pb().Job.FromString(lazy.to_job(key=1))
+    # draft(None, (120, 120)): min(513 // 120, 387 // 120) = 3 -> 1/2.
+    assert job.source.path == "photo.jpg" and job.source.draft_scale == 2
+    assert lazy.replay().tobytes() == pil.tobytes()
+    if DEVICE_REFUSES:
+        pytest.skip("BICUBIC has no device step on the CUDA backend yet")
+    (res,) = imgbatch.run_local([job.SerializeToString()], binary=parity.binary(), backend=parity.backend(),
+                                args=("--source-root", str(tmp_path)))
+    assert res.error is None, res.error
+    assert (res.image.width, res.image.height, res.image.data) == pil.size + (pil.tobytes(),)
