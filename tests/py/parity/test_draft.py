@@ -354,3 +354,21 @@ def test_thumbnail_of_a_path_source_drafts_the_file_the_worker_reads(tmp_path):
                                 args=("--source-root", str(tmp_path)))
     assert res.error is None, res.error
     assert (res.image.width, res.image.height, res.image.data) == pil.size + (pil.tobytes(),)
+
+
+def test_a_photo_sized_jpeg_thumbnail_equals_pillows():
+    """12 MP (4032 x 3024, past the side bound before its 1/8 draft) to 256."""
+    r = parity.rng("draft-photo")
+    bands = [PIL.Image.linear_gradient("L"), PIL.Image.radial_gradient("L"),
+             PIL.Image.frombytes("L", (64, 48), r.randbytes(64 * 48)).resize((256, 256))]
+    photo = PIL.Image.merge("RGB", [b.resize((4032, 3024), PIL.Image.Resampling.BILINEAR) for b in bands])
+    buf = io.BytesIO()
+    photo.save(buf, "JPEG", quality=85)
+    data = buf.getvalue()
+    pil = PIL.Image.open(io.BytesIO(data))
+    pil.thumbnail((256, 256))
+    lazy = Image.open(data)
+    lazy.thumbnail((256, 256))
+    assert imgbatch.pb().Job.FromString(lazy.to_job()).source.draft_scale == 4
+    assert lazy.replay().tobytes() == pil.tobytes()
+    thumbnails([Case("photo-4032x3024-256", "thumbnail", "RGB", lazy)])
