@@ -372,3 +372,18 @@ def test_a_photo_sized_jpeg_thumbnail_equals_pillows():
     assert imgbatch.pb().Job.FromString(lazy.to_job()).source.draft_scale == 4
     assert lazy.replay().tobytes() == pil.tobytes()
     thumbnails([Case("photo-4032x3024-256", "thumbnail", "RGB", lazy)])
+
+
+def test_an_mpo_thumbnail_drafts_its_first_frame_as_pillow_does():
+    r = parity.rng("draft-mpo")
+    frames = [PIL.Image.frombytes("RGB", (50, 40), r.randbytes(6000)).resize((503, 377)) for _ in range(2)]
+    buf = io.BytesIO()
+    frames[0].save(buf, "MPO", save_all=True, append_images=frames[1:])
+    pil = PIL.Image.open(io.BytesIO(buf.getvalue()))
+    assert pil.format == "MPO"
+    pil.thumbnail((60, 60))
+    lazy = Image.open(buf.getvalue())
+    lazy.thumbnail((60, 60))
+    assert imgbatch.pb().Job.FromString(lazy.to_job()).source.draft_scale == 2
+    assert lazy.replay().tobytes() == pil.tobytes()
+    thumbnails([Case("mpo-503x377-60", "thumbnail", "RGB", lazy)])
