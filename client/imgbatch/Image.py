@@ -93,7 +93,8 @@ def open(fp: Union[str, "os.PathLike[str]", bytes, IO[bytes]], mode: str = "r",
         raise ValueError(f"bad mode {mode!r}")
     data = _read_fp(fp)
     head = PIL.Image.open(io.BytesIO(data), "r", formats)
-    spec = SourceSpec("encoded", None, None, data, head.format)
+    spec = SourceSpec("encoded", None, None, data, head.format,
+                      lambda: PIL.Image.open(io.BytesIO(data), "r", formats))
     return LazyImage(source_node(spec, lambda: _open_loaded(data, formats), decoded_mode(head),
                                  head.size))
 
@@ -111,7 +112,11 @@ def open_path(relpath: Union[str, "os.PathLike[str]"], root: Optional[str] = Non
         with builtins.open(full, "rb") as f:
             return _open_loaded(f.read())
 
-    spec = SourceSpec("path", None, None, os.fspath(relpath), fmt)
+    def opener() -> PIL.Image.Image:
+        with builtins.open(full, "rb") as f:
+            return PIL.Image.open(io.BytesIO(f.read()))
+
+    spec = SourceSpec("path", None, None, os.fspath(relpath), fmt, opener)
     return LazyImage(source_node(spec, replay, mode, size))
 
 

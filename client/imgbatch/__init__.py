@@ -16,7 +16,8 @@ Pillow-shaped modules (Image, ImageOps, ImageFilter, ImageChops,
 ImageEnhance) record through Pillow and need the [pillow] extra; they are
 imported on first access, so the wire layer (write_delimited, parse_result,
 Result) and Kafka (Producer, ResultReader; the [kafka] extra) work without
-Pillow. Every Job written carries contract_version = CONTRACT_VERSION.
+Pillow. Every Job written carries the contract_version it needs: 2, or
+CONTRACT_VERSION (3) when it uses a draft-decoded source.
 
 Operations the worker executes (README, "Operations"; modes L, LA, RGB, RGBA, CMYK,
 RGBX, 8 bits per band; anything else is refused by the worker naming op and
@@ -43,7 +44,7 @@ from .stream import (
     write_delimited,
 )
 
-__version__ = "2.0.0"
+__version__ = "3.0.0"
 
 # op (proto Node field) -> (the Pillow call it mirrors, the modes the worker runs it on),
 # from the op table (worker/ops/ops.def, generated into _optable).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ._proto import CONTRACT_VERSION, pb
+from ._proto import contract_for, pb
 
 _FORMATS = {"raw": "RAW", "png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
 _U64 = 1 << 64
@@ -35,10 +35,11 @@ class Node:
 class SourceSpec:
     """What a SourceOp reads: kind is 'encoded', 'path', 'raw' or 'fill'."""
 
-    __slots__ = ("kind", "mode", "size", "data", "format")
+    __slots__ = ("kind", "mode", "size", "data", "format", "opener", "draft", "loaded")
 
     def __init__(self, kind: str, mode: Optional[str], size: Optional[Tuple[int, int]], data: Any,
-                 format: Optional[str] = None):
+                 format: Optional[str] = None, opener: Optional[Callable[[], Any]] = None,
+                 draft: Optional[int] = None):
         self.kind = kind
         self.mode = mode
         self.size = size
@@ -46,11 +47,24 @@ class SourceSpec:
         # Pillow's format of an encoded/path source ("JPEG", ...): thumbnail()
         # drafts a JPEG. Not part of the key: the bytes already are.
         self.format = format
+        # The file opened by Pillow and not loaded yet (what draft() needs).
+        self.opener = opener
+        # The scale Pillow's draft() chose (1, 2, 4, 8), None before a draft.
+        self.draft = draft
+        # Pillow's image has loaded its pixels (an op read it): draft() is
+        # then a no-op, as Pillow's needs the file's tile still pending.
+        self.loaded = False
 
     def key(self) -> Tuple[Any, ...]:
-        return (self.kind, self.mode, self.size, self.data)
+        return (self.kind, self.mode, self.size, self.data, self.draft_scale())
+
+    def draft_scale(self) -> int:
+        """Source.draft_scale: 0 unless the draft scales the decode."""
+        return self.draft if self.draft is not None and self.draft > 1 else 0
 
     def fill_pb(self, src: Any) -> None:
+        if self.draft_scale():
+            src.draft_scale = self.draft_scale()
         if self.kind == "encoded":
             src.encoded = self.data
         elif self.kind == "path":
@@ -260,9 +274,9 @@ class GraphImage:
                        correlation_id: Optional[str] = None, deadline_unix_ms: Optional[int] = None) -> Any:
         """The Job as a protobuf message (see to_job)."""
         job = pb().Job()
-        job.contract_version = CONTRACT_VERSION
         set_key(job, key)
         build_graph(job, self._node)
+        job.contract_version = contract_for(job)
         _output_pb(job.output, output, quality, compression, lossless, subsampling, progressive, optimize)
         for k, v in (metadata or {}).items():
             if not isinstance(k, str):

@@ -123,6 +123,14 @@ def _resize(im: Any, w: int, h: int, resample: Any = "BICUBIC", reducing_gap: An
     return im.resize((w, h), rs, reducing_gap=reducing_gap)
 
 
+def _thumbnail(im: Any, w: int, h: Any = None) -> Any:
+    """Image.thumbnail((w, h)) (h defaults to w), Pillow's defaults (BICUBIC,
+    reducing_gap 2.0): on a JPEG source, the draft decode and the resize
+    Pillow makes (Source.draft_scale)."""
+    im.thumbnail((w, w if h is None else h))
+    return im
+
+
 def _expand(im: Any, *border: int, fill: Any = 0) -> Any:
     from . import ImageOps
 

@@ -29,7 +29,7 @@ from typing import (
     Union,
 )
 
-from ._proto import CONTRACT_VERSION, pb
+from ._proto import contract_for, pb
 from .stream import InputKey, Result, parse_result
 
 Coordinates = Tuple[str, int, int]
@@ -153,7 +153,7 @@ def _job_bytes_and_key(job: Any, key: InputKey, job_kw: Mapping[str, Any]) -> Tu
         if msg is job:
             msg = P.Job()
             msg.CopyFrom(job)
-        msg.contract_version = CONTRACT_VERSION
+        msg.contract_version = contract_for(msg)
     return msg.SerializeToString(), job_key
 
 
@@ -250,7 +250,7 @@ class Producer:
         job: a LazyImage (serialized with to_job(key=key, **job_kw): output,
         metadata, quality, correlation_id, ...), a Job message or Job bytes
         (whose input_key is used when key is None). Jobs are parsed, and one
-        without contract_version gets CONTRACT_VERSION; bytes that are not a
+        without contract_version gets the one it needs (contract_for); bytes that are not a
         Job raise DecodeError (publish poison with a plain Kafka producer). on_delivery(delivery,
         error) is called from poll()/flush() once the broker answers. A Job
         over message.max.bytes goes by source_dir or raises JobTooLargeError

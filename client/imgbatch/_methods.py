@@ -24,7 +24,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import PIL.Image
 from PIL import ImageFilter as _PILFilter
 
-from ._graph import GraphImage, Node
+from ._graph import GraphImage, Node, SourceSpec, source_node
+
+# Pillow formats whose images have JpegImageFile.draft (MPO's first frame).
+_DRAFTABLE = ("JPEG", "MPO")
 
 # Image.Transpose values that swap width and height.
 _SWAPS = {2, 4, 5, 6}
@@ -63,10 +66,21 @@ def pillow_check(fn: Callable[..., Any], *args: Any, exact: bool = False) -> Non
         fn(*(_stand_in(a, exact) if isinstance(a, GraphImage) else a for a in args))
 
 
+def mark_loaded(nodes: Sequence[Node]) -> None:
+    """Pillow loads an image's pixels when a call reads it; from then on a
+    JPEG's draft() does nothing (its tile is gone), so thumbnail() resizes
+    the full-size decode."""
+    for n in nodes:
+        if n.source is not None:
+            n.source.loaded = True
+
+
 def lazy(op: str, params: Dict[str, Any], inputs: Sequence[GraphImage], mode: str,
          size: Tuple[int, int], replay_fn: Callable[..., Any]) -> LazyImage:
     """New LazyImage for op over input LazyImages."""
-    return LazyImage(Node(op, params, [i._node for i in inputs], mode, size, replay_fn))
+    nodes = [i._node for i in inputs]
+    mark_loaded(nodes)
+    return LazyImage(Node(op, params, nodes, mode, size, replay_fn))
 
 
 def ensure_lazy(im: Any, what: str = "image") -> LazyImage:
@@ -174,25 +188,63 @@ class LazyImage(GraphImage):
         return lazy("crop", params, [self], self.mode, (x1 - x0, y1 - y0),
                     lambda im: im.crop(box))
 
+    def draft(self, mode: Optional[str], size: Optional[Sequence[int]]
+              ) -> Optional[Tuple[str, Tuple[int, int, float, float]]]:
+        """Image.draft(mode, size) -> Source.draft_scale, as JpegImageFile.draft
+        does it: a JPEG opened from bytes or a path, its pixels not read yet
+        and not drafted before, will be decoded by libjpeg scaled by 1/s
+        (s = 8, 4, 2 or 1, the largest not over min(width // size[0],
+        height // size[1])), to ceil(width / s) x ceil(height / s). Returns
+        Pillow's (mode, (0, 0, width / s, height / s)); anything else returns
+        None and records nothing, as in Pillow. Changing the decode's mode
+        (draft("L") of an RGB JPEG) is not in the wire format."""
+        src = self._node.source
+        if (src is None or src.format not in _DRAFTABLE or src.opener is None or src.loaded
+                or src.draft is not None):
+            return None
+        if self.mode == "RGB" and mode in ("L", "YCbCr"):
+            raise NotImplementedError(f"imgbatch: draft({mode!r}) of an RGB JPEG (libjpeg's own colour "
+                                      "conversion) is not in the wire format")
+        w, h = self.size
+        scale = 1
+        if size:
+            scale = min(w // size[0], h // size[1])
+            for s in (8, 4, 2, 1):
+                if scale >= s:
+                    break
+            scale = s
+        drafted = ((w + scale - 1) // scale, (h + scale - 1) // scale)
+        opener, want = src.opener, size
+
+        def replay() -> Any:
+            im = opener()
+            im.draft(mode, want)
+            if im.decoderconfig[0] != scale:  # the recording's arithmetic is Pillow's
+                raise AssertionError(f"imgbatch: Pillow drafted 1/{im.decoderconfig[0]}, recorded 1/{scale}")
+            im.load()
+            return im
+
+        spec = SourceSpec(src.kind, src.mode, src.size, src.data, src.format, opener, draft=scale)
+        self._node = source_node(spec, replay, self.mode, drafted)
+        return self.mode, (0, 0, w / scale, h / scale)
+
     def thumbnail(self, size: Sequence[float], resample: int = PIL.Image.Resampling.BICUBIC,
                   reducing_gap: Optional[float] = 2.0) -> None:
         """Image.thumbnail(size, resample, reducing_gap), in place like Pillow
-        (returns None, rebinds this handle): Pillow's aspect-rounded size, then
-        resize(size, resample, reducing_gap=reducing_gap). A JPEG opened from
-        bytes or a path is first draft()-decoded by Pillow (libjpeg DCT
-        scaling), which the worker does not do: refused at record time when
-        draft would scale."""
-        pillow_check(lambda im: im.thumbnail(size, resample, reducing_gap), self, exact=True)
+        (returns None, rebinds this handle), recorded as the calls Pillow
+        makes: the aspect-rounded size; with a reducing_gap, draft(None,
+        (int(size[0] * gap), int(size[1] * gap))), which for a JPEG source
+        records the libjpeg scale on the source (Source.draft_scale, contract
+        3) and gives the box; then resize(size, resample, box, reducing_gap)
+        unless the (drafted) size already is the thumbnail's."""
         src = self._node.source
-        if reducing_gap is not None and src is not None and src.format in ("JPEG", "MPO"):
-            want = (int(size[0] * reducing_gap), int(size[1] * reducing_gap))
-            scale = min(self.width // want[0], self.height // want[1]) if min(want) > 0 else 0
-            if scale >= 2:
-                raise NotImplementedError(
-                    f"imgbatch: thumbnail{tuple(size)} of a {self.width}x{self.height} JPEG source: "
-                    f"Pillow decodes it with draft() (libjpeg DCT scaling by 1/{min(8, 1 << (scale.bit_length() - 1))}), "
-                    "which the worker does not do yet; thumbnail a decoded copy (im.copy()) or pass "
-                    "reducing_gap=None")
+        if (checking() and reducing_gap is not None and src is not None and src.opener is not None
+                and src.format in _DRAFTABLE and not src.loaded and src.draft is None):
+            # Pillow's errors on the file itself (draft's arithmetic raises
+            # before resize's checks); cheap, as the file is drafted.
+            src.opener().thumbnail(size, resample, reducing_gap)
+        else:
+            pillow_check(lambda im: im.thumbnail(size, resample, reducing_gap), self, exact=True)
         x, y = (math.floor(v) for v in size)
         if x >= self.width and y >= self.height:
             return
@@ -205,8 +257,13 @@ class LazyImage(GraphImage):
             x = round_aspect(y * aspect, key=lambda n: abs(aspect - n / y))
         else:
             y = round_aspect(x / aspect, key=lambda n: 0 if n == 0 else abs(aspect - x / n))
+        box = None
+        if reducing_gap is not None:
+            res = self.draft(None, (int(size[0] * reducing_gap), int(size[1] * reducing_gap)))
+            if res is not None:
+                box = res[1]
         if self.size != (x, y):
-            self._node = self.resize((x, y), resample, None, reducing_gap)._node
+            self._node = self.resize((x, y), resample, box, reducing_gap)._node
 
     def reduce(self, factor: Any, box: Optional[Sequence[int]] = None) -> LazyImage:
         """Image.reduce(factor | (fx, fy), box) -> ReduceOp; factor (1, 1) over
@@ -279,6 +336,7 @@ class LazyImage(GraphImage):
             out.paste(src, box)
             return out
 
+        mark_loaded([self._node, im._node])
         self._node = Node("paste", params, [self._node, im._node], self.mode, self.size, replay)
 
     def getchannel(self, channel: Union[int, str]) -> LazyImage:

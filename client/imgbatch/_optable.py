@@ -87,6 +87,7 @@ OPS: Tuple[Op, ...] = (
         ' (LA, RGBA premultiplied, as Pillow)',
         (
             Step('resize', 'resize(width, height[, FILTER], reducing_gap=g)', '_resize'),
+            Step('thumbnail', 'thumbnail(width[, height])', '_thumbnail'),
         ),
         'width: 7 height: 5',
         ('width: 1 height: 1',),

@@ -7,10 +7,14 @@ proto/imgbatch.proto through grpcio-tools' protoc); it is never committed.
 from types import ModuleType
 from typing import Optional
 
-# The wire contract this client writes (Job.contract_version); equal to
-# IB_CONTRACT_VERSION in worker/include/imgbatch.h and the package's major
-# version. Workers must be upgraded before producers (README).
-CONTRACT_VERSION = 2
+# The newest wire contract this client writes (Job.contract_version); equal
+# to IB_CONTRACT_VERSION in worker/include/imgbatch.h and the package's major
+# version. Workers must be upgraded before producers (README). A Job says
+# the oldest contract that holds what it uses (contract_for), so a v2 worker
+# still takes every Job that needs nothing of v3.
+CONTRACT_VERSION = 3
+# v3 = draft (Source.draft_scale) + renditions.
+_V2 = 2
 
 _pb: Optional[ModuleType] = None
 
@@ -30,3 +34,13 @@ def pb() -> ModuleType:
             ) from e
         _pb = imgbatch_pb2
     return _pb
+
+
+def contract_for(job: "object") -> int:
+    """The contract version a Job message needs: 3 when a source carries a
+    draft scale (a v2 worker would decode it full size), else 2."""
+    sources = [job.source] if job.HasField("source") else []  # type: ignore[attr-defined]
+    sources += list(job.extra_sources)  # type: ignore[attr-defined]
+    if any(s.draft_scale > 1 for s in sources):
+        return CONTRACT_VERSION
+    return _V2

@@ -6,7 +6,10 @@
  * message must be UTF-8 (it is echoed into a Result, a proto3 string), and
  * a PNG must get from codec/png_decode.c (libpng directly) the status,
  * shape and bytes the libvips path it replaced gives (ib_codec_*_vips;
- * messages may differ where png_decode.h says).
+ * messages may differ where png_decode.h says). A JPEG also goes through
+ * the draft decode (jpeg_draft.h, a scale of 2, 4 or 8 picked from its
+ * length), whose header must be libvips' full size divided by the scale
+ * rounded up, in the same mode, whenever both read it.
  */
 #include <libdeflate.h>
 #include <stdint.h>
@@ -96,12 +99,47 @@ static bool vips_can_take(const uint8_t *data, size_t size) {
   return true;
 }
 
+static void decode_checked(const uint8_t *data, size_t size, unsigned draft,
+                           const ib_shape *shape) {
+  if (shape->width > IB_DEFAULT_MAX_SIDE || shape->height > IB_DEFAULT_MAX_SIDE) return; /* parse's limit */
+  uint64_t pixels = (uint64_t)shape->width * shape->height;
+  if (pixels > FZ_MAX_PIXELS) return;
+  uint8_t *dst = malloc((size_t)pixels * ib_mode_bands(shape->mode));
+  if (!dst) return;
+  ib_error err = {0};
+  if (ib_codec_decode_into_draft(data, size, draft, shape, dst, &err) != IB_OK)
+    fz_check_str("draft decode error message is not UTF-8", err.message);
+  free(dst);
+}
+
+/* The draft path of a JPEG against the full-size header `full` (st_full). */
+static void draft_agrees(const uint8_t *data, size_t size, ib_status st_full,
+                         const ib_shape *full) {
+  if (size < 3 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) return;
+  unsigned draft = 2u << (size % 3);
+  ib_shape shape = {0};
+  ib_error err = {0};
+  ib_status st = ib_codec_header_draft(data, size, draft, &shape, &err);
+  if (st != IB_OK) {
+    fz_check_str("draft header error message is not UTF-8", err.message);
+    return;
+  }
+  if (ib_mode_bands(shape.mode) == 0 || shape.width == 0 || shape.height == 0)
+    fz_fail("draft header reported an empty shape or no mode", "");
+  if (st_full == IB_OK &&
+      (shape.mode != full->mode || shape.width != (full->width + draft - 1) / draft ||
+       shape.height != (full->height + draft - 1) / draft))
+    fz_fail("draft header is not the full header scaled, rounded up", "");
+  decode_checked(data, size, draft, &shape);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ib_shape shape = {0};
   ib_error err = {0};
   ib_status st = ib_codec_header(data, size, &shape, &err);
   bool png = is_png(data, size) && vips_can_take(data, size);
   if (png) vips_header_agrees(data, size, st, &shape, &err);
+  draft_agrees(data, size, st, &shape);
   if (st != IB_OK) {
     fz_check_str("header error message is not UTF-8", err.message);
     return 0;

@@ -15,6 +15,7 @@
 #include <vips/vips.h>
 
 #include "codec/png_decode.h"
+#include "codec/jpeg_draft.h"
 #include "codec/jpeg_encode.h"
 #include "codec/output_spec.h"
 #include "codec/png_encode.h"
@@ -230,6 +231,24 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
                                uint8_t *dst, ib_error *err) {
   if (is_png(bytes, len)) return ib_png_decode_into(bytes, len, shape, dst, err);
   return ib_codec_decode_into_vips(bytes, len, shape, dst, err);
+}
+
+static bool drafted(const uint8_t *bytes, size_t len, unsigned draft_scale) {
+  return draft_scale > 1 && ib_jpeg_is(bytes, len);
+}
+
+ib_status ib_codec_header_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
+                                ib_shape *shape, ib_error *err) {
+  if (drafted(bytes, len, draft_scale))
+    return ib_jpeg_draft_header(bytes, len, draft_scale, shape, err);
+  return ib_codec_header(bytes, len, shape, err);
+}
+
+ib_status ib_codec_decode_into_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
+                                     const ib_shape *shape, uint8_t *dst, ib_error *err) {
+  if (drafted(bytes, len, draft_scale))
+    return ib_jpeg_draft_decode_into(bytes, len, draft_scale, shape, dst, err);
+  return ib_codec_decode_into(bytes, len, shape, dst, err);
 }
 
 static VipsInterpretation interpretation_of(ib_mode m) {

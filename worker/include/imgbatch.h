@@ -128,8 +128,10 @@ typedef enum ib_mode {
 
 /* The wire contract version this library reads and writes
  * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
- * A Job newer than this is IB_UNSUPPORTED. Versioning rules: docs/wire.md. */
-#define IB_CONTRACT_VERSION 2u
+ * A Job newer than this is IB_UNSUPPORTED. Versioning rules: docs/wire.md.
+ * v3 = draft (Source.draft_scale) + renditions: a v2 worker would decode a
+ * drafted source full size without noticing, so such a Job says 3. */
+#define IB_CONTRACT_VERSION 3u
 
 IB_API unsigned ib_mode_bands(ib_mode m);
 IB_API const char *ib_mode_name(ib_mode m);

@@ -1,6 +1,7 @@
 /* The graph's leaves: Job.source (index 0) and Job.extra_sources[index-1].
  * Raw pixels are copied, Image.new fills are replicated, encoded bytes are
- * decoded by libvips straight into the output buffer. */
+ * decoded straight into the output buffer (codec.h: libpng, libvips, or
+ * libjpeg for a drafted JPEG). */
 #include <string.h>
 
 #include "codec/codec.h"
@@ -32,7 +33,9 @@ static ib_status source_cpu(const ib_node *node, const ib_image *const *in, ib_i
       for (size_t i = 0; i < n; i++) memcpy(out->data + i * bands, s->bytes, bands);
       return IB_OK;
     }
-    default: return ib_codec_decode_into(s->bytes, s->len, &s->shape, out->data, err);
+    default:
+      return ib_codec_decode_into_draft(s->bytes, s->len, s->pb->draft_scale, &s->shape, out->data,
+                                        err);
   }
 }
 

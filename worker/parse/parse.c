@@ -94,10 +94,20 @@ static ib_status mode_of(const char *name, size_t idx, ib_mode *m, ib_error *err
   return IB_OK;
 }
 
+/* Pillow's draft() picks 1/1, 1/2, 1/4 or 1/8 (JpegImageFile.draft). */
+static ib_status check_draft(const Imgbatch__V1__Source *pb, size_t idx, ib_error *err) {
+  uint32_t s = pb ? pb->draft_scale : 0;
+  if (s <= 2 || s == 4 || s == 8) return IB_OK;
+  return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                      "source %zu: draft_scale %u is not 1, 2, 4 or 8 (Pillow's draft scales)", idx,
+                      s);
+}
+
 static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limits *lim,
                              ib_source *s, size_t idx, ib_error *err) {
   s->pb = pb;
-  ib_status st;
+  ib_status st = check_draft(pb, idx, err);
+  if (st != IB_OK) return st;
   switch (pb ? pb->kind_case : IMGBATCH__V1__SOURCE__KIND__NOT_SET) {
     case IMGBATCH__V1__SOURCE__KIND_RAW: {
       const Imgbatch__V1__RawImage *r = pb->raw;
@@ -142,7 +152,7 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     default:
       return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "source %zu: no image given", idx);
   }
-  if ((st = ib_codec_header(s->bytes, s->len, &s->shape, err)) != IB_OK) {
+  if ((st = ib_codec_header_draft(s->bytes, s->len, pb->draft_scale, &s->shape, err)) != IB_OK) {
     ib_error_prefix(err, "source %zu", idx);
     return st;
   }

@@ -13,7 +13,7 @@ enum {
   IB_FIELD_JOB_EXTRA_SOURCES = 4, /* Job.extra_sources (repeated Source) */
   IB_FIELD_JOB_NODES = 5,         /* Job.nodes (repeated Node) */
   /* Source's oneof kind is exactly the fields FIRST..LAST (encoded, path,
-   * raw, fill). */
+   * raw, fill); its other fields (draft_scale = 5) are numbered past them. */
   IB_FIELD_SOURCE_KIND_FIRST = 1,
   IB_FIELD_SOURCE_RAW = 3, /* Source.raw (RawImage) */
   IB_FIELD_SOURCE_KIND_LAST = 4,

@@ -1,8 +1,9 @@
 """ImageOps.contain / cover / fit / pad / scale and Image.thumbnail, recorded
 as the resize / new / paste calls Pillow makes: on random sizes and modes
 the worker's bytes (CPU backend, through `imgbatch run`) and replay() equal
-Pillow's; record-time errors are Pillow's; thumbnail is in place and refuses
-a JPEG source that Pillow would draft()."""
+Pillow's; record-time errors are Pillow's; thumbnail is in place and, on a
+JPEG source, records the draft() Pillow makes first (tests/py/parity/test_draft.py
+covers its bytes)."""
 import io
 import os
 import random
@@ -97,10 +98,57 @@ def encoded(fmt, size):
     return buf.getvalue()
 
 
-def test_thumbnail_of_a_jpeg_source_that_pillow_drafts_is_refused():
-    lazy = Image.open(encoded("JPEG", (400, 300)))
-    with pytest.raises(NotImplementedError, match="draft"):
-        lazy.thumbnail((64, 64))
+def test_thumbnail_of_a_jpeg_source_records_pillows_draft_and_box():
+    data = encoded("JPEG", (400, 300))
+    lazy = Image.open(data)
+    lazy.thumbnail((64, 64))
+    pil = PIL.Image.open(io.BytesIO(data))
+    pil.thumbnail((64, 64))
+    job = imgbatch.pb().Job.FromString(lazy.to_job(key=1))
+    # draft(None, (128, 128)): min(400 // 128, 300 // 128) = 2 -> 1/2, 200x150.
+    assert job.contract_version == 3 and job.source.draft_scale == 2
+    resize = job.nodes[-1].resize
+    assert (resize.width, resize.height) == pil.size == (64, 48)
+    assert (resize.box.right, resize.box.bottom, resize.reducing_gap) == (200.0, 150.0, 2.0)
+    (res,) = imgbatch.run_local([job.SerializeToString()], binary=binary())
+    assert res.error is None, res.error
+    assert (res.image.size, res.image.data) == (pil.size, pil.tobytes())
+
+
+def test_draft_is_pillows_no_op_after_a_read_a_draft_or_on_other_formats():
+    """Pillow's JpegImageFile.draft needs the file's tile still pending and
+    no earlier draft; other formats and decoded images return None."""
+    data = encoded("JPEG", (400, 300))
+    cases = {
+        "read": lambda m: (lambda im: (im.copy(), im)[1])(m.open(io.BytesIO(data)) if m is PIL.Image
+                                                            else m.open(data)),
+        "twice": lambda m: (lambda im: (im.draft(None, (100, 100)), im)[1])(
+            m.open(io.BytesIO(data)) if m is PIL.Image else m.open(data)),
+        "png": lambda m: m.open(io.BytesIO(encoded("PNG", (400, 300)))) if m is PIL.Image
+        else m.open(encoded("PNG", (400, 300))),
+        "copy": lambda m: (m.open(io.BytesIO(data)) if m is PIL.Image else m.open(data)).copy(),
+    }
+    for name, make in cases.items():
+        pil, lazy = make(PIL.Image), make(Image)
+        assert pil.draft(None, (50, 50)) is None and lazy.draft(None, (50, 50)) is None, name
+        assert lazy.size == pil.size, name
+        pil.thumbnail((50, 50))
+        lazy.thumbnail((50, 50))
+        job = imgbatch.pb().Job.FromString(lazy.to_job(key=1))
+        # "twice": the first draft's 1/2 (min(400 // 100, 300 // 100) = 3) stays.
+        assert job.source.draft_scale == (2 if name == "twice" else 0), name
+        assert job.contract_version == (3 if name == "twice" else 2), name
+        assert lazy.replay().tobytes() == pil.tobytes(), name
+
+
+def test_draft_returns_pillows_mode_and_box_and_refuses_a_mode_change():
+    data = encoded("JPEG", (401, 299))
+    for request in [(50, 50), (200, 100), (401, 299), (1, 1), None]:
+        pil, lazy = PIL.Image.open(io.BytesIO(data)), Image.open(data)
+        assert lazy.draft(None, request) == pil.draft(None, request), request
+        assert lazy.size == pil.size, request
+    with pytest.raises(NotImplementedError, match="wire format"):
+        Image.open(data).draft("L", (50, 50))
 
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
@@ -142,3 +190,13 @@ def test_record_time_errors_are_pillows(call):
     with pytest.raises(Exception) as ours:
         call(ib, ib.Image.new("RGB", (9, 7)))
     assert (type(ours.value), str(ours.value)) == (type(pillows.value), str(pillows.value))
+
+
+def test_the_graph_languages_thumbnail_step_is_pillows_thumbnail():
+    data = encoded("JPEG", (400, 300))
+    for text, size in [("thumbnail(64)", (64, 64)), ("thumbnail(90, 30)", (90, 30))]:
+        got = imgbatch.apply_graph(imgbatch.parse_graph(text), Image.open(data))
+        pil = PIL.Image.open(io.BytesIO(data))
+        pil.thumbnail(size)
+        assert got.size == pil.size and got.replay().tobytes() == pil.tobytes(), text
+        assert imgbatch.pb().Job.FromString(got.to_job()).source.draft_scale > 1, text
