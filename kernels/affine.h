@@ -43,7 +43,7 @@
  * they are plain operators, and the build's ISO C mode (GCC:
  * -ffp-contract=off) and the call boundaries keep the compiler from fusing
  * them there. An FMA changes the last bit of a coordinate and so, near a
- * pixel or truncation boundary, whole bytes (docs/ops.md).
+ * pixel or truncation boundary, whole bytes.
  */
 #ifndef IB_AFFINE_H
 #define IB_AFFINE_H

@@ -122,3 +122,13 @@ def test_rotate_refusals_match_pillow():
                           im.transform((4, 4), Image.Transform.AFFINE, [1, 0, 0, 0, 1]),
                           expect_kind="invalid"))
     parity.assert_rejected(cases)
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB", "RGBA", "LA"])
+def test_rotate_of_a_photo_sized_image_matches_pillow(mode):
+    r = parity.rng("rotate-large", mode)
+    im = parity.random_image(r, mode, (r.randint(500, 700) | 1, r.randint(300, 500)), kind="smooth")
+    cases = [Case(f"rotate-large-{mode}-{f.name}", "rotate large", mode,
+                  im.rotate(r.uniform(-180, 180), f, expand=True, fillcolor=fillcolor(r, mode)))
+             for f in FILTERS]
+    parity.assert_exact(cases)
