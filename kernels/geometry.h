@@ -102,8 +102,10 @@ IB_FN void ib_resize_axis_coeffs(float lo, float hi, uint32_t n_out, double *sca
   *offset = (double)lo;
 }
 
-/* Pillow's COORD(v): -1 below zero, else truncation toward zero. */
-IB_FN int ib_resize_coord(double v) { return v < 0.0 ? -1 : (int)v; }
+/* Pillow's COORD(v): -1 below zero, else truncation toward zero. At 2^31
+ * and above C's conversion is undefined (x86-64 gives INT_MIN, so Pillow
+ * sees a negative index): -1 there too, "outside" either way. */
+IB_FN int ib_resize_coord(double v) { return v < 0.0 || v >= 2147483648.0 ? -1 : (int)v; }
 
 /* ImagingScaleAffine pretabulates one axis by accumulation, not by
  * multiplication: c = offset + scale * 0.5, then per output index

@@ -8,6 +8,7 @@
 #ifndef IB_TOOLS_JOBGEN_H
 #define IB_TOOLS_JOBGEN_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,13 +181,14 @@ enum {
   JG_BOXBLUR,
   JG_GAUSS,
   JG_REDUCE,
+  JG_TRANSFORM,
   JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
-    "copy",     "point",   "invert",     "solarize", "posterize", "getchannel",
-    "constant", "convert", "brightness", "color",    "contrast",  "tone",
-    "chops",    "blend",   "transpose",  "crop",     "expand",    "resize",
-    "paste",    "rank",    "kernel",     "box_blur", "gaussian",  "reduce"};
+    "copy",      "point",      "invert", "solarize", "posterize", "getchannel", "constant",
+    "convert",   "brightness", "color",  "contrast", "tone",      "chops",      "blend",
+    "transpose", "crop",       "expand", "resize",   "paste",     "rank",       "kernel",
+    "box_blur",  "gaussian",   "reduce", "transform"};
 /* The op each generator writes: what it admits is its op-table row's modes
  * (jg_admitted). tools/optable.py checks that jg_op has every op. */
 static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
@@ -214,7 +216,58 @@ static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
     [JG_BOXBLUR] = IMGBATCH__V1__NODE__OP_BOX_BLUR,
     [JG_GAUSS] = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
     [JG_REDUCE] = IMGBATCH__V1__NODE__OP_REDUCE,
+    [JG_TRANSFORM] = IMGBATCH__V1__NODE__OP_TRANSFORM,
 };
+
+/* Image.transform(AFFINE) as Image.rotate builds it (angle about a centre,
+ * sometimes a scale), plus Pillow's other NEAREST paths: scale-only
+ * matrices and strips that start 33000+ pixels away (the double running
+ * sum). sub % 3 picks NEAREST, BILINEAR, BICUBIC when >= 0. */
+static inline void jg_transform(jg_job *j, jg_rng *r, Imgbatch__V1__Node *n, unsigned bands,
+                                uint32_t w, uint32_t h, int sub) {
+  static const Imgbatch__V1__Resample filters[3] = {IMGBATCH__V1__RESAMPLE__NEAREST,
+                                                    IMGBATCH__V1__RESAMPLE__BILINEAR,
+                                                    IMGBATCH__V1__RESAMPLE__BICUBIC};
+  Imgbatch__V1__TransformOp *t = n->transform = jg_alloc(j->a, sizeof *n->transform);
+  imgbatch__v1__transform_op__init(t);
+  t->resample = filters[sub >= 0 ? sub % 3 : (int)jg_below(r, 3)];
+  t->n_matrix = 6;
+  double *a = t->matrix = jg_alloc(j->a, 6 * sizeof(double));
+  t->width = 1 + jg_below(r, 2 * w + 2);
+  t->height = 1 + jg_below(r, 2 * h + 2);
+  if (t->width > 1024) t->width = 1024;
+  if (t->height > 1024) t->height = 1024;
+  const uint32_t kind = jg_below(r, 6);
+  if (kind == 0) { /* scale only */
+    a[0] = (jg_unit(r) * 3 + 0.05) * (jg_below(r, 2) ? 1 : -1);
+    a[4] = (jg_unit(r) * 3 + 0.05) * (jg_below(r, 2) ? 1 : -1);
+    a[2] = a[0] > 0 ? jg_unit(r) * w : w - a[0] * t->width * jg_unit(r);
+    a[5] = a[4] > 0 ? jg_unit(r) * h : h - a[4] * t->height * jg_unit(r);
+    a[1] = a[3] = 0;
+  } else if (kind == 1) { /* far: back on the source after thousands of sums */
+    a[0] = -(4 + 5 * jg_unit(r));
+    a[2] = 33000 + 3000 * jg_unit(r);
+    t->width = (uint32_t)(a[2] / -a[0]) + w + 5;
+    if (t->width > 4096) t->width = 4096;
+    t->height = 1 + jg_below(r, 3);
+    a[1] = jg_unit(r) * 2 - 1;
+    a[3] = (jg_unit(r) * 2 - 1) * 1e-4;
+    a[4] = 0.5 + jg_unit(r);
+    a[5] = jg_unit(r) * h / 2;
+  } else { /* a rotation about a point, maybe scaled */
+    const double ang = jg_below(r, 4) ? jg_unit(r) * 6.283185307179586 : jg_below(r, 4) * 1.5707963,
+                 sc = jg_below(r, 2) ? 1.0 : 0.5 + jg_unit(r) * 1.5;
+    const double c = cos(ang) * sc, s = sin(ang) * sc, cx = jg_unit(r) * w, cy = jg_unit(r) * h;
+    a[0] = c, a[1] = s, a[3] = -s, a[4] = c;
+    a[2] = cx - c * t->width / 2.0 - s * t->height / 2.0;
+    a[5] = cy + s * t->width / 2.0 - c * t->height / 2.0;
+  }
+  if (jg_below(r, 2)) {
+    t->fill.len = bands;
+    t->fill.data = jg_alloc(j->a, 4);
+    for (unsigned b = 0; b < bands; b++) t->fill.data[b] = (uint8_t)jg_u32(r);
+  }
+}
 
 /* Adds op `op` reading node `prev` whose mode is `m` and size w x h; returns
  * the new node index. `sub` picks a variant (chops function, convert target)
@@ -451,6 +504,10 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       }
       break;
     }
+    case JG_TRANSFORM:
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_TRANSFORM, prev, -1);
+      jg_transform(j, r, n, bands, w, h, sub);
+      break;
     default: return prev;
   }
   return (int)j->job.n_nodes - 1;
@@ -520,6 +577,10 @@ static inline void jg_size_after(const Imgbatch__V1__Node *n, int op, uint32_t *
       *h = (bh + n->reduce->factor_y - 1) / n->reduce->factor_y;
       break;
     }
+    case JG_TRANSFORM:
+      *w = n->transform->width;
+      *h = n->transform->height;
+      break;
     default: break;
   }
 }

@@ -18,6 +18,7 @@ import PIL.Image
 from PIL.Image import Dither as Dither  # re-exported Pillow enums (explicitly, for type checkers)
 from PIL.Image import Palette as Palette
 from PIL.Image import Resampling as Resampling
+from PIL.Image import Transform as Transform
 from PIL.Image import Transpose as Transpose
 
 from ._graph import SourceSpec, source_node
@@ -39,6 +40,11 @@ BILINEAR = Resampling.BILINEAR
 HAMMING = Resampling.HAMMING
 BICUBIC = Resampling.BICUBIC
 LANCZOS = Resampling.LANCZOS
+AFFINE = Transform.AFFINE
+EXTENT = Transform.EXTENT
+PERSPECTIVE = Transform.PERSPECTIVE
+QUAD = Transform.QUAD
+MESH = Transform.MESH
 
 
 def _read_fp(fp: Any) -> bytes:

@@ -129,6 +129,21 @@ def _thumbnail(im: Any, w: int, h: Any = None) -> Any:
     Pillow makes (Source.draft_scale)."""
     im.thumbnail((w, w if h is None else h))
     return im
+def _resampling(resample: Any) -> Any:
+    from . import Image
+
+    return Image.Resampling[resample] if isinstance(resample, str) else Image.Resampling(resample)
+
+
+def _rotate(im: Any, angle: float, resample: Any = "NEAREST", expand: Any = 0) -> Any:
+    return im.rotate(angle, _resampling(resample), expand=expand)
+
+
+def _transform(im: Any, w: int, h: int, a: float, b: float, c: float, d: float, e: float, f: float,
+               resample: Any = "NEAREST") -> Any:
+    from . import Image
+
+    return im.transform((w, h), Image.Transform.AFFINE, (a, b, c, d, e, f), _resampling(resample))
 
 
 def _expand(im: Any, *border: int, fill: Any = 0) -> Any:

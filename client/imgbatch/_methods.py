@@ -309,6 +309,23 @@ class LazyImage(GraphImage):
             params["reducing_gap"] = float(reducing_gap)
         return lazy("resize", params, [self], self.mode, (int(size[0]), int(size[1])), replay)
 
+    def transform(self, size: Sequence[int], method: Any, data: Optional[Sequence[Any]] = None,
+                  resample: int = PIL.Image.Resampling.NEAREST, fill: int = 1,
+                  fillcolor: Any = None) -> LazyImage:
+        """Image.transform(size, AFFINE | EXTENT, data, resample, fill, fillcolor) -> TransformOp."""
+        from ._transform import transform
+
+        return transform(self, size, method, data, resample, fill, fillcolor)
+
+    def rotate(self, angle: float, resample: int = PIL.Image.Resampling.NEAREST, expand: Any = False,
+               center: Optional[Sequence[float]] = None, translate: Optional[Sequence[float]] = None,
+               fillcolor: Any = None) -> LazyImage:
+        """Image.rotate(angle, resample, expand, center, translate, fillcolor) -> CopyOp,
+        TransposeOp (Pillow's fast paths) or TransformOp with Pillow's matrix."""
+        from ._transform import rotate
+
+        return rotate(self, angle, resample, expand, center, translate, fillcolor)
+
     def paste(self, im: Any, box: Optional[Sequence[int]] = None, mask: Any = None) -> None:
         """Image.paste(im, box) -> PasteOp over [self, im], rebinding this handle
         (Pillow pastes in place). Unmasked only; im may be a colour with a 4-tuple box."""

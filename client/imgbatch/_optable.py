@@ -276,4 +276,16 @@ OPS: Tuple[Op, ...] = (
         ('factor_x: 1 factor_y: 1',),
         ('factor_x: 0 factor_y: 1',),
     ),
+    Op(
+        'transform', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
+        'Image.transform(size, Transform.AFFINE, data, resample, fillcolor), Image.rotate(angle, resample, expand, center, translate, fillcolor)',
+        ' (NEAREST, BILINEAR, BICUBIC, as Pillow)',
+        (
+            Step('rotate', 'rotate(angle[, FILTER], expand=0)', '_rotate'),
+            Step('transform', 'transform(width, height, a, b, c, d, e, f[, FILTER])', '_transform'),
+        ),
+        'width: 7 height: 5 matrix: [0.8, 0.6, -1.5, -0.6, 0.8, 2.25] resample: BILINEAR',
+        ('width: 1 height: 1 matrix: [1, 0, 0, 0, 1, 0]', 'width: 4 height: 3 matrix: [1e9, -1e9, 0, 0, 1, -1e9] resample: BICUBIC'),
+        ('width: 0 height: 1 matrix: [1, 0, 0, 0, 1, 0]', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1]', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1, 0] resample: BOX', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1, 0] method: EXTENT', 'width: 4 height: 3 matrix: [nan, 0, 0, 0, 1, 0]'),
+    ),
 )

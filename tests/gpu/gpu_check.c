@@ -625,6 +625,7 @@ int main(int argc, char **argv) {
                    : op == JG_CONVERT   ? 6
                    : op == JG_TRANSPOSE ? 7
                    : op == JG_RANK      ? 4
+                   : op == JG_TRANSFORM ? 12
                                         : 2;
     for (int m = 1; m <= 6; m++) {
       if (!jg_admitted(op, (ib_mode)m)) continue;

@@ -47,6 +47,7 @@ typedef struct tnode {
   Imgbatch__V1__KernelOp kernel;
   Imgbatch__V1__BoxBlurOp box_blur;
   Imgbatch__V1__GaussianBlurOp gaussian_blur;
+  Imgbatch__V1__TransformOp transform;
   double weights[25];
   uint64_t table_msg[32]; /* the op message of a table sample (tn_table_sample) */
   char table_str[16];     /* its one string field's value */
@@ -83,6 +84,7 @@ static inline void tnode_init(tnode *t) {
   t->kernel = (Imgbatch__V1__KernelOp)IMGBATCH__V1__KERNEL_OP__INIT;
   t->box_blur = (Imgbatch__V1__BoxBlurOp)IMGBATCH__V1__BOX_BLUR_OP__INIT;
   t->gaussian_blur = (Imgbatch__V1__GaussianBlurOp)IMGBATCH__V1__GAUSSIAN_BLUR_OP__INIT;
+  t->transform = (Imgbatch__V1__TransformOp)IMGBATCH__V1__TRANSFORM_OP__INIT;
 }
 
 /* The op table's sample parameters (ops/ops.def), per op case. */
@@ -364,6 +366,27 @@ static inline bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, in
       TN_SET(t, gaussian_blur, GAUSSIAN_BLUR);
       t->gaussian_blur.radius_x = t->gaussian_blur.radius_y = 2.0;
       return v < 1;
+    case IMGBATCH__V1__NODE__OP_TRANSFORM: {
+      /* Each of affine.h's paths: SCALE, FIXED, FLOAT (a corner 40000
+       * away), BILINEAR and BICUBIC (premultiplied on LA / RGBA). */
+      static double m[5][6] = {{1.5, 0, 2, 0, -0.5, 9},
+                               {0.8, 0.6, -1.5, -0.6, 0.8, 2.25},
+                               {-9, 0.5, 40000, 0.1, 1, 3},
+                               {0.8, 0.6, -1.5, -0.6, 0.8, 2.25},
+                               {0.8, 0.6, -1.5, -0.6, 0.8, 2.25}};
+      static const Imgbatch__V1__Resample f[5] = {
+          IMGBATCH__V1__RESAMPLE__NEAREST, IMGBATCH__V1__RESAMPLE__NEAREST,
+          IMGBATCH__V1__RESAMPLE__NEAREST, IMGBATCH__V1__RESAMPLE__BILINEAR,
+          IMGBATCH__V1__RESAMPLE__BICUBIC};
+      if (v >= 5) return false;
+      TN_SET(t, transform, TRANSFORM);
+      t->transform.width = 7;
+      t->transform.height = 5;
+      t->transform.n_matrix = 6;
+      t->transform.matrix = m[v];
+      t->transform.resample = f[v];
+      return true;
+    }
     default: return v < 1 && tn_table_sample(t, c);
   }
 }

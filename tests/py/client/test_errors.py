@@ -20,6 +20,8 @@ IB_LIB = types.SimpleNamespace(Image=imgbatch.Image, ImageOps=imgbatch.ImageOps,
                                ImageChops=imgbatch.ImageChops, ImageEnhance=imgbatch.ImageEnhance,
                                ImageFilter=imgbatch.ImageFilter)
 F = PIL.ImageFilter
+AFFINE, EXTENT = PIL.Image.Transform.AFFINE, PIL.Image.Transform.EXTENT
+ID6 = [1, 0, 0, 0, 1, 0]
 
 
 def raw(cls, **attrs):
@@ -121,6 +123,22 @@ CASES = [
     ("enhance", "color-palette", lambda L: L.ImageEnhance.Color(im(L, "P")).enhance(1.5)),
     ("enhance", "brightness-bad-factor", lambda L: L.ImageEnhance.Brightness(im(L)).enhance("x")),
     ("enhance", "ok", lambda L: L.ImageEnhance.Color(im(L, "RGBA")).enhance(0.5)),
+    ("transform", "box-filter", lambda L: im(L).transform((4, 4), AFFINE, ID6, PIL.Image.Resampling.BOX)),
+    ("transform", "unknown-filter", lambda L: im(L).transform((4, 4), AFFINE, ID6, 9)),
+    ("transform", "five-entries", lambda L: im(L).transform((4, 4), AFFINE, ID6[:5])),
+    ("transform", "no-data", lambda L: im(L).transform((4, 4), AFFINE)),
+    ("transform", "negative-size", lambda L: im(L).transform((-1, 4), AFFINE, ID6)),
+    ("transform", "size-list", lambda L: im(L).transform([4, 4], AFFINE, ID6)),
+    ("transform", "bad-fillcolor", lambda L: im(L).transform((4, 4), AFFINE, ID6, fillcolor="nocolour")),
+    ("transform", "rgba-bicubic-ok",
+     lambda L: im(L, "RGBA").transform((4, 3), AFFINE, [1, 0.5, 0, 0, 1, 0], 3, fillcolor=(1, 2, 3, 4))),
+    ("transform", "extent-ok", lambda L: im(L, "LA").transform((5, 5), EXTENT, (1, 1, 4, 3), 2)),
+    ("transform", "rotate-lanczos", lambda L: im(L).rotate(30, PIL.Image.Resampling.LANCZOS)),
+    ("transform", "rotate-short-center", lambda L: im(L).rotate(30, center=(1,))),
+    ("transform", "rotate-bad-fillcolor", lambda L: im(L, "CMYK").rotate(30, fillcolor="nocolour")),
+    ("transform", "rotate-ok",
+     lambda L: im(L, "LA").rotate(-30.5, PIL.Image.Resampling.BILINEAR, True, fillcolor=(9, 200))),
+    ("transform", "rotate-90-ok", lambda L: im(L).rotate(90, expand=1, translate=(2, 1))),
 ]
 
 

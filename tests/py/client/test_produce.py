@@ -65,6 +65,10 @@ def test_graph_mistakes_name_the_step_and_how_it_is_written(tmp_path):
         "crop(1, 2)": "step 1 crop(1, 2): wrong number of values; expected crop(left, top, right, bottom)",
         "transpose(SIDEWAYS)": "step 1 transpose('SIDEWAYS'): unknown value 'SIDEWAYS'; expected transpose(METHOD)",
         "median(width=3)": "step 1 median(width=3): no argument named width; expected median(size=3)",
+        "rotate(30, SIDEWAYS)": "step 1 rotate(30, 'SIDEWAYS'): unknown value 'SIDEWAYS'; "
+            "expected rotate(angle[, FILTER], expand=0)",
+        "transform(3, 4, 1, 0)": "step 1 transform(3, 4, 1, 0): too few arguments; "
+            "expected transform(width, height, a, b, c, d, e, f[, FILTER])",
     }
     for graph, message in cases.items():
         p = produce(f, "--graph", graph, "--brokers", "127.0.0.1:1")

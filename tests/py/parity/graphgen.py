@@ -15,6 +15,8 @@ on main each graph must be exact.
 
 import random
 
+import PIL.Image
+
 import parity
 from imgbatch import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps, LazyImage
 from imgbatch._optable import OPS
@@ -88,6 +90,8 @@ APPLY = {
     "resize": lambda a, x: x.resize(tuple(a["size"]), Image.Resampling.NEAREST,
                                     tuple(a["box"]) if a.get("box") else None),
     "reduce": lambda a, x: x.reduce(_tup(a["factor"]), tuple(a["box"]) if a.get("box") else None),
+    "rotate": lambda a, x: x.rotate(a["angle"], Image.Resampling(a["resample"]), a["expand"],
+                                    _tup(a.get("center")), None, _tup(a.get("fill"))),
     "paste": _paste,
     "getchannel": lambda a, x: x.getchannel(a["band"]),
     "convert": lambda a, x: x.convert(a["mode"]),
@@ -174,7 +178,18 @@ def _color(r, mode):
 def _g_geometry(st, cur, r):
     mode, (w, h) = st.shapes[cur]
     kind = r.choice(("transpose", "transpose", "flip", "mirror", "crop", "crop", "expand",
-                     "resize", "reduce", "copy"))
+                     "resize", "reduce", "copy", "rotate"))
+    if kind == "rotate":
+        args = {"angle": r.choice((r.uniform(-360, 360), r.randrange(4) * 90, 45)),
+                "resample": r.choice((0, 2, 3)), "expand": r.random() < 0.4}
+        if r.random() < 0.2:
+            args["center"] = [r.randint(0, w), r.randint(0, h)]
+        if r.random() < 0.5:
+            args["fill"] = _color(r, mode)
+        size = APPLY["rotate"](args, PIL.Image.new(mode, (w, h))).size
+        if max(size) > MAX_SIDE + 32:
+            return cur
+        return st.add_step("rotate", [cur], args, mode, size)
     if kind == "transpose":
         m = r.randrange(7)
         return st.add_step("transpose", [cur], {"method": m}, mode,
