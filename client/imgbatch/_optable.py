@@ -264,4 +264,15 @@ OPS: Tuple[Op, ...] = (
         (),
         ('contrast: 1e308',),
     ),
+    Op(
+        'exif_transpose', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
+        'ImageOps.exif_transpose(image)',
+        ' (input: a source node; its EXIF, else XMP, orientation)',
+        (
+            Step('exif_transpose', 'exif_transpose', 'ImageOps.exif_transpose'),
+        ),
+        '',
+        (),
+        (),
+    ),
 )
