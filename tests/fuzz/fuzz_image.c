@@ -6,7 +6,10 @@
  * message must be UTF-8 (it is echoed into a Result, a proto3 string), and
  * a PNG must get from codec/png_decode.c (libpng directly) the status,
  * shape and bytes the libvips path it replaced gives (ib_codec_*_vips;
- * messages may differ where png_decode.h says).
+ * messages may differ where png_decode.h says). The metadata walk
+ * (codec/metadata.h) and the EXIF IFD reader (codec/exif_orient.h) run on
+ * every input, the latter also on the raw bytes as if they were EXIF:
+ * orientations stay in -1..8.
  */
 #include <libdeflate.h>
 #include <stdint.h>
@@ -14,6 +17,8 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "codec/exif_orient.h"
+#include "codec/metadata.h"
 #include "fuzz_util.h"
 #include "imgbatch.h"
 
@@ -96,7 +101,21 @@ static bool vips_can_take(const uint8_t *data, size_t size) {
   return true;
 }
 
+static void metadata_reads(const uint8_t *data, size_t size) {
+  int v = 0;
+  if (ib_exif_orientation(data, size, &v) == IB_EXIF_TAG && (v < 1 || v > 8))
+    fz_fail("exif: orientation out of 1..8", "");
+  int x = ib_xmp_orientation(data, size);
+  if (x < 0 || x > 9) fz_fail("xmp: orientation out of 0..9", "");
+  ib_meta m;
+  if (ib_meta_read(data, size, &m) != 0) return;
+  int o = ib_meta_orientation(&m);
+  if (o < -1 || o > 8 || o == 0) fz_fail("metadata: orientation out of -1, 1..8", "");
+  ib_meta_free(&m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  metadata_reads(data, size);
   ib_shape shape = {0};
   ib_error err = {0};
   ib_status st = ib_codec_header(data, size, &shape, &err);
