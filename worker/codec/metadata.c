@@ -288,3 +288,96 @@ int ib_meta_orientation(const ib_meta *m) {
   v = ib_xmp_orientation(m->xmp.data, m->xmp.len);
   return v >= 2 && v <= 8 ? v : 1;
 }
+
+/* ------------------------------------------------------------ keep, pack */
+
+/* The EXIF without its prefixes, IFD0's Orientation entry removed when
+ * asked: the entries after it move up 12 bytes and the count drops by one;
+ * the data they point at does not move. */
+static size_t exif_for_output(const ib_meta *m, int drop, uint8_t *out) {
+  size_t prefix = 0;
+  long e = ib_exif_orientation_entry(m->exif.data, m->exif.len, &prefix);
+  if (!m->exif.data || m->exif.len <= prefix) return 0;
+  int v;
+  if (drop && ib_exif_orientation(m->exif.data, m->exif.len, &v) == IB_EXIF_REFUSED) return 0;
+  size_t n = m->exif.len - prefix;
+  memcpy(out, m->exif.data + prefix, n);
+  if (!drop || e < 0) return n;
+  int big = out[0] == 'M';
+  size_t ifd = tiff32(out + 4, big), count = tiff16(out + ifd, big);
+  size_t end = ifd + 2 + count * 12 + 4; /* entries and the next-IFD link */
+  if (end > n) end = n;
+  memmove(out + e, out + e + 12, end - (size_t)e - 12);
+  memset(out + end - 12, 0, 12);
+  count--;
+  out[ifd] = (uint8_t)(big ? count >> 8 : count),
+  out[ifd + 1] = (uint8_t)(big ? count : count >> 8);
+  return n;
+}
+
+/* Pillow's re.sub of tiff:Orientation="[0-9]" and
+ * <tiff:Orientation>[0-9]</tiff:Orientation> with "". */
+static size_t xmp_for_output(const ib_meta *m, int drop, uint8_t *out) {
+  static const char attr[] = "tiff:Orientation=\"", open_tag[] = "<tiff:Orientation>",
+                    close_tag[] = "</tiff:Orientation>";
+  const uint8_t *p = m->xmp.data;
+  size_t n = m->xmp.len, o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t a = sizeof attr - 1, t = sizeof open_tag - 1, c = sizeof close_tag - 1;
+    if (drop && n - i >= a + 2 && memcmp(p + i, attr, a) == 0 && p[i + a] >= '0' &&
+        p[i + a] <= '9' && p[i + a + 1] == '"') {
+      i += a + 2;
+      continue;
+    }
+    if (drop && n - i >= t + 1 + c && memcmp(p + i, open_tag, t) == 0 && p[i + t] >= '0' &&
+        p[i + t] <= '9' && memcmp(p + i + t + 1, close_tag, c) == 0) {
+      i += t + 1 + c;
+      continue;
+    }
+    out[o++] = p[i++];
+  }
+  return o;
+}
+
+static void put32(uint8_t *p, size_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+int ib_meta_pack(const ib_meta *m, int drop_orientation, uint8_t **blob, size_t *len) {
+  *blob = NULL;
+  *len = 0;
+  size_t cap = 12 + m->exif.len + m->xmp.len + m->icc.len;
+  if (cap == 12) return 0;
+  uint8_t *b = malloc(cap);
+  if (!b) return -1;
+  size_t at = 0, n;
+  n = exif_for_output(m, drop_orientation, b + at + 4);
+  put32(b + at, n), at += 4 + n;
+  n = m->xmp.data ? xmp_for_output(m, drop_orientation, b + at + 4) : 0;
+  put32(b + at, n), at += 4 + n;
+  if (m->icc.len) memcpy(b + at + 4, m->icc.data, m->icc.len);
+  put32(b + at, m->icc.len), at += 4 + m->icc.len;
+  if (at == 12) {
+    free(b);
+    return 0;
+  }
+  *blob = b;
+  *len = at;
+  return 0;
+}
+
+int ib_meta_unpack(const uint8_t *blob, size_t len, ib_meta_keep *k) {
+  memset(k, 0, sizeof *k);
+  const uint8_t **data[3] = {&k->exif, &k->xmp, &k->icc};
+  size_t *lens[3] = {&k->exif_len, &k->xmp_len, &k->icc_len};
+  size_t at = 0;
+  for (int i = 0; i < 3; i++) {
+    if (len - at < 4) return -1;
+    size_t n = be32(blob + at);
+    if (n > len - at - 4) return -1;
+    *data[i] = n ? blob + at + 4 : NULL;
+    *lens[i] = n;
+    at += 4 + n;
+  }
+  return at == len ? 0 : -1;
+}

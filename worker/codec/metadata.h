@@ -41,4 +41,24 @@ void ib_meta_free(ib_meta *m);
  * EXIF header. */
 int ib_meta_orientation(const ib_meta *m);
 
+/* What an encoder writes (views into a blob of ib_meta_pack): the TIFF
+ * structure of the EXIF (no "Exif\0\0"), the XMP packet, the ICC
+ * profile; empty ones are not written. */
+typedef struct ib_meta_keep {
+  const uint8_t *exif, *xmp, *icc;
+  size_t exif_len, xmp_len, icc_len;
+} ib_meta_keep;
+
+/* One malloc'ed blob holding m's blocks for an encoder, the EXIF without
+ * its "Exif\0\0" prefixes. With drop_orientation, IFD0's Orientation entry
+ * is taken out of the EXIF (the later entries move up, so every offset in
+ * it stays right) and every `tiff:Orientation="d"` and
+ * `<tiff:Orientation>d</tiff:Orientation>` out of the XMP, the removals
+ * ImageOps.exif_transpose makes (an EXIF header Pillow cannot read is then
+ * dropped whole). *blob is NULL when nothing is kept. 0, or -1 when out of
+ * memory. */
+int ib_meta_pack(const ib_meta *m, int drop_orientation, uint8_t **blob, size_t *len);
+/* The views of a blob ib_meta_pack wrote; 0, or -1 when it is not one. */
+int ib_meta_unpack(const uint8_t *blob, size_t len, ib_meta_keep *k);
+
 #endif
