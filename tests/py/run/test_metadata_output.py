@@ -7,6 +7,7 @@ ImageOps.exif_transpose that transposed, the metadata Pillow's
 exif_transpose leaves (no orientation in the EXIF or the XMP);
 KEEP_RESET_ORIENTATION always removes the orientation."""
 import io
+import os
 import re
 
 import PIL.Image
@@ -22,6 +23,8 @@ ICC = PIL.ImageCms.ImageCmsProfile(PIL.ImageCms.createProfile("sRGB")).tobytes()
 XMP = (b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
        b'<rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="8" tiff:Make="imgbatch">'
        b"<tiff:Orientation>8</tiff:Orientation></rdf:Description></rdf:RDF></x:xmpmeta>")
+# The policy is the same on both backends; a GPU machine runs this with IB_BACKEND=cuda.
+BACKEND = os.environ.get("IB_BACKEND", "cpu")
 OUTPUTS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP"}
 
 
@@ -79,7 +82,7 @@ def expected(src, policy, transpose):
 def run(cases):
     jobs = [lz.to_job_message(key=i, output=out, keep_metadata=policy)
             for i, (lz, out, policy) in enumerate(cases)]
-    results = {r.input_key: r for r in imgbatch.run_local(jobs, backend="cpu", timeout=120)}
+    results = {r.input_key: r for r in imgbatch.run_local(jobs, backend=BACKEND, timeout=120)}
     return [results[i] for i in range(len(cases))]
 
 
