@@ -182,13 +182,14 @@ enum {
   JG_GAUSS,
   JG_REDUCE,
   JG_TRANSFORM,
+  JG_EXIF_TRANSPOSE,
   JG_COUNT
 };
 static const char *const jg_names[JG_COUNT] = {
-    "copy",      "point",      "invert", "solarize", "posterize", "getchannel", "constant",
-    "convert",   "brightness", "color",  "contrast", "tone",      "chops",      "blend",
-    "transpose", "crop",       "expand", "resize",   "paste",     "rank",       "kernel",
-    "box_blur",  "gaussian",   "reduce", "transform"};
+    "copy",      "point",      "invert", "solarize",  "posterize",     "getchannel", "constant",
+    "convert",   "brightness", "color",  "contrast",  "tone",          "chops",      "blend",
+    "transpose", "crop",       "expand", "resize",    "paste",         "rank",       "kernel",
+    "box_blur",  "gaussian",   "reduce", "transform", "exif_transpose"};
 /* The op each generator writes: what it admits is its op-table row's modes
  * (jg_admitted). tools/optable.py checks that jg_op has every op. */
 static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
@@ -217,6 +218,7 @@ static const Imgbatch__V1__Node__OpCase jg_cases[JG_COUNT] = {
     [JG_GAUSS] = IMGBATCH__V1__NODE__OP_GAUSSIAN_BLUR,
     [JG_REDUCE] = IMGBATCH__V1__NODE__OP_REDUCE,
     [JG_TRANSFORM] = IMGBATCH__V1__NODE__OP_TRANSFORM,
+    [JG_EXIF_TRANSPOSE] = IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE,
 };
 
 /* Image.transform(AFFINE) as Image.rotate builds it (angle about a centre,
@@ -379,6 +381,16 @@ static inline int jg_op(jg_job *j, jg_rng *r, int op, int prev, ib_mode m, uint3
       n->blend->alpha = jg_below(r, 6) == 0 ? (double)jg_below(r, 2) : jg_unit(r) * 3 - 1;
       break;
     }
+    case JG_EXIF_TRANSPOSE:
+      /* Only right after a source (the op reads that source's metadata);
+       * the generator's raw sources have none, so this is the copy step.
+       * Orientations 2..8 run from encoded files in
+       * tests/py/parity/test_exif_transpose.py. */
+      if (j->nodes[prev]->op_case != IMGBATCH__V1__NODE__OP_SOURCE) return prev;
+      n = jg_node(j, IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE, prev, -1);
+      n->exif_transpose = jg_alloc(j->a, sizeof *n->exif_transpose);
+      imgbatch__v1__exif_transpose_op__init(n->exif_transpose);
+      break;
     case JG_TRANSPOSE:
       n = jg_node(j, IMGBATCH__V1__NODE__OP_TRANSPOSE, prev, -1);
       n->transpose = jg_alloc(j->a, sizeof *n->transpose);

@@ -139,7 +139,7 @@ static file *make_files(int side, int n, bool smooth) {
       px[i] = smooth ? (uint8_t)((col / 3 + row + (size_t)k * 9) + (x >> 29)) : (uint8_t)(x >> 24);
     }
     ib_error e = {0};
-    if (ib_png_encode(px, (uint32_t)side, (uint32_t)side, 3, (size_t)side * 3, 6, &f[k].png,
+    if (ib_png_encode(px, (uint32_t)side, (uint32_t)side, 3, (size_t)side * 3, 6, NULL, &f[k].png,
                       &f[k].len, &e) != IB_OK) {
       fprintf(stderr, "codec_bench: encode: %s\n", e.message);
       exit(1);

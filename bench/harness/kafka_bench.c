@@ -112,7 +112,7 @@ static uint8_t *make_job(const char *kind, uint32_t side, uint64_t key, size_t *
     ib_error err = {0};
     Imgbatch__V1__CpuOutput enc = IMGBATCH__V1__CPU_OUTPUT__INIT;
     enc.format = IMGBATCH__V1__FORMAT__PNG;
-    if (ib_codec_encode(&im, &enc, &png, &n, &err) != IB_OK) {
+    if (ib_codec_encode(&im, &enc, NULL, &png, &n, &err) != IB_OK) {
       fprintf(stderr, "kafka_bench: %s\n", err.message);
       exit(1);
     }

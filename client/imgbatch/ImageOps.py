@@ -15,7 +15,8 @@ from typing import Any, Tuple, Union
 import PIL.ImageOps
 
 from . import Image
-from ._methods import LazyImage, ceil_threshold, ensure_lazy, lazy, pillow_check, resolve_color
+from ._methods import (LazyImage, ceil_threshold, checking, ensure_lazy, lazy, pillow_check,
+                       resolve_color)
 
 
 def invert(image: Any) -> LazyImage:
@@ -203,3 +204,29 @@ def scale(image: Any, factor: float, resample: int = _BICUBIC) -> LazyImage:
     if factor == 1:
         return image.copy()
     return image.resize((round(factor * image.width), round(factor * image.height)), resample)
+def exif_transpose(image: Any, *, in_place: bool = False) -> LazyImage:
+    """ImageOps.exif_transpose(image) -> ExifTransposeOp.
+
+    The worker reads the orientation of the source node `image` is (EXIF
+    IFD0 Orientation, else XMP tiff:Orientation, as Image.getexif() reads
+    them) and transposes as Pillow does, or copies. The source is opened
+    here with Pillow for the output size, so Pillow's errors on its EXIF are
+    raised at record time. `image` must be a source (Image.open, open_path,
+    frombytes, new): the worker's other nodes carry no metadata.
+    """
+    image = ensure_lazy(image)
+    if in_place:
+        raise NotImplementedError("imgbatch: exif_transpose(in_place=True): recorded images are not "
+                                  "modified in place; use the returned image")
+    node = image._node
+    size = image.size
+    if node.op == "source":
+        try:
+            size = PIL.ImageOps.exif_transpose(node.replay_fn()).size
+        except Exception:
+            if checking():
+                raise
+    elif checking():
+        raise NotImplementedError("imgbatch: exif_transpose reads the orientation of a source image; "
+                                  "call it on Image.open(...) before other operations")
+    return lazy("exif_transpose", {}, [image], image.mode, size, PIL.ImageOps.exif_transpose)

@@ -206,8 +206,13 @@ _SUBSAMPLING = {None: "SUBSAMPLING_DEFAULT", -1: "SUBSAMPLING_DEFAULT", 0: "SUBS
                 "4:2:2": "SUBSAMPLING_422", "4:2:0": "SUBSAMPLING_420", "4:1:1": "SUBSAMPLING_420"}
 
 
+_KEEP_METADATA = {"strip": "METADATA_STRIP", "keep": "METADATA_KEEP",
+                  "keep_reset_orientation": "METADATA_KEEP_RESET_ORIENTATION"}
+
+
 def _output_pb(out: Any, output: str, quality: Optional[int], compression: int, lossless: bool,
-               subsampling: Any = None, progressive: bool = False, optimize: bool = False) -> None:
+               subsampling: Any = None, progressive: bool = False, optimize: bool = False,
+               keep_metadata: str = "strip") -> None:
     if output == "gpu":
         out.gpu.SetInParent()
         return
@@ -231,6 +236,10 @@ def _output_pb(out: Any, output: str, quality: Optional[int], compression: int, 
     cpu.subsampling = getattr(pb(), _SUBSAMPLING[subsampling])
     cpu.progressive = bool(progressive)
     cpu.optimize = bool(optimize)
+    if keep_metadata not in _KEEP_METADATA:
+        raise ValueError(f"imgbatch: keep_metadata must be one of {sorted(_KEEP_METADATA)}, "
+                         f"not {keep_metadata!r}")
+    cpu.metadata = getattr(pb(), _KEEP_METADATA[keep_metadata])
 
 
 class GraphImage:
@@ -271,13 +280,14 @@ class GraphImage:
     def to_job_message(self, key: Any = None, output: str = "raw", metadata: Optional[Mapping[str, Any]] = None,
                        *, quality: Optional[int] = None, compression: int = 0, lossless: bool = False,
                        subsampling: Any = None, progressive: bool = False, optimize: bool = False,
-                       correlation_id: Optional[str] = None, deadline_unix_ms: Optional[int] = None) -> Any:
+                       keep_metadata: str = "strip", correlation_id: Optional[str] = None, deadline_unix_ms: Optional[int] = None) -> Any:
         """The Job as a protobuf message (see to_job)."""
         job = pb().Job()
         set_key(job, key)
         build_graph(job, self._node)
+        _output_pb(job.output, output, quality, compression, lossless, subsampling, progressive, optimize,
+                   keep_metadata)
         job.contract_version = contract_for(job)
-        _output_pb(job.output, output, quality, compression, lossless, subsampling, progressive, optimize)
         for k, v in (metadata or {}).items():
             if not isinstance(k, str):
                 raise TypeError("imgbatch: metadata keys must be str")
@@ -296,7 +306,9 @@ class GraphImage:
         metadata: dict of bool/int/float/str/bytes/list/dict; keyword-only
         quality (None: the format's default, as Pillow's), compression, lossless, and for
         JPEG subsampling ('4:4:4'/'4:2:2'/'4:2:0' or Pillow's 0/1/2), progressive, optimize
-        (CpuOutput, as Pillow's save() takes them), correlation_id, deadline_unix_ms.
+        (CpuOutput, as Pillow's save() takes them), keep_metadata ('strip', Pillow's save()
+        default; 'keep' or 'keep_reset_orientation': the source's EXIF/XMP/ICC in a PNG, JPEG or
+        WebP file), correlation_id, deadline_unix_ms.
         """
         data: bytes = self.to_job_message(key, output, metadata, **kw).SerializeToString()
         return data

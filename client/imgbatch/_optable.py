@@ -288,4 +288,15 @@ OPS: Tuple[Op, ...] = (
         ('width: 1 height: 1 matrix: [1, 0, 0, 0, 1, 0]', 'width: 4 height: 3 matrix: [1e9, -1e9, 0, 0, 1, -1e9] resample: BICUBIC'),
         ('width: 0 height: 1 matrix: [1, 0, 0, 0, 1, 0]', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1]', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1, 0] resample: BOX', 'width: 4 height: 3 matrix: [1, 0, 0, 0, 1, 0] method: EXTENT', 'width: 4 height: 3 matrix: [nan, 0, 0, 0, 1, 0]'),
     ),
+    Op(
+        'exif_transpose', 1, ('L', 'LA', 'RGB', 'RGBA', 'CMYK', 'RGBX'),
+        'ImageOps.exif_transpose(image)',
+        ' (input: a source node; its EXIF, else XMP, orientation)',
+        (
+            Step('exif_transpose', 'exif_transpose', 'ImageOps.exif_transpose'),
+        ),
+        '',
+        (),
+        (),
+    ),
 )

@@ -13,7 +13,7 @@ from typing import Optional
 # the oldest contract that holds what it uses (contract_for), so a v2 worker
 # still takes every Job that needs nothing of v3.
 CONTRACT_VERSION = 3
-# v3 = draft (Source.draft_scale) + renditions.
+# v3 = draft (Source.draft_scale), metadata policy, renditions.
 _V2 = 2
 
 _pb: Optional[ModuleType] = None
@@ -37,10 +37,15 @@ def pb() -> ModuleType:
 
 
 def contract_for(job: "object") -> int:
-    """The contract version a Job message needs: 3 when a source carries a
-    draft scale (a v2 worker would decode it full size), else 2."""
+    """The contract version a Job message needs: 3 when it uses a v3 field
+    that a v2 worker would skip without an error - a source's draft scale
+    (decoded full size), an output's metadata policy (stripped) - else 2. The
+    v3 ops (reduce, transform, exif_transpose) need no stamp: a v2 worker
+    refuses a node whose op it does not know."""
     sources = [job.source] if job.HasField("source") else []  # type: ignore[attr-defined]
     sources += list(job.extra_sources)  # type: ignore[attr-defined]
     if any(s.draft_scale > 1 for s in sources):
+        return CONTRACT_VERSION
+    if job.HasField("output") and job.output.HasField("cpu") and job.output.cpu.metadata:  # type: ignore[attr-defined]
         return CONTRACT_VERSION
     return _V2

@@ -9,7 +9,10 @@
  * messages may differ where png_decode.h says). A JPEG also goes through
  * the draft decode (jpeg_draft.h, a scale of 2, 4 or 8 picked from its
  * length), whose header must be libvips' full size divided by the scale
- * rounded up, in the same mode, whenever both read it.
+ * rounded up, in the same mode, whenever both read it. The metadata walk
+ * (codec/metadata.h) and the EXIF IFD reader (codec/exif_orient.h) run on
+ * every input, the latter also on the raw bytes as if they were EXIF:
+ * orientations stay in -1..8.
  */
 #include <libdeflate.h>
 #include <stdint.h>
@@ -17,6 +20,8 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "codec/exif_orient.h"
+#include "codec/metadata.h"
 #include "fuzz_util.h"
 #include "imgbatch.h"
 
@@ -131,9 +136,21 @@ static void draft_agrees(const uint8_t *data, size_t size, ib_status st_full,
        shape.height != (full->height + draft - 1) / draft))
     fz_fail("draft header is not the full header scaled, rounded up", "");
   decode_checked(data, size, draft, &shape);
+static void metadata_reads(const uint8_t *data, size_t size) {
+  int v = 0;
+  if (ib_exif_orientation(data, size, &v) == IB_EXIF_TAG && (v < 1 || v > 8))
+    fz_fail("exif: orientation out of 1..8", "");
+  int x = ib_xmp_orientation(data, size);
+  if (x < 0 || x > 9) fz_fail("xmp: orientation out of 0..9", "");
+  ib_meta m;
+  if (ib_meta_read(data, size, &m) != 0) return;
+  int o = ib_meta_orientation(&m);
+  if (o < -1 || o > 8 || o == 0) fz_fail("metadata: orientation out of -1, 1..8", "");
+  ib_meta_free(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  metadata_reads(data, size);
   ib_shape shape = {0};
   ib_error err = {0};
   ib_status st = ib_codec_header(data, size, &shape, &err);

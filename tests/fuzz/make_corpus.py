@@ -537,6 +537,18 @@ def image_seeds():
         ("tiff-16bit", g("L").convert("I;16"), "TIFF", {}),
     ]:
         out[name] = encoded(im, fmt, **kw)
+    # exif_transpose's metadata (codec/metadata.c, codec/exif_orient.c).
+    exif = Image.Exif()
+    exif[274] = 6
+    exif[305] = "imgbatch"
+    xmp = b'<x:xmpmeta><rdf:Description tiff:Orientation="8"/></x:xmpmeta>'
+    out["jpeg-exif-orientation-6"] = encoded(g("RGB"), "JPEG", exif=exif.tobytes(), xmp=xmp)
+    out["png-exif-orientation-6"] = encoded(g("RGB"), "PNG", exif=exif.tobytes())
+    out["webp-exif-xmp"] = encoded(g("RGB"), "WEBP", lossless=True, exif=exif.tobytes(), xmp=xmp)
+    out["tiff-orientation-5"] = encoded(g("RGB"), "TIFF", tiffinfo={274: 5})
+    # Big-endian IFD whose Orientation's value lies past the end (a RATIONAL).
+    out["jpeg-exif-mm-offset-past-end"] = encoded(
+        g("L"), "JPEG", exif=b"Exif\0\0MM\0*\0\0\0\x08\0\x01\x01\x12\0\x05\0\0\0\x01\xff\xff\xff\xf0\0\0\0\0")
     frames = [g("RGB").rotate(90 * i) for i in range(3)]
     b = io.BytesIO()
     frames[0].save(b, "GIF", save_all=True, append_images=frames[1:], duration=10, loop=0)

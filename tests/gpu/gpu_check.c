@@ -761,7 +761,7 @@ int main(int argc, char **argv) {
       spec.format = IMGBATCH__V1__FORMAT__PNG;
       uint8_t *png = NULL;
       size_t plen = 0;
-      if (ib_codec_encode(&im, &spec, &png, &plen, &err) != IB_OK) {
+      if (ib_codec_encode(&im, &spec, NULL, &png, &plen, &err) != IB_OK) {
         fprintf(logf_, "png encode: %s\n", err.message);
         ib_image_release(&im);
         continue;

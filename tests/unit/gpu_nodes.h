@@ -48,6 +48,13 @@ typedef struct tnode {
   Imgbatch__V1__BoxBlurOp box_blur;
   Imgbatch__V1__GaussianBlurOp gaussian_blur;
   Imgbatch__V1__TransformOp transform;
+  Imgbatch__V1__ExifTransposeOp exif_transpose;
+  /* exif_transpose reads a source node's orientation: the graph it sits in. */
+  Imgbatch__V1__SourceOp source_op;
+  Imgbatch__V1__Node source_pb;
+  ib_node source_node;
+  ib_source source;
+  ib_graph graph;
   double weights[25];
   uint64_t table_msg[32]; /* the op message of a table sample (tn_table_sample) */
   char table_str[16];     /* its one string field's value */
@@ -85,6 +92,26 @@ static inline void tnode_init(tnode *t) {
   t->box_blur = (Imgbatch__V1__BoxBlurOp)IMGBATCH__V1__BOX_BLUR_OP__INIT;
   t->gaussian_blur = (Imgbatch__V1__GaussianBlurOp)IMGBATCH__V1__GAUSSIAN_BLUR_OP__INIT;
   t->transform = (Imgbatch__V1__TransformOp)IMGBATCH__V1__TRANSFORM_OP__INIT;
+  t->exif_transpose = (Imgbatch__V1__ExifTransposeOp)IMGBATCH__V1__EXIF_TRANSPOSE_OP__INIT;
+}
+
+/* Node 0 of t's graph: a source whose orientation is `orientation`, read
+ * by t's node (input 0). */
+static inline void tn_source_input(tnode *t, int orientation) {
+  t->source_op = (Imgbatch__V1__SourceOp)IMGBATCH__V1__SOURCE_OP__INIT;
+  t->source_pb = (Imgbatch__V1__Node)IMGBATCH__V1__NODE__INIT;
+  t->source_pb.op_case = IMGBATCH__V1__NODE__OP_SOURCE;
+  t->source_pb.source = &t->source_op;
+  t->source_node = (ib_node){
+      .pb = &t->source_pb, .op = ib_op_for_case(IMGBATCH__V1__NODE__OP_SOURCE), .graph = &t->graph};
+  t->source.orientation = orientation;
+  t->graph.nodes = &t->source_node;
+  t->graph.n_nodes = 1;
+  t->graph.sources = &t->source;
+  t->graph.n_sources = 1;
+  t->node.graph = &t->graph;
+  t->node.inputs[0] = 0;
+  t->node.n_inputs = 1;
 }
 
 /* The op table's sample parameters (ops/ops.def), per op case. */
@@ -346,6 +373,11 @@ static inline bool sample_node(tnode *t, Imgbatch__V1__Node__OpCase c, int v, in
       TN_SET(t, transpose, TRANSPOSE);
       t->transpose.method = (Imgbatch__V1__TransposeMethod)v;
       return v < 7;
+    case IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE:
+      /* Orientations 1..8: the copy step and each transpose. */
+      TN_SET(t, exif_transpose, EXIF_TRANSPOSE);
+      tn_source_input(t, v + 1);
+      return v < 8;
     case IMGBATCH__V1__NODE__OP_RANK_FILTER:
       TN_SET(t, rank_filter, RANK_FILTER);
       t->rank_filter.size = 3u + 2u * (uint32_t)v;

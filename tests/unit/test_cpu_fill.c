@@ -110,7 +110,7 @@ static ib_graph *encoded_job(Imgbatch__V1__Format f, ib_mode m, bool interlace) 
     imgbatch__v1__cpu_output__init(&spec);
     spec.format = f;
     uint8_t *out = NULL;
-    cr_assert_eq(ib_codec_encode(&im, &spec, &out, &len, &err), IB_OK, "%s", err.message);
+    cr_assert_eq(ib_codec_encode(&im, &spec, NULL, &out, &len, &err), IB_OK, "%s", err.message);
     buf = out;
   }
   ib_image_release(&im);

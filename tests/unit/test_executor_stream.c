@@ -457,7 +457,7 @@ static uint8_t *truncated_png(uint32_t side, size_t *len) {
   spec.format = IMGBATCH__V1__FORMAT__PNG;
   uint8_t *png;
   ib_error err = {0};
-  cr_assert_eq(ib_codec_encode(&im, &spec, &png, len, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_codec_encode(&im, &spec, NULL, &png, len, &err), IB_OK, "%s", err.message);
   ib_image_release(&im);
   uint8_t *cut = malloc(200);
   memcpy(cut, png, 200);

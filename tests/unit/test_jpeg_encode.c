@@ -128,8 +128,8 @@ Test(jpeg_encode, rgbx_is_the_same_file_as_its_rgb) {
   uint8_t *ja = NULL, *jb = NULL;
   size_t na = 0, nb = 0;
   ib_error err = {0};
-  cr_assert_eq(ib_codec_encode(&a, &s, &ja, &na, &err), IB_OK, "%s", err.message);
-  cr_assert_eq(ib_codec_encode(&b, &s, &jb, &nb, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_codec_encode(&a, &s, NULL, &ja, &na, &err), IB_OK, "%s", err.message);
+  cr_assert_eq(ib_codec_encode(&b, &s, NULL, &jb, &nb, &err), IB_OK, "%s", err.message);
   cr_expect(na == nb && memcmp(ja, jb, na) == 0);
   ib_codec_free(ja);
   ib_codec_free(jb);

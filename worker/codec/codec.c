@@ -17,8 +17,10 @@
 #include "codec/png_decode.h"
 #include "codec/jpeg_draft.h"
 #include "codec/jpeg_encode.h"
+#include "codec/metadata.h"
 #include "codec/output_spec.h"
 #include "codec/png_encode.h"
+#include "codec/webp_meta.h"
 #include "core/error.h"
 #include "kernels/convert.h"
 
@@ -282,8 +284,9 @@ static uint8_t *pixels_as(const ib_image *im, ib_mode to) {
   return out;
 }
 
-static ib_jpeg_options jpeg_options(const Imgbatch__V1__CpuOutput *spec) {
-  ib_jpeg_options o = {.quality = -1,
+static ib_jpeg_options jpeg_options(const Imgbatch__V1__CpuOutput *spec, const ib_meta_keep *meta) {
+  ib_jpeg_options o = {.meta = meta,
+                       .quality = -1,
                        .subsampling = (int)spec->subsampling - 1,
                        .progressive = spec->progressive,
                        .optimize = spec->optimize};
@@ -293,8 +296,8 @@ static ib_jpeg_options jpeg_options(const Imgbatch__V1__CpuOutput *spec) {
 }
 
 static ib_status encode_vips(const uint8_t *px, const ib_image *im, ib_mode mode,
-                             const Imgbatch__V1__CpuOutput *spec, uint8_t **out, size_t *len,
-                             ib_error *err) {
+                             const Imgbatch__V1__CpuOutput *spec, const ib_meta_keep *meta,
+                             uint8_t **out, size_t *len, ib_error *err) {
   ib_status st = ib_codec_init(err);
   if (st != IB_OK) return st;
   size_t size = (size_t)im->width * im->height * ib_mode_bands(mode);
@@ -310,20 +313,32 @@ static ib_status encode_vips(const uint8_t *px, const ib_image *im, ib_mode mode
   if (spec->format == IMGBATCH__V1__FORMAT__WEBP) {
     /* Pillow's WebP default quality is 80. */
     name = "webp";
+    /* The container is rewritten after (webp_meta.h): no EXIF of
+     * libvips' own, the kept metadata as read. */
     rc = vips_webpsave_buffer(img, &buf, &n, "Q", has_q ? (int)spec->quality : 80, "lossless",
-                              spec->lossless ? TRUE : FALSE, NULL);
+                              spec->lossless ? TRUE : FALSE, "strip", TRUE, NULL);
   } else {
     rc = vips_tiffsave_buffer(img, &buf, &n, NULL);
   }
   g_object_unref(img);
   if (rc != 0) return fail_vips(err, IB_INTERNAL, IB_STAGE_ENCODE, name);
+  if (spec->format == IMGBATCH__V1__FORMAT__WEBP) {
+    uint8_t *with = NULL;
+    size_t wn = 0;
+    int wrc =
+        ib_webp_add_meta(buf, n, ib_mode_bands(mode) == 4, im->width, im->height, meta, &with, &wn);
+    g_free(buf);
+    if (wrc != 0)
+      return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode webp: metadata chunks");
+    buf = with, n = wn;
+  }
   *out = buf;
   *len = n;
   return IB_OK;
 }
 
-ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
-                          size_t *len, ib_error *err) {
+ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec,
+                          const ib_meta_keep *meta, uint8_t **out, size_t *len, ib_error *err) {
   size_t size = ib_image_bytes(im);
   Imgbatch__V1__Format format = spec ? spec->format : IMGBATCH__V1__FORMAT__RAW;
   if (format == IMGBATCH__V1__FORMAT__RAW) {
@@ -336,7 +351,7 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
   if (st != IB_OK) return st;
   unsigned bands = ib_mode_bands(im->mode);
   if (format == IMGBATCH__V1__FORMAT__JPEG) {
-    ib_jpeg_options o = jpeg_options(spec);
+    ib_jpeg_options o = jpeg_options(spec, meta);
     return ib_jpeg_encode(im->data, im->width, im->height, im->mode, (size_t)im->width * bands, &o,
                           out, len, err);
   }
@@ -344,12 +359,12 @@ ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spe
    * level ib_output_check bounded to 0..9 (0: zlib's default, 6). */
   if (format == IMGBATCH__V1__FORMAT__PNG)
     return ib_png_encode(im->data, im->width, im->height, bands, (size_t)im->width * bands,
-                         spec->compression ? (int)spec->compression : 6, out, len, err);
+                         spec->compression ? (int)spec->compression : 6, meta, out, len, err);
   ib_mode mode = ib_output_mode(spec, im->mode);
-  if (mode == im->mode) return encode_vips(im->data, im, mode, spec, out, len, err);
+  if (mode == im->mode) return encode_vips(im->data, im, mode, spec, meta, out, len, err);
   uint8_t *px = pixels_as(im, mode);
   if (!px) return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: out of memory");
-  st = encode_vips(px, im, mode, spec, out, len, err);
+  st = encode_vips(px, im, mode, spec, meta, out, len, err);
   g_free(px);
   return st;
 }

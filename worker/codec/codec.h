@@ -49,10 +49,14 @@ ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_s
                                     uint8_t *dst, ib_error *err);
 
 /* Encodes `im` per `spec` (RAW returns a copy of the pixels), after
- * ib_output_check. The file's mode is ib_output_mode's. `*out` is
- * g_malloc'ed: free it with ib_codec_free. Stage IB_STAGE_ENCODE. */
-ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec, uint8_t **out,
-                          size_t *len, ib_error *err);
+ * ib_output_check, writing the metadata `meta` holds (NULL: none) into a
+ * PNG, JPEG or WebP file (codec/metadata.h, docs/metadata.md). The file's
+ * mode is ib_output_mode's. `*out` is g_malloc'ed: free it with
+ * ib_codec_free. Stage IB_STAGE_ENCODE. */
+struct ib_meta_keep;
+ib_status ib_codec_encode(const ib_image *im, const Imgbatch__V1__CpuOutput *spec,
+                          const struct ib_meta_keep *meta, uint8_t **out, size_t *len,
+                          ib_error *err);
 void ib_codec_free(void *p);
 
 #endif

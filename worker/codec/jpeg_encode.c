@@ -10,6 +10,7 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+#include "codec/metadata.h"
 #include "core/error.h"
 
 /* A destination that grows one g_malloc'ed buffer, so the bytes are handed
@@ -84,6 +85,34 @@ static void configure(j_compress_ptr c, uint32_t width, uint32_t height, ib_mode
   c->optimize_coding = opt->optimize ? TRUE : FALSE;
 }
 
+static const char XMP_NS[] = "http://ns.adobe.com/xap/1.0/";
+
+/* One marker's payload is at most 65533 bytes: the EXIF after its 6-byte
+ * header, the XMP after its namespace and NUL (Pillow refuses longer ones:
+ * "EXIF data is too long", "XMP data is too long"). The ICC profile is
+ * split over APP2 segments by libjpeg. */
+static const char *meta_too_long(const ib_meta_keep *m) {
+  if (!m) return NULL;
+  if (m->exif_len > 65533 - 6) return "EXIF";
+  if (m->xmp_len > 65533 - sizeof XMP_NS) return "XMP";
+  return NULL;
+}
+
+static void write_meta(j_compress_ptr c, const ib_meta_keep *m) {
+  if (!m) return;
+  if (m->exif_len) {
+    jpeg_write_m_header(c, JPEG_APP0 + 1, (unsigned)(6 + m->exif_len));
+    for (size_t i = 0; i < 6; i++) jpeg_write_m_byte(c, "Exif\0\0"[i]);
+    for (size_t i = 0; i < m->exif_len; i++) jpeg_write_m_byte(c, m->exif[i]);
+  }
+  if (m->xmp_len) {
+    jpeg_write_m_header(c, JPEG_APP0 + 1, (unsigned)(sizeof XMP_NS + m->xmp_len));
+    for (size_t i = 0; i < sizeof XMP_NS; i++) jpeg_write_m_byte(c, XMP_NS[i]);
+    for (size_t i = 0; i < m->xmp_len; i++) jpeg_write_m_byte(c, m->xmp[i]);
+  }
+  if (m->icc_len) jpeg_write_icc_profile(c, m->icc, (unsigned)m->icc_len);
+}
+
 /* The compression itself, between setjmp and the caller's clean-up: the
  * locals that change after setjmp live in the caller. */
 static int compress(struct jpeg_compress_struct *c, fail_jump *f, const uint8_t *px, uint32_t width,
@@ -92,6 +121,7 @@ static int compress(struct jpeg_compress_struct *c, fail_jump *f, const uint8_t 
   if (setjmp(f->jump)) return -1;
   configure(c, width, height, mode, opt);
   jpeg_start_compress(c, TRUE);
+  write_meta(c, opt->meta);
   for (uint32_t y = 0; y < height; y++) {
     const uint8_t *src = px + y * stride;
     JSAMPROW line = (JSAMPROW)src;
@@ -117,6 +147,12 @@ ib_status ib_jpeg_encode(const uint8_t *px, uint32_t width, uint32_t height, ib_
       (mode != IB_MODE_L && mode != IB_MODE_RGB && mode != IB_MODE_RGBX && mode != IB_MODE_CMYK))
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode jpeg: mode %s, %ux%u",
                         ib_mode_name(mode), width, height);
+  const char *long_block = meta_too_long(opt->meta);
+  if (long_block)
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ENCODE,
+                        "encode jpeg: the source's %s is longer than one JPEG marker holds "
+                        "(Pillow refuses it too); use metadata STRIP",
+                        long_block);
   struct jpeg_compress_struct c;
   fail_jump f;
   /* A tenth of the pixels' bytes holds a photo at Pillow's default

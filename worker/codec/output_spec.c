@@ -45,6 +45,13 @@ static ib_status check_params(const Imgbatch__V1__CpuOutput *s, ib_stage stage, 
     return ib_error_set(err, IB_INVALID, stage,
                         "output: subsampling %d is not one of DEFAULT, 444, 422, 420",
                         (int)s->subsampling);
+  if ((unsigned)s->metadata > IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION)
+    return ib_error_set(err, IB_UNSUPPORTED, stage,
+                        "output: metadata policy %d is not one this worker knows",
+                        (int)s->metadata);
+  if (s->metadata && s->format == IMGBATCH__V1__FORMAT__TIFF)
+    return ib_error_set(err, IB_INVALID, stage,
+                        "output: metadata KEEP applies to PNG, JPEG and WebP, not TIFF");
   if (s->format == IMGBATCH__V1__FORMAT__JPEG) return IB_OK;
   const char *jpeg_only = s->subsampling   ? "subsampling"
                           : s->progressive ? "progressive"

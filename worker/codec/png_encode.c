@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/metadata.h"
 #include "core/error.h"
 
 /* A compressor per thread, kept for its level: allocating one costs more
@@ -100,8 +101,49 @@ static void filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsign
   memcpy(out + 1, rows[f], n);
 }
 
+static const char XMP_KEY[] = "XML:com.adobe.xmp", ICC_NAME[] = "ICC Profile";
+
+static size_t meta_bound(struct libdeflate_compressor *c, const ib_meta_keep *m) {
+  if (!m) return 0;
+  size_t n = 0;
+  if (m->icc_len) n += 12 + sizeof ICC_NAME + 1 + libdeflate_zlib_compress_bound(c, m->icc_len);
+  if (m->exif_len) n += 12 + m->exif_len;
+  if (m->xmp_len) n += 12 + sizeof XMP_KEY + 4 + m->xmp_len;
+  return n;
+}
+
+/* The metadata chunks at p; their total length, 0 when deflate fails. */
+static size_t meta_chunks(struct libdeflate_compressor *c, const ib_meta_keep *m, uint8_t *p,
+                          size_t bound) {
+  size_t o = 0;
+  if (!m) return 0;
+  if (m->icc_len) {
+    uint8_t *d = p + o + 8;
+    memcpy(d, ICC_NAME, sizeof ICC_NAME); /* name, its NUL */
+    d[sizeof ICC_NAME] = 0;               /* compression method: deflate */
+    size_t head = sizeof ICC_NAME + 1;
+    size_t z = libdeflate_zlib_compress(c, m->icc, m->icc_len, d + head, bound - o - 12 - head);
+    if (!z) return 0;
+    o += chunk(p + o, "iCCP", head + z);
+  }
+  if (m->exif_len) {
+    memcpy(p + o + 8, m->exif, m->exif_len);
+    o += chunk(p + o, "eXIf", m->exif_len);
+  }
+  if (m->xmp_len) {
+    /* keyword, NUL, uncompressed (0, 0), empty language and translation. */
+    uint8_t *d = p + o + 8;
+    memcpy(d, XMP_KEY, sizeof XMP_KEY);
+    memset(d + sizeof XMP_KEY, 0, 4);
+    memcpy(d + sizeof XMP_KEY + 4, m->xmp, m->xmp_len);
+    o += chunk(p + o, "iTXt", sizeof XMP_KEY + 4 + m->xmp_len);
+  }
+  return o;
+}
+
 ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsigned channels,
-                        size_t stride, int level, uint8_t **out, size_t *len, ib_error *err) {
+                        size_t stride, int level, const ib_meta_keep *meta, uint8_t **out,
+                        size_t *len, ib_error *err) {
   static const uint8_t color_type[5] = {0, 0, 4, 2, 6};
   if (channels < 1 || channels > 4 || !width || !height || level < 1 || level > 9)
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
@@ -118,8 +160,9 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
     filter_row(px + y * stride, y ? px + (y - 1) * stride : filtered + raw + 4 * row, row, channels,
                filtered + y * (row + 1), filtered + raw);
   size_t bound = libdeflate_zlib_compress_bound(c, raw);
-  /* Signature, IHDR (13 bytes), one IDAT, IEND. */
-  uint8_t *png = g_try_malloc(8 + 25 + 12 + bound + 12);
+  size_t mb = meta_bound(c, meta);
+  /* Signature, IHDR (13 bytes), the metadata chunks, one IDAT, IEND. */
+  uint8_t *png = g_try_malloc(8 + 25 + mb + 12 + bound + 12);
   if (!png) {
     free(filtered);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: out of memory");
@@ -133,6 +176,13 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
   ihdr[9] = color_type[channels];
   ihdr[10] = ihdr[11] = ihdr[12] = 0; /* deflate, adaptive filters, no interlace */
   o += chunk(png + o, "IHDR", 13);
+  size_t mo = meta_chunks(c, meta, png + o, mb);
+  if (mb && !mo) {
+    free(filtered);
+    g_free(png);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: deflate failed (iCCP)");
+  }
+  o += mo;
   size_t z = libdeflate_zlib_compress(c, filtered, raw, png + o + 8, bound);
   free(filtered);
   if (!z) {

@@ -14,10 +14,15 @@
 
 #include "imgbatch.h"
 
+struct ib_meta_keep;
+
 /* Encodes width x height pixels of `channels` (1..4) interleaved bytes,
- * rows `stride` bytes apart, at zlib-style `level` (1..9). `*out` is
- * g_malloc'ed (free with ib_codec_free). Stage IB_STAGE_ENCODE. */
+ * rows `stride` bytes apart, at zlib-style `level` (1..9), with the
+ * metadata `meta` holds (NULL: none) before IDAT: iCCP "ICC Profile",
+ * eXIf, iTXt XML:com.adobe.xmp, the chunks Pillow's PNG writer uses.
+ * `*out` is g_malloc'ed (free with ib_codec_free). Stage IB_STAGE_ENCODE. */
 ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsigned channels,
-                        size_t stride, int level, uint8_t **out, size_t *len, ib_error *err);
+                        size_t stride, int level, const struct ib_meta_keep *meta, uint8_t **out,
+                        size_t *len, ib_error *err);
 
 #endif

@@ -26,6 +26,8 @@ typedef struct ib_snapshot {
   uint8_t *output_spec;
   size_t output_spec_len;
   char *correlation_id;
+  uint8_t *source_meta; /* codec/metadata.h ib_meta_pack */
+  size_t source_meta_len;
 } ib_snapshot;
 
 /* The backend state and the credits, shared by an executor and the

@@ -53,6 +53,8 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
       .output_spec = j->snap.output_spec,
       .output_spec_len = j->snap.output_spec_len,
       .correlation_id = j->snap.correlation_id,
+      .source_meta = j->snap.source_meta,
+      .source_meta_len = j->snap.source_meta_len,
       .tag = j->tag,
       .queue_us = j->queue_us,
       .exec_us = j->exec_us,
@@ -88,5 +90,6 @@ void ib_result_free(ib_result *r) {
   free(r->metadata);
   free(r->output_spec);
   free(r->correlation_id);
+  free(r->source_meta);
   *r = (ib_result){0};
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/metadata.h"
 #include "core/error.h"
 #include "exec/executor.h"
 
@@ -58,6 +59,43 @@ static ib_status take_metadata(const Imgbatch__V1__Job *job, ib_snapshot *s, ib_
   return IB_OK;
 }
 
+/* Whether an exif_transpose node of g transposed (its source's orientation
+ * is 2..8): Pillow then removes the orientation from the image's metadata. */
+static bool transposed_by_exif(const ib_graph *g) {
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const ib_node *n = &g->nodes[i];
+    if (n->pb->op_case != IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE) continue;
+    const ib_node *in = &g->nodes[n->inputs[0]];
+    if (in->pb->op_case != IMGBATCH__V1__NODE__OP_SOURCE) continue;
+    int o = g->sources[in->pb->source->index].orientation;
+    if (o >= 2 && o <= 8) return true;
+  }
+  return false;
+}
+
+/* The output metadata policy's blocks, read from source 0 now, while its
+ * bytes are intact (a device download may reuse the Job buffer later). */
+static ib_status take_source_meta(const ib_graph *g, ib_snapshot *s, ib_error *err) {
+  const Imgbatch__V1__OutputSpec *o = g->job->output;
+  if (!o || o->target_case != IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU || !o->cpu ||
+      o->cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP ||
+      o->cpu->format == IMGBATCH__V1__FORMAT__RAW || g->n_sources == 0)
+    return IB_OK;
+  const ib_source *src = &g->sources[0];
+  if (!src->pb || !src->bytes ||
+      (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_ENCODED &&
+       src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_PATH))
+    return IB_OK;
+  ib_meta m;
+  if (ib_meta_read(src->bytes, src->len, &m) != 0)
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  bool drop = o->cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
+              transposed_by_exif(g);
+  int rc = ib_meta_pack(&m, drop, &s->source_meta, &s->source_meta_len);
+  ib_meta_free(&m);
+  return rc == 0 ? IB_OK : ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+}
+
 ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err) {
   *s = (ib_snapshot){0};
   const Imgbatch__V1__Job *job = g->job;
@@ -75,6 +113,7 @@ ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err) {
     s->correlation_id = strdup(job->correlation_id ? job->correlation_id : "");
     if (!s->correlation_id) st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
   }
+  if (st == IB_OK) st = take_source_meta(g, s, err);
   if (st != IB_OK) ib_snapshot_clear(s);
   return st;
 }
@@ -83,10 +122,11 @@ void ib_snapshot_clear(ib_snapshot *s) {
   free(s->metadata);
   free(s->output_spec);
   free(s->correlation_id);
+  free(s->source_meta);
   *s = (ib_snapshot){0};
 }
 
 uint64_t ib_snapshot_bytes(const ib_snapshot *s) {
-  return s->metadata_len + s->output_spec_len +
+  return s->metadata_len + s->output_spec_len + s->source_meta_len +
          (s->correlation_id ? strlen(s->correlation_id) + 1 : 0);
 }

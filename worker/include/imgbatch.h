@@ -423,6 +423,10 @@ typedef struct ib_result {
   void *output_spec;
   size_t output_spec_len;
   char *correlation_id;
+  /* The source's EXIF/XMP/ICC its CpuOutput's metadata policy keeps, as
+   * the encoder reads them (internal layout; NULL/0 when nothing is kept). */
+  void *source_meta;
+  size_t source_meta_len;
   void *tag;         /* ib_input.tag of the run input it came from (NULL otherwise) */
   uint64_t queue_us; /* admission to the start of its submission */
   uint64_t exec_us;  /* its submission's duration (shared by the submission's jobs) */

@@ -25,6 +25,10 @@ typedef struct ib_source {
   const uint8_t *bytes; /* encoded or raw bytes (borrowed from the job or file_bytes) */
   size_t len;
   uint8_t *file_bytes; /* owned: a path source read at parse time */
+  /* ImageOps.exif_transpose's orientation of an encoded source read at
+   * parse time (codec/metadata.h): 1..8, -1 for an EXIF header Pillow
+   * raises on; 0 for raw and fill sources (no metadata). */
+  int orientation;
 } ib_source;
 
 typedef struct ib_node {
@@ -60,7 +64,9 @@ struct ib_graph {
   struct ib_job_arena *arena;
   uint8_t *buffer; /* ib_graph_parse_buffer: the Job's bytes, owned (freed through alloc) */
   size_t buffer_len;
-  /* The Job's node fields as they were on the wire (NULL when unavailable):
+  /* The Job's node fields as they were on the wire, then, in a graph with
+   * an exif_transpose node, one orientation byte per source (NULL when
+   * unavailable):
    * two graphs with equal bytes here and equal node shapes run the same
    * device plan with the same parameters (the CUDA backend reuses them). */
   uint8_t *nodes_wire;

@@ -58,32 +58,34 @@ static ib_status transpose_infer(const ib_node *node, const ib_shape *in, ib_sha
   return IB_OK;
 }
 
-static ib_status transpose_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
-                               ib_error *err) {
-  (void)err;
-  const ib_image *src = in[0];
-  int m = (int)node->pb->transpose->method;
+void ib_geom_transpose(const ib_image *src, ib_image *out, int method) {
   unsigned bands = ib_mode_bands(out->mode);
   for (uint32_t y = 0; y < out->height; y++) {
     uint8_t *row = out->data + (size_t)y * out->width * bands;
     for (uint32_t x = 0; x < out->width; x++) {
       int sx, sy;
-      ib_transpose_src(m, (int)x, (int)y, (int)src->width, (int)src->height, &sx, &sy);
+      ib_transpose_src(method, (int)x, (int)y, (int)src->width, (int)src->height, &sx, &sy);
       ib_pixel_copy(row + (size_t)x * bands,
                     src->data + ((size_t)sy * src->width + (size_t)sx) * bands, bands);
     }
   }
+}
+
+static ib_status transpose_cpu(const ib_node *node, const ib_image *const *in, ib_image *out,
+                               ib_error *err) {
+  (void)err;
+  ib_geom_transpose(in[0], out, (int)node->pb->transpose->method);
   return IB_OK;
 }
 
 /* Device step: a gather head (kernels/geometry.cuh), the method baked in. */
-static const ib_dev_op transpose_dev_op = {
+const ib_dev_op ib_dev_transpose = {
     .tag = 'R', .role = IB_DEV_GATHER, .header = "geometry.cuh", .fn = "ib_head_transpose"};
 
 static ib_status transpose_dev(const ib_node *node, const int *in_modes, ib_gstep *s,
                                ib_error *err) {
   (void)in_modes, (void)err;
-  s->dev = &transpose_dev_op;
+  s->dev = &ib_dev_transpose;
   s->a = (int)node->pb->transpose->method;
   return IB_OK;
 }
@@ -91,7 +93,7 @@ static ib_status transpose_dev(const ib_node *node, const int *in_modes, ib_gste
 const ib_op_desc ib_op_transpose = {
     IB_OP_HEAD(transpose),          .infer = transpose_infer,
     .param_bytes = ib_op_no_params, .cpu = transpose_cpu,
-    .dev = transpose_dev,           .dev_ops = (const ib_dev_op *const[]){&transpose_dev_op, NULL},
+    .dev = transpose_dev,           .dev_ops = (const ib_dev_op *const[]){&ib_dev_transpose, NULL},
 };
 
 /* ---------------------------------------------------------------- crop */

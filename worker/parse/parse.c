@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
+#include "codec/metadata.h"
 #include "codec/output_spec.h"
 #include "core/error.h"
 #include "model/graph.h"
@@ -101,6 +102,16 @@ static ib_status check_draft(const Imgbatch__V1__Source *pb, size_t idx, ib_erro
   return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "source %zu: draft_scale %u is not 1, 2, 4 or 8 (Pillow's draft scales)", idx,
                       s);
+/* The metadata walk is a few jumps over markers or chunks (codec/metadata.h);
+ * the orientation is kept because the bytes may not outlive planning (a
+ * device download may reuse the Job buffer). */
+static ib_status read_orientation(ib_source *s, size_t idx, ib_error *err) {
+  ib_meta m;
+  if (ib_meta_read(s->bytes, s->len, &m) != 0)
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "source %zu: out of memory", idx);
+  s->orientation = ib_meta_orientation(&m);
+  ib_meta_free(&m);
+  return IB_OK;
 }
 
 static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limits *lim,
@@ -156,6 +167,7 @@ static ib_status load_source(const Imgbatch__V1__Source *pb, const ib_graph_limi
     ib_error_prefix(err, "source %zu", idx);
     return st;
   }
+  if ((st = read_orientation(s, idx, err)) != IB_OK) return st;
   return check_side(s->shape.width, s->shape.height, lim->max_side, "decoded", idx, err);
 }
 
@@ -234,6 +246,24 @@ static ib_status set_key(ib_graph *g, ib_error *err) {
   const char *s = j->input_key_case == IMGBATCH__V1__JOB__INPUT_KEY_KEY_STRING ? j->key_string : "";
   g->key.str = strdup(s);
   return g->key.str ? IB_OK : ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+}
+
+/* exif_transpose's device step depends on its source's orientation, which
+ * the node bytes do not show: with such a node, each source's orientation
+ * follows them, so that graphs equal on the wire but not in orientation
+ * never share a device plan (gpu/cuda_layout.c ib_cuda_same_nodes). */
+static ib_status wire_orientations(ib_graph *g, ib_error *err) {
+  bool any = false;
+  for (size_t k = 0; k < g->job->n_nodes; k++)
+    any |= g->job->nodes[k]->op_case == IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE;
+  if (!any || !g->nodes_wire) return IB_OK;
+  uint8_t *w = realloc(g->nodes_wire, g->nodes_wire_len + g->n_sources);
+  if (!w) return ib_error_set(err, IB_INTERNAL, IB_STAGE_PARSE, "out of memory");
+  for (size_t i = 0; i < g->n_sources; i++)
+    w[g->nodes_wire_len + i] = (uint8_t)(int8_t)g->sources[i].orientation;
+  g->nodes_wire = w;
+  g->nodes_wire_len += g->n_sources;
+  return IB_OK;
 }
 
 ib_status ib_graph_parse(const uint8_t *bytes, size_t len, const ib_graph_limits *limits,
@@ -392,6 +422,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   if ((st = check_contract(g->job, &notes, err)) != IB_OK) goto out;
   if ((st = check_metadata(g->job, lim.max_metadata_bytes, err)) != IB_OK) goto out;
   if ((st = load_sources(g, &lim, err)) != IB_OK) goto out;
+  if ((st = wire_orientations(g, err)) != IB_OK) goto out;
   st = ib_graph_validate(g, err);
   if (st == IB_OK) st = check_output(g, err);
 out:

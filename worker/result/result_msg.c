@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "codec/metadata.h"
 #include "codec/output_spec.h"
 #include "core/error.h"
 #include "core/utf8.h"
@@ -153,7 +154,10 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend
     data = res->image.data;
     len = ib_image_bytes(&res->image);
   } else {
-    ib_status st = ib_codec_encode(&res->image, cpu, &r->encoded, &len, err);
+    ib_meta_keep meta;
+    bool kept =
+        res->source_meta && ib_meta_unpack(res->source_meta, res->source_meta_len, &meta) == 0;
+    ib_status st = ib_codec_encode(&res->image, cpu, kept ? &meta : NULL, &r->encoded, &len, err);
     if (st != IB_OK) return st;
     data = r->encoded;
   }

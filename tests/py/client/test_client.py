@@ -382,3 +382,23 @@ def test_path_sources_resolve_inside_the_source_root(tmp_path):
                                 args=("--source-root", str(tmp_path)))
     assert res.error is None, res.error
     assert res.image.data == out.replay().tobytes()
+
+
+def test_keep_metadata_writes_the_policy_and_refuses_other_names():
+    from imgbatch import imgbatch_pb2 as pb
+    lz = imgbatch.Image.new("RGB", (2, 2))
+    assert lz.to_job_message(output="jpeg").output.cpu.metadata == pb.METADATA_STRIP
+    for name, value in (("keep", pb.METADATA_KEEP),
+                        ("keep_reset_orientation", pb.METADATA_KEEP_RESET_ORIENTATION)):
+        assert lz.to_job_message(output="png", keep_metadata=name).output.cpu.metadata == value
+    with pytest.raises(ValueError, match="keep_metadata"):
+        lz.to_job(output="webp", keep_metadata="all")
+
+
+def test_exif_transpose_needs_a_source_and_no_in_place():
+    lz = imgbatch.Image.new("RGB", (2, 3))
+    assert imgbatch.ImageOps.exif_transpose(lz).size == (2, 3)
+    with pytest.raises(NotImplementedError, match="source"):
+        imgbatch.ImageOps.exif_transpose(imgbatch.ImageOps.invert(lz))
+    with pytest.raises(NotImplementedError, match="in_place"):
+        imgbatch.ImageOps.exif_transpose(lz, in_place=True)

@@ -36,6 +36,20 @@ def im(lib, mode="RGB", size=(8, 6), color=30):
     return lib.Image.new(mode, size, color)
 
 
+def exif_orientation(value):
+    e = PIL.Image.Exif()
+    e[274] = value
+    return e.tobytes()
+
+
+def png_with_exif(exif):
+    """PNG bytes with an eXIf chunk (Image.open takes bytes in the client,
+    a file object in Pillow: BytesIO serves both)."""
+    buf = io.BytesIO()
+    PIL.Image.new("RGB", (3, 2), 9).save(buf, "PNG", exif=exif)
+    return io.BytesIO(buf.getvalue())
+
+
 def paste(lib, base, src, box):
     base.paste(src, box)
     return base
@@ -139,6 +153,12 @@ CASES = [
     ("transform", "rotate-ok",
      lambda L: im(L, "LA").rotate(-30.5, PIL.Image.Resampling.BILINEAR, True, fillcolor=(9, 200))),
     ("transform", "rotate-90-ok", lambda L: im(L).rotate(90, expand=1, translate=(2, 1))),
+    ("exif_transpose", "bad-exif-header", lambda L: L.ImageOps.exif_transpose(
+        L.Image.open(png_with_exif(b"IX*\0\0\0\0\x08\0\0\0\0\0\0")))),
+    ("exif_transpose", "ok", lambda L: L.ImageOps.exif_transpose(
+        L.Image.open(png_with_exif(PIL.Image.Exif().tobytes())))),
+    ("exif_transpose", "orientation-6-ok", lambda L: L.ImageOps.exif_transpose(
+        L.Image.open(png_with_exif(exif_orientation(6))))),
 ]
 
 

@@ -25,7 +25,9 @@ from imgbatch._optable import OPS
 ADMITS = {op.field: op.modes for op in OPS}
 # Ops the generator never writes, and why; test_graphgen_ops checks that
 # every other op of the table appears in generated graphs.
-NOT_GENERATED = {"tone": "no Pillow call to compare with (test_chops checks it against tone_reference.py)"}
+NOT_GENERATED = {"tone": "no Pillow call to compare with (test_chops checks it against tone_reference.py)",
+                 "exif_transpose": "reads an encoded source's metadata, and the generator's sources are "
+                                   "raw (test_exif_transpose.py covers it)"}
 
 ALL = parity.MODES
 FOUR = ("L", "LA", "RGB", "RGBA")
