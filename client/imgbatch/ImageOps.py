@@ -204,6 +204,11 @@ def scale(image: Any, factor: float, resample: int = _BICUBIC) -> LazyImage:
     if factor == 1:
         return image.copy()
     return image.resize((round(factor * image.width), round(factor * image.height)), resample)
+
+
+# ------------------------------------------------ orientation
+
+
 def exif_transpose(image: Any, *, in_place: bool = False) -> LazyImage:
     """ImageOps.exif_transpose(image) -> ExifTransposeOp.
 

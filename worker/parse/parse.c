@@ -102,6 +102,8 @@ static ib_status check_draft(const Imgbatch__V1__Source *pb, size_t idx, ib_erro
   return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
                       "source %zu: draft_scale %u is not 1, 2, 4 or 8 (Pillow's draft scales)", idx,
                       s);
+}
+
 /* The metadata walk is a few jumps over markers or chunks (codec/metadata.h);
  * the orientation is kept because the bytes may not outlive planning (a
  * device download may reuse the Job buffer). */
