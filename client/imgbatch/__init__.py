@@ -43,7 +43,7 @@ from .stream import (
     write_delimited,
 )
 
-__version__ = "2.0.0"
+__version__ = "3.0.0"
 
 # op (proto Node field) -> (the Pillow call it mirrors, the modes the worker runs it on),
 # from the op table (worker/ops/ops.def, generated into _optable).

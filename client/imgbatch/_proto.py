@@ -10,7 +10,7 @@ from typing import Optional
 # The wire contract this client writes (Job.contract_version); equal to
 # IB_CONTRACT_VERSION in worker/include/imgbatch.h and the package's major
 # version. Workers must be upgraded before producers (README).
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 
 _pb: Optional[ModuleType] = None
 

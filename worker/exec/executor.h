@@ -26,6 +26,8 @@ typedef struct ib_snapshot {
   uint8_t *output_spec;
   size_t output_spec_len;
   char *correlation_id;
+  uint8_t *renditions; /* a packed Job holding only its renditions */
+  size_t renditions_len;
 } ib_snapshot;
 
 /* The backend state and the credits, shared by an executor and the
@@ -53,6 +55,8 @@ typedef struct ib_job {
   ib_status status; /* outcome once completed */
   ib_error err;
   ib_image out;
+  ib_image *renditions; /* a job with renditions: its images, in the Job's order */
+  size_t n_renditions;
   void *dev;     /* resident output kept by the backend (until a handle owns it) */
   bool resident; /* output gpu */
   bool large;    /* a large job (backend large_job, asked at admission) */

@@ -134,7 +134,7 @@ def test_producer_reports_coordinates_and_reader_yields_each_result_once(broker)
     for d in deliveries:
         key, value = by_coord[d.coordinates]
         job = pb.Job.FromString(value)
-        assert job.contract_version == imgbatch.CONTRACT_VERSION == 2
+        assert job.contract_version == imgbatch.CONTRACT_VERSION == 3
         assert key == str(d.input_key).encode()
         which = job.WhichOneof("input_key")
         assert getattr(job, which) == d.input_key

@@ -13,7 +13,7 @@ from google.protobuf.internal.encoder import _VarintBytes
 import ibtest
 from imgbatch import imgbatch_pb2 as pb
 
-CONTRACT_VERSION = 2  # IB_CONTRACT_VERSION in worker/include/imgbatch.h
+CONTRACT_VERSION = 3  # IB_CONTRACT_VERSION in worker/include/imgbatch.h
 MAX_SOURCES = 64      # IB_MAX_SOURCES in worker/parse/parse.c
 
 # ---------------------------------------------------------------- wire helpers

@@ -81,12 +81,12 @@ ROUND_TRIP = textwrap.dedent('''
     job.metadata["m"].map_value.entries["k"].list_value.items.add().uint_value = 2 ** 64 - 1
     data = job.SerializeToString()
     back = P.Job.FromString(data)
-    assert back == job and back.contract_version == 2 and back.WhichOneof("input_key") == "key_string"
+    assert back == job and back.contract_version == 3 and back.WhichOneof("input_key") == "key_string"
     if "PIL" in sys.argv:
         from imgbatch import Image, ImageFilter
         lazy = Image.new("L", (2, 1), 7).filter(ImageFilter.GaussianBlur(2))
         rec = P.Job.FromString(lazy.to_job(key="a.png", output="png"))
-        assert rec.contract_version == 2 and list(rec.nodes) == list(job.nodes), rec
+        assert rec.contract_version == 3 and list(rec.nodes) == list(job.nodes), rec
         assert lazy.replay().size == (2, 1)
     else:
         try:
