@@ -11,6 +11,8 @@ from typing import Optional
 # IB_CONTRACT_VERSION in worker/include/imgbatch.h and the package's major
 # version. Workers must be upgraded before producers (README).
 CONTRACT_VERSION = 3
+# Renditions one Job may name (IB_MAX_RENDITIONS in worker/include/imgbatch.h).
+MAX_RENDITIONS = 16
 
 _pb: Optional[ModuleType] = None
 

@@ -107,7 +107,7 @@ ROUND_TRIP = textwrap.dedent('''
     a, b = imgbatch.read_results(buf)
     assert a == b and a.raw == res.SerializeToString()
     assert (a.job_id, a.input_key, a.source, a.correlation_id, a.contract_version) == \\
-        (5, "a.png", ("imgbatch.jobs", 3, 2 ** 40), "c", 2)
+        (5, "a.png", ("imgbatch.jobs", 3, 2 ** 40), "c", 3)
     assert a.file == imgbatch.ImageFile("imgbatch.jobs-3-1.png", "L", 2, 1, "png", 99, "w")
     assert a.timings["gpu_us"] == 12 and a.ok
     print(google.protobuf.__version__, api_implementation.Type())
