@@ -224,3 +224,32 @@ def test_a_rendition_without_output_or_with_a_bad_one_names_it():
     la.renditions.add(node=0, output=cpu_output("JPEG"))
     e = error_of(la)
     assert e.kind == pb.UNSUPPORTED and "renditions[0]: node 0" in e.message and "LA" in e.message, e
+
+
+def fill_job(key, n_renditions, side=512):
+    """A 512x512 RGB fill (768 KiB) as n JPEG renditions of the same node."""
+    job = pb.Job(key_string=key, contract_version=V3)
+    job.source.fill.mode, job.source.fill.width, job.source.fill.height = "RGB", side, side
+    job.source.fill.color = bytes([10, 200, 30])
+    job.nodes.add().source.index = 0
+    for q in range(n_renditions):
+        job.renditions.add(node=0, output=cpu_output("JPEG", 50 + q))
+    return job
+
+
+def test_every_rendition_is_charged_to_the_job():
+    """Sixteen 768 KiB renditions hold 12 MiB until delivered: past an 8 MiB
+    host cap, where the same job with one rendition fits."""
+    p, (one,) = run([fill_job("one", 1)], "--host-bytes", "8M")
+    assert one.WhichOneof("outcome") is None and len(one.renditions) == 1, one
+    p, (many,) = run([fill_job("many", 16)], "--host-bytes", "8M")
+    assert many.WhichOneof("outcome") == "error", many
+    e = many.error
+    assert (e.kind, e.stage) == (pb.LIMIT, pb.ADMIT) and "host_bytes cap" in e.message, e
+    p, (fits,) = run([fill_job("fits", 16)], "--host-bytes", "16M")
+    assert len(fits.renditions) == 16
+    im = PIL.Image.new("RGB", (512, 512), (10, 200, 30))
+    for q, r in enumerate(fits.renditions):
+        buf = io.BytesIO()
+        im.save(buf, "JPEG", quality=50 + q)
+        assert r.image.data == buf.getvalue(), q
