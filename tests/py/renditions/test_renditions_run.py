@@ -253,3 +253,43 @@ def test_every_rendition_is_charged_to_the_job():
         buf = io.BytesIO()
         im.save(buf, "JPEG", quality=50 + q)
         assert r.image.data == buf.getvalue(), q
+
+
+def test_hostile_renditions_are_each_answered_and_the_stream_goes_on():
+    """Random node indices, formats, qualities, counts and versions in one
+    stream: every Job gets one Result - images for the valid ones, an error
+    naming renditions for the rest - and the process exits cleanly."""
+    rnd = random.Random(26)
+    _, png = photo(9, 7, 2)
+    jobs, expect_ok = [], []
+    for k in range(60):
+        job = pb.Job(key_u64=k, contract_version=rnd.choice([0, 2, 3, 3, 3]))
+        job.source.encoded = png
+        job.nodes.add().source.index = 0
+        add_resize(job, rnd.randint(1, 12), rnd.randint(1, 12))
+        ok = job.contract_version == 3
+        pairs = set()
+        for _ in range(rnd.choice([1, 2, 3, 17, 40])):
+            node = rnd.choice([0, 1, 1, 2, 7, 2**32 - 1])
+            fmt = rnd.choice([pb.RAW, pb.PNG, pb.JPEG, pb.WEBP, pb.TIFF])
+            out = pb.CpuOutput(format=fmt)
+            if rnd.random() < 0.5:
+                out.quality = rnd.choice([0, 50, 100, 101, 2**32 - 1])
+            job.renditions.add(node=node, output=out)
+            ok = ok and node <= 1 and (not out.HasField("quality") or out.quality <= 100)
+            ok = ok and (node, out.SerializeToString()) not in pairs
+            pairs.add((node, out.SerializeToString()))
+        ok = ok and len(job.renditions) <= 16
+        jobs.append(job)
+        expect_ok.append(ok)
+    p, results = run(jobs)
+    assert p.returncode == 0, p.stderr
+    by_key = {r.key_u64: r for r in results}
+    assert sorted(by_key) == list(range(60))
+    for k, ok in enumerate(expect_ok):
+        r = by_key[k]
+        if ok:
+            assert r.WhichOneof("outcome") is None and len(r.renditions) == len(jobs[k].renditions), r
+        else:
+            assert r.WhichOneof("outcome") == "error" and "renditions" in r.error.message, r.error
+    assert 5 <= sum(expect_ok) <= 55, sum(expect_ok)
