@@ -88,3 +88,15 @@ def test_renditions_in_one_result_and_as_files_past_the_message_bound(make_env, 
             data = f.read()
         assert (got.file.width, got.file.height, got.file.size) == (w, h, len(data))
         assert data == pillow(im, w, h, fmt, q), got.file.path
+
+
+def test_renditions_past_the_message_bound_without_an_output_dir_are_a_limit(make_env):
+    _, png = source(2)
+    env = make_env(topics=["imgbatch.jobs:1"])
+    reader = env.reader()
+    env.worker("--max-result-bytes", 2000)
+    (r,) = results_for(env, reader, [rendition_job("big", png)])
+    assert r.WhichOneof("outcome") == "error" and not r.renditions, r
+    e = r.error
+    assert (e.kind, e.stage) == (pb.LIMIT, pb.PUBLISH), e
+    assert "(3 renditions) exceeds --max-result-bytes 2000" in e.message, e.message
