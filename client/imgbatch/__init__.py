@@ -17,7 +17,8 @@ ImageEnhance) record through Pillow and need the [pillow] extra; they are
 imported on first access, so the wire layer (write_delimited, parse_result,
 Result) and Kafka (Producer, ResultReader; the [kafka] extra) work without
 Pillow. Every Job written carries the contract_version it needs: 2, or
-CONTRACT_VERSION (3) when it uses a draft-decoded source.
+CONTRACT_VERSION (3) when it uses renditions, a draft-decoded source or a metadata
+policy.
 
 Operations the worker executes (README, "Operations"; modes L, LA, RGB, RGBA, CMYK,
 RGBX, 8 bits per band; anything else is refused by the worker naming op and
@@ -30,11 +31,12 @@ worker/ops/ops.def declares them (docs/ops.md); print it with
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 from . import _optable
-from ._proto import CONTRACT_VERSION, pb
+from ._proto import CONTRACT_VERSION, MAX_RENDITIONS, pb
 from .stream import (
     ImageData,
     ImageFile,
     JobError,
+    Rendition,
     Resident,
     Result,
     parse_result,
@@ -61,10 +63,13 @@ _LAZY = {
     "Delivery": ("._kafka", "Delivery"), "result_identity": ("._kafka", "result_identity"),
     "collapse_duplicates": ("._kafka", "collapse_duplicates"),
     "parse_graph": ("._graphlang", "parse_graph"), "apply_graph": ("._graphlang", "apply_graph"),
+    "renditions_job": ("._graph", "renditions_job"),
+    "renditions_job_message": ("._graph", "renditions_job_message"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover - what the lazy names are, for type checkers
     from . import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps
+    from ._graph import renditions_job, renditions_job_message
     from ._graphlang import apply_graph, parse_graph
     from ._kafka import Delivery, Producer, ResultReader, collapse_duplicates, result_identity
     from ._methods import LazyImage, unchecked
@@ -97,4 +102,5 @@ __all__ = [
     "read_delimited", "read_results", "parse_result", "run_local", "Result", "ImageData",
     "ImageFile", "Resident", "JobError", "Producer", "ResultReader", "Delivery",
     "result_identity", "collapse_duplicates", "parse_graph", "apply_graph", "pb",
+    "MAX_RENDITIONS", "Rendition", "renditions_job", "renditions_job_message",
 ]

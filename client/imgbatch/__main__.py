@@ -36,7 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m imgbatch produce",
                                  description="Publish one imgbatch Job per file.")
     ap.add_argument("files", nargs="+", help="image files (PNG, JPEG, WebP, TIFF, GIF)")
-    ap.add_argument("--graph", required=True, help='steps, e.g. "invert|gaussian_blur(2)|convert(L)"')
+    ap.add_argument("--graph", default=None, help='steps, e.g. "invert|gaussian_blur(2)|convert(L)"')
+    ap.add_argument("--renditions", default=None, metavar="N,N,...",
+                    help="one Job per file computing several sizes from one decode: each N is the "
+                         "longest side (resize BICUBIC, aspect kept, never enlarged), after --graph; "
+                         "--out writes NAME.N.EXT per size")
+    ap.add_argument("--quality", type=int, default=None, help="JPEG/WebP quality (Pillow's save(quality=))")
     ap.add_argument("--brokers", required=True, help="Kafka bootstrap servers")
     ap.add_argument("--topic", default="imgbatch.jobs")
     ap.add_argument("--output", default="png", choices=sorted(_FORMATS) + ["gpu"],
@@ -97,8 +102,46 @@ def _write_out(out: str, name: str, fmt: str, data: Optional[bytes], copy_from: 
     return path
 
 
+def _rendition_sizes(text: str) -> List[int]:
+    try:
+        sizes = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--renditions {text!r}: want sizes like 2048,1024,512") from None
+    if not sizes or any(n < 1 for n in sizes) or len(set(sizes)) != len(sizes):
+        raise ValueError(f"--renditions {text!r}: sizes must be distinct and at least 1")
+    return sizes
+
+
+def _rendition(im: Any, n: int) -> Any:
+    """im with its longest side n (Pillow's resize, BICUBIC, round()ed
+    other side), or im itself when it is not larger."""
+    w, h = im.size
+    if max(w, h) <= n:
+        return im
+    if w >= h:
+        return im.resize((n, max(1, round(h * n / w))))
+    return im.resize((max(1, round(w * n / h)), n))
+
+
+def _describe_renditions(r: Any, args: argparse.Namespace, name: str) -> str:
+    parts = []
+    for n, rend in zip(args.sizes, r.renditions):
+        if rend.image is not None:
+            if args.out:
+                _write_out(args.out, f"{name}.{n}", rend.image.format, rend.image.data)
+            parts.append(f"{n}:{rend.image.width}x{rend.image.height}")
+        elif rend.file is not None:
+            src = os.path.join(args.output_dir, rend.file.path) if args.output_dir else None
+            if args.out and src and os.access(src, os.R_OK):
+                _write_out(args.out, f"{name}.{n}", rend.file.format, None, copy_from=src)
+            parts.append(f"{n}:{rend.file.width}x{rend.file.height} file {rend.file.path}")
+    return "ok renditions " + " ".join(parts)
+
+
 def _describe(r: Any, args: argparse.Namespace, name: str) -> str:
     """The ok line's text for Result r, writing its image under --out."""
+    if r.renditions:
+        return _describe_renditions(r, args, name)
     if r.image is not None:
         if args.out:
             _write_out(args.out, name, r.image.format, r.image.data)
@@ -146,7 +189,14 @@ def _publish(args: argparse.Namespace, props: Dict[str, str], jobs: List[Tuple[s
             outcome[i] = d if err is None else err
 
         try:
-            producer.send(im, key=key, output=args.output, on_delivery=report)
+            if args.sizes:
+                fmt = args.output.upper()
+                producer.send([(_rendition(im, n), fmt, args.quality) for n in args.sizes], key=key,
+                              on_delivery=report)
+            elif args.quality is not None:
+                producer.send(im, key=key, output=args.output, quality=args.quality, on_delivery=report)
+            else:
+                producer.send(im, key=key, output=args.output, on_delivery=report)
         except (JobTooLargeError, kafka.KafkaException, ValueError, TypeError, OSError) as e:
             lines[i] = f"error {e}"
     try:
@@ -175,6 +225,16 @@ def _produce(argv: List[str]) -> int:
         ap.error("--source-root needs --source-dir")
     if args.output_dir and not args.out:
         ap.error("--output-dir needs --out")
+    if args.graph is None and args.renditions is None:
+        ap.error("--graph or --renditions is required")
+    args.sizes = []
+    if args.renditions is not None:
+        if args.output == "gpu":
+            ap.error("--renditions are encoded on the worker's host: --output gpu does not apply")
+        try:
+            args.sizes = _rendition_sizes(args.renditions)
+        except ValueError as e:
+            ap.error(str(e))
     if args.verbose:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
@@ -193,7 +253,7 @@ def _produce(argv: List[str]) -> int:
             ap.error(f"-X {p}: want KEY=VALUE")
         props[k] = v
     try:
-        steps = parse_graph(args.graph)
+        steps = parse_graph(args.graph) if args.graph else []
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2

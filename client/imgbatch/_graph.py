@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ._proto import contract_for, pb
+from ._proto import CONTRACT_VERSION, MAX_RENDITIONS, contract_for, pb
 
 _FORMATS = {"raw": "RAW", "png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
 _U64 = 1 << 64
@@ -173,11 +173,21 @@ def build_graph(job: Any, root: Node) -> None:
     first) is Job.source (index 0), the others extra_sources[index-1].
     Identical sources and structurally identical nodes are emitted once.
     """
+    build_graphs(job, [root])
+
+
+def build_graphs(job: Any, roots: List[Node]) -> List[int]:
+    """build_graph for several outputs sharing one graph (renditions): every
+    root's nodes, sources and shared nodes emitted once; returns each root's
+    index in job.nodes."""
     P = pb()
     src_index: Dict[Tuple[Any, ...], int] = {}
     node_index: Dict[int, int] = {}
     struct: Dict[bytes, int] = {}
-    for node in topo_order(root):
+    order = [n for root in roots for n in topo_order(root)]
+    for node in order:
+        if id(node) in node_index:
+            continue
         params = node.params
         if node.source is not None:
             skey = node.source.key()
@@ -197,6 +207,7 @@ def build_graph(job: Any, root: Node) -> None:
             job.nodes.append(npb)
             struct[skey] = index
         node_index[id(node)] = index
+    return [node_index[id(r)] for r in roots]
 
 
 # Pillow's save(subsampling=) values (JpegImagePlugin): its strings, its
@@ -240,6 +251,81 @@ def _output_pb(out: Any, output: str, quality: Optional[int], compression: int, 
         raise ValueError(f"imgbatch: keep_metadata must be one of {sorted(_KEEP_METADATA)}, "
                          f"not {keep_metadata!r}")
     cpu.metadata = getattr(pb(), _KEEP_METADATA[keep_metadata])
+
+
+# Pillow's format names (save(fp, format)) and this client's output names.
+_RENDITION_FORMATS = {"RAW": "raw", "PNG": "png", "JPEG": "jpeg", "JPG": "jpeg", "WEBP": "webp",
+                      "TIFF": "tiff"}
+
+
+def renditions_job_message(renditions: Any, key: Any = None, metadata: Optional[Mapping[str, Any]] = None,
+                           *, correlation_id: Optional[str] = None,
+                           deadline_unix_ms: Optional[int] = None) -> Any:
+    """One Job computing several images of one graph (contract version 3):
+    the sources are decoded and uploaded once and the Result carries every
+    image, in this order (Result.renditions).
+
+    renditions: a sequence of (image, format), (image, format, quality) or
+    (image, format, {save options}) - the arguments of Pillow's
+    image.save(fp, format, **options): format is "JPEG", "WEBP", "PNG",
+    "TIFF" or "RAW" (any case), options quality, compression, lossless,
+    subsampling, progressive, optimize. Every image must be a lazy image.
+    """
+    items = list(renditions)
+    if not items:
+        raise ValueError("imgbatch: renditions must name at least one image")
+    if len(items) > MAX_RENDITIONS:
+        raise ValueError(f"imgbatch: at most {MAX_RENDITIONS} renditions per job, not {len(items)}")
+    roots, outs = [], []
+    for i, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise TypeError(f"imgbatch: renditions[{i}] must be (image, format[, quality or options])")
+        im, fmt = item[0], item[1]
+        opts = item[2] if len(item) == 3 else {}
+        if not isinstance(im, GraphImage):
+            raise TypeError(f"imgbatch: renditions[{i}]: {type(im).__name__} is not a lazy image")
+        if not isinstance(fmt, str) or fmt.upper() not in _RENDITION_FORMATS:
+            raise ValueError(f"imgbatch: renditions[{i}]: format must be one of "
+                             f"{sorted(_RENDITION_FORMATS)}, not {fmt!r}")
+        if opts is None or isinstance(opts, int) and not isinstance(opts, bool):
+            opts = {"quality": opts}
+        if not isinstance(opts, Mapping):
+            raise TypeError(f"imgbatch: renditions[{i}]: the third item is a quality or a dict of options")
+        roots.append(im._node)
+        outs.append((_RENDITION_FORMATS[fmt.upper()], dict(opts)))
+    job = pb().Job()
+    job.contract_version = CONTRACT_VERSION
+    set_key(job, key)
+    for i, index in enumerate(build_graphs(job, roots)):
+        r = job.renditions.add()
+        r.node = index
+        fmt, opts = outs[i]
+        spec = pb().OutputSpec()
+        try:
+            _output_pb(spec, fmt, opts.pop("quality", None), opts.pop("compression", 0),
+                       opts.pop("lossless", False), opts.pop("subsampling", None),
+                       opts.pop("progressive", False), opts.pop("optimize", False))
+        except ValueError as e:
+            raise ValueError(f"imgbatch: renditions[{i}]: {str(e).replace('imgbatch: ', '')}") from None
+        if opts:
+            raise TypeError(f"imgbatch: renditions[{i}]: unknown save options {sorted(opts)}")
+        r.output.CopyFrom(spec.cpu)
+    for k, v in (metadata or {}).items():
+        if not isinstance(k, str):
+            raise TypeError("imgbatch: metadata keys must be str")
+        job.metadata[k].CopyFrom(to_value(v))
+    if correlation_id is not None:
+        job.correlation_id = correlation_id
+    if deadline_unix_ms is not None:
+        job.deadline_unix_ms = deadline_unix_ms
+    return job
+
+
+def renditions_job(renditions: Any, key: Any = None, metadata: Optional[Mapping[str, Any]] = None,
+                   **kw: Any) -> bytes:
+    """Serialized Job bytes of renditions_job_message."""
+    data: bytes = renditions_job_message(renditions, key, metadata, **kw).SerializeToString()
+    return data
 
 
 class GraphImage:

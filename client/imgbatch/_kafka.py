@@ -134,6 +134,10 @@ def _job_bytes_and_key(job: Any, key: InputKey, job_kw: Mapping[str, Any]) -> Tu
     """(serialized Job, its input key) from a lazy image, a Job message or Job bytes."""
     if hasattr(job, "to_job"):
         return job.to_job(key=key, **job_kw), key
+    if isinstance(job, (list, tuple)):
+        from ._graph import renditions_job
+
+        return renditions_job(job, key=key, **job_kw), key
     if job_kw:
         raise TypeError("imgbatch: output options apply to lazy images only, not to built Jobs")
     P = pb()
@@ -248,7 +252,10 @@ class Producer:
         """Queue one Job; returns its send index (its place in flush()'s list).
 
         job: a LazyImage (serialized with to_job(key=key, **job_kw): output,
-        metadata, quality, correlation_id, ...), a Job message or Job bytes
+        metadata, quality, correlation_id, ...), a list of renditions -
+        [(image, "JPEG", 85), (other, "WEBP", 80), ...], one Job computing
+        every image of one decode (renditions_job; the Result's renditions) -,
+        a Job message or Job bytes
         (whose input_key is used when key is None). Jobs are parsed, and one
         without contract_version gets the one it needs (contract_for); bytes that are not a
         Job raise DecodeError (publish poison with a plain Kafka producer). on_delivery(delivery,

@@ -15,6 +15,8 @@ from typing import Optional
 CONTRACT_VERSION = 3
 # v3 = draft (Source.draft_scale), metadata policy, renditions.
 _V2 = 2
+# Renditions one Job may name (IB_MAX_RENDITIONS in worker/include/imgbatch.h).
+MAX_RENDITIONS = 16
 
 _pb: Optional[ModuleType] = None
 
@@ -38,13 +40,14 @@ def pb() -> ModuleType:
 
 def contract_for(job: "object") -> int:
     """The contract version a Job message needs: 3 when it uses a v3 field
-    that a v2 worker would skip without an error - a source's draft scale
-    (decoded full size), an output's metadata policy (stripped) - else 2. The
+    that a v2 worker would skip without an error - renditions, a source's
+    draft scale (decoded full size), an output's metadata policy (stripped) -
+    else 2. The
     v3 ops (reduce, transform, exif_transpose) need no stamp: a v2 worker
     refuses a node whose op it does not know."""
     sources = [job.source] if job.HasField("source") else []  # type: ignore[attr-defined]
     sources += list(job.extra_sources)  # type: ignore[attr-defined]
-    if any(s.draft_scale > 1 for s in sources):
+    if any(s.draft_scale > 1 for s in sources) or len(job.renditions):  # type: ignore[attr-defined]
         return CONTRACT_VERSION
     if job.HasField("output") and job.output.HasField("cpu") and job.output.cpu.metadata:  # type: ignore[attr-defined]
         return CONTRACT_VERSION

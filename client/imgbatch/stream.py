@@ -200,8 +200,28 @@ class Resident:
 
 
 @dataclass
+class Rendition:
+    """One of Result.renditions: the graph node it came from and its image,
+    in the message (image) or, past the worker's --max-result-bytes, as a
+    file (file)."""
+
+    node: int
+    image: Optional[ImageData] = None
+    file: Optional[ImageFile] = None
+
+    def read(self, output_dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> ImageData:
+        """The image: from the message, or read from output_dir (the worker's --output-dir)."""
+        if self.image is not None:
+            return self.image
+        if self.file is None or output_dir is None:
+            raise ValueError("imgbatch: this rendition is a file: read(output_dir) needs the worker's --output-dir")
+        return self.file.read(output_dir)
+
+
+@dataclass
 class Result:
-    """A parsed imgbatch.v1.Result; exactly one of image, file, resident, error is set."""
+    """A parsed imgbatch.v1.Result; exactly one of image, file, resident, error is set, or
+    (a Job with renditions) renditions."""
 
     input_key: InputKey  # str, int or None
     job_id: Optional[int]  # None: no ID assigned
@@ -216,6 +236,8 @@ class Result:
     source: Optional[Tuple[str, int, int]] = None  # (topic, partition, offset) of the job
     contract_version: int = 0  # the writing worker's contract version
     raw: Optional[bytes] = field(default=None, repr=False)
+    # A Job with renditions: one per rendition, in the order asked (image and file are then None).
+    renditions: List[Rendition] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -242,6 +264,16 @@ def parse_result(data: Union[bytes, bytearray, memoryview]) -> Result:
                        "gpu_us": t.gpu_us, "encode_us": t.encode_us}
     if r.HasField("source"):
         out.source = (r.source.topic, r.source.partition, r.source.offset)
+    for x in r.renditions:
+        rend = Rendition(x.node)
+        if x.WhichOneof("outcome") == "image":
+            i = x.image
+            rend.image = ImageData(i.mode, i.width, i.height, bytes(i.data), _enum_name(P.Format, i.format))
+        elif x.WhichOneof("outcome") == "file":
+            f = x.file
+            rend.file = ImageFile(f.path, f.mode, f.width, f.height, _enum_name(P.Format, f.format),
+                                  f.size, f.worker_id)
+        out.renditions.append(rend)
     which = r.WhichOneof("outcome")
     if which == "image":
         i = r.image

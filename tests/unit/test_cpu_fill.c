@@ -39,14 +39,14 @@ static void check(ib_graph *g, const char *what, bool cleared) {
   ib_blockcache *bc = ib_blockcache_new(64 * MIB);
   cr_assert_not_null(bc);
   ib_image got = {0};
-  cr_assert_eq(ib_cpu_execute_cached(g, bc, &got, &err), IB_OK, "%s: %s", what, err.message);
+  cr_assert_eq(ib_cpu_execute_cached(g, bc, &got, NULL, &err), IB_OK, "%s: %s", what, err.message);
   cr_assert_eq(memcmp(got.data, want.data, n), 0, "%s: into a fresh block", what);
   uint8_t *block = got.data;
   memset(got.data, 0xA5, n);
   ib_image_release(&got); /* back to the cache */
   cr_assert_eq(ib_blockcache_cached(bc), 1);
   const size_t before = ib_blockcache_cleared_bytes(bc);
-  cr_assert_eq(ib_cpu_execute_cached(g, bc, &got, &err), IB_OK, "%s: %s", what, err.message);
+  cr_assert_eq(ib_cpu_execute_cached(g, bc, &got, NULL, &err), IB_OK, "%s: %s", what, err.message);
   cr_assert_eq(got.data, block, "%s: not the poisoned block", what);
   cr_assert_eq(ib_blockcache_hits(bc), 1);
   cr_assert_eq(memcmp(got.data, want.data, n), 0, "%s: a byte of the 0xA5 block survived", what);

@@ -72,7 +72,10 @@ static void run_job(void *ctx, size_t i) {
   const cpu_run *r = ctx;
   ib_backend_job *j = r->jobs + i;
   j->err = (ib_error){0};
-  j->status = ib_cpu_execute_cached(j->graph, r->bc, &j->out, &j->err);
+  ib_cpu_renditions rd = {0};
+  j->status = ib_cpu_execute_cached(j->graph, r->bc, &j->out, &rd, &j->err);
+  j->renditions = rd.images;
+  j->n_renditions = rd.n;
   if (j->status == IB_INTERNAL && !j->err.message[0])
     ib_error_set(&j->err, IB_INTERNAL, IB_STAGE_EXECUTE, "cpu execute: out of memory");
 }

@@ -5,13 +5,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/error.h"
 #include "cpu/cpu_backend.h"
 #include "ops/op.h"
 
 bool ib_cpu_source_borrowed(const ib_graph *g, size_t i) {
   const ib_node *n = &g->nodes[i];
-  if (n->op->n_inputs != 0 || i + 1 == g->n_nodes) return false;
+  /* The terminal and every rendition become results, which own their pixels. */
+  if (n->op->n_inputs != 0 || i + 1 == g->n_nodes || n->last_use == g->n_nodes) return false;
   const ib_source *s = &g->sources[n->pb->source->index];
   /* parse.c checked that raw bytes are exactly the shape's */
   return s->pb->kind_case == IMGBATCH__V1__SOURCE__KIND_RAW && s->len > 0;
@@ -89,11 +92,37 @@ static ib_status node_alloc(ib_image *im, const ib_node *node, ib_blockcache *bc
 }
 
 ib_status ib_cpu_execute(const ib_graph *g, ib_image *out, ib_error *err) {
-  return ib_cpu_execute_cached(g, NULL, out, err);
+  return ib_cpu_execute_cached(g, NULL, out, NULL, err);
+}
+
+/* One image per rendition, in the Job's order: a node's image moves to its
+ * first rendition, later renditions of the same node get a copy. */
+static ib_status take_renditions(const ib_graph *g, ib_image *ims, ib_cpu_renditions *r,
+                                 ib_error *err) {
+  const size_t n = g->job->n_renditions;
+  ib_image *out = calloc(n, sizeof *out);
+  if (!out) return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "renditions: out of memory");
+  ib_status st = IB_OK;
+  for (size_t i = 0; i < n && st == IB_OK; i++) {
+    ib_image *src = &ims[g->job->renditions[i]->node];
+    size_t k = 0;
+    while (k < i && g->job->renditions[k]->node != g->job->renditions[i]->node) k++;
+    if (k == i) {
+      out[i] = *src;
+      src->data = NULL;
+    } else if ((st = ib_image_alloc(&out[i], out[k].mode, out[k].width, out[k].height)) == IB_OK) {
+      memcpy(out[i].data, out[k].data, ib_image_bytes(&out[k]));
+    } else {
+      ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "renditions[%zu]: out of memory", i);
+    }
+  }
+  r->images = out;
+  r->n = n;
+  return st;
 }
 
 ib_status ib_cpu_execute_cached(const ib_graph *g, ib_blockcache *bc, ib_image *out,
-                                ib_error *err) {
+                                ib_cpu_renditions *renditions, ib_error *err) {
   ib_image *ims = calloc(g->n_nodes, sizeof *ims);
   if (!ims) return IB_INTERNAL;
   ib_status st = IB_OK;
@@ -125,7 +154,9 @@ ib_status ib_cpu_execute_cached(const ib_graph *g, ib_blockcache *bc, ib_image *
     for (unsigned k = 0; k < n->n_inputs; k++)
       if (g->nodes[n->inputs[k]].last_use == i) ib_image_release(&ims[n->inputs[k]]);
   }
-  if (st == IB_OK) {
+  if (st == IB_OK && g->job->n_renditions && renditions)
+    st = take_renditions(g, ims, renditions, err);
+  else if (st == IB_OK) {
     *out = ims[g->n_nodes - 1];
     ims[g->n_nodes - 1].data = NULL;
   }

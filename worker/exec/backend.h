@@ -45,7 +45,15 @@ typedef struct ib_backend_job {
   void *dev;
   void *lent;
   bool buffer_lent;
+  /* A graph with renditions: on success, one host image per rendition in
+   * the Job's order (a malloc'd array the core takes; out stays empty). A
+   * backend that cannot produce them rejects such graphs in admit. */
+  ib_image *renditions;
+  size_t n_renditions;
 } ib_backend_job;
+
+/* Releases every rendition image and the array (failed or discarded jobs). */
+void ib_renditions_release(ib_image **ims, size_t *n);
 
 typedef struct ib_backend_submission ib_backend_submission;
 

@@ -54,6 +54,20 @@ ib_charge_rules ib_charge_rules_of(const ib_backend *be, void *state, const ib_g
  *   output is resident) and the snapshot. A backend that downloads the
  *   output into the Job buffer (out_in_buffer) holds that buffer instead:
  *   held = max(buffer, out) + snapshot, working = the sources outside it. */
+static uint64_t renditions_bytes(const ib_graph *g, uint64_t *distinct) {
+  uint64_t all = 0, once = 0;
+  for (size_t i = 0; i < g->job->n_renditions; i++) {
+    uint32_t node = g->job->renditions[i]->node;
+    uint64_t b = shape_bytes(&g->nodes[node].shape);
+    all = sat_add(all, b);
+    size_t k = 0;
+    while (k < i && g->job->renditions[k]->node != node) k++;
+    if (k == i) once = sat_add(once, b);
+  }
+  *distinct = once;
+  return all;
+}
+
 ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
   uint64_t src = 0, decoded = 0;
   for (size_t i = 0; i < g->n_sources; i++) {
@@ -61,11 +75,15 @@ ib_charge ib_charge_for(const ib_graph *g, const ib_charge_rules *r) {
     decoded = sat_add(decoded, shape_bytes(&g->sources[i].shape));
   }
   uint64_t out = shape_bytes(&g->nodes[g->n_nodes - 1].shape);
+  /* Renditions: every output's bytes are held (a node named twice is a
+   * copy); the distinct nodes are what the working set keeps alive. */
+  uint64_t distinct = out;
+  if (g->job->n_renditions) out = renditions_bytes(g, &distinct);
   ib_charge c = {0};
   if (r->host_working_set) {
-    uint64_t work = r->host_working_set(g); /* >= out: the terminal is alive at the end */
+    uint64_t work = r->host_working_set(g); /* >= distinct: alive at the end */
     c.gpu_work = work;
-    c.host_work = sat_add(src, work - out);
+    c.host_work = sat_add(src, work > distinct ? work - distinct : 0);
     c.host_held = sat_add(out, r->echo_bytes);
     return c;
   }

@@ -27,10 +27,15 @@ static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_
   j->exec_us = exec_us;
   if (bj->status == IB_OK) {
     j->out = bj->out;
+    j->renditions = bj->renditions;
+    j->n_renditions = bj->n_renditions;
+    bj->renditions = NULL;
+    bj->n_renditions = 0;
     j->dev = bj->dev;
     bj->dev = NULL;
   } else {
     ib_image_release(&bj->out);
+    ib_renditions_release(&bj->renditions, &bj->n_renditions);
     if (bj->dev) ex->backend->release(ex->backend_state, bj->dev);
     bj->dev = NULL;
     j->err = bj->err;

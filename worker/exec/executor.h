@@ -28,6 +28,8 @@ typedef struct ib_snapshot {
   char *correlation_id;
   uint8_t *source_meta; /* codec/metadata.h ib_meta_pack */
   size_t source_meta_len;
+  uint8_t *renditions; /* a packed Job holding only its renditions */
+  size_t renditions_len;
 } ib_snapshot;
 
 /* The backend state and the credits, shared by an executor and the
@@ -55,6 +57,8 @@ typedef struct ib_job {
   ib_status status; /* outcome once completed */
   ib_error err;
   ib_image out;
+  ib_image *renditions; /* a job with renditions: its images, in the Job's order */
+  size_t n_renditions;
   void *dev;     /* resident output kept by the backend (until a handle owns it) */
   bool resident; /* output gpu */
   bool large;    /* a large job (backend large_job, asked at admission) */

@@ -37,6 +37,7 @@ void ib_job_discard(ib_executor *ex, ib_job *j, ib_count what) {
   ib_credits_return_all(ex->credits, &j->charge, what);
   ib_graph_free(j->graph);
   ib_image_release(&j->out);
+  ib_renditions_release(&j->renditions, &j->n_renditions);
   ib_snapshot_clear(&j->snap);
   ib_key_clear(&j->key);
   free(j);
@@ -55,6 +56,8 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
       .correlation_id = j->snap.correlation_id,
       .source_meta = j->snap.source_meta,
       .source_meta_len = j->snap.source_meta_len,
+      .renditions_spec = j->snap.renditions,
+      .renditions_spec_len = j->snap.renditions_len,
       .tag = j->tag,
       .queue_us = j->queue_us,
       .exec_us = j->exec_us,
@@ -72,6 +75,10 @@ void ib_job_deliver(ib_executor *ex, ib_job *j, ib_result *out) {
     }
   } else if (out->ok) {
     out->image = j->out;
+    out->renditions = j->renditions;
+    out->n_renditions = j->n_renditions;
+    j->renditions = NULL;
+    j->n_renditions = 0;
   } else {
     out->error = j->err;
     ib_error_ensure_message(&out->error);
@@ -91,5 +98,14 @@ void ib_result_free(ib_result *r) {
   free(r->output_spec);
   free(r->correlation_id);
   free(r->source_meta);
+  ib_renditions_release(&r->renditions, &r->n_renditions);
+  free(r->renditions_spec);
   *r = (ib_result){0};
+}
+
+void ib_renditions_release(ib_image **ims, size_t *n) {
+  for (size_t i = 0; *ims && i < *n; i++) ib_image_release(&(*ims)[i]);
+  free(*ims);
+  *ims = NULL;
+  *n = 0;
 }

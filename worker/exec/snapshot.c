@@ -114,6 +114,18 @@ ib_status ib_snapshot_take(const ib_graph *g, ib_snapshot *s, ib_error *err) {
     if (!s->correlation_id) st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
   }
   if (st == IB_OK) st = take_source_meta(g, s, err);
+  if (st == IB_OK && job->n_renditions) {
+    /* A Job holding only field 11 packs to exactly the renditions. */
+    Imgbatch__V1__Job echo;
+    imgbatch__v1__job__init(&echo);
+    echo.n_renditions = job->n_renditions;
+    echo.renditions = job->renditions;
+    size_t len = imgbatch__v1__job__get_packed_size(&echo);
+    if ((s->renditions = malloc(len ? len : 1)))
+      s->renditions_len = imgbatch__v1__job__pack(&echo, s->renditions);
+    else
+      st = ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  }
   if (st != IB_OK) ib_snapshot_clear(s);
   return st;
 }
@@ -123,10 +135,11 @@ void ib_snapshot_clear(ib_snapshot *s) {
   free(s->output_spec);
   free(s->correlation_id);
   free(s->source_meta);
+  free(s->renditions);
   *s = (ib_snapshot){0};
 }
 
 uint64_t ib_snapshot_bytes(const ib_snapshot *s) {
-  return s->metadata_len + s->output_spec_len + s->source_meta_len +
+  return s->metadata_len + s->output_spec_len + s->source_meta_len + s->renditions_len +
          (s->correlation_id ? strlen(s->correlation_id) + 1 : 0);
 }

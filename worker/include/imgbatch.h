@@ -129,9 +129,15 @@ typedef enum ib_mode {
 /* The wire contract version this library reads and writes
  * (Job.contract_version, Result.contract_version in proto/imgbatch.proto).
  * A Job newer than this is IB_UNSUPPORTED. Versioning rules: docs/wire.md.
- * v3 = draft (Source.draft_scale) + renditions: a v2 worker would decode a
- * drafted source full size without noticing, so such a Job says 3. */
+ * v3 = renditions, Source.draft_scale and CpuOutput.metadata: a v2 worker
+ * would skip each without an error, so a Job using one says 3. */
 #define IB_CONTRACT_VERSION 3u
+/* The first contract version with Job.renditions: a Job naming renditions
+ * must say at least this. */
+#define IB_CONTRACT_RENDITIONS 3u
+/* Renditions one Job may name (IB_LIMIT past it): each is a host copy and
+ * an encode, charged to the job (docs/credits.md). */
+#define IB_MAX_RENDITIONS 16u
 
 IB_API unsigned ib_mode_bands(ib_mode m);
 IB_API const char *ib_mode_name(ib_mode m);
@@ -430,6 +436,14 @@ typedef struct ib_result {
   void *tag;         /* ib_input.tag of the run input it came from (NULL otherwise) */
   uint64_t queue_us; /* admission to the start of its submission */
   uint64_t exec_us;  /* its submission's duration (shared by the submission's jobs) */
+  /* A Job with renditions (contract version 3): kind IMAGE with `image`
+   * empty and one image per Job.renditions entry here, in that order (owned
+   * by the result), and the packed renditions (a serialized Job holding
+   * only its renditions field) snapshotted at admission. */
+  ib_image *renditions;
+  size_t n_renditions;
+  void *renditions_spec;
+  size_t renditions_spec_len;
 } ib_result;
 
 IB_API void ib_result_free(ib_result *r);

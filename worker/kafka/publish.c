@@ -270,12 +270,15 @@ static const char *ext_of(Imgbatch__V1__Format f) {
 }
 
 /* Writes `data` atomically (temporary file, fsync, rename, directory
- * fsync) as <topic>-<partition>-<offset>.<ext> under the output directory. */
+ * fsync) as <topic>-<partition>-<offset>.<ext> under the output directory;
+ * rendition i (>= 0) as <topic>-<partition>-<offset>.r<i>.<ext>. */
 static int write_file(const ib_worker *w, const ib_wjob *j, const Imgbatch__V1__ImageData *im,
-                      char *name, size_t cap) {
+                      int rendition, char *name, size_t cap) {
   if (w->sink_fault) return EIO;
-  snprintf(name, cap, "%s-%" PRId32 "-%" PRId64 ".%s", rd_kafka_topic_name(j->msg->rkt),
-           j->partition, j->offset, ext_of(im->format));
+  char part[16] = "";
+  if (rendition >= 0) snprintf(part, sizeof part, ".r%d", rendition);
+  snprintf(name, cap, "%s-%" PRId32 "-%" PRId64 "%s.%s", rd_kafka_topic_name(j->msg->rkt),
+           j->partition, j->offset, part, ext_of(im->format));
   for (char *c = name; *c; c++)
     if (*c == '/') *c = '_';
   char tmp[1200], final[1200];
@@ -305,6 +308,32 @@ static int write_file(const ib_worker *w, const ib_wjob *j, const Imgbatch__V1__
   return e;
 }
 
+/* Every rendition image of a Result past --max-result-bytes becomes a file
+ * (as a single image does); 0 or the errno of the write that failed, with
+ * its file's name in `name`. `files`/`names` are the caller's, one per
+ * rendition, and must live until the Result is packed. */
+static int renditions_to_files(const ib_worker *w, const ib_wjob *j, ib_result_msg *rm,
+                               Imgbatch__V1__ImageFile *files, char (*names)[600]) {
+  for (size_t i = 0; i < rm->msg.n_renditions; i++) {
+    Imgbatch__V1__RenditionResult *r = rm->msg.renditions[i];
+    Imgbatch__V1__ImageData *im = r->image;
+    int e = write_file(w, j, im, (int)i, names[i], sizeof names[i]);
+    if (e) return e;
+    Imgbatch__V1__ImageFile *f = &files[i];
+    imgbatch__v1__image_file__init(f);
+    f->path = names[i];
+    f->mode = im->mode;
+    f->width = im->width;
+    f->height = im->height;
+    f->format = im->format;
+    f->size = im->data.len;
+    f->worker_id = (char *)w->worker_id;
+    r->outcome_case = IMGBATCH__V1__RENDITION_RESULT__OUTCOME_FILE;
+    r->file = f;
+  }
+  return 0;
+}
+
 /* Off the driving thread (the encode pool): encodes the image per the
  * job's output spec, writes a result too large for a message to the output
  * directory, packs the Result. Reads only immutable worker state. */
@@ -331,8 +360,32 @@ void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
   rm.timings.gpu_us = res->exec_us;
   Imgbatch__V1__ImageFile file = IMGBATCH__V1__IMAGE_FILE__INIT;
   char name[600];
-  if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE &&
+  Imgbatch__V1__ImageFile rfiles[IB_MAX_RENDITIONS];
+  char(*rnames)[600] = NULL;
+  if (rm.msg.n_renditions && rm.msg.n_renditions <= IB_MAX_RENDITIONS &&
       imgbatch__v1__result__get_packed_size(&rm.msg) > w->max_result_bytes) {
+    ib_error e;
+    int werr = 0;
+    if (!w->cfg->output_dir) {
+      ib_error_set(&e, IB_LIMIT, IB_STAGE_PUBLISH,
+                   "publish: result of %zu bytes (%zu renditions) exceeds --max-result-bytes "
+                   "%" PRIu64 " and no --output-dir is set",
+                   imgbatch__v1__result__get_packed_size(&rm.msg), rm.msg.n_renditions,
+                   w->max_result_bytes);
+      ib_result_msg_clear(&rm);
+      ib_result_msg_error(&rm, res->has_job_id, res->job_id, &res->key, &e);
+      o->dlq = e;
+    } else if (!(rnames = calloc(IB_MAX_RENDITIONS, sizeof *rnames)) ||
+               (werr = renditions_to_files(w, o->j, &rm, rfiles, rnames))) {
+      o->fault_kind = rnames ? "sink" : "alloc";
+      snprintf(o->fault_msg, sizeof o->fault_msg, "write %.100s/%.150s: %.60s", w->cfg->output_dir,
+               rnames ? "rendition" : "-", strerror(werr ? werr : ENOMEM));
+      free(rnames);
+      ib_result_msg_clear(&rm);
+      return;
+    }
+  } else if (rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE &&
+             imgbatch__v1__result__get_packed_size(&rm.msg) > w->max_result_bytes) {
     Imgbatch__V1__ImageData *im = rm.msg.image;
     if (!w->cfg->output_dir) {
       ib_error e;
@@ -344,7 +397,7 @@ void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
       ib_result_msg_error(&rm, res->has_job_id, res->job_id, &res->key, &e);
       o->dlq = e;
     } else {
-      int e = write_file(w, o->j, im, name, sizeof name);
+      int e = write_file(w, o->j, im, -1, name, sizeof name);
       if (e) {
         o->fault_kind = "sink";
         snprintf(o->fault_msg, sizeof o->fault_msg, "write %.100s/%.150s: %.60s",
@@ -371,6 +424,7 @@ void ib_wout_prepare(const ib_worker *w, ib_wout *o) {
                : rm.msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_RESIDENT ? IB_WO_RESIDENT
                                                                                : IB_WO_IMAGE;
   o->packed = pack_result(w, o->j, &rm, &o->len);
+  free(rnames);
   if (!o->packed) {
     o->fault_kind = "alloc";
     snprintf(o->fault_msg, sizeof o->fault_msg, "publish: out of memory packing the Result");

@@ -427,6 +427,7 @@ static ib_status parse(const uint8_t *bytes, size_t len, const ib_graph_limits *
   if ((st = wire_orientations(g, err)) != IB_OK) goto out;
   st = ib_graph_validate(g, err);
   if (st == IB_OK) st = check_output(g, err);
+  if (st == IB_OK) st = ib_renditions_check(g, err);
 out:
   if (st != IB_OK) {
     if (key_on_error && g->job) ib_key_copy(key_on_error, &g->key);

@@ -34,4 +34,10 @@ ib_status ib_graph_parse_in(const uint8_t *bytes, size_t len, const ib_graph_lim
  * params, modes, cycles). Sources must already be filled in. */
 ib_status ib_graph_validate(ib_graph *g, ib_error *err);
 
+/* Checks Job.renditions against the validated nodes (renditions.c): the
+ * contract version, the count, node indices, duplicates, each CpuOutput
+ * against its node's mode, and that Job.output is absent; then keeps every
+ * rendition node alive to the end of the run (last_use). */
+ib_status ib_renditions_check(ib_graph *g, ib_error *err);
+
 #endif

@@ -108,6 +108,7 @@ static bool cpu_encodes(const Imgbatch__V1__CpuOutput *cpu) {
  * bytes are the executor's own pack of a parsed Job; malformed ones answer
  * false, as a failed unpack did. */
 bool ib_result_msg_encodes(const ib_result *res) {
+  if (res->kind == IB_RESULT_IMAGE && res->n_renditions) return true;
   if (res->kind != IB_RESULT_IMAGE || !res->output_spec_len) return false;
   const uint8_t *p = res->output_spec, *end = p + res->output_spec_len;
   bool cpu = false;
@@ -176,6 +177,50 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend
   return IB_OK;
 }
 
+/* Every rendition encoded per its CpuOutput, in the Job's order; the
+ * outcome stays unset (an error would fail the whole Result instead). */
+static ib_status renditions_result(ib_result_msg *r, const ib_result *res, ib_error *err) {
+  const size_t n = res->n_renditions;
+  r->echo_renditions =
+      imgbatch__v1__job__unpack(NULL, res->renditions_spec_len, res->renditions_spec);
+  if (!r->echo_renditions || r->echo_renditions->n_renditions != n)
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
+                        "encode: renditions snapshot unreadable");
+  r->rend = calloc(n, sizeof *r->rend);
+  r->rend_ptrs = calloc(n, sizeof *r->rend_ptrs);
+  r->rend_images = calloc(n, sizeof *r->rend_images);
+  r->rend_encoded = calloc(n, sizeof *r->rend_encoded);
+  if (!r->rend || !r->rend_ptrs || !r->rend_images || !r->rend_encoded)
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode: out of memory");
+  r->n_rend = n;
+  for (size_t i = 0; i < n; i++) {
+    const Imgbatch__V1__Rendition *want = r->echo_renditions->renditions[i];
+    const ib_image *im = &res->renditions[i];
+    size_t len = 0;
+    ib_status st = ib_codec_encode(im, want->output, &r->rend_encoded[i], &len, err);
+    if (st != IB_OK) return st;
+    Imgbatch__V1__ImageData *d = &r->rend_images[i];
+    imgbatch__v1__image_data__init(d);
+    d->mode = (char *)ib_mode_name(ib_output_mode(want->output, im->mode));
+    d->width = im->width;
+    d->height = im->height;
+    d->format = want->output ? want->output->format : IMGBATCH__V1__FORMAT__RAW;
+    d->data.data = r->rend_encoded[i];
+    d->data.len = len;
+    imgbatch__v1__rendition_result__init(&r->rend[i]);
+    r->rend[i].node = want->node;
+    r->rend[i].outcome_case = IMGBATCH__V1__RENDITION_RESULT__OUTCOME_IMAGE;
+    r->rend[i].image = d;
+    r->rend_ptrs[i] = &r->rend[i];
+  }
+  r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
+  r->msg.job_id = res->job_id;
+  set_key(r, &res->key);
+  r->msg.n_renditions = n;
+  r->msg.renditions = r->rend_ptrs;
+  return IB_OK;
+}
+
 static void resident_result(ib_result_msg *r, const ib_result *res) {
   r->msg.job_id_present_case = IMGBATCH__V1__RESULT__JOB_ID_PRESENT_JOB_ID;
   r->msg.job_id = res->job_id;
@@ -195,7 +240,12 @@ static ib_status from_result(ib_result_msg *r, const ib_result *res, bool lend_r
     echo_snapshot(r, res);
     return IB_OK;
   }
-  if (res->ok && (st = encode_result(r, res, lend_raw, err)) == IB_OK) {
+  if (res->ok && res->n_renditions) {
+    if ((st = renditions_result(r, res, err)) == IB_OK) {
+      echo_snapshot(r, res);
+      return IB_OK;
+    }
+  } else if (res->ok && (st = encode_result(r, res, lend_raw, err)) == IB_OK) {
     echo_snapshot(r, res);
     return IB_OK;
   }
@@ -231,5 +281,11 @@ void ib_result_msg_clear(ib_result_msg *r) {
   free(r->correlation_str);
   if (r->echo_metadata) imgbatch__v1__job__free_unpacked(r->echo_metadata, NULL);
   if (r->echo_spec) imgbatch__v1__output_spec__free_unpacked(r->echo_spec, NULL);
+  for (size_t i = 0; r->rend_encoded && i < r->n_rend; i++) ib_codec_free(r->rend_encoded[i]);
+  free(r->rend_encoded);
+  free(r->rend_images);
+  free(r->rend_ptrs);
+  free(r->rend);
+  if (r->echo_renditions) imgbatch__v1__job__free_unpacked(r->echo_renditions, NULL);
   ib_result_msg_init(r);
 }

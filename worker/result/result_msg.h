@@ -24,6 +24,14 @@ typedef struct ib_result_msg {
   char *correlation_str;               /* owned: the correlation id, as valid UTF-8 */
   Imgbatch__V1__Job *echo_metadata;    /* owned: unpacked ib_result metadata */
   Imgbatch__V1__OutputSpec *echo_spec; /* owned: unpacked ib_result output spec */
+  /* A job with renditions: one entry per rendition (msg.renditions points
+   * at rend_ptrs), each image encoded into rend_encoded[i]. Owned. */
+  size_t n_rend;
+  Imgbatch__V1__RenditionResult *rend;
+  Imgbatch__V1__RenditionResult **rend_ptrs;
+  Imgbatch__V1__ImageData *rend_images;
+  uint8_t **rend_encoded;
+  Imgbatch__V1__Job *echo_renditions; /* owned: unpacked ib_result renditions spec */
 } ib_result_msg;
 
 void ib_result_msg_init(ib_result_msg *r);
