@@ -197,7 +197,8 @@ static ib_status renditions_result(ib_result_msg *r, const ib_result *res, ib_er
     const Imgbatch__V1__Rendition *want = r->echo_renditions->renditions[i];
     const ib_image *im = &res->renditions[i];
     size_t len = 0;
-    ib_status st = ib_codec_encode(im, want->output, &r->rend_encoded[i], &len, err);
+    /* NULL: renditions keep no metadata (parse/renditions.c refuses a policy). */
+    ib_status st = ib_codec_encode(im, want->output, NULL, &r->rend_encoded[i], &len, err);
     if (st != IB_OK) return st;
     Imgbatch__V1__ImageData *d = &r->rend_images[i];
     imgbatch__v1__image_data__init(d);
