@@ -20,6 +20,7 @@ typedef struct ib_wsnap {
   uint64_t live, unsettled; /* --max-jobs and --max-uncommitted slots held */
   int64_t lag;              /* -1: no partition with a known high watermark */
   ib_credit_counter credits[IB_CREDIT_N];
+  uint64_t module_entries, module_bytes, pinned_bytes, disk_cache_bytes;
   bool paused, joined, stopping, sick, fatal;
   int exit_code;
   uint64_t stop_deadline;
