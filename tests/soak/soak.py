@@ -45,6 +45,7 @@ class Worker:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.PIPE)
         self.addr = None
+        self.joined = False
         self.deleted = 0
         self.warnings = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -58,6 +59,8 @@ class Worker:
                 continue
             if e.get("event") == "http":
                 self.addr = e["addr"]
+            elif e.get("event") == "assigned":
+                self.joined = True
             elif e.get("event") == "jobs_deleted_unconsumed":
                 self.deleted += int(e["count"])
             if e.get("level") in ("warn", "error") and e.get("event") != "librdkafka":
@@ -94,6 +97,13 @@ class Run:
                                   "enable.auto.commit": False, "fetch.wait.max.ms": 50})
         parts = self.consumer.list_topics(RESULTS, timeout=20).topics[RESULTS].partitions
         self.consumer.assign([TopicPartition(RESULTS, p, 0) for p in parts])
+        # Round robin over the jobs partitions: a keyless producer sticks to
+        # one partition for a while, and a burst there before the workers
+        # joined overflowed its 5 MiB (the workers reported the loss).
+        self.job_parts = len(self.consumer.list_topics(JOBS, timeout=20).topics[JOBS].partitions)
+        end = time.monotonic() + 60
+        while not all(w.joined for w in self.workers) and time.monotonic() < end:
+            time.sleep(0.1)
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
                                            poison=args.poison)
         self.kind = {}  # "topic/partition/offset" -> kind, once delivered
@@ -132,7 +142,8 @@ class Run:
                and self.produced - len(self.answered) < self.args.window):
             data, kind = self.workload.next()
             try:
-                self.producer.produce(JOBS, data, on_delivery=self._on_delivery(kind))
+                self.producer.produce(JOBS, data, partition=self.produced % self.job_parts,
+                                      on_delivery=self._on_delivery(kind))
             except BufferError:
                 break
             self.produced += 1
@@ -224,6 +235,8 @@ class Run:
         while len(self.answered) < a.jobs or self.downloads:
             if time.monotonic() > deadline:
                 break
+            if any(w.deleted for w in self.workers + self.retired):
+                break  # lost for good: no Result will come (reported below)
             self.produce()
             self.consume()
             self.maybe_restart()
@@ -275,6 +288,9 @@ def main(argv=None):
         end = run.settle()
     finally:
         codes = [(w.wid, w.stop()) for w in run.workers + run.retired] + run.restart_codes
+        run.consumer.close()
+        run.producer.flush(10)
+        run.consumer = run.producer = None  # destroyed before their broker goes
         run.broker.terminate()
         run.broker.wait(30)
     return report(run, end, codes, failures)

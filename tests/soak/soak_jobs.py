@@ -153,6 +153,8 @@ class Workload:
             return getattr(ImageChops, fn)(im, other)
         if family == "blend":
             return Image.blend(im, Image.new(im.mode, im.size), round(r.uniform(0, 1), 2))
+        if family == "tone" and im.mode not in ("RGB", "RGBA"):
+            raise ValueError("tone takes RGB and RGBA")  # no Pillow call checks it at record time
         if family == "constant":
             return Image.new(im.mode, im.size, r.randint(0, 255) if im.mode == "L" else None)
         args = STEP_ARGS[family](r, w, h)
