@@ -105,7 +105,8 @@ class Run:
         while not all(w.joined for w in self.workers) and time.monotonic() < end:
             time.sleep(0.1)
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
-                                           poison=args.poison)
+                                           poison=args.poison,
+                                           new_graph_rate=args.new_graph_rate)
         self.kind = {}  # "topic/partition/offset" -> kind, once delivered
         self.answered = {}  # key -> outcome
         self.errors = {}  # "stage/kind: message" of error Results of graphs -> count
@@ -177,7 +178,7 @@ class Run:
                 self.errors[why] = self.errors.get(why, 0) + 1
             if outcome == "resident":
                 self._control(pb.Control(download=pb.Download(
-                    handle=r.resident, output=pb.CpuOutput(format=pb.FORMAT_PNG))),
+                    handle=r.resident, output=pb.CpuOutput(format=pb.PNG))),
                     handle=r.resident.SerializeToString())
 
     def _release(self, handle):
@@ -268,6 +269,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--restarts", type=int, default=0, help="rolling SIGTERM restarts")
     ap.add_argument("--poison", type=float, default=0.02)
+    ap.add_argument("--new-graph-rate", type=float, default=0.01,
+                    help="share of jobs that carry a graph not seen before")
     ap.add_argument("--window", type=int, default=2000, help="jobs produced, not yet answered")
     ap.add_argument("--sample-seconds", type=float, default=0.5)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds for all Results")
