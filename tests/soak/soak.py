@@ -6,7 +6,14 @@ credit is back to zero at the end (soak_figures.py says what flat means).
 
     tests/soak/soak.py --jobs 20000 --profile small --backend cpu          # CI
     tests/soak/soak.py --jobs 200000 --profile mixed --backend cuda \\
-        --workers 2 --restarts 10 --out soak-gpu                            # GPU machine
+        --workers 2 --restarts 10 --new-graph-rate 0.005 --sample-seconds 5 \\
+        --worker-arg=--module-cache-bytes --worker-arg=16M \\
+        --worker-arg=--disk-cache-bytes --worker-arg=64M \\
+        --out soak-gpu                                                      # GPU machine
+
+New graphs (new kernel signatures) arrive all along, so the module and disk
+caches grow until their bounds: set them small (--worker-arg) so that they
+fill in the warm-up, or those figures are judged on their filling.
 
 Writes OUT/samples.csv, OUT/figures.svg, OUT/summary.txt and each process's
 log; prints the samples as a table and the verdict per figure. Exit 0 on a

@@ -36,7 +36,7 @@ static void worker_usage(FILE *f) {
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-uncommitted N]\n"
       "  [--max-in-flight N] [--transactional] [--grace-seconds S] [--stall-seconds S]\n"
       "  [--worker-id ID] [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
-      "  [--metrics-addr HOST:PORT]\n"
+      "  [--metrics-addr HOST:PORT] [--module-cache-bytes N] [--disk-cache-bytes N]\n"
       "  [-X librdkafka.key=value]... [--tune KEY=VALUE]..."
       " [--config FILE]"
 #ifdef IB_FAULTS
@@ -64,6 +64,8 @@ static void worker_usage(FILE *f) {
       "submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
       "--compile-timeout S (cuda, default 30): a kernel compile not done after S seconds fails\n"
       "the jobs waiting for it as a worker fault (retried; sticky faults stop the worker).\n"
+      "--module-cache-bytes N (cuda, default 256M), --disk-cache-bytes N (default 2G): the bounds\n"
+      "of the loaded kernel modules and of the compiled-kernel cache directory (LRU).\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--metrics-addr HOST:PORT serves GET /metrics (Prometheus), /healthz and /readyz there\n"
       "(off by default; port 0 picks a free one, logged as {\"event\":\"http\",\"addr\":...}).\n"
@@ -157,7 +159,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     return true;
   }
   bool sized = strcmp(name, "gpu-bytes") == 0 || strcmp(name, "host-bytes") == 0 ||
-               strcmp(name, "max-result-bytes") == 0;
+               strcmp(name, "max-result-bytes") == 0 || strcmp(name, "module-cache-bytes") == 0 ||
+               strcmp(name, "disk-cache-bytes") == 0;
   if (!ib_cli_parse_u64(v, sized, &n)) return false;
   if (strcmp(name, "device") == 0 && n <= 1024)
     w->exec.device = (int)n;
@@ -173,6 +176,10 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->exec.max_in_flight = (uint32_t)n;
   else if (strcmp(name, "max-result-bytes") == 0)
     w->max_result_bytes = n;
+  else if (strcmp(name, "module-cache-bytes") == 0 && n)
+    w->exec.module_cache_bytes = n;
+  else if (strcmp(name, "disk-cache-bytes") == 0 && n)
+    w->exec.disk_cache_bytes = n;
   else if (strcmp(name, "decode-threads") == 0 && n <= 1024)
     w->decode_threads = (int)n, w->exec.host_threads = n ? (int)n : -1;
   else if (strcmp(name, "output-ttl") == 0)
@@ -192,20 +199,16 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
   return true;
 }
 
-static const char *const flag_names[] = {"brokers",         "group",
-                                         "jobs-topic",      "results-topic",
-                                         "control-topic",   "dlq-topic",
-                                         "source-root",     "output-dir",
-                                         "worker-id",       "backend",
-                                         "transactional",   "device",
-                                         "gpu-bytes",       "host-bytes",
-                                         "max-jobs",        "max-uncommitted",
-                                         "max-in-flight",   "max-result-bytes",
-                                         "decode-threads",  "output-ttl",
-                                         "grace-seconds",   "stall-seconds",
-                                         "lease-seconds",   "compile-threads",
-                                         "compile-timeout", "metrics-addr",
-                                         "fault",           NULL};
+static const char *const flag_names[] = {"brokers",          "group",         "jobs-topic",
+                                         "results-topic",    "control-topic", "dlq-topic",
+                                         "source-root",      "output-dir",    "worker-id",
+                                         "backend",          "transactional", "device",
+                                         "gpu-bytes",        "host-bytes",    "max-jobs",
+                                         "max-uncommitted",  "max-in-flight", "max-result-bytes",
+                                         "decode-threads",   "output-ttl",    "grace-seconds",
+                                         "stall-seconds",    "lease-seconds", "compile-threads",
+                                         "compile-timeout",  "metrics-addr",  "module-cache-bytes",
+                                         "disk-cache-bytes", "fault",         NULL};
 
 static char *trim(char *s) {
   while (isspace((unsigned char)*s)) s++;
