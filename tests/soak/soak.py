@@ -332,7 +332,15 @@ def report(run, end, codes, failures):
     for k, kind in run.kind.items():
         kinds.setdefault(kind, {}).setdefault(run.answered.get(k, "none"), 0)
         kinds[kind][run.answered.get(k, "none")] += 1
-    lines = [f"soak: {len(run.answered)} of {a.jobs} jobs answered in {elapsed:.0f} s "
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    lines = [f"soak {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit "
+             f"{commit or 'unknown'}, {' '.join(sys.argv[1:])}",
+             f"soak: {len(run.answered)} of {a.jobs} jobs answered in {elapsed:.0f} s "
              f"({len(run.answered) / elapsed:.0f} jobs/s), backend {a.backend}, profile "
              f"{a.profile}, {a.workers} worker(s), {run.restarts_done} restart(s), "
              f"{len(run.workload.graphs)} graphs, {run.download_results} downloads, "
