@@ -62,6 +62,7 @@ _LAZY = {
     "Producer": ("._kafka", "Producer"), "ResultReader": ("._kafka", "ResultReader"),
     "Delivery": ("._kafka", "Delivery"), "result_identity": ("._kafka", "result_identity"),
     "collapse_duplicates": ("._kafka", "collapse_duplicates"),
+    "ResultGapError": ("._kafka", "ResultGapError"),
     "parse_graph": ("._graphlang", "parse_graph"), "apply_graph": ("._graphlang", "apply_graph"),
     "renditions_job": ("._graph", "renditions_job"),
     "renditions_job_message": ("._graph", "renditions_job_message"),
@@ -71,7 +72,8 @@ if TYPE_CHECKING:  # pragma: no cover - what the lazy names are, for type checke
     from . import Image, ImageChops, ImageEnhance, ImageFilter, ImageOps
     from ._graph import renditions_job, renditions_job_message
     from ._graphlang import apply_graph, parse_graph
-    from ._kafka import Delivery, Producer, ResultReader, collapse_duplicates, result_identity
+    from ._kafka import (Delivery, Producer, ResultGapError, ResultReader, collapse_duplicates,
+                         result_identity)
     from ._methods import LazyImage, unchecked
     from ._tone import register_tone_reference, tone
 
@@ -100,7 +102,8 @@ __all__ = [
     "CONTRACT_VERSION", "OPERATIONS", "Image", "ImageChops", "ImageEnhance", "ImageFilter",
     "ImageOps", "LazyImage", "unchecked", "tone", "register_tone_reference", "write_delimited",
     "read_delimited", "read_results", "parse_result", "run_local", "Result", "ImageData",
-    "ImageFile", "Resident", "JobError", "Producer", "ResultReader", "Delivery",
+    "ImageFile", "Resident", "JobError", "Producer", "ResultReader", "ResultGapError",
+    "Delivery",
     "result_identity", "collapse_duplicates", "parse_graph", "apply_graph", "pb",
     "MAX_RENDITIONS", "Rendition", "renditions_job", "renditions_job_message",
 ]

@@ -85,6 +85,25 @@ class DeliveryError(RuntimeError):
                          f"#{first[0]} key={first[1]!r}: {first[2]}")
 
 
+class ResultGapError(TimeoutError):
+    """ResultReader.results() timed out with jobs unanswered, and the broker
+    deleted messages they may be among (a broker with little retention: the
+    embedded broker keeps about 5 MiB a partition). `missing`: the
+    coordinates still unanswered; `jobs_deleted`: those of them whose job the
+    broker deleted from the jobs topic (an offset below its partition's log
+    start) with no Result seen; `results_deleted`: Results this reader never
+    read because the broker deleted them first (anyone's, not only ours)."""
+
+    def __init__(self, timeout: Optional[float], missing: List[Coordinates],
+                 jobs_deleted: List[Coordinates], results_deleted: int):
+        self.missing, self.jobs_deleted, self.results_deleted = missing, jobs_deleted, results_deleted
+        super().__init__(
+            f"imgbatch: no Result within {timeout}s for {len(missing)} job(s), e.g. {missing[:3]}; "
+            f"the broker deleted {len(jobs_deleted)} of those jobs before they were read, and "
+            f"{results_deleted} Result(s) before this reader read them (retention: the embedded "
+            f"broker keeps about 5 MiB a partition)")
+
+
 class BrokerUnreachableError(ConnectionError):
     """No broker of the bootstrap list answered a metadata request in time."""
 
@@ -422,6 +441,10 @@ class ResultReader:
             self._consumer.close()
             raise
         self._assigned: Set[int] = set()
+        # The offset expected next in each results partition (gaps: see
+        # _note_offset); an anonymous reader starts each at 0.
+        self._next_offset: Dict[int, int] = {}
+        self.results_deleted = 0
         self._next_look = 0.0
         if group is not None:
             self._consumer.subscribe([topic])
@@ -444,6 +467,7 @@ class ResultReader:
             self._consumer.incremental_assign(
                 [kafka.TopicPartition(self.topic, p, kafka.OFFSET_BEGINNING) for p in new])
             self._assigned.update(new)
+            self._next_offset.update({p: 0 for p in new})
         wait = self._LOOK_FOR_PARTITIONS_S if self._assigned else self._LOOK_FOR_TOPIC_S
         self._next_look = time.monotonic() + wait
 
@@ -466,7 +490,34 @@ class ResultReader:
                 if msg.error().retriable() or not msg.error().fatal():
                     continue
                 raise RuntimeError(f"imgbatch: results consumer: {msg.error()}")
+            self._note_offset(msg.partition(), msg.offset())
             yield msg.key(), parse_result(msg.value())
+
+    def _low_watermark(self, topic: str, partition: int) -> Optional[int]:
+        kafka = _kafka()
+        try:
+            return int(self._consumer.get_watermark_offsets(
+                kafka.TopicPartition(topic, partition), timeout=2.0, cached=False)[0])
+        except kafka.KafkaException:
+            return None
+
+    def _note_offset(self, partition: int, offset: int) -> None:
+        """A jump past the offset expected next is a loss where the
+        partition's log start now lies beyond that offset: the broker deleted
+        Results before we read them (librdkafka then moves on to the log
+        start without an error). Other jumps (transaction markers) are not."""
+        expected = self._next_offset.get(partition)
+        self._next_offset[partition] = offset + 1
+        if expected is None or offset <= expected:
+            return
+        lo = self._low_watermark(self.topic, partition)
+        if lo is None or lo <= expected:
+            return
+        deleted = min(lo, offset) - expected
+        self.results_deleted += deleted
+        LOG.warning("imgbatch: the broker deleted %d Result(s) of %s [%d] (offsets %d to %d) "
+                    "before this reader read them", deleted, self.topic, partition, expected,
+                    expected + deleted - 1)
 
     def __iter__(self) -> Iterator[Result]:
         return self.read()
@@ -505,8 +556,23 @@ class ResultReader:
             if not want:
                 return
         missing = sorted(want)
+        jobs_deleted = self._deleted_jobs(missing)
+        if jobs_deleted or self.results_deleted:
+            raise ResultGapError(timeout, missing, jobs_deleted, self.results_deleted)
         raise TimeoutError(f"imgbatch: no Result within {timeout}s for {len(missing)} job(s), "
                            f"e.g. {missing[:3]}")
+
+    def _deleted_jobs(self, missing: List[Coordinates]) -> List[Coordinates]:
+        """Those of `missing` below their jobs partition's log start now."""
+        lows: Dict[Tuple[str, int], Optional[int]] = {}
+        gone = []
+        for topic, partition, offset in missing:
+            if (topic, partition) not in lows:
+                lows[(topic, partition)] = self._low_watermark(topic, partition)
+            lo = lows[(topic, partition)]
+            if lo is not None and offset < lo:
+                gone.append((topic, partition, offset))
+        return gone
 
     def close(self) -> None:
         self._consumer.close()
@@ -519,5 +585,6 @@ class ResultReader:
 
 
 __all__: Sequence[str] = ["Producer", "ResultReader", "Delivery", "DeliveryError", "BrokerUnreachableError",
+                          "ResultGapError",
                           "JobTooLargeError",
                           "result_identity", "collapse_duplicates"]

@@ -15,7 +15,14 @@
 #include "cli/broker_commands.h"
 #include "cli/cli.h"
 
-static const char *const default_topics[] = {"imgbatch.jobs:4", "imgbatch.results:4",
+/* librdkafka 2.0.2's mock keeps at most 5 MiB and 100,000 message sets a
+ * partition (fixed in rdkafka_mock.c, no setting) and deletes the oldest
+ * message sets beyond that. Many partitions multiply that room at no cost
+ * until it is used: 64 hold a 1,500-job burst of 160x160 RGBA (150 MB)
+ * spread by key. */
+#define MOCK_PARTITION_BYTES (5u << 20)
+#define MOCK_PARTITION_SETS 100000u
+static const char *const default_topics[] = {"imgbatch.jobs:64", "imgbatch.results:64",
                                              "imgbatch.control:1"};
 
 static void broker_usage(FILE *f) {
@@ -23,7 +30,7 @@ static void broker_usage(FILE *f) {
       f,
       "usage: imgbatch broker [--brokers N] [--topic NAME:PARTITIONS]...\n\n"
       "Runs librdkafka's mock Kafka cluster on 127.0.0.1 with N brokers (default 1, ids 1..N).\n"
-      "Creates imgbatch.jobs:4, imgbatch.results:4, imgbatch.control:1 and every --topic; a\n"
+      "Creates imgbatch.jobs:64, imgbatch.results:64, imgbatch.control:1 and every --topic; a\n"
       "--topic naming a default topic sets its partition count, and naming a topic twice with\n"
       "the same count is harmless. The first stdout line is\n"
       "'bootstrap=HOST:PORT[,HOST:PORT...]'. Runs until SIGTERM or SIGINT; the end of standard\n"
@@ -40,8 +47,10 @@ static void broker_usage(FILE *f) {
       "  clear API              drops the errors still queued for API\n"
       "  create NAME:PARTITIONS creates a topic (ok if it exists with that count)\n\n"
       "The mock is for development and tests: it keeps at most 5 MiB (100,000 message sets)\n"
-      "a partition, dropping the oldest beyond that, and it does not implement transactions\n"
-      "faithfully (see README).\n"
+      "a partition, deleting the oldest beyond that (320 MiB for a topic of 64 partitions; a\n"
+      "line on stderr at start states each topic's room), and it does not implement\n"
+      "transactions faithfully (see README). A worker counts jobs deleted before it consumed\n"
+      "them (imgbatch_jobs_deleted_unconsumed_total, event jobs_deleted_unconsumed).\n"
       "exit codes: 0 stopped by a signal, 1 start-up failed, 2 usage error\n");
 }
 
@@ -81,6 +90,20 @@ static int plan_topics(int argc, char **argv, ib_broker_topics *plan) {
     }
   }
   return IB_EXIT_OK;
+}
+
+/* One stderr line: what each topic holds before the mock deletes messages
+ * nobody may have read yet. */
+static void print_capacity(const ib_broker_topics *t) {
+  fprintf(stderr,
+          "imgbatch broker: keeps at most %u MiB and %u message sets a partition, then "
+          "deletes the oldest:",
+          MOCK_PARTITION_BYTES >> 20, MOCK_PARTITION_SETS);
+  for (size_t i = 0; i < t->count; i++)
+    fprintf(stderr, "%s %s %d x %u MiB = %u MiB", i ? "," : "", t->topic[i].name,
+            t->topic[i].partitions, MOCK_PARTITION_BYTES >> 20,
+            (unsigned)t->topic[i].partitions * (MOCK_PARTITION_BYTES >> 20));
+  fprintf(stderr, "\n");
 }
 
 static int parse_args(int argc, char **argv, int *brokers) {
@@ -233,6 +256,7 @@ int ib_cmd_broker(int argc, char **argv) {
     }
   }
   if (rc == IB_EXIT_OK) {
+    print_capacity(&created);
     printf("bootstrap=%s\n", rd_kafka_mock_cluster_bootstraps(mc));
     fflush(stdout);
     rc = serve(sigfd, mc, brokers, &created);

@@ -30,6 +30,8 @@ typedef struct demo_job {
   size_t len;
   char key[160]; /* topic/partition/offset once delivered */
   bool delivered;
+  int32_t partition;
+  int64_t offset;
   double sent_ms, got_ms;
   Imgbatch__V1__Result *result;   /* what the worker answered */
   Imgbatch__V1__Result *expected; /* Pillow's bytes, or the error expected */
@@ -43,6 +45,8 @@ typedef struct demo {
   size_t n;
   pid_t broker, worker;
   char bootstrap[256];
+  int64_t results_next[1024]; /* per results partition: the offset expected next */
+  int64_t results_deleted;    /* Results the broker deleted before we read them */
 } demo;
 
 static double now_ms(void) {
@@ -182,6 +186,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   if (m->err) return;
   snprintf(j->key, sizeof j->key, "%s/%" PRId32 "/%" PRId64, rd_kafka_topic_name(m->rkt),
            m->partition, m->offset);
+  j->partition = m->partition;
+  j->offset = m->offset;
   j->delivered = true;
 }
 
@@ -264,12 +270,50 @@ static rd_kafka_t *reader(demo *d) {
   return c;
 }
 
+/* The broker's log start of a partition; -1 when it does not answer. */
+static int64_t low_watermark(rd_kafka_t *c, const char *topic, int32_t partition) {
+  int64_t lo = -1, hi = -1;
+  if (rd_kafka_query_watermark_offsets(c, topic, partition, &lo, &hi, 2000)) return -1;
+  return lo;
+}
+
+/* The embedded broker deletes the oldest messages of a full partition and
+ * the reader then moves on to the log start without an error: a jump in the
+ * offsets read, to past a log start beyond the offset expected, is a loss.
+ * The demo's broker is fresh, so every partition is expected from 0. */
+static void note_offset(demo *d, rd_kafka_t *c, const rd_kafka_message_t *m) {
+  if (m->partition < 0 || m->partition >= 1024) return;
+  int64_t expected = d->results_next[m->partition];
+  d->results_next[m->partition] = m->offset + 1;
+  if (m->offset <= expected) return;
+  int64_t lo = low_watermark(c, "imgbatch.results", m->partition);
+  if (lo > expected) d->results_deleted += (lo < m->offset ? lo : m->offset) - expected;
+}
+
+/* Names what the broker deleted of the jobs that have no Result. */
+static void report_gap(const demo *d, rd_kafka_t *c, size_t missing) {
+  size_t jobs_deleted = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const demo_job *j = &d->jobs[i];
+    if (j->result || !j->delivered) continue;
+    int64_t lo = low_watermark(c, "imgbatch.jobs", j->partition);
+    if (lo > j->offset) jobs_deleted++;
+  }
+  fprintf(stderr,
+          "imgbatch demo: %zu job(s) have no Result; the broker deleted %zu of those jobs before "
+          "the worker read them and %" PRId64
+          " Result(s) before the demo read them (the embedded broker keeps about 5 MiB a "
+          "partition)\n",
+          missing, jobs_deleted, d->results_deleted);
+}
+
 static bool collect(demo *d, rd_kafka_t *p, rd_kafka_t *c) {
   size_t missing = d->n;
   double deadline = now_ms() + 180000;
   while (missing && now_ms() < deadline) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
     if (!m) continue;
+    if (!m->err) note_offset(d, c, m);
     bool download = false;
     demo_job *j = m->err ? NULL : match(d, m->key, m->key_len, &download);
     Imgbatch__V1__Result *r = j ? imgbatch__v1__result__unpack(NULL, m->len, m->payload) : NULL;
@@ -287,6 +331,7 @@ static bool collect(demo *d, rd_kafka_t *p, rd_kafka_t *c) {
       imgbatch__v1__result__free_unpacked(r, NULL); /* a duplicate */
     }
   }
+  if (missing || d->results_deleted) report_gap(d, c, missing);
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
   return missing == 0;

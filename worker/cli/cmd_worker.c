@@ -59,7 +59,7 @@ static void worker_usage(FILE *f) {
       "  [--gpu-bytes N] [--host-bytes N] [--max-jobs N] [--max-uncommitted N]\n"
       "  [--max-in-flight N] [--transactional] [--grace-seconds S] [--stall-seconds S]\n"
       "  [--worker-id ID] [--lease-seconds S] [--compile-threads N] [--compile-timeout S]\n"
-      "  [--metrics-addr HOST:PORT]\n"
+      "  [--metrics-addr HOST:PORT] [--module-cache-bytes N] [--disk-cache-bytes N]\n"
       "  [-X librdkafka.key=value]... [--tune KEY=VALUE]..."
       " [--config FILE]"
 #ifdef IB_FAULTS
@@ -87,6 +87,8 @@ static void worker_usage(FILE *f) {
       "submissions while pointwise stages run on the interpreter tier; 0 compiles inline.\n"
       "--compile-timeout S (cuda, default 30): a kernel compile not done after S seconds fails\n"
       "the jobs waiting for it as a worker fault (retried; sticky faults stop the worker).\n"
+      "--module-cache-bytes N (cuda, default 256M), --disk-cache-bytes N (default 2G): the bounds\n"
+      "of the loaded kernel modules and of the compiled-kernel cache directory (LRU).\n"
       "Byte sizes take a K, M or G suffix. Logs: one JSON object per line on stderr.\n"
       "--max-side N (default 16384, at most 65535): the widest and tallest image a job may\n"
       "hold, sources (checked from their headers, before decoding) and every step; a larger\n"
@@ -187,7 +189,8 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     return true;
   }
   bool sized = strcmp(name, "gpu-bytes") == 0 || strcmp(name, "host-bytes") == 0 ||
-               strcmp(name, "max-result-bytes") == 0;
+               strcmp(name, "max-result-bytes") == 0 || strcmp(name, "module-cache-bytes") == 0 ||
+               strcmp(name, "disk-cache-bytes") == 0;
   if (!ib_cli_parse_u64(v, sized, &n)) return false;
   if (strcmp(name, "device") == 0 && n <= 1024)
     w->exec.device = (int)n;
@@ -203,6 +206,10 @@ static bool set_opt(worker_cli *c, const char *name, const char *v) {
     w->exec.max_in_flight = (uint32_t)n;
   else if (strcmp(name, "max-result-bytes") == 0)
     w->max_result_bytes = n;
+  else if (strcmp(name, "module-cache-bytes") == 0 && n)
+    w->exec.module_cache_bytes = n;
+  else if (strcmp(name, "disk-cache-bytes") == 0 && n)
+    w->exec.disk_cache_bytes = n;
   else if (strcmp(name, "decode-threads") == 0 && n <= 1024)
     w->decode_threads = (int)n, w->exec.host_threads = n ? (int)n : -1;
   else if (strcmp(name, "output-ttl") == 0)
@@ -249,6 +256,8 @@ static const char *const flag_names[] = {"brokers",
                                          "compile-timeout",
                                          "metrics-addr",
                                          "max-side",
+                                         "module-cache-bytes",
+                                         "disk-cache-bytes",
                                          "fault",
                                          NULL};
 

@@ -307,6 +307,9 @@ static void cuda_counters(void *state, ib_executor_counters *out) {
   out->module_cache_hits_disk = s.disk_hits;
   out->module_cache_evictions = m.evictions;
   out->module_cache_bytes = m.bytes;
+  out->module_cache_entries = m.entries;
+  out->pinned_pool_bytes = ib_pinned_stats_get(c->pin).held;
+  out->disk_cache_bytes = s.disk_bytes;
   out->disk_cache_corrupt = s.disk_corrupt;
   out->blur_global_passes = atomic_load(&c->pass_slow);
   out->upload_direct_sources = atomic_load(&c->direct_sources);

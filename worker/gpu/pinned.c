@@ -299,6 +299,7 @@ ib_pinned_stats ib_pinned_stats_get(ib_pinned *p) {
   pthread_mutex_lock(&p->lock);
   ib_pinned_stats st = p->st;
   st.trims = p->pool.trims;
+  st.held = p->pool.held;
   pthread_mutex_unlock(&p->lock);
   return st;
 }

@@ -61,7 +61,7 @@ ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);
  * IB_PINNED_PARSE_MIN or more that landed on the heap past parse_cap (their sources are then
  * staged: one more copy on the CPU). */
 typedef struct ib_pinned_stats {
-  uint64_t allocs, alloc_bytes, held_max, trims, parse_heap, parse_heap_bytes;
+  uint64_t allocs, alloc_bytes, held, held_max, trims, parse_heap, parse_heap_bytes;
   double alloc_s;
 } ib_pinned_stats;
 ib_pinned_stats ib_pinned_stats_get(ib_pinned *p);

@@ -353,6 +353,10 @@ typedef struct ib_executor_counters {
                                       * (docs/design.md) */
   uint64_t pipelined_pieces;         /* their pieces: each one's uploads, kernels and downloads
                                       * overlap the pieces beside it */
+  /* Gauges of what a long run must hold flat (cuda backend; 0 on cpu). */
+  uint64_t module_cache_entries; /* kernel modules loaded now */
+  uint64_t pinned_pool_bytes;    /* pinned host memory the pool holds (in use or kept) */
+  uint64_t disk_cache_bytes;     /* the kernel disk cache's size (this process's view) */
   ib_credit_counter gpu_bytes, host_bytes, jobs, in_flight;
 } ib_executor_counters;
 

@@ -12,6 +12,7 @@
 
 #include "kafka/clock.h"
 #include "kafka/conf.h"
+#include "kafka/gap.h"
 #include "kafka/json_escape.h"
 #include "kafka/log.h"
 #include "kafka/phase.h"
@@ -78,6 +79,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       if (!p) continue;
       ib_wpart_drop(w, p); /* anything left from an earlier ownership is stale */
       p->assigned = true;
+      p->next_offset = -1;
       struct timespec now;
       clock_gettime(CLOCK_REALTIME, &now);
       p->assigned_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
@@ -279,6 +281,8 @@ void ib_wconsume_poll(ib_worker *w, int timeout_ms) {
     rd_kafka_message_destroy(m);
     return;
   }
+  ib_wpart *part = ib_wpart_get(w, m->partition, false);
+  if (part && part->assigned) ib_wgap_check(w, part, m);
   ib_wjob *j = ib_wjob_track(w, m);
   if (!j) {
     /* Not ours any more (revoked between fetch and poll), or out of

@@ -75,6 +75,10 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     s->credits[IB_CREDIT_IN_FLIGHT] = c.in_flight;
     s->compile_depth = c.compile_queue_depth;
     s->compile_full = c.compile_queue_full;
+    s->module_entries = c.module_cache_entries;
+    s->module_bytes = c.module_cache_bytes;
+    s->pinned_bytes = c.pinned_pool_bytes;
+    s->disk_cache_bytes = c.disk_cache_bytes;
   }
   s->paused = w->paused;
   s->joined = w->joined;
@@ -190,6 +194,9 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
          s->counters[IB_WC_RETRIES]);
   scalar(&b, "imgbatch_offset_resets_total", "counter", "Consumer offset resets.",
          s->counters[IB_WC_RESETS]);
+  scalar(&b, "imgbatch_jobs_deleted_unconsumed_total", "counter",
+         "Jobs the broker deleted (retention) before this worker consumed them: no Result.",
+         s->counters[IB_WC_DELETED]);
   scalar(&b, "imgbatch_results_republished_total", "counter",
          "Results produced again after a failed delivery.", s->counters[IB_WC_REPRODUCED]);
   scalar(&b, "imgbatch_commits_total", "counter", "Partition offsets committed.",
@@ -231,6 +238,14 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
   family(&b, "imgbatch_credit_cap", "gauge", "Executor credit caps.");
   for (int i = 0; i < IB_CREDIT_N; i++)
     put(&b, "imgbatch_credit_cap{credit=\"%s\"} %" PRIu64 "\n", credits[i], s->credits[i].cap);
+  scalar(&b, "imgbatch_module_cache_entries", "gauge", "Kernel modules loaded (cuda).",
+         s->module_entries);
+  scalar(&b, "imgbatch_module_cache_bytes", "gauge",
+         "Kernel modules loaded: their image sizes (cuda).", s->module_bytes);
+  scalar(&b, "imgbatch_pinned_pool_bytes", "gauge",
+         "Pinned host memory the pool holds, in use or kept for reuse (cuda).", s->pinned_bytes);
+  scalar(&b, "imgbatch_disk_cache_bytes", "gauge", "The kernel disk cache's size (cuda).",
+         s->disk_cache_bytes);
   scalar(&b, "imgbatch_resident_handles", "gauge", "Resident (GPU) outputs held for clients.",
          s->handles);
   scalar(&b, "imgbatch_compile_queue_depth", "gauge",

@@ -65,7 +65,8 @@ ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create) {
     ib_wpart *p = realloc(w->parts, (size_t)n * sizeof *p);
     if (!p) return NULL;
     for (int32_t i = w->n_parts; i < n; i++)
-      p[i] = (ib_wpart){.id = i, .done_upto = -1, .committed = -1, .committing = -1};
+      p[i] = (ib_wpart){
+          .id = i, .done_upto = -1, .committed = -1, .committing = -1, .next_offset = -1};
     w->parts = p;
     w->n_parts = n;
   }

@@ -58,7 +58,7 @@ static void status_log(ib_worker *w) {
   ib_wlog(w, "info", "status",
           "\"consumed\":%" PRIu64 ",\"results\":%" PRIu64 ",\"error_results\":%" PRIu64
           ",\"faults\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"offset_resets\":%" PRIu64
-          ",\"republished\":%" PRIu64
+          ",\"jobs_deleted_unconsumed\":%" PRIu64 ",\"republished\":%" PRIu64
           ",\"waiting\":%zu,\"running\":%zu,\"pooled\":%zu,\"ready\":%zu"
           ",\"delivering\":%" PRIu64 ",\"undelivered\":%" PRIu64
           ",\"handles\":%zu,\"oldest_uncommitted_ms\":%" PRIu64 ",\"host_bytes_in_use\":%" PRIu64
@@ -72,9 +72,9 @@ static void status_log(ib_worker *w) {
           ",\"idle_woken\":%" PRIu64 ",\"standby_sends\":%" PRIu64,
           w->counters[IB_WC_CONSUMED], w->counters[IB_WC_RESULTS], w->counters[IB_WC_ERRORS],
           w->counters[IB_WC_FAULTS], w->counters[IB_WC_RETRIES], w->counters[IB_WC_RESETS],
-          w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running, w->pooled, w->ready.n,
-          w->delivering, w->undelivered, w->n_handles, oldest / 1000, c.host_bytes.in_use,
-          c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled,
+          w->counters[IB_WC_DELETED], w->counters[IB_WC_REPRODUCED], w->waiting.n, w->running,
+          w->pooled, w->ready.n, w->delivering, w->undelivered, w->n_handles, oldest / 1000,
+          c.host_bytes.in_use, c.gpu_bytes.in_use, w->paused ? "true" : "false", w->unsettled,
           w->counters[IB_WC_TIMED_OUT], w->counters[IB_WC_LATE_DROPPED],
           ib_wphase_avg(w, IB_WP_FETCH), ib_wphase_avg(w, IB_WP_WAIT), ib_wphase_avg(w, IB_WP_EXEC),
           ib_wphase_avg(w, IB_WP_POOL), ib_wphase_avg(w, IB_WP_DELIVER),

@@ -90,6 +90,7 @@ typedef struct ib_wpart {
   ib_wjob *head, *tail; /* every tracked message, in offset order */
   int64_t done_upto;    /* next offset after the last message popped done; -1 none */
   int64_t committed;    /* last offset the broker accepted from us; -1 none */
+  int64_t next_offset;  /* the offset expected next (gap.c); -1 before the first message */
   /* Commits in flight, oldest first (consume.c: pipelined; the broker
    * applies a group's commits in the order they arrive, but librdkafka
    * retries a failed one by sending it again, after newer ones). */
@@ -137,6 +138,7 @@ enum {
   IB_WC_REPRODUCED,
   IB_WC_TIMED_OUT,    /* jobs answered with Timeout by the hung-job rule */
   IB_WC_LATE_DROPPED, /* their real results, come back later, dropped */
+  IB_WC_DELETED,      /* jobs the broker deleted before we consumed them (gap.c) */
   IB_WC_N
 };
 

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Soak: the embedded broker and real worker processes over a mixed workload
+of a set number of jobs, sampled every few seconds; fails unless every job's
+coordinates are matched to a Result, every figure stays flat and every
+credit is back to zero at the end (soak_figures.py says what flat means).
+
+    tests/soak/soak.py --jobs 20000 --profile small --backend cpu          # CI
+    tests/soak/soak.py --jobs 200000 --profile mixed --backend cuda \\
+        --workers 2 --restarts 10 --new-graph-rate 0.005 --sample-seconds 5 \\
+        --worker-arg=--module-cache-bytes --worker-arg=16M \\
+        --worker-arg=--disk-cache-bytes --worker-arg=64M \\
+        --out soak-gpu                                                      # GPU machine
+
+New graphs (new kernel signatures) arrive all along, so the module and disk
+caches grow until their bounds: set them small (--worker-arg) so that they
+fill in the warm-up, or those figures are judged on their filling.
+
+Writes OUT/samples.csv, OUT/figures.svg, OUT/summary.txt and each process's
+log; prints the samples as a table and the verdict per figure. Exit 0 on a
+pass, 1 on a failure (named), 2 on a usage error."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_figures as figs  # noqa: E402
+import soak_jobs  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from imgbatch import imgbatch_pb2 as pb  # noqa: E402
+
+JOBS, RESULTS, CONTROL = "imgbatch.jobs", "imgbatch.results", "imgbatch.control"
+
+
+class Worker:
+    """`imgbatch worker` with its /metrics address and warning events read
+    from its stderr (a thread), which also goes to a log file."""
+
+    def __init__(self, args, bootstrap, wid):
+        self.wid = wid
+        argv = [args.bin, "worker", "--brokers", bootstrap, "--backend", args.backend,
+                "--worker-id", wid, "--metrics-addr", "127.0.0.1:0", "--output-dir",
+                os.path.join(args.out, "files"), "--output-ttl", "30", "--grace-seconds", "30",
+                "-X", "fetch.wait.max.ms=50", "-X", "session.timeout.ms=6000",
+                "-X", "heartbeat.interval.ms=500", *args.worker_arg]
+        self.log = open(os.path.join(args.out, f"worker-{wid}.log"), "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.PIPE)
+        self.addr = None
+        self.joined = False
+        self.deleted = 0
+        self.warnings = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.log.write(line)
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("event") == "http":
+                self.addr = e["addr"]
+            elif e.get("event") == "assigned":
+                self.joined = True
+            elif e.get("event") == "jobs_deleted_unconsumed":
+                self.deleted += int(e["count"])
+            if e.get("level") in ("warn", "error") and e.get("event") != "librdkafka":
+                self.warnings.append(e.get("event"))
+
+    def stop(self, timeout=90):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def start_broker(args):
+    err = open(os.path.join(args.out, "broker.log"), "wb")
+    p = subprocess.Popen([args.bin, "broker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=err)
+    line = p.stdout.readline().decode().strip()
+    if not line.startswith("bootstrap="):
+        raise SystemExit(f"soak: the broker did not start: {line!r}")
+    return p, line.split("=", 1)[1]
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.broker, self.bootstrap = start_broker(args)
+        self.workers = [Worker(args, self.bootstrap, f"soak{i}-0") for i in range(args.workers)]
+        self.generation = 0
+        self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "log_level": 4,
+                                  "message.max.bytes": 1_000_000, "enable.idempotence": True})
+        self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "soak-reader", "log_level": 4,
+                                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+        parts = self.consumer.list_topics(RESULTS, timeout=20).topics[RESULTS].partitions
+        self.consumer.assign([TopicPartition(RESULTS, p, 0) for p in parts])
+        # Round robin over the jobs partitions: a keyless producer sticks to
+        # one partition for a while, and a burst there before the workers
+        # joined overflowed its 5 MiB (the workers reported the loss).
+        self.job_parts = len(self.consumer.list_topics(JOBS, timeout=20).topics[JOBS].partitions)
+        end = time.monotonic() + 60
+        while not all(w.joined for w in self.workers) and time.monotonic() < end:
+            time.sleep(0.1)
+        self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
+                                           poison=args.poison,
+                                           new_graph_rate=args.new_graph_rate)
+        self.kind = {}  # "topic/partition/offset" -> kind, once delivered
+        self.answered = {}  # key -> outcome
+        self.errors = {}  # "stage/kind: message" of error Results of graphs -> count
+        self.produced = self.delivered = self.failed = 0
+        self.downloads = {}  # control coordinates -> HandleRef bytes, awaiting their Result
+        self.released = self.download_results = 0
+        self.samples = []
+        self.t0 = time.monotonic()
+        self.restarts_done = 0
+        self.restart_codes = []
+        self.retired = []  # workers sent SIGTERM, not yet exited
+        self.early = set()  # Download Results seen before their command's delivery report
+
+    # ---- jobs out, Results in
+
+    def _on_delivery(self, kind):
+        def cb(err, msg):
+            if err is not None:
+                self.failed += 1
+                return
+            self.delivered += 1
+            key = f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
+            if msg.topic() == JOBS:
+                self.kind[key] = kind
+            elif key in self.early:
+                self.early.discard(key)
+                self._release(kind)
+            else:
+                self.downloads[key] = kind  # a Download command: its HandleRef bytes
+        return cb
+
+    def produce(self):
+        while (self.produced < self.args.jobs
+               and self.produced - len(self.answered) < self.args.window):
+            data, kind = self.workload.next()
+            try:
+                self.producer.produce(JOBS, data, partition=self.produced % self.job_parts,
+                                      on_delivery=self._on_delivery(kind))
+            except BufferError:
+                break
+            self.produced += 1
+        self.producer.poll(0)
+
+    def consume(self):
+        for msg in self.consumer.consume(1000, 0.05):
+            if msg.error():
+                continue
+            key = (msg.key() or b"").decode()
+            r = pb.Result()
+            try:
+                r.ParseFromString(msg.value())
+            except Exception:  # noqa: BLE001 - a Result we cannot read is a failure below
+                self.answered.setdefault(key, "unreadable")
+                continue
+            outcome = r.WhichOneof("outcome")
+            if key.startswith(CONTROL + "/"):
+                self.download_results += 1
+                handle = self.downloads.pop(key, None)
+                if handle is None:
+                    self.early.add(key)
+                else:
+                    self._release(handle)
+                continue
+            if key in self.answered:
+                continue  # a repeat (at-least-once): same key, same outcome
+            self.answered[key] = outcome
+            if outcome == "error" and self.kind.get(key) in ("image", "resident"):
+                why = f"{r.error.stage}/{r.error.kind}: {r.error.message[:100]}"
+                self.errors[why] = self.errors.get(why, 0) + 1
+            if outcome == "resident":
+                self._control(pb.Control(download=pb.Download(
+                    handle=r.resident, output=pb.CpuOutput(format=pb.PNG))),
+                    handle=r.resident.SerializeToString())
+
+    def _release(self, handle):
+        self._control(pb.Control(release=pb.Release(handle=pb.HandleRef.FromString(handle))))
+        self.released += 1
+
+    def _control(self, command, handle=None):
+        self.producer.produce(CONTROL, command.SerializeToString(),
+                              on_delivery=self._on_delivery(handle) if handle else None)
+
+    # ---- figures, restarts
+
+    def sample(self):
+        now = time.monotonic() - self.t0
+        s = {c: 0.0 for c in figs.COLUMNS}
+        s["t_s"], s["answered"] = now, len(self.answered)
+        prev = self.samples[-1] if self.samples else None
+        if prev and now > prev["t_s"]:
+            s["jobs_per_s"] = (s["answered"] - prev["answered"]) / (now - prev["t_s"])
+        for w in self.workers:
+            p = figs.proc_figures(w.proc.pid) if w.proc.poll() is None else None
+            m = figs.scrape(w.addr) if p and w.addr else None
+            for k, v in (p or {}).items():
+                s[k] += v
+            for k, v in (figs.metric_figures(m) if m else {}).items():
+                s[k] = max(s[k], v) if k == "disk_cache_mb" else s[k] + v
+        if self.args.backend == "cuda":
+            s["device_mb"] = figs.device_mb()
+        self.samples.append(s)
+        if len(self.samples) % 20 == 1:
+            print(" ".join(f"{c[:13]:>13}" for c in figs.COLUMNS), flush=True)
+        print(" ".join(f"{s[c]:13.1f}" for c in figs.COLUMNS), flush=True)
+
+    def maybe_restart(self):
+        """Rolling SIGTERM restarts, evenly spread over the jobs: restart k
+        (1..R) when k/(R+1) of them are answered, worker (k-1) mod M."""
+        a = self.args
+        k = self.restarts_done + 1
+        if k > a.restarts or len(self.answered) < k * a.jobs / (a.restarts + 1):
+            return
+        i = (k - 1) % len(self.workers)
+        old = self.workers[i]
+        old.proc.send_signal(signal.SIGTERM)
+        self.generation += 1
+        self.workers[i] = Worker(a, self.bootstrap, f"soak{i}-{self.generation}")
+        self.retired.append(old)
+        self.restarts_done += 1
+        print(f"soak: restart {k}/{a.restarts}: worker {old.wid} -> {self.workers[i].wid}",
+              flush=True)
+
+    def loop(self):
+        a = self.args
+        next_sample = 0.0
+        deadline = time.monotonic() + a.timeout
+        while len(self.answered) < a.jobs or self.downloads:
+            if time.monotonic() > deadline:
+                break
+            if any(w.deleted for w in self.workers + self.retired):
+                break  # lost for good: no Result will come (reported below)
+            self.produce()
+            self.consume()
+            self.maybe_restart()
+            if time.monotonic() >= next_sample:
+                self.sample()
+                next_sample = time.monotonic() + a.sample_seconds
+            for old in list(self.retired):
+                if old.proc.poll() is not None:
+                    self.restart_codes.append((old.wid, old.proc.returncode))
+                    self.retired.remove(old)
+        self.producer.flush(30)
+
+    def settle(self):
+        """After the last Result: credits must return to zero."""
+        end = time.monotonic() + 30
+        while True:
+            self.sample()
+            s = self.samples[-1]
+            if all(s[f"credit_{c}"] == 0 for c in figs.CREDITS) or time.monotonic() > end:
+                return s
+            time.sleep(1)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=20000)
+    ap.add_argument("--profile", choices=["small", "mixed"], default="small")
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--restarts", type=int, default=0, help="rolling SIGTERM restarts")
+    ap.add_argument("--poison", type=float, default=0.02)
+    ap.add_argument("--new-graph-rate", type=float, default=0.01,
+                    help="share of jobs that carry a graph not seen before")
+    ap.add_argument("--window", type=int, default=2000, help="jobs produced, not yet answered")
+    ap.add_argument("--sample-seconds", type=float, default=0.5)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds for all Results")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--bin", default=os.environ.get("IB_BIN", "build/imgbatch"))
+    ap.add_argument("--out", default="soak-out")
+    ap.add_argument("--worker-arg", action="append", default=[],
+                    help="one more argument for every worker (repeat)")
+    args = ap.parse_args(argv)
+    gaps = soak_jobs.coverage_gaps()
+    if gaps:
+        ap.error(f"the op table has families this workload does not make: {gaps}")
+    os.makedirs(os.path.join(args.out, "files"), exist_ok=True)
+    run = Run(args)
+    failures = []
+    try:
+        run.loop()
+        end = run.settle()
+    finally:
+        codes = [(w.wid, w.stop()) for w in run.workers + run.retired] + run.restart_codes
+        run.consumer.close()
+        run.producer.flush(10)
+        run.consumer = run.producer = None  # destroyed before their broker goes
+        run.broker.terminate()
+        run.broker.wait(30)
+    return report(run, end, codes, failures)
+
+
+def report(run, end, codes, failures):
+    a = run.args
+    elapsed = time.monotonic() - run.t0
+    lost = [k for k in run.kind if k not in run.answered]
+    if lost or len(run.kind) < a.jobs or run.failed:
+        failures.append(f"lost: {len(lost)} of {len(run.kind)} delivered jobs have no Result "
+                        f"(e.g. {lost[:3]}), {run.failed} deliveries failed, "
+                        f"{a.jobs - len(run.kind)} never delivered")
+    if run.downloads:
+        failures.append(f"resident: {len(run.downloads)} downloads without a Result")
+    for c in figs.CREDITS:
+        if end[f"credit_{c}"] != 0:
+            failures.append(f"credit {c}: {end[f'credit_{c}']:.0f} still in use at the end")
+    deleted = sum(w.deleted for w in run.workers + run.retired)
+    if deleted:
+        failures.append(f"broker: {deleted} jobs deleted before a worker consumed them")
+    bad_exits = [(w, c) for w, c in codes if c != 0]
+    if bad_exits:
+        failures.append(f"worker exits: {bad_exits}")
+    verdicts = figs.judge(run.samples, a.jobs)
+    failures += [f"{v['figure']}: {v['verdict']} ({v['q2']} -> {v['q4']})" for v in verdicts
+                 if v["verdict"] in ("GREW", "TOO FEW SAMPLES")]
+    kinds = {}
+    for k, kind in run.kind.items():
+        kinds.setdefault(kind, {}).setdefault(run.answered.get(k, "none"), 0)
+        kinds[kind][run.answered.get(k, "none")] += 1
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    lines = [f"soak {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit "
+             f"{commit or 'unknown'}, {' '.join(sys.argv[1:])}",
+             f"soak: {len(run.answered)} of {a.jobs} jobs answered in {elapsed:.0f} s "
+             f"({len(run.answered) / elapsed:.0f} jobs/s), backend {a.backend}, profile "
+             f"{a.profile}, {a.workers} worker(s), {run.restarts_done} restart(s), "
+             f"{len(run.workload.graphs)} graphs, {run.download_results} downloads, "
+             f"{run.released} releases",
+             f"outcomes by kind: {json.dumps(kinds, sort_keys=True)}",
+             *(f"  graph error x{n}: {why}" for why, n in
+               sorted(run.errors.items(), key=lambda e: -e[1])[:8]),
+             f"{'figure':>14} {'start':>10} {'Q2 median':>10} {'Q4 median':>10} {'end':>10} "
+             f"{'change':>8}  verdict"]
+    first = run.samples[0]
+    for v in verdicts:
+        q2 = "-" if v["q2"] is None else f"{v['q2']:.1f}"
+        q4 = "-" if v["q4"] is None else f"{v['q4']:.1f}"
+        ch = "-" if v["change"] is None else f"{100 * v['change']:+.1f}%"
+        lines.append(f"{v['figure']:>14} {first[v['figure']]:10.1f} {q2:>10} {q4:>10} "
+                     f"{end[v['figure']]:10.1f} {ch:>8}  {v['verdict']}")
+    lines.append("credits at the end: " + ", ".join(f"{c} {end[f'credit_{c}']:.0f}"
+                                                    for c in figs.CREDITS))
+    lines += [f"FAIL {f}" for f in failures] or ["PASS: nothing lost, every figure flat, "
+                                                 "every credit back to zero"]
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(a.out, "summary.txt"), "w") as f:
+        f.write(text + "\n")
+    figs.write_csv(os.path.join(a.out, "samples.csv"), run.samples)
+    figs.write_svg(os.path.join(a.out, "figures.svg"), run.samples,
+                   f"imgbatch soak: {a.jobs} jobs, {a.backend}, {a.workers} worker(s), "
+                   f"{run.restarts_done} restarts")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""What the soak samples, how it judges "flat", and its CSV and SVG.
+
+Figures per sample, summed over the live workers: from /proc (RSS, open
+file descriptors, threads) and from each worker's /metrics (credits in use,
+pinned pool bytes, module-cache entries and bytes, disk cache size: the disk
+cache is one directory, so its largest view), and the GPU's memory in use
+(nvidia-smi, cuda runs only).
+
+Flat: after the warm-up (the first 10 % of jobs), a figure's median over the
+samples of the last quarter of the jobs must not exceed its median over the
+second quarter by more than 5 % (a fall is no leak: it is shown, not failed).
+Credits are load, not leaks: they are judged at the end, where every one
+must be back to zero."""
+import http.client
+import os
+import statistics
+import subprocess
+from typing import Dict, List, Optional
+
+FLAT = ["rss_mb", "fds", "threads", "pinned_mb", "modules", "module_mb", "disk_cache_mb",
+        "device_mb"]
+CREDITS = ["gpu_bytes", "host_bytes", "jobs", "in_flight"]
+COLUMNS = ["t_s", "answered", "jobs_per_s"] + FLAT + [f"credit_{c}" for c in CREDITS]
+TOLERANCE = 0.05
+WARMUP = 0.10
+MB = 1 << 20
+
+
+def proc_figures(pid: int) -> Optional[Dict[str, float]]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None  # exited meanwhile
+    rss_kb = int(status.get("VmRSS", "0 kB").split()[0])
+    return {"rss_mb": rss_kb / 1024, "fds": fds, "threads": int(status["Threads"])}
+
+
+def scrape(addr: str) -> Optional[Dict[str, float]]:
+    """A worker's /metrics, as {name or name{labels}: value}."""
+    host, port = addr.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=3)
+    try:
+        c.request("GET", "/metrics")
+        body = c.getresponse().read().decode()
+    except OSError:
+        return None
+    finally:
+        c.close()
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def metric_figures(m: Dict[str, float]) -> Dict[str, float]:
+    f = {"pinned_mb": m.get("imgbatch_pinned_pool_bytes", 0) / MB,
+         "modules": m.get("imgbatch_module_cache_entries", 0),
+         "module_mb": m.get("imgbatch_module_cache_bytes", 0) / MB,
+         "disk_cache_mb": m.get("imgbatch_disk_cache_bytes", 0) / MB}
+    for c in CREDITS:
+        f[f"credit_{c}"] = m.get(f'imgbatch_credit_in_use{{credit="{c}"}}', 0)
+    return f
+
+
+def device_mb() -> float:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+        return float(sum(float(x) for x in out.split()))
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return 0.0
+
+
+def judge(samples: List[Dict[str, float]], total: int) -> List[Dict[str, object]]:
+    """Per figure: second- and last-quarter medians, the change, the verdict."""
+    def quarter(lo, hi):
+        return [s for s in samples if max(lo, WARMUP) * total <= s["answered"] < hi * total]
+    q2, q4 = quarter(0.25, 0.50), quarter(0.75, 1.0)
+    rows = []
+    for name in FLAT:
+        if not q2 or not q4:
+            rows.append({"figure": name, "q2": None, "q4": None, "change": None,
+                         "verdict": "TOO FEW SAMPLES"})
+            continue
+        a = statistics.median(s[name] for s in q2)
+        b = statistics.median(s[name] for s in q4)
+        change = (b - a) / a if a else (0.0 if b == 0 else float("inf"))
+        verdict = "GREW" if change > TOLERANCE else "fell" if change < -TOLERANCE else "flat"
+        rows.append({"figure": name, "q2": a, "q4": b, "change": change, "verdict": verdict})
+    return rows
+
+
+def write_csv(path: str, samples: List[Dict[str, float]]) -> None:
+    with open(path, "w") as f:
+        f.write(",".join(COLUMNS) + "\n")
+        for s in samples:
+            f.write(",".join(f"{s.get(c, 0):.3f}" for c in COLUMNS) + "\n")
+
+
+def write_svg(path: str, samples: List[Dict[str, float]], title: str) -> None:
+    """One small panel per figure against jobs answered, written by hand
+    (matplotlib is not among the pinned requirements)."""
+    names = FLAT + [f"credit_{c}" for c in CREDITS]
+    cols, pw, ph = 3, 300, 150
+    rows = (len(names) + cols - 1) // cols
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{cols * pw}" height="{rows * ph + 30}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="8" y="18" font-size="14">{title}</text>']
+    xmax = max([s["answered"] for s in samples] + [1])
+    for i, name in enumerate(names):
+        x0, y0 = (i % cols) * pw + 40, (i // cols) * ph + 40
+        w, h = pw - 55, ph - 40
+        ys = [s.get(name, 0) for s in samples]
+        lo, hi = min(ys + [0]), max(ys + [1e-9])
+        pts = " ".join(f"{x0 + w * s['answered'] / xmax:.1f},{y0 + h - h * (v - lo) / (hi - lo or 1):.1f}"
+                       for s, v in zip(samples, ys))
+        out += [f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#999"/>',
+                f'<text x="{x0}" y="{y0 - 4}">{name} (max {hi:.4g})</text>',
+                f'<polyline points="{pts}" fill="none" stroke="#2060c0"/>']
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")

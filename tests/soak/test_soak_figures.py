@@ -1,0 +1,38 @@
+"""The soak's verdicts (soak_figures.judge): a figure that grows after the
+warm-up fails by name; noise within 5 %, a fall, and warm-up growth pass."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_figures as figs  # noqa: E402
+
+TOTAL = 1000
+
+
+def series(value_at):
+    """A sample every 10 jobs; value_at(answered) gives every flat figure."""
+    return [{"answered": n, **{f: value_at(n) for f in figs.FLAT}} for n in range(0, TOTAL, 10)]
+
+
+def verdicts(samples):
+    return {v["figure"]: v["verdict"] for v in figs.judge(samples, TOTAL)}
+
+
+def test_a_figure_that_grows_a_little_per_job_is_named():
+    v = verdicts(series(lambda n: 100 + 0.05 * n))  # +50 % over the run
+    assert set(v.values()) == {"GREW"}
+
+
+def test_growth_within_the_warm_up_and_noise_within_five_percent_pass():
+    v = verdicts(series(lambda n: (50 + n if n < 100 else 150) * (1.04 if n % 20 else 1.0)))
+    assert set(v.values()) == {"flat"}
+
+
+def test_a_fall_is_shown_but_is_no_leak():
+    v = verdicts(series(lambda n: 200 if n < 500 else 100))
+    assert set(v.values()) == {"fell"}
+
+
+def test_a_run_with_no_samples_in_a_quarter_cannot_pass():
+    v = verdicts([s for s in series(lambda n: 1) if not 750 <= s["answered"]])
+    assert set(v.values()) == {"TOO FEW SAMPLES"}
