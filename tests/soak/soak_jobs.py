@@ -18,7 +18,7 @@ from imgbatch._optable import OPS
 
 # Families the op table has and how this workload reaches each: a step of
 # the graph language, or a call of the client's API.
-API_FAMILIES = {"source", "paste", "point", "chops", "blend", "constant"}
+API_FAMILIES = {"source", "paste", "point", "chops", "blend", "constant", "exif_transpose"}
 STEP_ARGS = {
     "copy": lambda r, w, h: (),
     "flip": lambda r, w, h: (),
@@ -32,6 +32,14 @@ STEP_ARGS = {
     "resize": lambda r, w, h: (r.randint(1, 2 * w), r.randint(1, 2 * h),
                                r.choice(["NEAREST", "BOX", "BILINEAR", "HAMMING", "BICUBIC",
                                          "LANCZOS"])),
+    "thumbnail": lambda r, w, h: (r.randint(1, w), r.randint(1, h)),
+    "reduce": lambda r, w, h: (r.randint(1, 4),),
+    "rotate": lambda r, w, h: (round(r.uniform(-360, 360), 1), r.choice(["NEAREST", "BILINEAR", "BICUBIC"]),
+                               f"expand={r.randint(0, 1)}"),
+    "transform": lambda r, w, h: (r.randint(1, 2 * w), r.randint(1, 2 * h), round(r.uniform(0.5, 1.5), 2),
+                                  round(r.uniform(-0.5, 0.5), 2), r.randint(-2, 2), round(r.uniform(-0.5, 0.5), 2),
+                                  round(r.uniform(0.5, 1.5), 2), r.randint(-2, 2),
+                                  r.choice(["NEAREST", "BILINEAR", "BICUBIC"])),
     "getchannel": lambda r, w, h: (0,),
     "convert": lambda r, w, h: (r.choice(["L", "RGB", "RGBA", "LA", "CMYK", "RGBX"]),),
     "grayscale": lambda r, w, h: (),
@@ -155,6 +163,10 @@ class Workload:
             return Image.blend(im, Image.new(im.mode, im.size), round(r.uniform(0, 1), 2))
         if family == "tone" and im.mode not in ("RGB", "RGBA"):
             raise ValueError("tone takes RGB and RGBA")  # no Pillow call checks it at record time
+        if family == "exif_transpose":
+            # Reads a source's orientation; elsewhere the client refuses it.
+            from imgbatch import ImageOps
+            return ImageOps.exif_transpose(im) if im._node.op == "source" else im.copy()
         if family == "constant":
             return Image.new(im.mode, im.size, r.randint(0, 255) if im.mode == "L" else None)
         args = STEP_ARGS[family](r, w, h)

@@ -1,7 +1,7 @@
 /* A Result frame packed around its image bytes. protobuf-c packs fields in
  * field-number order and each field on its own, so the message is: fields
  * 1-5, the image (6) as a length-delimited ImageData whose bytes field (5)
- * comes last, then fields 7-13. Everything but the image bytes is packed
+ * comes last, then fields 7-14. Everything but the image bytes is packed
  * here (a few hundred bytes); the bytes are written from where they lie.
  * Should the Result message change shape, the whole message is packed
  * instead (a copy, but the same bytes). */
@@ -12,7 +12,7 @@
 
 #include "core/frame.h"
 
-#define RESULT_FIELDS 13u
+#define RESULT_FIELDS 14u
 #define RESULT_IMAGE_FIELD 6u
 #define IMAGE_DATA_FIELD 5u
 #define WIRE_LEN 2u
@@ -49,7 +49,7 @@ bool ib_run_frame_pack(ib_run_frame *f, const ib_result_msg *rm) {
   const Imgbatch__V1__ImageData *im =
       rm->msg.outcome_case == IMGBATCH__V1__RESULT__OUTCOME_IMAGE ? rm->msg.image : NULL;
   if (!im || im->data.len == 0 || !splittable()) return pack_whole(f, rm);
-  /* Every field but the image; the part after it: fields 7-13 alone. */
+  /* Every field but the image; the part after it: fields 7-14 alone. */
   Imgbatch__V1__Result outer = rm->msg;
   outer.outcome_case = IMGBATCH__V1__RESULT__OUTCOME__NOT_SET;
   outer.image = NULL;

@@ -32,10 +32,12 @@ def jpeg(r, mode, size, subsampling=None, progressive=False, kind=None, quality=
             return buf.getvalue()
         except OSError:
             # Pillow sizes a progressive file's buffer at about a byte a
-            # pixel; noise needs more. Coarser noise, then.
+            # pixel (two from quality 95); noise needs more. Coarser noise,
+            # then, at a quality whose file fits.
             small = (max(1, size[0] // 3), max(1, size[1] // 3))
             pil = PIL.Image.frombytes(mode, small, r.randbytes(small[0] * small[1] * len(mode)))
             pil = pil.resize(size, PIL.Image.Resampling.BILINEAR)
+            quality = min(quality, 80)
     raise AssertionError(f"Pillow could not write a {mode} {size} JPEG")
 
 
