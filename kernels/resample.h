@@ -89,7 +89,9 @@ IB_FN void ib_resample_v_pixel(uint8_t *out, const uint8_t *in, int64_t stride, 
  * (t + (t >> 8)) >> 8 with t = c * alpha + 128. Alpha is the last band. */
 IB_FN void ib_premultiply_px(uint8_t *px, int bands) {
   const unsigned a = px[bands - 1];
-  for (int b = 0; b < bands - 1; b++) {
+  /* b < 3 always holds (1..4 bands); it tells GCC's -Wstringop-overflow that
+   * callers' 4-byte pixels are large enough. */
+  for (int b = 0; b < bands - 1 && b < 3; b++) {
     unsigned t = px[b] * a + 128;
     px[b] = (uint8_t)(((t >> 8) + t) >> 8);
   }
