@@ -377,6 +377,18 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
   return st;
 }
 
+/* A job's own running time starts: the executor's progress, which the
+ * hung-job rule goes by (stall.c). Called like ib_wnext_input, from inside
+ * the executor without the worker's lock. */
+void ib_wjob_started(void *user, uint64_t job_id, void *tag) {
+  (void)job_id;
+  (void)tag;
+  ib_worker *w = user;
+  pthread_mutex_lock(&w->mu);
+  w->last_exec_start_us = ib_wnow_us();
+  pthread_mutex_unlock(&w->mu);
+}
+
 /* Called on the driving thread from inside ib_results_next, which runs
  * without the worker's lock (the standby thread may hold it meanwhile). */
 ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err) {

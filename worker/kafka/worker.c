@@ -258,7 +258,10 @@ static int start(ib_worker *w) {
             ib_json_escape(m, sizeof m, errbuf));
     return hst == IB_INVALID ? 2 : 1;
   }
-  if (ib_executor_create(&w->cfg->exec, &w->ex, &err) != IB_OK) {
+  ib_executor_options eo = w->cfg->exec;
+  eo.start_cb = ib_wjob_started;
+  eo.start_opaque = w;
+  if (ib_executor_create(&eo, &w->ex, &err) != IB_OK) {
     char m[700];
     ib_wlog(w, "error", "start_failed", "\"stage\":\"executor\",\"message\":\"%s\"",
             ib_json_escape(m, sizeof m, err.message));

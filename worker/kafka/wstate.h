@@ -233,6 +233,7 @@ typedef struct ib_worker {
   bool standby_started, standby_quit;
   uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
   uint64_t last_exec_result_us; /* the executor last handed back a result */
+  uint64_t last_exec_start_us;  /* the executor last began running a job */
 } ib_worker;
 
 #endif
