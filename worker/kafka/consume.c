@@ -222,6 +222,12 @@ ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap) {
       ib_wconf_set(w, c, "isolation.level", "read_committed", errbuf, cap) &&
       ib_wconf_set(w, c, "queued.max.messages.kbytes", kb, errbuf, cap) &&
       ib_wconf_props(w, c, errbuf, cap);
+  const char *sid = ib_wconf_static_id(w);
+  if (ok && sid) ok = ib_wconf_set(w, c, "group.instance.id", sid, errbuf, cap);
+  /* What librdkafka holds, for the start event. */
+  size_t n = sizeof w->group_instance_id;
+  if (ok && rd_kafka_conf_get(c, "group.instance.id", w->group_instance_id, &n) != RD_KAFKA_CONF_OK)
+    w->group_instance_id[0] = 0;
   if (!ok) {
     rd_kafka_conf_destroy(c);
     return IB_INVALID;

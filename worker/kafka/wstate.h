@@ -145,6 +145,7 @@ enum {
 typedef struct ib_worker {
   const ib_worker_config *cfg;
   char worker_id[128];
+  char group_instance_id[128]; /* the jobs consumer's (conf.c); empty: none */
   uint64_t generation;
   ib_executor *ex;
   ib_results *rs;
