@@ -433,6 +433,63 @@ Test(stream, jobs_are_grouped_into_at_most_max_in_flight_submissions) {
   ib_executor_destroy(ex);
 }
 
+/* Job starts as start_cb reports them, beside the results delivered. */
+typedef struct start_log {
+  int tags[6];
+  uint64_t pulled;
+  void *started[6];
+  uint64_t started_id[6];
+  size_t n_started, delivered_at_start[6], delivered;
+} start_log;
+
+static ib_status tagged_next(void *user, ib_input *in, ib_error *err) {
+  (void)err;
+  start_log *l = user;
+  if (l->pulled == 6) return IB_END;
+  in->graph = test_graph_u64(l->pulled);
+  in->tag = &l->tags[l->pulled++];
+  return IB_OK;
+}
+
+static void log_start(void *opaque, uint64_t job_id, void *tag) {
+  start_log *l = opaque;
+  cr_assert_lt(l->n_started, 6, "one start per job");
+  l->started[l->n_started] = tag;
+  l->started_id[l->n_started] = job_id;
+  l->delivered_at_start[l->n_started++] = l->delivered;
+}
+
+Test(stream, start_cb_reports_each_job_once_in_order_before_its_result) {
+  ib_executor_options o;
+  ib_executor_options_default(&o);
+  o.max_jobs = 6;
+  o.max_in_flight = 1;
+  start_log l = {0};
+  o.start_cb = log_start;
+  o.start_opaque = &l;
+  ib_executor *ex;
+  cr_assert_eq(ib_executor_create(&o, &ex, NULL), IB_OK);
+  ib_results *rs;
+  cr_assert_eq(ib_executor_run(ex, tagged_next, &l, &rs), IB_OK);
+  ib_result r;
+  while (ib_results_next(rs, &r) == IB_OK) {
+    cr_assert(r.ok);
+    size_t i = (size_t)((int *)r.tag - l.tags);
+    cr_assert_lt(i, l.n_started, "job %zu's result before its start", i);
+    cr_assert_eq(l.started[i], r.tag);
+    cr_assert_eq(l.started_id[i], r.job_id);
+    l.delivered++;
+    ib_result_free(&r);
+  }
+  cr_assert_eq(l.n_started, 6);
+  /* The cpu backend ran them in fewer submissions than jobs, and reported
+   * each start as it reached it (every start came before any result). */
+  cr_assert_lt(test_counters(ex).submissions, 6, "several jobs per submission");
+  cr_assert_eq(l.delivered_at_start[5], 0);
+  ib_results_close(rs);
+  ib_executor_destroy(ex);
+}
+
 Test(stream, a_submission_holds_at_most_256_ops) {
   ib_executor *ex = test_executor(8, true);
   test_job t = {.w = 2, .h = 2, .copies = 99}; /* 100 ops: two per submission */

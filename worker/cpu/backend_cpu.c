@@ -71,6 +71,7 @@ static ib_status cpu_admit(void *state, const ib_graph *g, ib_error *err) {
 static void run_job(void *ctx, size_t i) {
   const cpu_run *r = ctx;
   ib_backend_job *j = r->jobs + i;
+  ib_backend_job_started(j);
   j->err = (ib_error){0};
   ib_cpu_renditions rd = {0};
   j->status = ib_cpu_execute_cached(j->graph, r->bc, &j->out, &rd, &j->err);

@@ -50,7 +50,25 @@ typedef struct ib_backend_job {
    * backend that cannot produce them rejects such graphs in admit. */
   ib_image *renditions;
   size_t n_renditions;
+  /* The core's, for ib_backend_job_started: a host backend
+   * (host_working_set), which runs a submission's jobs one after another,
+   * reports each one's start through it just before running it. NULL where
+   * the core reported the start itself (a submission's first job, every
+   * job of a device backend's submission) or nobody asked for starts. */
+  const struct ib_start_sink *start;
+  void *tag;
 } ib_backend_job;
+
+/* ib_executor_options.start_cb and its opaque. */
+typedef struct ib_start_sink {
+  ib_start_fn fn;
+  void *opaque;
+} ib_start_sink;
+
+/* Reports j's start (a no-op where j->start is NULL). */
+static inline void ib_backend_job_started(const ib_backend_job *j) {
+  if (j->start) j->start->fn(j->start->opaque, j->job_id, j->tag);
+}
 
 /* Releases every rendition image and the array (failed or discarded jobs). */
 void ib_renditions_release(ib_image **ims, size_t *n);

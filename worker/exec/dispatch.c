@@ -289,6 +289,23 @@ static size_t partial_size(const ib_executor *ex) {
   return parts < 2 ? target : (cap + (size_t)parts - 1) / (size_t)parts;
 }
 
+/* Job starts (ib_executor_options.start_cb). A device backend's jobs start
+ * together with their submission; a host backend (host_working_set) runs
+ * them one after another inside submit, so only the first starts with it
+ * and the backend reports each later one as it begins it. Reported before
+ * the submission goes to the backend (and before an injected stall), so a
+ * job that hangs there is seen as running. */
+static void report_starts(ib_executor *ex, ib_sub *s) {
+  if (!ex->start.fn) return;
+  const bool host = ex->backend->host_working_set != NULL;
+  for (size_t i = 0; i < s->n; i++) {
+    if (!host || i == 0)
+      ex->start.fn(ex->start.opaque, s->jobs[i]->id, s->jobs[i]->tag);
+    else
+      s->bjobs[i].start = &ex->start;
+  }
+}
+
 /* Builds and enqueues one submission (at most `most` jobs, at most a full
  * batch) from the head of `pending`. */
 static ib_status issue_one(ib_executor *ex, size_t most) {
@@ -316,9 +333,12 @@ static ib_status issue_one(ib_executor *ex, size_t most) {
   ex->ramp_last = s->n;
   for (size_t i = 0; i < s->n; i++) {
     jobs[i]->queue_us = s->started_us - jobs[i]->admitted_us;
-    bjobs[i] = (ib_backend_job){
-        .graph = jobs[i]->graph, .job_id = jobs[i]->id, .resident = jobs[i]->resident};
+    bjobs[i] = (ib_backend_job){.graph = jobs[i]->graph,
+                                .job_id = jobs[i]->id,
+                                .resident = jobs[i]->resident,
+                                .tag = jobs[i]->tag};
   }
+  report_starts(ex, s);
   ib_credits_submission_begin(ex->credits);
   ib_error err = {0};
   ex->submissions_issued++;

@@ -72,6 +72,7 @@ ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend 
   ex->config = *ib_config_of(&o);
   o.config = &ex->config;
   ex->opts = o;
+  ex->start = (ib_start_sink){o.start_cb, o.start_opaque};
   ex->backend = be;
   ex->next_id = 1;
   atomic_flag_clear(&ex->driving);

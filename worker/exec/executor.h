@@ -118,8 +118,9 @@ struct ib_executor {
    * (nothing pending or in flight): the start ramp doubles it (dispatch.c
    * due_jobs); 0 once idle. */
   size_t ramp_last;
-  uint64_t polled_us; /* when ready() was last asked with results waiting (results.c) */
-  bool backend_full;  /* the last admission's QueueFull came from backend->admit */
+  uint64_t polled_us;  /* when ready() was last asked with results waiting (results.c) */
+  bool backend_full;   /* the last admission's QueueFull came from backend->admit */
+  ib_start_sink start; /* opts.start_cb (dispatch.c: job starts) */
   ib_fault_plan fault;
 };
 

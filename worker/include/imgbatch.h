@@ -230,6 +230,18 @@ typedef enum ib_backend_kind { IB_BACKEND_CPU = 0, IB_BACKEND_CUDA = 1 } ib_back
 typedef enum ib_log_level { IB_LOG_DEBUG = 0, IB_LOG_INFO = 1, IB_LOG_WARN = 2 } ib_log_level;
 typedef void (*ib_log_fn)(void *opaque, ib_log_level level, const char *message);
 
+/* A job began executing (ib_executor_options.start_cb): its id and the tag
+ * of the run input it came from (NULL for ib_executor_submit). Called once
+ * per submitted job, on the thread that drives the executor, from inside
+ * the call that runs it (ib_results_next; ib_executor_submit with queue
+ * mode off), without the executor's locks: it must not call into the
+ * executor. A host backend (cpu) runs a submission's jobs one after
+ * another and reports each as it begins it; a device backend's jobs start
+ * together as their submission is enqueued (it may still queue behind the
+ * one before it on the device). A job that never ran (cancelled, past its
+ * deadline before its submission) is not reported. */
+typedef void (*ib_start_fn)(void *opaque, uint64_t job_id, void *tag);
+
 /*
  * Tuning and test settings, set by name (as librdkafka's rd_kafka_conf_set):
  * how the CUDA backend splits and pipelines submissions, the compile pool's
@@ -286,6 +298,8 @@ typedef struct ib_executor_options {
                                 * fault of the worker, not of the job); 0 = 30000 */
   ib_log_fn log_cb;            /* NULL: the library's messages are dropped */
   void *log_opaque;
+  ib_start_fn start_cb; /* NULL: job starts are not reported */
+  void *start_opaque;
   const ib_config *config; /* tuning and test settings; NULL = defaults. Copied */
 } ib_executor_options;
 

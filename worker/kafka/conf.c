@@ -1,5 +1,7 @@
 #include "kafka/conf.h"
 
+#include <string.h>
+
 #include "kafka/json_escape.h"
 #include "kafka/log.h"
 
@@ -59,8 +61,25 @@ rd_kafka_conf_t *ib_wconf_new(ib_worker *w, char *errbuf, size_t cap) {
   return c;
 }
 
-bool ib_wconf_props(ib_worker *w, rd_kafka_conf_t *c, char *errbuf, size_t cap) {
+const char *ib_wconf_prop(const ib_worker *w, const char *key) {
+  const char *v = NULL;
   for (int i = 0; i < w->cfg->n_props; i++)
-    if (!ib_wconf_set(w, c, w->cfg->props[i][0], w->cfg->props[i][1], errbuf, cap)) return false;
+    if (strcmp(w->cfg->props[i][0], key) == 0) v = w->cfg->props[i][1];
+  return v;
+}
+
+bool ib_wconf_props(ib_worker *w, rd_kafka_conf_t *c, char *errbuf, size_t cap) {
+  for (int i = 0; i < w->cfg->n_props; i++) {
+    const char *k = w->cfg->props[i][0], *v = w->cfg->props[i][1];
+    /* Empty: static membership off (ib_wconf_static_id), librdkafka's unset. */
+    if (strcmp(k, "group.instance.id") == 0 && !v[0]) continue;
+    if (!ib_wconf_set(w, c, k, v, errbuf, cap)) return false;
+  }
   return true;
+}
+
+const char *ib_wconf_static_id(const ib_worker *w) {
+  const char *x = ib_wconf_prop(w, "group.instance.id");
+  if (x) return x[0] ? x : NULL;
+  return w->cfg->worker_id; /* given, so stable across restarts; NULL when generated */
 }

@@ -15,5 +15,14 @@ bool ib_wconf_set(ib_worker *w, rd_kafka_conf_t *c, const char *k, const char *v
  * order, after a client's own settings so that they win; false at the
  * first one librdkafka refuses. */
 bool ib_wconf_props(ib_worker *w, rd_kafka_conf_t *c, char *errbuf, size_t cap);
+/* The value of the last -X for key, NULL when none was given. */
+const char *ib_wconf_prop(const ib_worker *w, const char *key);
+/* The jobs consumer's group.instance.id (static membership: a restart with
+ * the same id takes its partitions back without a rebalance, and an exit
+ * does not leave the group, README "Restarts"): the worker id when it was
+ * given (--worker-id, the environment or the file), since a generated one
+ * changes with every start; -X group.instance.id=ID sets another, an empty
+ * value none. NULL: dynamic membership. */
+const char *ib_wconf_static_id(const ib_worker *w);
 
 #endif

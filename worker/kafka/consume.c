@@ -222,6 +222,12 @@ ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap) {
       ib_wconf_set(w, c, "isolation.level", "read_committed", errbuf, cap) &&
       ib_wconf_set(w, c, "queued.max.messages.kbytes", kb, errbuf, cap) &&
       ib_wconf_props(w, c, errbuf, cap);
+  const char *sid = ib_wconf_static_id(w);
+  if (ok && sid) ok = ib_wconf_set(w, c, "group.instance.id", sid, errbuf, cap);
+  /* What librdkafka holds, for the start event. */
+  size_t n = sizeof w->group_instance_id;
+  if (ok && rd_kafka_conf_get(c, "group.instance.id", w->group_instance_id, &n) != RD_KAFKA_CONF_OK)
+    w->group_instance_id[0] = 0;
   if (!ok) {
     rd_kafka_conf_destroy(c);
     return IB_INVALID;
@@ -375,6 +381,18 @@ static ib_status next_input(ib_worker *w, ib_input *in, ib_error *err) {
     ib_key_clear(&key);
   }
   return st;
+}
+
+/* A job's own running time starts: the executor's progress, which the
+ * hung-job rule goes by (stall.c). Called like ib_wnext_input, from inside
+ * the executor without the worker's lock. */
+void ib_wjob_started(void *user, uint64_t job_id, void *tag) {
+  (void)job_id;
+  (void)tag;
+  ib_worker *w = user;
+  pthread_mutex_lock(&w->mu);
+  w->last_exec_start_us = ib_wnow_us();
+  pthread_mutex_unlock(&w->mu);
 }
 
 /* Called on the driving thread from inside ib_results_next, which runs

@@ -8,6 +8,8 @@
 ib_status ib_wconsume_start(ib_worker *w, char *errbuf, size_t cap);
 /* The executor's input callback (ib_executor_run). */
 ib_status ib_wnext_input(void *user, ib_input *in, ib_error *err);
+/* The executor's start callback (ib_executor_options.start_cb). */
+void ib_wjob_started(void *user, uint64_t job_id, void *tag);
 /* Polls the consumer once (rebalances are served here); a message goes to
  * the waiting queue. */
 void ib_wconsume_poll(ib_worker *w, int timeout_ms);

@@ -8,13 +8,21 @@
  * one Result per message from this worker.
  *
  * "Stuck" is judged per stage, so that a long queue or a broker outage is
- * never mistaken for a hang: a job waiting for admission is stuck only
- * while the executor takes nothing because the driving thread has been
- * inside it for the whole bound; a job in the executor when it has been
- * there for the bound and the executor handed back no result meanwhile (it
- * completes in order, so it is wedged on this job or one before it); a job
- * on the encode pool when its encode took the bound. A job whose Result is
- * already out is never answered twice: its delivery is waited out.
+ * never mistaken for a hang. The executor's progress is the latest job it
+ * began running (its start callback) or result it handed back. A job
+ * waiting for admission is stuck only while the executor takes nothing
+ * because the driving thread has been inside it for the whole bound, with
+ * no progress meanwhile. A job in the executor is stuck when it has been
+ * there for the bound and the executor made no progress for the bound: the
+ * job it began last is the one running, so that is judged by its own
+ * running time (or since the last result, a device submission enqueued
+ * behind another starting with it but running after it), and every other
+ * job there waits behind it or for its submission to end (the cpu backend
+ * runs a submission's jobs one after another, with --tune
+ * host_stream=false in one go): not stuck while each job takes less than
+ * the bound, however long the queue. A job on the encode pool is stuck
+ * when its encode took the bound. A job whose Result is already out is
+ * never answered twice: its delivery is waited out.
  */
 #include "kafka/stall.h"
 
@@ -68,15 +76,18 @@ static void take_key(ib_wjob *j) {
   }
 }
 
+static uint64_t later(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
 /* The stage p's head is stuck in, with when it entered it; false when it
  * is not stuck (or already answered). */
 static bool stuck(const ib_worker *w, const ib_wjob *h, uint64_t now, uint64_t bound,
                   ib_stage *stage, uint64_t *since) {
   if (h->timed_out || now - h->consumed_us <= bound) return false;
+  const uint64_t progress = later(w->last_exec_start_us, w->last_exec_result_us);
   if (h->state == IB_WJOB_WAITING) {
     *stage = IB_STAGE_ADMIT;
     *since = h->consumed_us;
-    return w->in_exec_since_us && now - w->in_exec_since_us > bound;
+    return w->in_exec_since_us && now - later(w->in_exec_since_us, progress) > bound;
   }
   if (h->state != IB_WJOB_RUNNING) return false; /* its Result is out */
   if (h->in_pool) {
@@ -89,7 +100,7 @@ static bool stuck(const ib_worker *w, const ib_wjob *h, uint64_t now, uint64_t b
      * submission: from outside it, that is the execute stage. */
     *stage = IB_STAGE_EXECUTE;
     *since = h->exec_since_us;
-    return now - h->exec_since_us > bound && now - w->last_exec_result_us > bound;
+    return now - later(h->exec_since_us, progress) > bound;
   }
   return false;
 }

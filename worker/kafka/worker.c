@@ -258,7 +258,10 @@ static int start(ib_worker *w) {
             ib_json_escape(m, sizeof m, errbuf));
     return hst == IB_INVALID ? 2 : 1;
   }
-  if (ib_executor_create(&w->cfg->exec, &w->ex, &err) != IB_OK) {
+  ib_executor_options eo = w->cfg->exec;
+  eo.start_cb = ib_wjob_started;
+  eo.start_opaque = w;
+  if (ib_executor_create(&eo, &w->ex, &err) != IB_OK) {
     char m[700];
     ib_wlog(w, "error", "start_failed", "\"stage\":\"executor\",\"message\":\"%s\"",
             ib_json_escape(m, sizeof m, err.message));
@@ -305,11 +308,12 @@ static int start(ib_worker *w) {
             ib_json_escape(m, sizeof m, errbuf));
     return st == IB_INVALID ? 2 : 1;
   }
-  char id[300];
+  char id[300], sid[300];
   ib_wlog(w, "info", "start",
-          "\"worker_id\":\"%s\",\"backend\":\"%s\",\"generation\":%" PRIu64
-          ",\"max_result_bytes\":%" PRIu64 ",\"contract_version\":%u",
+          "\"worker_id\":\"%s\",\"group_instance_id\":\"%s\",\"backend\":\"%s\","
+          "\"generation\":%" PRIu64 ",\"max_result_bytes\":%" PRIu64 ",\"contract_version\":%u",
           ib_json_escape(id, sizeof id, w->worker_id),
+          ib_json_escape(sid, sizeof sid, w->group_instance_id),
           w->cfg->exec.backend == IB_BACKEND_CUDA ? "cuda" : "cpu", w->generation,
           w->max_result_bytes, IB_CONTRACT_VERSION);
   return 0;

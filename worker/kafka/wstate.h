@@ -145,6 +145,7 @@ enum {
 typedef struct ib_worker {
   const ib_worker_config *cfg;
   char worker_id[128];
+  char group_instance_id[128]; /* the jobs consumer's (conf.c); empty: none */
   uint64_t generation;
   ib_executor *ex;
   ib_results *rs;
@@ -233,6 +234,7 @@ typedef struct ib_worker {
   bool standby_started, standby_quit;
   uint64_t in_exec_since_us;    /* the driving thread entered the executor; 0 outside */
   uint64_t last_exec_result_us; /* the executor last handed back a result */
+  uint64_t last_exec_start_us;  /* the executor last began running a job */
 } ib_worker;
 
 #endif

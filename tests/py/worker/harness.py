@@ -170,13 +170,17 @@ class Worker:
 
     # The mock broker answers a fetch only when fetch.wait.max.ms ends.
     DEFAULT_X = ("session.timeout.ms=6000", "heartbeat.interval.ms=500", "fetch.wait.max.ms=50")
+    # A given --worker-id is the consumer's group.instance.id (static
+    # membership: no LeaveGroup at exit). These suites were written for
+    # members that leave at exit, so it is off unless a test asks (static).
+    DYNAMIC_X = ("group.instance.id=",)
 
     def __init__(self, workdir, bootstrap, worker_id, args=(), x=(), rlimit_fsize=None,
-                 env=None):
+                 env=None, static=False):
         self.worker_id = worker_id
         self.argv = [BIN, "worker", "--brokers", bootstrap, "--backend", BACKEND,
                      "--worker-id", worker_id]
-        for kv in (*self.DEFAULT_X, *x):
+        for kv in (*self.DEFAULT_X, *(() if static else self.DYNAMIC_X), *x):
             self.argv += ["-X", kv]
         self.argv += [str(a) for a in args]
         self.lines = []

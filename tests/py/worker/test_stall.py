@@ -6,16 +6,24 @@ milliseconds, as a decode or kernel that does not return would. With
 EXECUTE) and its DLQ copy, commits past it while it is still stuck, and drops
 its real result when it finally comes back. A job that waited for admission
 behind it all that time is answered with Timeout (stage ADMIT) and never
-started. Everything before and after gets its normal Result."""
+started. Everything before and after gets its normal Result.
+
+A queue is no hang: the rule judges the job the executor is running by its
+own running time, so jobs that each take less than --stall-seconds all get
+their real Results however long they wait for each other."""
 import http.client
+import math
 import os
 import signal
 import subprocess
 import time
 
+import pytest
+
 from harness import BIN, check_result_for, coord_key, error_of, outcome, t, wait_until
+from imgbatch import Image, ImageFilter
 from imgbatch import imgbatch_pb2 as pb
-from jobs import image_job
+from jobs import image_job, pixels
 
 DLQ = "imgbatch.dlq"
 TOPICS = ["imgbatch.jobs:2", f"{DLQ}:1"]
@@ -142,3 +150,42 @@ def test_compile_timeout_is_a_checked_number():
         assert p.returncode == 2, (args, env, p.returncode, p.stderr)
     usage = subprocess.run([BIN, "worker", "--help"], capture_output=True, text=True).stdout
     assert "--compile-timeout S" in usage
+
+
+def slow_job(seed, side=400, passes=4):
+    """A Job the cpu backend takes about half a second over (median(9)
+    `passes` times over side x side noise), with a small output."""
+    im = Image.frombytes("RGB", (side, side), pixels(side, side, 3, seed))
+    for _ in range(passes):
+        im = im.filter(ImageFilter.MedianFilter(9))
+    im = im.resize((side // 10, side // 10), Image.Resampling.NEAREST)
+    return im.to_job(key=f"slow-{seed}", output="raw"), im
+
+
+@pytest.mark.parametrize("tune", [(), ("--tune", "host_stream=false")],
+                         ids=["one-job-submissions", "one-submission"])
+def test_jobs_queued_behind_each_other_are_not_stalled(make_env, tune):
+    # Eight ~0.5 s jobs fetched together from one partition, --stall-seconds
+    # 3: the last waits ~4 s behind the others (with host_stream=false the
+    # cpu backend runs seven of them as one submission and hands them all
+    # back at its end), yet none runs for the bound (a margin for a loaded
+    # machine). Each gets its real Result.
+    stall = math.ceil(t(3))
+    env = make_env(topics=["imgbatch.jobs:1"])
+    reader = env.reader()
+    w = env.worker("--stall-seconds", stall, *tune)
+    w.wait_assigned(60)
+    jobs = [slow_job(s) for s in range(8)]
+    began = time.monotonic()
+    coords = env.produce([j for j, _ in jobs], partition=0)
+    by_key = reader.wait_keys([coord_key(*c) for c in coords], 60, env.why)
+    took = time.monotonic() - began
+    assert took > stall, f"the queue took {took:.1f} s, not more than the bound: no test"
+    for c in coords:
+        (m,) = by_key[coord_key(*c)]
+        r = check_result_for(m, c)
+        assert outcome(m) == "image", (c, r.error, took)
+    # The one that waited longest is the real thing (Pillow takes ~1.5 s a job).
+    assert r.image.data == jobs[-1][1].replay().tobytes(), "!= Pillow"
+    assert not w.named("timed_out"), env.why()
+    env.wait_committed({0: coords[-1][2] + 1}, 20)
