@@ -37,6 +37,15 @@
 #            idle gaps and what the host was doing in them) -> trace/CASE.csv
 #            (the timeline; not a bench CSV, hence the folder), trace/CASE.json,
 #            trace.md (summary.py shows it). No tracer or libcupti: the part fails.
+#   thumbs   the thumbnail and rendition rows (bench/drivers/thumbs_bench.py): LANCZOS
+#            resize kernel only 4032x3024 -> 256 (ncu); 1024x768 -> 256 BICUBIC
+#            through the API (jobs_bench); 12 MP JPEG -> thumbnail(256) -> JPEG q85,
+#            -> renditions 2048/1024/512/256 JPEG, and PNG 2048^2 -> LANCZOS 512 -> PNG
+#            through `imgbatch run`; Pillow on every core beside each, libvips
+#            (vips_thumb_bench) beside the thumbnail; a backend answering
+#            Unsupported gives an "unsupported on BACKEND" row; renditions also on
+#            the cpu backend -> thumbs.csv, thumbs.md. Not in the default list (run
+#            it by name: CI's bench/quick stays as it was); about 5 min on the GPU.
 # GPU-only parts print "skipped: no GPU" with --backend cpu. --quick: small
 # sizes and few images (CI smoke test; numbers mean nothing).
 # Every benchmarked output is checked (against Pillow, or for the API against
@@ -50,6 +59,7 @@ set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
 all_parts="floors api kernels cold pillow peers run codecs kafka trace"
+named_parts="thumbs" # run only when named
 quick=0 backend=cuda out=${OUT:-/tmp/ib_bench} keep=0 parts=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -59,7 +69,8 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-    *) [[ " $all_parts " == *" $1 "* ]] || { echo "run.sh: unknown part $1 ($all_parts)" >&2; exit 2; }
+    *) [[ " $all_parts $named_parts " == *" $1 "* ]] ||
+         { echo "run.sh: unknown part $1 ($all_parts $named_parts)" >&2; exit 2; }
        parts+=("$1") ;;
   esac
   shift
@@ -92,7 +103,7 @@ fi
 
 mkdir -p "$out" || exit 2
 [ $keep = 1 ] || rm -f "$out"/*.csv "$out"/log.txt "$out"/summary.md "$out"/kafka.txt
-[ $keep = 1 ] || rm -rf "$out"/trace "$out"/trace.md
+[ $keep = 1 ] || rm -rf "$out"/trace "$out"/trace.md "$out"/thumbs.md
 log=$out/log.txt
 scratch=/dev/shm/ib_bench.$$
 [ -d /dev/shm ] || scratch=$out/scratch
@@ -369,6 +380,20 @@ part_trace() {
   [ -f "${js[0]}" ] || { trace_fail "no trace report written"; return; }
   step trace 60 "$PY" bench/reports/trace_report.py table --md "$out/trace.md" "${js[@]}"
   cat "$out/trace.md" | tee -a "$log"
+}
+
+part_thumbs() {
+  local tb=(bench/drivers/thumbs_bench.py --backend "$backend" --scratch "$scratch/thumbs" --csv "$out/thumbs.csv"
+    --budget "$(q 1 3)")
+  [ $quick = 1 ] && tb+=(--quick)
+  local r
+  for r in kernel api thumb renditions png; do
+    say "thumbs: $r"
+    step thumbs "$(q 120 150)" "$PY" "${tb[@]}" "$r"
+  done
+  rm -rf "$scratch/thumbs"
+  step thumbs 30 "$PY" bench/drivers/thumbs_bench.py table --csv "$out/thumbs.csv" --md "$out/thumbs.md"
+  cat "$out/thumbs.md" | tee -a "$log"
 }
 
 times=""
