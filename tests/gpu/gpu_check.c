@@ -1107,30 +1107,35 @@ int main(int argc, char **argv) {
    * node). With --big, 4 more on 1024 x 768 RGBA in one run (the large
    * jobs' pipeline). Each rendition's image must equal the CPU backend's
    * (ib_cpu_execute_cached), in the Job's order. Tallied in the row
-   * "renditions". */
+   * "renditions". Drawn from a generator of their own (seeded by --seed
+   * alone), so that later sections draw what they drew before and every
+   * run of one seed - the warm start, the sanitizers' - asks for the same
+   * kernels whatever its --random. */
   int n_rend_begin = (int)nc, n_rend_big = (int)nc;
   {
     static const int pointwise[] = {JG_INVERT, JG_POINT, JG_BRIGHTNESS};
+    jg_rng rr = {seed ^ 0x3f3f3f3full};
     const int nbig = big && n_rend > 0 ? 4 : 0;
     jg_arena rendarena = {malloc(3u << 26), 0, 3u << 26};
     for (int k = 0; k < n_rend + nbig && nc < cap; k++) {
       const bool is_big = k >= n_rend;
       if (k == n_rend) n_rend_big = (int)nc;
-      ib_mode m = is_big ? IB_MODE_RGBA : (ib_mode)(1 + jg_below(&r, 6));
-      uint32_t w = is_big ? 1024 : 1 + jg_below(&r, 300), h = is_big ? 768 : 1 + jg_below(&r, 200);
-      jg_begin(&j, &rendarena, &r, m, w, h, key++);
+      ib_mode m = is_big ? IB_MODE_RGBA : (ib_mode)(1 + jg_below(&rr, 6));
+      uint32_t w = is_big ? 1024 : 1 + jg_below(&rr, 300),
+               h = is_big ? 768 : 1 + jg_below(&rr, 200);
+      jg_begin(&j, &rendarena, &rr, m, w, h, key++);
       j.job.contract_version = 3;
       const bool only_point = k % 5 == 2 || is_big;
-      int prev = 0, len = 1 + (int)jg_below(&r, 6);
+      int prev = 0, len = 1 + (int)jg_below(&rr, 6);
       char label[160];
       int lw = snprintf(label, sizeof label, "renditions %s %ux%u:", ib_mode_name(m), w, h);
       for (int q = 0; q < len; q++) {
         int op, tries = 0;
         do
-          op =
-              only_point && tries++ < 32 ? pointwise[jg_below(&r, 3)] : (int)jg_below(&r, JG_COUNT);
+          op = only_point && tries++ < 32 ? pointwise[jg_below(&rr, 3)]
+                                          : (int)jg_below(&rr, JG_COUNT);
         while (!jg_admitted(op, m));
-        prev = jg_chain_op(&j, &r, op, prev, &m, &w, &h);
+        prev = jg_chain_op(&j, &rr, op, prev, &m, &w, &h);
         if (lw < (int)sizeof label)
           lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
       }
@@ -1143,9 +1148,9 @@ int main(int argc, char **argv) {
         continue;
       }
       const uint32_t n_nodes = (uint32_t)plain->n_nodes;
-      const int nr = is_big ? 4 : 2 + (int)jg_below(&r, 4);
+      const int nr = is_big ? 4 : 2 + (int)jg_below(&rr, 4);
       uint32_t nodes[5];
-      for (int q = 0; q < nr; q++) nodes[q] = jg_below(&r, n_nodes);
+      for (int q = 0; q < nr; q++) nodes[q] = jg_below(&rr, n_nodes);
       if (k % 3 == 0) nodes[0] = 0;                /* the source */
       if (k % 2 == 1) nodes[nr - 1] = n_nodes - 1; /* the terminal */
       if (k % 4 == 1) nodes[1] = nodes[0];         /* a node twice */
