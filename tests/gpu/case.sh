@@ -20,6 +20,7 @@
 #                   suite (tests/py/worker) on --backend cuda
 #   parity_live     tests/py/parity through `imgbatch run --backend cuda`
 #                   against the machine's Pillow 12.3 (IB_PARITY_SCALE, 0.3)
+#   renditions_live tests/py/renditions through `imgbatch run --backend cuda`
 # Logs go to $OUT (default /tmp/ib_gpu_out); the module cache to
 # $IB_GPU_CACHE (default /tmp/ib_nvrtc_cache).
 set -u
@@ -82,5 +83,8 @@ case $name in
   parity_live)
     python_suite tests/py/parity IB_BACKEND=cuda IB_PARITY_SCALE="${IB_PARITY_SCALE:-0.3}" \
       IB_PARITY_TABLE="$out/parity_table.txt"
+    ;;
+  renditions_live)
+    python_suite tests/py/renditions IB_BACKEND=cuda
     ;;
 esac

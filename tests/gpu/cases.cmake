@@ -12,6 +12,7 @@ ib_gpu_case(storm_check 180)
 ib_gpu_case(capacity 120)
 ib_gpu_case(worker 540)
 ib_gpu_case(parity_live 300)
+ib_gpu_case(renditions_live 120)
 # The warm start reads the module cache the cold gpu_check filled.
 set_tests_properties(gpu/gpu_check PROPERTIES FIXTURES_SETUP gpu_module_cache)
 set_tests_properties(gpu/gpu_check_warm PROPERTIES FIXTURES_REQUIRED gpu_module_cache)

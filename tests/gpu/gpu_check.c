@@ -20,6 +20,8 @@
  * --resample N (default 1) runs N rounds of the filtered resize cases
  * (section 3d) and of the reduce, reducing_gap and tall-image cases
  * (section 3e).
+ * --renditions N (default 60) adds N jobs with renditions (section 3f, row
+ * "renditions"): every rendition's image equal to the CPU backend's.
  *
  * Prints one line per op (cases, byte-equal, max |diff|), then totals; exit
  * status 0 only when everything is byte-equal (tone: see below).
@@ -35,6 +37,7 @@
 
 #include "cli/cli.h"
 #include "codec/codec.h"
+#include "codec/output_spec.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_probe.h"
 #include "tools/jobgen.h"
@@ -47,7 +50,8 @@ typedef struct ccase {
   ib_status ref_st; /* the CPU reference (ib_cpu_execute) */
   ib_error ref_err;
   ib_image ref;
-  uint64_t id; /* through the executor: its job id, result or refusal */
+  ib_cpu_renditions ref_rend; /* a job with renditions: the CPU's images instead of ref */
+  uint64_t id;                /* through the executor: its job id, result or refusal */
   ib_status st;
   ib_error err;
   ib_result res;
@@ -505,7 +509,10 @@ static tally capacity_check(ib_backend_kind backend, jg_rng *r, jg_job *j, jg_ar
  * or its refusal. Returns the CPU seconds of submit + join. */
 static double run_cases(ib_executor *ex, ccase *cs, size_t i, size_t b) {
   for (size_t k = i; k < i + b; k++)
-    cs[k].ref_st = ib_cpu_execute(cs[k].g, &cs[k].ref, &cs[k].ref_err);
+    cs[k].ref_st =
+        cs[k].g->job->n_renditions
+            ? ib_cpu_execute_cached(cs[k].g, NULL, &cs[k].ref, &cs[k].ref_rend, &cs[k].ref_err)
+            : ib_cpu_execute(cs[k].g, &cs[k].ref, &cs[k].ref_err);
   clock_t t0 = clock();
   for (size_t k = i; k < i + b; k++) {
     ccase *c = &cs[k];
@@ -554,6 +561,26 @@ static int judge(const ccase *c, tally *t) {
     return c->st == IB_DEVICE;
   }
   int md = 0;
+  if (c->ref_rend.n) { /* every rendition, in the Job's order */
+    int eq = c->res.n_renditions == c->ref_rend.n;
+    if (!eq)
+      fprintf(logf_, "FAIL %s: %zu renditions, the cpu's %zu\n", c->label, c->res.n_renditions,
+              c->ref_rend.n);
+    for (size_t q = 0; eq && q < c->ref_rend.n; q++) {
+      int d = 0;
+      if (compare(&c->ref_rend.images[q], &c->res.renditions[q], &d)) continue;
+      fprintf(logf_, "DIFF %s: rendition %zu: max |diff| %d\n", c->label, q, d);
+      eq = 0;
+      if (d > md) md = d;
+    }
+    if (eq) {
+      t->equal++;
+      return 0;
+    }
+    if (md > t->maxdiff) t->maxdiff = md;
+    t->failed++;
+    return 0;
+  }
   if (compare(&c->ref, &c->res.image, &md)) {
     t->equal++;
     return 0;
@@ -574,6 +601,7 @@ int main(int argc, char **argv) {
   int n_rank3 = 0;           /* --rank3 */
   int large = 0;             /* --large */
   int n_resample = 1;        /* --resample */
+  int n_rend = 60;           /* --renditions */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--random"))
       n_random = atoi(argv[i + 1]);
@@ -595,6 +623,8 @@ int main(int argc, char **argv) {
       large = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--resample"))
       n_resample = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--renditions"))
+      n_rend = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rank3"))
       n_rank3 = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--module-cache"))
@@ -1068,6 +1098,104 @@ int main(int argc, char **argv) {
     free(darena.p);
   }
 
+  /* 3f. --renditions N (default 60): jobs with 2-5 renditions (contract 3)
+   * over a random chain - the source node in every third, a node named
+   * twice in another format (RAW, then PNG where the mode has it, else RAW
+   * with another compression field: a different CpuOutput) in every
+   * fourth, the terminal in every other; every fifth chain only
+   * pointwise ops (a fused run the plan must split at each rendition
+   * node). With --big, 4 more on 1024 x 768 RGBA in one run (the large
+   * jobs' pipeline). Each rendition's image must equal the CPU backend's
+   * (ib_cpu_execute_cached), in the Job's order. Tallied in the row
+   * "renditions". Drawn from a generator of their own (seeded by --seed
+   * alone), so that later sections draw what they drew before and every
+   * run of one seed - the warm start, the sanitizers' - asks for the same
+   * kernels whatever its --random. */
+  int n_rend_begin = (int)nc, n_rend_big = (int)nc;
+  {
+    static const int pointwise[] = {JG_INVERT, JG_POINT, JG_BRIGHTNESS};
+    jg_rng rr = {seed ^ 0x3f3f3f3full};
+    const int nbig = big && n_rend > 0 ? 4 : 0;
+    jg_arena rendarena = {malloc(3u << 26), 0, 3u << 26};
+    for (int k = 0; k < n_rend + nbig && nc < cap; k++) {
+      const bool is_big = k >= n_rend;
+      if (k == n_rend) n_rend_big = (int)nc;
+      ib_mode m = is_big ? IB_MODE_RGBA : (ib_mode)(1 + jg_below(&rr, 6));
+      uint32_t w = is_big ? 1024 : 1 + jg_below(&rr, 300),
+               h = is_big ? 768 : 1 + jg_below(&rr, 200);
+      jg_begin(&j, &rendarena, &rr, m, w, h, key++);
+      j.job.contract_version = 3;
+      const bool only_point = k % 5 == 2 || is_big;
+      int prev = 0, len = 1 + (int)jg_below(&rr, 6);
+      char label[160];
+      int lw = snprintf(label, sizeof label, "renditions %s %ux%u:", ib_mode_name(m), w, h);
+      for (int q = 0; q < len; q++) {
+        int op, tries = 0;
+        do
+          op = only_point && tries++ < 32 ? pointwise[jg_below(&rr, 3)]
+                                          : (int)jg_below(&rr, JG_COUNT);
+        while (!jg_admitted(op, m));
+        prev = jg_chain_op(&j, &rr, op, prev, &m, &w, &h);
+        if (lw < (int)sizeof label)
+          lw += snprintf(label + lw, sizeof label - (size_t)lw, " %s", jg_names[op]);
+      }
+      /* The nodes' modes, as validation infers them: the job parsed once
+       * without renditions. */
+      ib_graph *plain = jg_finish(&j, &err);
+      if (!plain) {
+        fprintf(logf_, "refused %s: %s\n", label, err.message);
+        refused++;
+        continue;
+      }
+      const uint32_t n_nodes = (uint32_t)plain->n_nodes;
+      const int nr = is_big ? 4 : 2 + (int)jg_below(&rr, 4);
+      uint32_t nodes[5];
+      for (int q = 0; q < nr; q++) nodes[q] = jg_below(&rr, n_nodes);
+      if (k % 3 == 0) nodes[0] = 0;                /* the source */
+      if (k % 2 == 1) nodes[nr - 1] = n_nodes - 1; /* the terminal */
+      if (k % 4 == 1) nodes[1] = nodes[0];         /* a node twice */
+      if (is_big) nodes[0] = 0, nodes[1] = n_nodes / 2, nodes[2] = n_nodes - 1;
+      Imgbatch__V1__Rendition **rl = jg_alloc(&rendarena, (size_t)nr * sizeof *rl);
+      for (int q = 0; q < nr; q++) {
+        int seen = 0; /* earlier renditions of the same node: each a different output */
+        for (int e = 0; e < q; e++) seen += nodes[e] == nodes[q];
+        Imgbatch__V1__Rendition *rd = jg_alloc(&rendarena, sizeof *rd);
+        imgbatch__v1__rendition__init(rd);
+        rd->node = nodes[q];
+        rd->output = jg_alloc(&rendarena, sizeof *rd->output);
+        imgbatch__v1__cpu_output__init(rd->output);
+        if (seen == 1) {
+          rd->output->format = IMGBATCH__V1__FORMAT__PNG;
+          ib_error e = {0};
+          if (ib_output_check(rd->output, plain->nodes[nodes[q]].shape.mode, IB_STAGE_VALIDATE,
+                              &e) != IB_OK)
+            rd->output->format = IMGBATCH__V1__FORMAT__RAW, rd->output->compression = 1;
+        } else if (seen > 1) {
+          rd->output->compression = (uint32_t)seen;
+        }
+        rl[q] = rd;
+        if (lw < (int)sizeof label)
+          lw += snprintf(label + lw, sizeof label - (size_t)lw, "%s%u%s", q ? "," : " |", nodes[q],
+                         rd->output->format == IMGBATCH__V1__FORMAT__PNG ? "png" : "");
+      }
+      ib_graph_free(plain);
+      j.job.n_renditions = (size_t)nr;
+      j.job.renditions = rl;
+      ccase *c = &cs[nc];
+      if (!(c->g = jg_finish(&j, &err))) {
+        fprintf(logf_, "FAIL refused %s: %s\n", label, err.message);
+        refused++;
+        continue;
+      }
+      c->op = -11;
+      snprintf(c->label, sizeof c->label, "%s", label);
+      nc++;
+    }
+    if (nbig == 0 || n_rend_big == n_rend_begin) n_rend_big = (int)nc;
+    free(rendarena.p);
+  }
+  int n_rend_end = (int)nc;
+
   /* 4. the 4096 bound */
   if (big) {
     jg_arena bigarena = {malloc(3u << 27), 0, 3u << 27};
@@ -1123,7 +1251,7 @@ int main(int argc, char **argv) {
    * by the executor into submissions of at most 256 ops). */
   tally per_op[JG_COUNT] = {{0}}, chains = {0}, tone_chains = {0}, batches = {0}, bigs = {0},
         pngs = {0}, blurs = {0}, larges = {0}, resamples = {0}, reduces = {0}, gaps = {0},
-        talls = {0};
+        talls = {0}, rends = {0};
   int device_errors = 0;
   size_t most = (size_t)batch;
   if ((size_t)(n_batch_end - n_chain_end) > most) most = (size_t)(n_batch_end - n_chain_end);
@@ -1148,7 +1276,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nc;) {
     size_t b = (int)i >= n_chain_end && (int)i < n_batch_end ? (size_t)(n_batch_end - (int)i)
                : (int)i >= n_png_begin && (int)i < n_png_end ? (size_t)(n_png_end - (int)i)
+               : (int)i >= n_rend_big && (int)i < n_rend_end ? (size_t)(n_rend_end - (int)i)
                                                              : (size_t)batch;
+    /* the renditions' small jobs end their runs before the big ones' run */
+    if ((int)i >= n_rend_begin && (int)i < n_rend_big && i + b > (size_t)n_rend_big)
+      b = (size_t)n_rend_big - i;
     if (i + b > nc) b = nc - i;
     gpu_s += run_cases(main_ex, cs, i, b);
     for (size_t k = i; k < i + b; k++) {
@@ -1163,9 +1295,13 @@ int main(int argc, char **argv) {
                  : c->op == -8  ? &gaps
                  : c->op == -9  ? &talls
                  : c->op == -10 ? &larges
+                 : c->op == -11 ? &rends
                                 : &bigs;
       device_errors += judge(c, t);
       ib_image_release(&c->ref);
+      for (size_t q = 0; q < c->ref_rend.n; q++) ib_image_release(&c->ref_rend.images[q]);
+      free(c->ref_rend.images);
+      c->ref_rend = (ib_cpu_renditions){0};
       ib_result_free(&c->res);
       ib_graph_free(c->g);
     }
@@ -1180,11 +1316,12 @@ int main(int argc, char **argv) {
     fails += t->failed, total += t->cases, equal += t->equal;
   }
   /* per-op rows above are the single-op cases */
-  tally *rest[] = {&chains,    &tone_chains, &batches, &bigs,  &pngs,  &blurs,
-                   &resamples, &reduces,     &gaps,    &talls, &larges};
-  const char *rn[] = {"chains",   "chains+tone", "batch",      "4096",        "png source", "blur",
-                      "resample", "reduce 1..8", "resize gap", "resize tall", "large"};
-  for (int k = 0; k < 11; k++) {
+  tally *rest[] = {&chains,    &tone_chains, &batches, &bigs,  &pngs,   &blurs,
+                   &resamples, &reduces,     &gaps,    &talls, &larges, &rends};
+  const char *rn[] = {"chains",     "chains+tone", "batch",    "4096",
+                      "png source", "blur",        "resample", "reduce 1..8",
+                      "resize gap", "resize tall", "large",    "renditions"};
+  for (int k = 0; k < 12; k++) {
     printf("%-12s %6d %6d %6d %6d %8d\n", rn[k], rest[k]->cases, rest[k]->equal, rest[k]->failed,
            rest[k]->skipped, rest[k]->maxdiff);
     fails += rest[k]->failed, total += rest[k]->cases, equal += rest[k]->equal;

@@ -7,10 +7,10 @@
 # .devpack/bin/ with imgbatch, gpu_check, interp_check, storm_check,
 # gpu_bench and kafka_bench (demo/ optional), and .whl/ with the client's,
 # protobuf's and pytest's wheels (pip wheel --no-deps -w .whl ./client ...)
-# for the worker and parity_live cases. All of it takes more than one
+# for the worker, parity_live and renditions_live cases. All of it takes more than one
 # 10-minute device call; split it, e.g.
 #   tests/gpu/run.sh gpu_check gpu_check_warm memcheck racecheck interp_check storm_check capacity bench
-#   tests/gpu/run.sh worker parity_live
+#   tests/gpu/run.sh worker parity_live renditions_live
 # Full logs go to $OUT (or /tmp/ib_gpu_out); a short table is printed last.
 # Exit 0 when every case passed, 77 when there is no CUDA device, else 1.
 set -u

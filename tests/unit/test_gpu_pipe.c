@@ -363,3 +363,136 @@ static void job_blocks(bool pinned) {
 
 Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_pinned) { job_blocks(true); }
 Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_staged) { job_blocks(false); }
+
+/* Renditions (gplan.h node_buf, cuda_layout.c place_renditions): a
+ * submission of invert -> point jobs, every third naming renditions
+ * {1, 0, 1, 2} (the invert twice, the source, the terminal). Each rendition
+ * job gets one range of the rendition block per named node (the node
+ * named twice shares it), none of the Job buffer or the arena; every
+ * device buffer of every job, rendition buffers included, has a range of
+ * its own; the plain jobs keep their arena ranges, in the arena. */
+static ib_graph *rendition_job(ib_cuda *c, uint32_t side, uint64_t k, bool pinned, bool rend) {
+  const size_t cap = (size_t)side * side + (1u << 16);
+  jg_arena a = {malloc(cap), 0, cap};
+  jg_rng r = {0x6161 + k};
+  jg_job j;
+  jg_begin(&j, &a, &r, IB_MODE_L, side, side, k);
+  int p = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_L, side, side, -1);
+  jg_op(&j, &r, JG_POINT, p, IB_MODE_L, side, side, -1);
+  static const uint32_t nodes[] = {1, 0, 1, 2};
+  Imgbatch__V1__Rendition rd[4], *rl[4];
+  Imgbatch__V1__CpuOutput out[4];
+  if (rend) {
+    j.job.contract_version = 3;
+    for (int i = 0; i < 4; i++) {
+      imgbatch__v1__rendition__init(&rd[i]);
+      imgbatch__v1__cpu_output__init(&out[i]);
+      out[i].compression = (uint32_t)i;
+      rd[i].node = nodes[i];
+      rd[i].output = &out[i];
+      rl[i] = &rd[i];
+    }
+    j.job.renditions = rl;
+    j.job.n_renditions = 4;
+  }
+  size_t len = 0;
+  uint8_t *b = jg_pack(&j, &len);
+  ib_graph *g = NULL;
+  ib_error err = {0};
+  ib_key key = {0};
+  if (pinned) {
+    ProtobufCAllocator *al = ib_pinned_allocator(c->pin);
+    uint8_t *buf = al->alloc(al->allocator_data, len);
+    memcpy(buf, b, len);
+    ib_graph_memory mem = {al, NULL, NULL};
+    cr_assert_eq(ib_graph_parse_buffer(buf, len, &(ib_graph_limits){0}, &mem, &g, &key, &err),
+                 IB_OK, "%s", err.message);
+  } else {
+    cr_assert_eq(ib_graph_parse(b, len, &(ib_graph_limits){0}, &g, &key, &err), IB_OK, "%s",
+                 err.message);
+  }
+  ib_key_clear(&key);
+  free(b);
+  free(a.p);
+  return g;
+}
+
+static void renditions_layout(bool pipe, bool pinned) {
+  ib_cuda *c = cuda_new();
+  ib_pool_init(&c->dpool, page_heap_alloc, page_heap_free, NULL, 1ull << 30);
+  if (pipe) c->pipe_bytes = 2 * 2 * (size_t)SIDE * SIDE;
+  sub x;
+  memset(&x, 0, sizeof x);
+  for (int i = 0; i < N; i++) {
+    x.gs[i] = rendition_job(c, SIDE, (uint64_t)i, pinned, i % 3 == 0);
+    x.jobs[i] = (ib_backend_job){.graph = x.gs[i], .job_id = (uint64_t)i + 1};
+  }
+  x.s = (ib_backend_submission){.c = c, .jobs = x.jobs, .n = N, .js = calloc(N, sizeof *x.s.js)};
+  ib_backend_submission *s = &x.s;
+  ib_cuda_sub_plan(s);
+  ib_cuda_sub_layout(s);
+  cr_assert_eq(s->pipe, pipe);
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_sub_blocks(s, &err), IB_OK, "%s", err.message);
+  const size_t img = ib_cuda_up((size_t)SIDE * SIDE);
+  cr_assert_eq(s->lay.rend_bytes, 3 * 3 * img, "three jobs, three named nodes each");
+  cr_assert_geq(s->rblk.size, s->lay.rend_bytes);
+  /* Every device buffer: [at, end), pairwise apart. */
+  enum { MAXR = N * 8 };
+  uint64_t lo[MAXR], hi[MAXR];
+  int nr = 0;
+  const CUdeviceptr dev = ib_sub_dev(s);
+  for (size_t i = 0; i < N; i++) {
+    const ib_jstate *js = &s->js[i];
+    cr_assert(js->planned);
+    const bool rend = i % 3 == 0;
+    cr_assert_eq(js->n_rend, rend ? 4u : 0u);
+    if (rend) {
+      cr_assert_not(js->own, "job %zu: renditions never come down into the Job buffer", i);
+      cr_assert_eq(js->plan.n_stages, 2, "invert | point: split at the rendition");
+      cr_assert_eq(js->rend_off[0], js->rend_off[2], "a node named twice comes down once");
+      cr_assert_neq(js->rend_off[0], js->rend_off[1]);
+      cr_assert_neq(js->rend_off[1], js->rend_off[3]);
+      cr_assert_neq(js->rend_off[0], js->rend_off[3]);
+      for (int q = 0; q < 4; q++) {
+        cr_assert_leq(js->rend_off[q] + (size_t)SIDE * SIDE, s->lay.rend_bytes);
+        cr_assert_eq(js->rend_off[q] % IB_CUDA_ALIGN, 0);
+      }
+      cr_assert_eq(js->plan.bufs[ib_cuda_rend_buf(js, x.gs[i], 1)].source_node, 0);
+    } else {
+      cr_assert_eq(js->plan.n_stages, 1, "invert and point fuse as before");
+      if (!js->own) cr_assert_leq(js->dl_off + (size_t)SIDE * SIDE, s->lay.arena_bytes);
+    }
+    for (int b = 0; b < js->plan.n_bufs; b++) {
+      cr_assert_lt(nr, MAXR);
+      lo[nr] = dev + js->buf_off[b];
+      hi[nr] = lo[nr] + js->plan.bufs[b].bytes;
+      if (pipe && !(js->plan.bufs[b].source_node >= 0 && !js->direct[b]))
+        cr_assert(lo[nr] >= js->blk.addr && hi[nr] <= js->blk.addr + js->dev_bytes,
+                  "job %zu buffer %d inside its block", i, b);
+      else
+        cr_assert(lo[nr] >= dev && hi[nr] <= dev + s->dblk.size, "job %zu buffer %d", i, b);
+      nr++;
+    }
+  }
+  for (int p = 0; p < nr; p++)
+    for (int q = p + 1; q < nr; q++)
+      cr_assert(hi[p] <= lo[q] || hi[q] <= lo[p], "device buffers %d and %d overlap", p, q);
+  ib_pinned_put(c->pin, &s->hblk);
+  ib_pinned_put(c->pin, &s->rblk);
+  if (s->arena) {
+    ib_pinned_put(c->pin, &s->arena->blk);
+    free(s->arena);
+  }
+  ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
+  cr_assert_eq(c->dpool.live, 0);
+  ib_pool_destroy(&c->dpool);
+  sub_free(&x);
+  cuda_free(c);
+}
+
+Test(gpu_pipe, renditions_lay_out_apart_staged) { renditions_layout(false, false); }
+Test(gpu_pipe, renditions_lay_out_apart_pinned) { renditions_layout(false, true); }
+Test(gpu_pipe, renditions_lay_out_apart_pipelined) { renditions_layout(true, false); }
+Test(gpu_pipe, renditions_lay_out_apart_pipelined_pinned) { renditions_layout(true, true); }

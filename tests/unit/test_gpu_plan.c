@@ -7,6 +7,7 @@
 #include "tools/jobgen.h"
 #include "cpu/cpu_backend.h"
 #include "gpu/cuda_internal.h"
+#include "gpu/charge.h"
 #include "gpu/gplan.h"
 #include "gpu/graph_like.h"
 #include "kernels/point.h"
@@ -217,4 +218,98 @@ Test(gpu_plan, same_nodes_means_same_parameter_blocks) {
   cr_assert_not(ib_cuda_same_nodes(a, b), "another radius");
   ib_graph_free(a);
   ib_graph_free(b);
+}
+
+/* Renditions (Job.renditions) of the job's nodes, each RAW with a distinct
+ * compression field so a node may be named twice. */
+static void renditions(jg_job *j, const uint32_t *nodes, size_t n) {
+  j->job.contract_version = 3;
+  Imgbatch__V1__Rendition **rl = jg_alloc(j->a, n * sizeof *rl);
+  for (size_t i = 0; i < n; i++) {
+    rl[i] = jg_alloc(j->a, sizeof *rl[i]);
+    imgbatch__v1__rendition__init(rl[i]);
+    rl[i]->node = nodes[i];
+    rl[i]->output = jg_alloc(j->a, sizeof *rl[i]->output);
+    imgbatch__v1__cpu_output__init(rl[i]->output);
+    rl[i]->output->compression = (uint32_t)i;
+  }
+  j->job.renditions = rl;
+  j->job.n_renditions = n;
+}
+
+/* source -> invert -> point -> brightness -> convert L -> posterize. */
+static void table_chain(jg_job *j, jg_rng *r) {
+  jg_begin(j, &arena, r, IB_MODE_RGB, 31, 7, 1);
+  int p = jg_op(j, r, JG_INVERT, 0, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(j, r, JG_POINT, p, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(j, r, JG_BRIGHTNESS, p, IB_MODE_RGB, 31, 7, -1);
+  p = jg_op(j, r, JG_CONVERT, p, IB_MODE_RGB, 31, 7, 0); /* -> L */
+  jg_op(j, r, JG_POSTERIZE, p, IB_MODE_L, 31, 7, -1);
+}
+
+Test(gpu_plan, a_rendition_node_ends_its_stage_and_keeps_its_buffer) {
+  jg_rng r = {5};
+  jg_job j;
+  table_chain(&j, &r);
+  const uint32_t nodes[] = {2, 0, 5, 2};
+  renditions(&j, nodes, 4);
+  ib_gplan pl;
+  ib_graph *g = planned(&j, &pl);
+  cr_assert_eq(pl.n_rendition_nodes, 3);
+  cr_assert_eq(pl.n_stages, 2, "invert+point | brightness, convert, posterize");
+  const ib_gstage *s0 = &pl.stages[0], *s1 = &pl.stages[1];
+  cr_assert_eq(s0->chain.n_steps, 1);
+  cr_assert_eq(s0->n_fold[0], 2, "invert and point still fold into one table");
+  cr_assert_eq(s0->fold[0][1], 2);
+  cr_assert_eq(pl.node_buf[2], s0->out_buf, "the rendition's image is its stage's output");
+  cr_assert_eq(s1->in_buf[0], s0->out_buf);
+  cr_assert_eq(s1->chain.n_steps, 3, "the chain after the rendition fuses as before");
+  cr_assert_eq(pl.node_buf[5], pl.out_buf);
+  cr_assert_eq(pl.bufs[pl.node_buf[0]].source_node, 0, "the source's is its upload buffer");
+  for (int b = 0; b < pl.n_bufs; b++) cr_assert(!pl.bufs[b].is_output);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+  /* Without renditions the same chain is one stage. */
+  table_chain(&j, &r);
+  g = planned(&j, &pl);
+  cr_assert_eq(pl.n_rendition_nodes, 0);
+  cr_assert_eq(pl.n_stages, 1);
+  cr_assert(pl.bufs[pl.out_buf].is_output);
+  ib_gplan_free(&pl);
+  ib_graph_free(g);
+}
+
+Test(gpu_plan, renditions_plan_apart_and_their_block_is_charged) {
+  jg_rng r = {6};
+  jg_job j;
+  table_chain(&j, &r);
+  ib_graph *plain = finish(&j);
+  table_chain(&j, &r);
+  const uint32_t last[] = {5, 5};
+  renditions(&j, last, 2);
+  ib_graph *rend = finish(&j);
+  table_chain(&j, &r);
+  const uint32_t mid[] = {2};
+  renditions(&j, mid, 1);
+  ib_graph *other = finish(&j);
+  cr_assert(!ib_cuda_same_nodes(rend, plain), "the memos must not mix them");
+  cr_assert(!ib_cuda_same_nodes(rend, other));
+  ib_graph like = {0};
+  cr_assert(ib_cuda_like_keep(&like, rend));
+  cr_assert(ib_cuda_same_nodes(rend, &like));
+  cr_assert(!ib_cuda_same_nodes(plain, &like));
+  ib_cuda_like_free(&like);
+  /* The terminal as rendition (twice): the same plan; the host charge
+   * holds the terminal's whole range of the rendition block (downloaded
+   * once) instead of the arena range's padding. */
+  uint64_t gpu_p, host_p, gpu_r, host_r;
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_charge(plain, NULL, NULL, &gpu_p, &host_p, &err), IB_OK);
+  cr_assert_eq(ib_cuda_charge(rend, NULL, NULL, &gpu_r, &host_r, &err), IB_OK);
+  const uint64_t out = 31u * 7u, up_out = 256u;
+  cr_assert_eq(gpu_r, gpu_p);
+  cr_assert_eq(host_r, host_p - (up_out - out) + up_out);
+  ib_graph_free(plain);
+  ib_graph_free(rend);
+  ib_graph_free(other);
 }

@@ -38,9 +38,20 @@ void ib_cuda_charge_plan(const ib_graph *g, const ib_gplan *p, ib_cuda_in_place_
   dev += par;
   host += par;
   /* The output's range of the download arena is aligned; the core charges
-   * the image itself (held until delivered). */
-  uint64_t out = ib_gplan_out_bytes(p);
-  host += up(out) - out;
+   * the image itself (held until delivered). Renditions instead come down
+   * into a pinned block of the submission's (one aligned range per
+   * rendition node), copied from there into the images the core holds
+   * (docs/credits.md): the block is working bytes, returned at the wait. */
+  if (p->n_rendition_nodes) {
+    for (size_t i = 0; i < g->n_nodes; i++)
+      if (ib_gplan_rendition_node(g, i)) {
+        const ib_shape *sh = &g->nodes[i].shape;
+        host += up((uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode));
+      }
+  } else {
+    uint64_t out = ib_gplan_out_bytes(p);
+    host += up(out) - out;
+  }
   *gpu_bytes = dev;
   *host_bytes = host;
 }

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
 #include "exec/config.h"
 #include "gpu/cuda_internal.h"
 #include "gpu/cuda_resident.h"
@@ -381,11 +380,8 @@ static bool be_large_job(void *state, const ib_graph *g, bool resident) {
 
 static ib_status be_admit(void *state, const ib_graph *g, ib_error *err) {
   ib_cuda *c = state;
-  /* The planner downloads one terminal image per job; several outputs of
-   * one run are the CPU backend's only, for now (docs/wire.md). */
-  if (g->job->n_renditions)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_ADMIT,
-                        "renditions: the cuda backend does not run jobs with renditions yet");
+  /* Renditions run here too: the plan keeps every rendition node's image
+   * (gplan.h) and the submission downloads each (cuda_layout.c). */
   const double t0 = ib_cuda_prof_now(c);
   ib_status st = ib_cuda_tier_admit(c, g, err);
   c->t_tier += ib_cuda_prof_now(c) - t0;

@@ -222,9 +222,14 @@ struct ib_cuda {
 typedef struct ib_jstate {
   ib_gplan plan;
   int planned;
-  size_t *buf_off;     /* per plan buffer: offset in the device block */
-  size_t *par_off;     /* per stage: offset of its parameter block (host = device) */
-  size_t dl_off;       /* terminal image: offset in the download region */
+  size_t *buf_off; /* per plan buffer: offset in the device block */
+  size_t *par_off; /* per stage: offset of its parameter block (host = device) */
+  size_t dl_off;   /* terminal image: offset in the download region */
+  /* A job with renditions (Job.renditions, in order): each one's offset in
+   * the submission's rendition block (place_renditions); the terminal is
+   * not downloaded then unless it is a rendition. */
+  size_t *rend_off;
+  size_t n_rend;
   bool own;            /* terminal image downloaded into the Job buffer */
   uint8_t *direct;     /* per plan buffer: 1 = a raw source uploaded from its
                         * own pinned memory (ib_executor_parse), not staged */
@@ -270,6 +275,7 @@ typedef struct ib_sub_layout {
   size_t inter;        /* stage outputs that stay on the device, resident outputs */
   size_t download;     /* the other terminal images: the arena's, then own-buffer ones */
   size_t arena_bytes;  /* the download region's arena part (one copy) */
+  size_t rend_bytes;   /* the rendition block (pinned host only, not lent) */
   size_t desc_off;     /* descriptor tables, in the upload region */
   size_t out_base;     /* device offset of the download region */
   size_t total_stages; /* descriptors: one per job and stage */
@@ -307,6 +313,9 @@ struct ib_backend_submission {
   CUevent ev;
   ib_pool_block hblk, dblk;
   ib_lent_arena *arena; /* NULL when nothing comes back to the host */
+  /* Renditions' downloads (ib_sub_layout.rend_bytes), copied into the
+   * jobs' rendition images at the wait and given back there. */
+  ib_pool_block rblk;
   ib_backend_job *jobs;
   size_t n;
   ib_jstate *js;
@@ -389,6 +398,8 @@ bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index);
 /* ib_cuda_source_pinned, and the host allocation the source lies in. */
 bool ib_cuda_source_region(ib_cuda *c, const ib_graph *g, size_t index, uint64_t *region);
 bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g);
+/* The plan buffer holding rendition i (Job.renditions[i]) of job js. */
+int ib_cuda_rend_buf(const ib_jstate *js, const ib_graph *g, size_t i);
 void ib_cuda_sub_plan(ib_backend_submission *s);
 void ib_cuda_sub_layout(ib_backend_submission *s);
 ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err);

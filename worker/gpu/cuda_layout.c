@@ -39,7 +39,8 @@ bool ib_cuda_source_pinned(void *state, const ib_graph *g, size_t index) {
  * charge (be_out_in_buffer) and the submission agree. */
 #define OWN_DOWNLOAD_MIN ((uint64_t)1 << 20)
 bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g) {
-  if (!g->buffer || !g->n_nodes) return false;
+  /* Renditions come down into the submission's rendition block instead. */
+  if (!g->buffer || !g->n_nodes || (g->job && g->job->n_renditions)) return false;
   const ib_shape *sh = &g->nodes[g->n_nodes - 1].shape;
   const uint64_t out = (uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode);
   return out >= OWN_DOWNLOAD_MIN && out <= g->buffer_len &&
@@ -57,13 +58,16 @@ static void plan_job(ib_backend_job *j, ib_jstate *js) {
     return;
   }
   js->planned = 1;
-  /* The three tables in one allocation (buf_off owns it): one calloc and
-   * one free per job instead of three each. */
+  /* The four tables in one allocation (buf_off owns it): one calloc and
+   * one free per job instead of four each. */
   const size_t nb = (size_t)js->plan.n_bufs, np = (size_t)js->plan.n_stages + 1;
-  js->buf_off = calloc(1, (nb + np) * sizeof *js->buf_off + nb);
+  const size_t nr = j->graph->job ? j->graph->job->n_renditions : 0;
+  js->buf_off = calloc(1, (nb + np + nr) * sizeof *js->buf_off + nb);
   if (js->buf_off) {
     js->par_off = js->buf_off + nb;
-    js->direct = (uint8_t *)(js->par_off + np);
+    js->rend_off = js->par_off + np;
+    js->n_rend = nr;
+    js->direct = (uint8_t *)(js->rend_off + nr);
   }
   if (!js->buf_off) {
     e = (ib_error){.status = IB_INTERNAL};
@@ -206,7 +210,7 @@ static void place_downloads(ib_backend_submission *s) {
     for (size_t i = 0; i < s->n; i++) {
       ib_jstate *js = &s->js[i];
       const ib_backend_job *j = &s->jobs[i];
-      if (!js->planned || j->resident) continue;
+      if (!js->planned || j->resident || js->n_rend) continue;
       const size_t bytes = js->plan.bufs[js->plan.out_buf].bytes;
       js->own = ib_cuda_own_download(s->c, j->graph) && bytes <= j->graph->buffer_len;
       if (js->own != (own == 1)) continue;
@@ -224,6 +228,35 @@ static void place_downloads(ib_backend_submission *s) {
     if (!own) l->arena_bytes = l->download;
   }
   if (s->pipe) l->download = 0; /* the arena only: nothing in the submission's block */
+}
+
+/* The buffer holding rendition i of job js's graph `g` (gplan.h node_buf). */
+int ib_cuda_rend_buf(const ib_jstate *js, const ib_graph *g, size_t i) {
+  return js->plan.node_buf[g->job->renditions[i]->node];
+}
+
+/* Renditions coming back to the host: one range of the rendition block per
+ * rendition node (a node named twice shares its first entry's range; the
+ * wait copies it into each of its images), each downloaded by its own copy
+ * from wherever its buffer lies on the device (an upload buffer for a
+ * source node, the inter region or the job's block otherwise). */
+static void place_renditions(ib_backend_submission *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    ib_jstate *js = &s->js[i];
+    if (!js->planned || !js->n_rend) continue;
+    const ib_graph *g = s->jobs[i].graph;
+    js->own = false;
+    for (size_t r = 0; r < js->n_rend; r++) {
+      size_t k = 0;
+      while (k < r && g->job->renditions[k]->node != g->job->renditions[r]->node) k++;
+      if (k < r) {
+        js->rend_off[r] = js->rend_off[k];
+        continue;
+      }
+      js->rend_off[r] = s->lay.rend_bytes;
+      s->lay.rend_bytes += ib_cuda_up(js->plan.bufs[ib_cuda_rend_buf(js, g, r)].bytes);
+    }
+  }
 }
 
 /* Makes the direct, inter and download offsets absolute. */
@@ -262,6 +295,7 @@ void ib_cuda_sub_layout(ib_backend_submission *s) {
   s->lay.upload += ib_cuda_up(s->lay.total_stages * sizeof(ib_gdesc));
   place_inter(s);
   place_downloads(s);
+  place_renditions(s);
   rebase(s);
 }
 
@@ -281,6 +315,7 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
     for (int b = 0; b < js->plan.n_bufs; b++)
       if (js->plan.bufs[b].source_node < 0 || js->direct[b]) js->buf_off[b] += shift;
   }
+  if (got && l->rend_bytes) got = ib_pinned_get(c->pin, l->rend_bytes, &s->rblk);
   if (got && l->arena_bytes) {
     got = (s->arena = calloc(1, sizeof *s->arena)) != NULL;
     if (got) s->arena->c = c;
@@ -294,9 +329,9 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
   err->status = IB_DEVICE;
   err->stage = IB_STAGE_UPLOAD;
   snprintf(err->message, sizeof err->message,
-           "backend cuda: cannot get %zu + %zu pinned / %zu device bytes for a submission of "
-           "%zu job(s) (job %llu)",
-           l->upload, l->arena_bytes, l->out_base + l->download, s->n,
+           "backend cuda: cannot get %zu + %zu + %zu pinned / %zu device bytes for a "
+           "submission of %zu job(s) (job %llu)",
+           l->upload, l->arena_bytes, l->rend_bytes, l->out_base + l->download, s->n,
            s->n ? (unsigned long long)s->jobs[0].job_id : 0ull);
   return IB_DEVICE;
 }
@@ -306,16 +341,18 @@ ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err) {
 size_t ib_cuda_large_io(size_t piece_bytes) { return piece_bytes / 8; }
 
 /* What a job moves over PCIe: its sources, and its terminal image when it
- * comes back to the host. From the graph alone, so that admission (no plan
- * yet: ib_cuda_large_job) and the pipeline's pieces (io_bytes) count the
+ * comes back to the host (with renditions: each rendition node's image). From the graph alone, so
+ * that admission (no plan yet: ib_cuda_large_job) and the pipeline's pieces (io_bytes) count the
  * same bytes by one formula: the plan gives every node without inputs an
  * upload buffer of its shape, and the terminal image its own
  * (test_gpu_pipe holds the plan to it). */
 static uint64_t graph_io(const ib_graph *g, bool resident) {
   uint64_t b = 0;
+  const bool rend = g->job && g->job->n_renditions;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const ib_shape *sh = &g->nodes[i].shape;
-    const bool up = g->nodes[i].op->n_inputs == 0, down = !resident && i + 1 == g->n_nodes;
+    const bool up = g->nodes[i].op->n_inputs == 0,
+               down = rend ? ib_gplan_rendition_node(g, i) : !resident && i + 1 == g->n_nodes;
     b += (uint64_t)(up + down) * sh->width * sh->height * ib_mode_bands(sh->mode);
   }
   return b;

@@ -102,6 +102,7 @@ static void sub_release(ib_backend_submission *s) {
   ev_give(c, c->ev_free, &c->n_ev_free, EV_CAP(c->ev_free), s->ev);
   prof_release(s);
   ib_pinned_put(c->pin, &s->hblk);
+  ib_pinned_put(c->pin, &s->rblk);
   ib_pool_put(&c->dpool, &s->dblk);
   for (size_t i = 0; s->js && i < s->n; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
   if (s->arena) { /* not lent to any result */
@@ -214,11 +215,20 @@ static ib_status enqueue_uploads(ib_backend_submission *s, size_t a, size_t b,
   return rs;
 }
 
+/* Rendition r of a job names a node no earlier rendition names (its range
+ * of the rendition block is its own, not a copy's). */
+static bool rend_first(const ib_graph *g, size_t r) {
+  for (size_t k = 0; k < r; k++)
+    if (g->job->renditions[k]->node == g->job->renditions[r]->node) return false;
+  return true;
+}
+
 /* After the launches of jobs [a, b), in this order on s->stream: resident
  * outputs copied into their own allocations (so the one event covers them
  * too), their range of the arena in one copy, then own-buffer outputs -
  * after the upload on the same stream, so the source pixels they overwrite
- * were already read. */
+ * were already read - and each rendition node's image into the rendition
+ * block. */
 static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b, ib_error *err) {
   ib_cuda *c = s->c;
   const ib_cu *cu = c->cu;
@@ -226,7 +236,7 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
   size_t lo = SIZE_MAX, hi = 0; /* the arena outputs of [a, b) (placed in job order) */
   for (size_t i = a; i < b; i++) {
     const ib_jstate *js = &s->js[i];
-    if (js->planned && !s->jobs[i].resident && !js->own) {
+    if (js->planned && !s->jobs[i].resident && !js->own && !js->n_rend) {
       if (lo == SIZE_MAX) lo = js->dl_off;
       hi = js->dl_off + ib_cuda_up(js->plan.bufs[js->plan.out_buf].bytes);
     }
@@ -239,7 +249,7 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
   if (s->pipe) lo = hi; /* each job in its own block: one copy each, below */
   for (size_t i = a; i < b && s->pipe; i++) {
     const ib_jstate *js = &s->js[i];
-    if (s->jobs[i].resident || js->own || !delivers(s, i)) continue;
+    if (s->jobs[i].resident || js->own || js->n_rend || !delivers(s, i)) continue;
     if ((rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->arena->blk.addr + js->dl_off),
                                     dev + js->buf_off[js->plan.out_buf],
                                     js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
@@ -257,6 +267,20 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
                                     js->plan.bufs[js->plan.out_buf].bytes, s->stream)) !=
         CUDA_SUCCESS)
       return ib_cuda_device_fail(s, rc, "download", i, err);
+  }
+  /* Renditions: each rendition node's buffer into its range of the
+   * rendition block (a node named twice comes down once). */
+  for (size_t i = a; i < b; i++) {
+    const ib_jstate *js = &s->js[i];
+    if (!js->n_rend || !delivers(s, i)) continue;
+    for (size_t r = 0; r < js->n_rend; r++) {
+      const int buf = ib_cuda_rend_buf(js, s->jobs[i].graph, r);
+      if (!rend_first(s->jobs[i].graph, r) || !js->plan.bufs[buf].bytes) continue;
+      if ((rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->rblk.addr + js->rend_off[r]),
+                                      dev + js->buf_off[buf], js->plan.bufs[buf].bytes,
+                                      s->stream)) != CUDA_SUCCESS)
+        return ib_cuda_device_fail(s, rc, "download (rendition)", i, err);
+    }
   }
   return IB_OK;
 }
@@ -452,6 +476,32 @@ ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend
   return IB_OK;
 }
 
+/* Job i's renditions (Job.renditions order): one malloc'd image each,
+ * copied from the rendition block (the core takes the array and releases
+ * the images as the CPU backend's; the block goes back at release). A
+ * failure is the job's own. */
+static void take_renditions(ib_backend_submission *s, size_t i) {
+  ib_backend_job *j = &s->jobs[i];
+  const ib_jstate *js = &s->js[i];
+  const ib_graph *g = j->graph;
+  ib_image *ims = calloc(js->n_rend, sizeof *ims);
+  bool ok = ims != NULL;
+  for (size_t r = 0; ok && r < js->n_rend; r++) {
+    const ib_shape *sh = &g->nodes[g->job->renditions[r]->node].shape;
+    ok = ib_image_alloc(&ims[r], sh->mode, sh->width, sh->height) == IB_OK;
+    if (ok)
+      memcpy(ims[r].data, (const uint8_t *)(uintptr_t)s->rblk.addr + js->rend_off[r],
+             ib_image_bytes(&ims[r]));
+  }
+  j->renditions = ims;
+  j->n_renditions = ims ? js->n_rend : 0;
+  if (ok) return;
+  ib_renditions_release(&j->renditions, &j->n_renditions);
+  ib_cuda_job_fail(
+      j, &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory (renditions)"},
+      IB_STAGE_DOWNLOAD);
+}
+
 /* Job i's output: its own Job buffer (a token of its own) or its range of
  * the arena (the submission's token); false when only the arena's. */
 static bool lend(ib_backend_submission *s, size_t i) {
@@ -501,6 +551,10 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
       continue;
     }
     if (j->resident) continue; /* j->dev kept at submit */
+    if (s->js[i].n_rend) {
+      take_renditions(s, i);
+      continue;
+    }
     lent |= lend(s, i);
   }
   if (lent) s->arena = NULL; /* the core gives it back through lent_release */

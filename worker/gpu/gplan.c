@@ -40,10 +40,13 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
    * the buffers, zeroed (per node: output + maybe a scratch). */
   const size_t stage_bytes = (n + 1) * sizeof *p->stages, buf_bytes = (2 * n + 1) * sizeof *p->bufs;
   _Static_assert(sizeof(ib_gstage) % _Alignof(ib_gbuf) == 0, "buffers follow the stages aligned");
-  p->stages = malloc(stage_bytes + buf_bytes);
+  _Static_assert(sizeof(ib_gbuf) % _Alignof(int) == 0, "node buffers follow the buffers aligned");
+  /* ... then each node's buffer (node_buf), kept for the renditions. */
+  p->stages = malloc(stage_bytes + buf_bytes + (n ? n : 1) * sizeof *p->node_buf);
   if (p->stages) {
     p->bufs = (ib_gbuf *)((char *)p->stages + stage_bytes);
     memset(p->bufs, 0, buf_bytes);
+    p->node_buf = (int *)((char *)p->bufs + buf_bytes);
   }
   int stack_buf[STACK_NODES], stack_stage[STACK_NODES];
   unsigned stack_readers[STACK_NODES];
@@ -63,6 +66,14 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
   }
   for (size_t i = 0; i < n; i++)
     for (unsigned k = 0; k < g->nodes[i].n_inputs; k++) readers[g->nodes[i].inputs[k]]++;
+  /* A rendition node's image is downloaded: counted as one more reader, so
+   * no later step fuses onto it (its stage ends with it, its buffer keeps
+   * it). Chains of other nodes fuse as before. */
+  for (size_t i = 0; i < n; i++)
+    if (ib_gplan_rendition_node(g, i)) {
+      readers[i]++;
+      p->n_rendition_nodes++;
+    }
   for (size_t i = 0; i < n; i++) {
     const ib_node *nd = &g->nodes[i];
     node_stage[i] = -1;
@@ -144,8 +155,11 @@ ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err) {
       p->n_stages++;
     }
     p->out_buf = ob;
-    p->bufs[ob].is_output = 1;
+    /* With renditions the terminal is one more device buffer (downloaded
+     * only when it is a rendition itself). */
+    p->bufs[ob].is_output = p->n_rendition_nodes == 0;
     p->out_shape = last->shape;
+    memcpy(p->node_buf, node_buf, n * sizeof *node_buf);
   }
 out:
   if (heap) {

@@ -46,7 +46,23 @@ typedef struct ib_gplan {
   int n_bufs;
   int out_buf;
   ib_shape out_shape;
+  /* Rendition nodes (ib_gplan_rendition_node): how many the graph has, and
+   * per graph node the buffer holding its image once the plan ran (valid
+   * for every rendition node: none is fused into a later step, so its
+   * stage ends with it; a source's is its upload buffer). With renditions
+   * no buffer is_output: each rendition buffer is downloaded by its own
+   * copy from the device block (cuda_layout.c place_renditions). */
+  int n_rendition_nodes;
+  int *node_buf;
 } ib_gplan;
+
+/* Node i is named by a Job.rendition: validation (parse/renditions.c) kept
+ * it alive to the end of the run (last_use = n_nodes), which no other node
+ * is. A property of the graph's nodes, so graphs that plan alike
+ * (graph_like.h, which compares last_use) agree on it. */
+static inline bool ib_gplan_rendition_node(const ib_graph *g, size_t i) {
+  return g->nodes[i].last_use == (unsigned)g->n_nodes;
+}
 
 ib_status ib_gplan_build(const ib_graph *g, ib_gplan *p, ib_error *err);
 /* Writes a stage's per-job parameter block (zeroed by the caller). */

@@ -6,7 +6,8 @@
 
 /* Two graphs whose nodes are equal on the wire (parse.c kept their bytes)
  * and in shape get equal device plans, equal parameter blocks and equal
- * charges: the staging pass copies an equal predecessor's parameter blocks
+ * charges (given the same rendition nodes, which last_use marks: gplan.h):
+ * the staging pass copies an equal predecessor's parameter blocks
  * (a folded point table costs microseconds to build, the copy nothing; batches of
  * one operation over many images are the common case) and admission reuses
  * the last charge (ib_charge_memo). A graph without its wire bytes equals
@@ -18,7 +19,10 @@ bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like) {
     return false;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const ib_node *a = &g->nodes[i], *b = &like->nodes[i];
-    if (a->op != b->op || memcmp(&a->shape, &b->shape, sizeof a->shape) != 0) return false;
+    /* last_use too: it marks rendition nodes (gplan.h), which plan apart. */
+    if (a->op != b->op || a->last_use != b->last_use ||
+        memcmp(&a->shape, &b->shape, sizeof a->shape) != 0)
+      return false;
   }
   return true;
 }
@@ -33,7 +37,8 @@ bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g) {
   if (!w || !nd || !g->nodes_wire) return false;
   memcpy(w, g->nodes_wire, g->nodes_wire_len);
   for (size_t i = 0; i < g->n_nodes; i++)
-    nd[i] = (ib_node){.op = g->nodes[i].op, .shape = g->nodes[i].shape};
+    nd[i] = (ib_node){
+        .op = g->nodes[i].op, .shape = g->nodes[i].shape, .last_use = g->nodes[i].last_use};
   like->nodes_wire_len = g->nodes_wire_len;
   like->n_nodes = g->n_nodes;
   return true;

@@ -13,11 +13,12 @@
 
 #include "model/graph.h"
 
-/* True when g's nodes equal like's on the wire and in op and shape; a graph
+/* True when g's nodes equal like's on the wire and in op, shape and
+ * last_use (rendition nodes: gplan.h); a graph
  * without its nodes' wire bytes equals none. */
 bool ib_cuda_same_nodes(const ib_graph *g, const ib_graph *like);
 /* Keeps in `like` what ib_cuda_same_nodes compares of `g` (its nodes' wire
- * bytes, ops and shapes); false when out of memory (like then equals
+ * bytes, ops, shapes and last uses); false when out of memory (like then equals
  * nothing until kept again). ib_cuda_like_free frees it. */
 bool ib_cuda_like_keep(ib_graph *like, const ib_graph *g);
 void ib_cuda_like_free(ib_graph *like);

@@ -1,17 +1,28 @@
 """Renditions (contract version 3) through the real binary: `imgbatch run` on
-the CPU backend. One Job, one decode, several resize nodes each encoded as
+the CPU backend, or on $IB_BACKEND (IB_BACKEND=cuda on a GPU machine, as
+tests/py/parity selects it; tests/gpu/case.sh renditions_live). One Job, one decode, several resize nodes each encoded as
 its own CpuOutput. JPEG and raw renditions are byte-equal to Pillow 12.3
 doing the same resize and save; PNG and WebP are not Pillow's bytes
 (README, "Encoded output"), so a PNG decodes to Pillow's pixels and every
 rendition is byte-equal to the single-output Job of the same node."""
 import io
+import os
 import random
 
 import PIL.Image
 import pytest
 
-from ibtest import encoded_job, run
+import ibtest
+from ibtest import encoded_job
 from imgbatch import imgbatch_pb2 as pb
+
+BACKEND = os.environ.get("IB_BACKEND", "cpu")
+
+
+def run(msgs, *args, **kw):
+    """ibtest.run on $IB_BACKEND (default cpu)."""
+    return ibtest.run(msgs, "--backend", BACKEND, *args, **kw)
+
 
 V3 = 3
 FMT = {"JPEG": pb.JPEG, "WEBP": pb.WEBP, "PNG": pb.PNG, "RAW": pb.RAW}
