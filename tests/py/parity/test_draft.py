@@ -323,7 +323,7 @@ def test_corrupt_jpegs_with_draft_are_answered_and_agree_with_pillow():
         both += 1
         assert (got.image.width, got.image.height) == im.size, k
         assert got.image.data == im.tobytes(), f"corrupt file {k}: bytes differ from Pillow's"
-    assert both > 10, both
+    assert both > parity.scale(120) // 12, both  # enough cases decoded to compare (most do)
 
 
 def test_thumbnail_of_a_path_source_drafts_the_file_the_worker_reads(tmp_path):
