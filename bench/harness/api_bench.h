@@ -560,7 +560,7 @@ static int ab_drain(ib_results *rs, const ab_set *s, ib_image *first, double *t_
     if (!got) *t_first = ab_now();
     ab_check(st, "ib_results_next", NULL);
     if (!res.ok) {
-      char what[160];
+      char what[256];
       snprintf(what, sizeof what, "%s: result %d (job %llu)", label, got,
                (unsigned long long)res.job_id);
       ab_check(res.error.status, what, &res.error);
