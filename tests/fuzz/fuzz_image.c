@@ -137,45 +137,47 @@ static void draft_agrees(const uint8_t *data, size_t size, ib_status st_full,
        shape.height != (full->height + draft - 1) / draft))
     fz_fail("draft header is not the full header scaled, rounded up", "");
   decode_checked(data, size, draft, &shape);
-  static void metadata_reads(const uint8_t *data, size_t size) {
-    int v = 0;
-    if (ib_exif_orientation(data, size, &v) == IB_EXIF_TAG && (v < 1 || v > 8))
-      fz_fail("exif: orientation out of 1..8", "");
-    int x = ib_xmp_orientation(data, size);
-    if (x < 0 || x > 9) fz_fail("xmp: orientation out of 0..9", "");
-    ib_meta m;
-    if (ib_meta_read(data, size, &m) != 0) return;
-    int o = ib_meta_orientation(&m);
-    if (o < -1 || o > 8 || o == 0) fz_fail("metadata: orientation out of -1, 1..8", "");
-    ib_meta_free(&m);
-  }
+}
 
-  int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    metadata_reads(data, size);
-    ib_shape shape = {0};
-    ib_error err = {0};
-    ib_status st = ib_codec_header(data, size, &shape, &err);
-    bool png = is_png(data, size) && vips_can_take(data, size);
-    if (png) vips_header_agrees(data, size, st, &shape, &err);
-    draft_agrees(data, size, st, &shape);
-    if (st != IB_OK) {
-      fz_check_str("header error message is not UTF-8", err.message);
-      return 0;
-    }
-    unsigned bands = ib_mode_bands(shape.mode);
-    if (bands == 0 || shape.width == 0 || shape.height == 0)
-      fz_fail("header reported an empty shape or no mode", err.message);
-    if (shape.width > IB_DEFAULT_MAX_SIDE || shape.height > IB_DEFAULT_MAX_SIDE)
-      return 0; /* parse's limit */
-    uint64_t pixels = (uint64_t)shape.width * shape.height;
-    if (pixels > FZ_MAX_PIXELS) return 0;
-    size_t n = (size_t)pixels * bands;
-    uint8_t *dst = malloc(n);
-    if (!dst) return 0;
-    err = (ib_error){0};
-    st = ib_codec_decode_into(data, size, &shape, dst, &err);
-    if (st != IB_OK) fz_check_str("decode error message is not UTF-8", err.message);
-    if (png) vips_decode_agrees(data, size, &shape, st, dst, n, &err);
-    free(dst);
+static void metadata_reads(const uint8_t *data, size_t size) {
+  int v = 0;
+  if (ib_exif_orientation(data, size, &v) == IB_EXIF_TAG && (v < 1 || v > 8))
+    fz_fail("exif: orientation out of 1..8", "");
+  int x = ib_xmp_orientation(data, size);
+  if (x < 0 || x > 9) fz_fail("xmp: orientation out of 0..9", "");
+  ib_meta m;
+  if (ib_meta_read(data, size, &m) != 0) return;
+  int o = ib_meta_orientation(&m);
+  if (o < -1 || o > 8 || o == 0) fz_fail("metadata: orientation out of -1, 1..8", "");
+  ib_meta_free(&m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  metadata_reads(data, size);
+  ib_shape shape = {0};
+  ib_error err = {0};
+  ib_status st = ib_codec_header(data, size, &shape, &err);
+  bool png = is_png(data, size) && vips_can_take(data, size);
+  if (png) vips_header_agrees(data, size, st, &shape, &err);
+  draft_agrees(data, size, st, &shape);
+  if (st != IB_OK) {
+    fz_check_str("header error message is not UTF-8", err.message);
     return 0;
   }
+  unsigned bands = ib_mode_bands(shape.mode);
+  if (bands == 0 || shape.width == 0 || shape.height == 0)
+    fz_fail("header reported an empty shape or no mode", err.message);
+  if (shape.width > IB_DEFAULT_MAX_SIDE || shape.height > IB_DEFAULT_MAX_SIDE)
+    return 0; /* parse's limit */
+  uint64_t pixels = (uint64_t)shape.width * shape.height;
+  if (pixels > FZ_MAX_PIXELS) return 0;
+  size_t n = (size_t)pixels * bands;
+  uint8_t *dst = malloc(n);
+  if (!dst) return 0;
+  err = (ib_error){0};
+  st = ib_codec_decode_into(data, size, &shape, dst, &err);
+  if (st != IB_OK) fz_check_str("decode error message is not UTF-8", err.message);
+  if (png) vips_decode_agrees(data, size, &shape, st, dst, n, &err);
+  free(dst);
+  return 0;
+}
