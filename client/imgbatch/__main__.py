@@ -225,6 +225,8 @@ def _produce(argv: List[str]) -> int:
         ap.error("--source-root needs --source-dir")
     if args.output_dir and not args.out:
         ap.error("--output-dir needs --out")
+    if args.out and args.wait is None:
+        ap.error("--out needs --wait SECONDS: results are written while they are awaited")
     if args.graph is None and args.renditions is None:
         ap.error("--graph or --renditions is required")
     args.sizes = []
