@@ -3,7 +3,8 @@ JPEG (quality 92, over 3 MB, so over librdkafka's default message.max.bytes)
 goes through `python -m imgbatch produce --source-dir` as a path Job to the
 real `imgbatch worker --backend cpu` on the embedded broker, and every result
 --out writes is Pillow's: a thumbnail, an EXIF-rotated resize too large for a
-message (a file Result copied from --output-dir), and renditions as JPEG.
+message (a file Result copied from --output-dir), and renditions as JPEG and,
+too large for a message, as PNG files.
 """
 import io
 import os
@@ -22,16 +23,19 @@ from test_kafka import fresh_topics
 W, H = 6000, 4000
 
 
-def camera_jpeg(path, orientation=None):
-    """Smooth gradients plus sensor-like noise, saved as a camera would
-    (quality 92), with an EXIF orientation when given."""
+def camera_photo():
+    """Smooth gradients plus sensor-like noise, as a camera's 24 MP frame."""
     rng = np.random.default_rng(6000)
     x = np.linspace(0, 8, W, dtype=np.float32)[None, :]
     y = np.linspace(0, 6, H, dtype=np.float32)[:, None]
     planes = [128 + 90 * np.sin(x) * np.cos(y), 128 + 90 * np.cos(x + y), 128 + 80 * np.sin(x * y / 4)]
     rgb = np.stack([np.broadcast_to(p, (H, W)) for p in planes], -1)
     rgb = rgb + rng.normal(0, 10, (H, W, 3)).astype(np.float32)
-    im = PILImage.fromarray(np.clip(rgb, 0, 255).astype(np.uint8), "RGB")
+    return PILImage.fromarray(np.clip(rgb, 0, 255).astype(np.uint8), "RGB")
+
+
+def save_jpeg(im, path, orientation=None):
+    """Saved as a camera would (quality 92), with an EXIF orientation when given."""
     exif = PILImage.Exif()
     if orientation:
         exif[0x0112] = orientation
@@ -67,8 +71,9 @@ def worker(broker, tmp_path):  # noqa: F811 - the imported fixture
 
 
 def test_a_camera_photo_goes_by_source_dir_and_every_result_is_pillows(worker, tmp_path):
-    photo = camera_jpeg(tmp_path / "photo.jpg")
-    rotated = camera_jpeg(tmp_path / "rotated.jpg", orientation=6)
+    frame = camera_photo()
+    photo = save_jpeg(frame, tmp_path / "photo.jpg")
+    rotated = save_jpeg(frame, tmp_path / "rotated.jpg", orientation=6)
     assert os.path.getsize(photo) > 3_000_000
     out = tmp_path / "out"
 
@@ -96,6 +101,21 @@ def test_a_camera_photo_goes_by_source_dir_and_every_result_is_pillows(worker, t
         f = io.BytesIO()
         src.resize(size).save(f, "JPEG", quality=85)
         assert (out / f"photo.jpg.{n}.jpeg").read_bytes() == f.getvalue(), n
+
+    # Renditions too large for a message are files: copied with --output-dir,
+    # else the line says how to copy them (nothing is written silently).
+    p = produce("photo.jpg", "--renditions", "2048,256", *worker, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = p.stdout.splitlines()[-1]
+    assert line.startswith("photo.jpg\tok renditions 2048:2048x1365 file ") and line.endswith(".png (copied)"), line
+    for n, size in ((2048, (2048, 1365)), (256, (256, 171))):
+        assert PILImage.open(out / f"photo.jpg.{n}.png").tobytes() == src.resize(size).tobytes(), n
+    elsewhere = tmp_path / "out2"
+    args = worker[:worker.index("--out")] + ["--out", str(elsewhere)]
+    p = produce("photo.jpg", "--renditions", "2048,256", *args, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1].endswith("'s --output-dir; pass --output-dir DIR to copy them)"), p.stdout
+    assert not elsewhere.exists()
 
     # Every Job went as a path: the photos are in the shared directory, once each.
     stored = sorted(os.listdir(tmp_path / "shared" / "incoming"))
