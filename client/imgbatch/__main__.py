@@ -124,18 +124,27 @@ def _rendition(im: Any, n: int) -> Any:
 
 
 def _describe_renditions(r: Any, args: argparse.Namespace, name: str) -> str:
-    parts = []
+    """As _describe, one part a size; a file rendition --out could not copy
+    says why once, at the end, as a single file Result's line does."""
+    parts, why = [], ""
     for n, rend in zip(args.sizes, r.renditions):
         if rend.image is not None:
             if args.out:
                 _write_out(args.out, f"{name}.{n}", rend.image.format, rend.image.data)
             parts.append(f"{n}:{rend.image.width}x{rend.image.height}")
         elif rend.file is not None:
-            src = os.path.join(args.output_dir, rend.file.path) if args.output_dir else None
+            f = rend.file
+            part = f"{n}:{f.width}x{f.height} file {f.path}"
+            src = os.path.join(args.output_dir, f.path) if args.output_dir else None
             if args.out and src and os.access(src, os.R_OK):
-                _write_out(args.out, f"{name}.{n}", rend.file.format, None, copy_from=src)
-            parts.append(f"{n}:{rend.file.width}x{rend.file.height} file {rend.file.path}")
-    return "ok renditions " + " ".join(parts)
+                _write_out(args.out, f"{name}.{n}", f.format, None, copy_from=src)
+                part += " (copied)"
+            elif args.out and src:
+                why = f" (files under worker {f.worker_id or '?'}'s --output-dir; not readable here as {src})"
+            elif args.out:
+                why = f" (files under worker {f.worker_id or '?'}'s --output-dir; pass --output-dir DIR to copy them)"
+            parts.append(part)
+    return "ok renditions " + " ".join(parts) + why
 
 
 def _describe(r: Any, args: argparse.Namespace, name: str) -> str:
@@ -225,6 +234,8 @@ def _produce(argv: List[str]) -> int:
         ap.error("--source-root needs --source-dir")
     if args.output_dir and not args.out:
         ap.error("--output-dir needs --out")
+    if args.out and args.wait is None:
+        ap.error("--out needs --wait SECONDS: results are written while they are awaited")
     if args.graph is None and args.renditions is None:
         ap.error("--graph or --renditions is required")
     args.sizes = []

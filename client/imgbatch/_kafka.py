@@ -39,6 +39,14 @@ _DEFAULT_MAX_MESSAGE = 1_000_000
 # What a record adds to the Job and its key inside a batch (record headers,
 # varints, the batch header): measured under 40 bytes; headers are counted apart.
 _RECORD_ENVELOPE = 256
+# The embedded broker (`imgbatch broker`, librdkafka 2.0.2's mock; its cluster
+# id starts "mockCluster") keeps 5 MiB a partition, and a message that passes
+# that with the partition's newest message is deleted with it (rdkafka_mock.c
+# removes every older message set, and with the last the start offset passes
+# the new one). Messages of at most half of 5 MiB never meet that; the next
+# message after one larger than 5 MiB is lost too.
+_EMBEDDED_MAX_MESSAGE = 5 * 1024 * 1024 // 2
+_EMBEDDED_CLUSTER_ID = "mockCluster"
 
 # librdkafka's own log lines come here (through confluent-kafka's `logger`),
 # not to the terminal; `python -m imgbatch produce --verbose` shows them.
@@ -116,26 +124,34 @@ class JobTooLargeError(ValueError):
     """A Job larger than the producer's message.max.bytes that could not be
     made smaller by moving its encoded sources into source_dir."""
 
-    def __init__(self, key: InputKey, size: int, limit: int, why: str = ""):
+    def __init__(self, key: InputKey, size: int, limit: int, why: str = "", embedded: bool = False):
         self.key, self.size, self.limit = key, size, limit
+        through_dir = ("send sources through a directory the worker reads as its --source-root "
+                       "(produce --source-dir DIR, Producer(source_dir=...))")
+        if embedded:
+            super().__init__(
+                f"imgbatch: the Job for {key!r} is {size} bytes, over {limit} bytes, the most the "
+                f"embedded broker keeps safely (it loses a message that passes 5 MiB with the one "
+                f"before it on its partition){why}. On the embedded broker {through_dir}; a Kafka "
+                f"cluster takes more with -X message.max.bytes=N on the producer and the worker")
+            return
         super().__init__(
             f"imgbatch: the Job for {key!r} is {size} bytes, over the producer's message.max.bytes "
             f"({limit}){why}. Either raise message.max.bytes on the producer and the worker "
             f"(-X message.max.bytes=N on both; a Kafka cluster needs its message.max.bytes or the "
-            f"topic's max.message.bytes raised too, the embedded broker keeps at most 5 MiB a "
-            f"partition), or send sources "
-            f"through a directory the worker reads as its --source-root "
-            f"(produce --source-dir DIR, Producer(source_dir=...))")
+            f"topic's max.message.bytes raised too; the embedded broker keeps no message over "
+            f"{_EMBEDDED_MAX_MESSAGE} bytes safely), or {through_dir}")
 
 
-def _check_cluster(client: Any, brokers: str, timeout: Optional[float]) -> None:
+def _check_cluster(client: Any, brokers: str, timeout: Optional[float]) -> Optional[Any]:
     """Fail fast: a metadata round trip to any bootstrap broker within timeout
-    (None: no check), else BrokerUnreachableError naming the address."""
+    (None: no check), else BrokerUnreachableError naming the address. Returns
+    the cluster's metadata (None without the check)."""
     if timeout is None:
-        return
+        return None
     kafka = _kafka()
     try:
-        client.list_topics(timeout=timeout)
+        return client.list_topics(timeout=timeout)
     except kafka.KafkaException as e:
         client.poll(0)  # hands librdkafka's queued log lines to the logger
         err = e.args[0] if e.args else e
@@ -205,7 +221,10 @@ class Producer:
     same volume, perhaps mounted elsewhere). Without it, or when the Job is
     still too large (raw pixels), send() raises JobTooLargeError naming both
     remedies. The files are not removed: a worker may read a Job again until
-    its offset is committed, so expire them by age.
+    its offset is committed, so expire them by age. On the embedded broker
+    (`imgbatch broker`, found by its cluster id at the connect check) the
+    bound is at most 2.5 MiB whatever message.max.bytes says: it loses a
+    message that passes 5 MiB with the one before it on its partition.
     """
 
     def __init__(self, brokers: str, topic: str = "imgbatch.jobs",
@@ -225,7 +244,8 @@ class Producer:
                                  f"source_root {self.source_root}")
             os.makedirs(self.source_dir, exist_ok=True)
         self._producer = _kafka().Producer(conf)
-        _check_cluster(self._producer, brokers, connect_timeout)
+        meta = _check_cluster(self._producer, brokers, connect_timeout)
+        self.embedded_broker = str(getattr(meta, "cluster_id", "") or "").startswith(_EMBEDDED_CLUSTER_ID)
         self._pending: List[Optional[Union[Delivery, Tuple[InputKey, Any]]]] = []
         self._base = 0  # send index of _pending[0]
 
@@ -248,11 +268,15 @@ class Producer:
         """The Job as it will be sent: itself when it fits message.max.bytes,
         else with its encoded sources moved to source_dir (JobTooLargeError
         when that is not possible or not enough)."""
-        limit = self.max_message_bytes - overhead - _RECORD_ENVELOPE
+        cap = self.max_message_bytes
+        embedded = self.embedded_broker and cap > _EMBEDDED_MAX_MESSAGE
+        if embedded:
+            cap = _EMBEDDED_MAX_MESSAGE
+        limit = cap - overhead - _RECORD_ENVELOPE
         if len(data) <= limit:
             return data
         if self.source_dir is None:
-            raise JobTooLargeError(key, len(data), self.max_message_bytes)
+            raise JobTooLargeError(key, len(data), cap, embedded=embedded)
         job = pb().Job.FromString(data)
         moved = 0
         for src in [job.source, *job.extra_sources]:
@@ -262,7 +286,7 @@ class Producer:
         small = job.SerializeToString()
         if len(small) > limit:
             why = "" if moved else "; only encoded sources can go through source_dir, this one's are not"
-            raise JobTooLargeError(key, len(small), self.max_message_bytes, why)
+            raise JobTooLargeError(key, len(small), cap, why, embedded=embedded)
         return small
 
     def send(self, job: Any, key: InputKey = None, *, headers: Optional[Mapping[str, Union[str, bytes]]] = None,

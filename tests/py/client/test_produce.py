@@ -86,6 +86,14 @@ def test_unknown_output_format_is_a_usage_error(tmp_path):
     assert "argument --output: invalid choice: 'jpg'" in p.stderr and "'jpeg'" in p.stderr
 
 
+def test_out_without_wait_is_a_usage_error_not_a_silent_no_op(tmp_path):
+    p = produce(small_png(tmp_path / "x.png"), "--graph", "invert", "--brokers", "127.0.0.1:1",
+                "--out", str(tmp_path / "out"))
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.splitlines()[-1].endswith("error: --out needs --wait SECONDS: results are written "
+                                              "while they are awaited"), p.stderr
+
+
 def test_an_unreachable_broker_is_one_line_naming_it_within_the_wait(tmp_path):
     f = small_png(tmp_path / "x.png")
     t0 = time.monotonic()
@@ -138,6 +146,31 @@ def test_a_job_over_the_message_size_is_reported_naming_both_remedies(broker, tm
     assert p.returncode == 0, p.stdout + p.stderr
     (key, job, _), = [j for j in jobs_on(broker, jobs_topic, 3) if j[0] == big.encode()]
     assert job.source.encoded == open(big, "rb").read()
+
+
+def test_the_embedded_broker_takes_no_job_over_half_its_partition_whatever_the_limit(broker, tmp_path):
+    # librdkafka 2.0.2's mock deletes a message that passes 5 MiB with the
+    # partition's newest one, so a raised message.max.bytes must not let a
+    # 3 MB Job go there to be lost unanswered: it is refused, naming the way
+    # that works, and --source-dir sends it as a path Job.
+    jobs_topic, _ = fresh_topics()
+    big = noise_png(tmp_path / "big.png", 1100, 1000)  # about 3.3 MB of PNG
+    p = produce(big, "--graph", "invert", "--brokers", broker, "--topic", jobs_topic,
+                "-X", "message.max.bytes=16000000")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    (key, why), = [line.split("\t", 1) for line in p.stdout.splitlines()]
+    assert key == big and why.startswith(f"error imgbatch: the Job for '{big}' is "), why
+    assert "over 2621440 bytes, the most the embedded broker keeps safely" in why
+    assert "--source-dir DIR" in why and "--source-root" in why
+    p = produce(big, "--graph", "invert", "--brokers", broker, "--topic", jobs_topic,
+                "-X", "message.max.bytes=16000000", "--source-dir", str(tmp_path / "shared"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    (_, job, _), = jobs_on(broker, jobs_topic, 1)
+    assert job.source.WhichOneof("kind") == "path"
+    with imgbatch.Producer(broker, jobs_topic, config={"message.max.bytes": 16000000}) as prod:
+        assert prod.embedded_broker
+        with pytest.raises(imgbatch._kafka.JobTooLargeError, match="the most the embedded broker keeps"):
+            prod.send(imgbatch.Image.open(big), key="big", output="raw")
 
 
 def test_the_library_raises_one_clear_error_and_queues_nothing(broker):
