@@ -125,6 +125,10 @@ class Run:
         self.restarts_done = 0
         self.restart_codes = []
         self.retired = []  # workers sent SIGTERM, not yet exited
+        # Worker ids whose process has exited: a resident image lives and dies
+        # with its worker, and a Download addressed to an id no process has
+        # any more reaches nobody (every restart here takes a new id).
+        self.exited = set()
         self.early = set()  # Download Results seen before their command's delivery report
 
     # ---- jobs out, Results in
@@ -240,7 +244,7 @@ class Run:
         a = self.args
         next_sample = 0.0
         deadline = time.monotonic() + a.timeout
-        while len(self.answered) < a.jobs or self.downloads:
+        while len(self.answered) < a.jobs or self.awaited():
             if time.monotonic() > deadline:
                 break
             if any(w.deleted for w in self.workers + self.retired):
@@ -255,7 +259,13 @@ class Run:
                 if old.proc.poll() is not None:
                     self.restart_codes.append((old.wid, old.proc.returncode))
                     self.retired.remove(old)
+                    self.exited.add(old.wid)
         self.producer.flush(30)
+
+    def awaited(self):
+        """Downloads still owed a Result: those whose owner is running."""
+        return [k for k, h in self.downloads.items()
+                if pb.HandleRef.FromString(h).worker_id not in self.exited]
 
     def settle(self):
         """After the last Result: credits must return to zero."""
@@ -314,8 +324,10 @@ def report(run, end, codes, failures):
         failures.append(f"lost: {len(lost)} of {len(run.kind)} delivered jobs have no Result "
                         f"(e.g. {lost[:3]}), {run.failed} deliveries failed, "
                         f"{a.jobs - len(run.kind)} never delivered")
-    if run.downloads:
-        failures.append(f"resident: {len(run.downloads)} downloads without a Result")
+    awaited = run.awaited()
+    orphaned = len(run.downloads) - len(awaited)
+    if awaited:
+        failures.append(f"resident: {len(awaited)} downloads to a running worker without a Result")
     for c in figs.CREDITS:
         if end[f"credit_{c}"] != 0:
             failures.append(f"credit {c}: {end[f'credit_{c}']:.0f} still in use at the end")
@@ -344,7 +356,8 @@ def report(run, end, codes, failures):
              f"({len(run.answered) / elapsed:.0f} jobs/s), backend {a.backend}, profile "
              f"{a.profile}, {a.workers} worker(s), {run.restarts_done} restart(s), "
              f"{len(run.workload.graphs)} graphs, {run.download_results} downloads, "
-             f"{run.released} releases",
+             f"{run.released} releases, {orphaned} downloads unanswered because their "
+             f"worker had stopped (a restart; its resident images went with it)",
              f"outcomes by kind: {json.dumps(kinds, sort_keys=True)}",
              *(f"  graph error x{n}: {why}" for why, n in
                sorted(run.errors.items(), key=lambda e: -e[1])[:8]),
