@@ -755,6 +755,11 @@ int main(int argc, char **argv) {
     snprintf(c->label, sizeof c->label, "%s", label);
   }
   int n_chain_end = (int)nc;
+  /* Each later section draws from the generator afresh (from --seed alone),
+   * so a run with another --random, --big or --large - the warm start's,
+   * the sanitizers' - asks for the same kernels there as the cold run: the
+   * warm start must compile nothing. */
+  r = (jg_rng){seed ^ 0x5eed0003ull};
 
   /* 3. small images, many per submission (descriptor table): runs of 25
    * jobs whose graphs are equal but for their pixels (the backend copies
@@ -964,6 +969,7 @@ int main(int argc, char **argv) {
     }
     free(rarena.p);
   }
+  r = (jg_rng){seed ^ 0x5eed003eull}; /* the same with --big 0 (above) */
 
   /* 3e. --resample N (default 1), N rounds of:
    * - Image.reduce alone: every mode x factors fx = 1..8 with fy = fx over
@@ -1338,6 +1344,7 @@ int main(int argc, char **argv) {
    * by ib_graph_parse (heap sources, staged). Every image result must be a
    * lent range of its submission's arena. */
   tally exec_t = {0};
+  r = (jg_rng){seed ^ 0x5eed0005ull};
   if (!cpu_only) {
     ib_executor *ex = tool_executor(IB_BACKEND_CUDA, true, "executor");
     if (!ex) {
