@@ -258,6 +258,21 @@ _RENDITION_FORMATS = {"RAW": "raw", "PNG": "png", "JPEG": "jpeg", "JPG": "jpeg",
                       "TIFF": "tiff"}
 
 
+def set_envelope(job: Any, metadata: Optional[Mapping[str, Any]], correlation_id: Optional[str],
+                 deadline_unix_ms: Optional[int]) -> Any:
+    """The Job's fields beside its graph and outputs: metadata (str keys),
+    correlation_id, deadline_unix_ms. Returns job."""
+    for k, v in (metadata or {}).items():
+        if not isinstance(k, str):
+            raise TypeError("imgbatch: metadata keys must be str")
+        job.metadata[k].CopyFrom(to_value(v))
+    if correlation_id is not None:
+        job.correlation_id = correlation_id
+    if deadline_unix_ms is not None:
+        job.deadline_unix_ms = deadline_unix_ms
+    return job
+
+
 def renditions_job_message(renditions: Any, key: Any = None, metadata: Optional[Mapping[str, Any]] = None,
                            *, correlation_id: Optional[str] = None,
                            deadline_unix_ms: Optional[int] = None) -> Any:
@@ -310,15 +325,7 @@ def renditions_job_message(renditions: Any, key: Any = None, metadata: Optional[
         if opts:
             raise TypeError(f"imgbatch: renditions[{i}]: unknown save options {sorted(opts)}")
         r.output.CopyFrom(spec.cpu)
-    for k, v in (metadata or {}).items():
-        if not isinstance(k, str):
-            raise TypeError("imgbatch: metadata keys must be str")
-        job.metadata[k].CopyFrom(to_value(v))
-    if correlation_id is not None:
-        job.correlation_id = correlation_id
-    if deadline_unix_ms is not None:
-        job.deadline_unix_ms = deadline_unix_ms
-    return job
+    return set_envelope(job, metadata, correlation_id, deadline_unix_ms)
 
 
 def renditions_job(renditions: Any, key: Any = None, metadata: Optional[Mapping[str, Any]] = None,
@@ -374,15 +381,7 @@ class GraphImage:
         _output_pb(job.output, output, quality, compression, lossless, subsampling, progressive, optimize,
                    keep_metadata)
         job.contract_version = contract_for(job)
-        for k, v in (metadata or {}).items():
-            if not isinstance(k, str):
-                raise TypeError("imgbatch: metadata keys must be str")
-            job.metadata[k].CopyFrom(to_value(v))
-        if correlation_id is not None:
-            job.correlation_id = correlation_id
-        if deadline_unix_ms is not None:
-            job.deadline_unix_ms = deadline_unix_ms
-        return job
+        return set_envelope(job, metadata, correlation_id, deadline_unix_ms)
 
     def to_job(self, key: Any = None, output: str = "raw", metadata: Optional[Mapping[str, Any]] = None,
                **kw: Any) -> bytes:
