@@ -284,7 +284,8 @@ def renditions_job_message(renditions: Any, key: Any = None, metadata: Optional[
     (image, format, {save options}) - the arguments of Pillow's
     image.save(fp, format, **options): format is "JPEG", "WEBP", "PNG",
     "TIFF" or "RAW" (any case), options quality, compression, lossless,
-    subsampling, progressive, optimize. Every image must be a lazy image.
+    subsampling, progressive, optimize, and keep_metadata as to_job takes it
+    (each rendition its own policy). Every image must be a lazy image.
     """
     items = list(renditions)
     if not items:
@@ -319,7 +320,8 @@ def renditions_job_message(renditions: Any, key: Any = None, metadata: Optional[
         try:
             _output_pb(spec, fmt, opts.pop("quality", None), opts.pop("compression", 0),
                        opts.pop("lossless", False), opts.pop("subsampling", None),
-                       opts.pop("progressive", False), opts.pop("optimize", False))
+                       opts.pop("progressive", False), opts.pop("optimize", False),
+                       opts.pop("keep_metadata", "strip"))
         except ValueError as e:
             raise ValueError(f"imgbatch: renditions[{i}]: {str(e).replace('imgbatch: ', '')}") from None
         if opts:

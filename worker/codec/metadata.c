@@ -14,6 +14,7 @@
 #include "codec/metadata.h"
 
 #include <libdeflate.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -380,4 +381,65 @@ int ib_meta_unpack(const uint8_t *blob, size_t len, ib_meta_keep *k) {
     at += 4 + n;
   }
   return at == len ? 0 : -1;
+}
+
+/* Layout: n (4 bytes), n selectors, then for IB_META_AS_READ and
+ * IB_META_NO_ORIENTATION in turn a length (4 bytes) and that ib_meta_pack
+ * blob (length 0: no rendition asked for it, or it holds nothing). */
+int ib_meta_pack_renditions(const ib_meta *m, const uint8_t *sel, size_t n, uint8_t **blob,
+                            size_t *len) {
+  *blob = NULL;
+  *len = 0;
+  uint8_t *packed[2] = {NULL, NULL};
+  size_t plen[2] = {0, 0};
+  bool done[2] = {false, false};
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    int k = sel[i] - IB_META_AS_READ;
+    if (k < 0 || k > 1 || done[k]) continue;
+    done[k] = true;
+    rc = ib_meta_pack(m, k == 1, &packed[k], &plen[k]);
+  }
+  if (rc == 0 && (plen[0] || plen[1])) {
+    uint8_t *b = malloc(12 + n + plen[0] + plen[1]);
+    if (b) {
+      size_t at = 0;
+      put32(b, n), at += 4;
+      memcpy(b + at, sel, n), at += n;
+      for (int k = 0; k < 2; k++) {
+        put32(b + at, plen[k]), at += 4;
+        if (plen[k]) memcpy(b + at, packed[k], plen[k]), at += plen[k];
+      }
+      *blob = b;
+      *len = at;
+    } else {
+      rc = -1;
+    }
+  }
+  free(packed[0]);
+  free(packed[1]);
+  return rc;
+}
+
+int ib_meta_rendition(const uint8_t *blob, size_t len, size_t i, ib_meta_keep *k) {
+  memset(k, 0, sizeof *k);
+  if (len < 4) return -1;
+  size_t n = be32(blob);
+  if (n > len - 4) return -1;
+  const uint8_t *part[2] = {NULL, NULL};
+  size_t plen[2] = {0, 0}, at = 4 + n;
+  for (int p = 0; p < 2; p++) {
+    if (len - at < 4) return -1;
+    plen[p] = be32(blob + at);
+    if (plen[p] > len - at - 4) return -1;
+    part[p] = blob + at + 4;
+    at += 4 + plen[p];
+  }
+  if (at != len || i >= n) return -1;
+  int s = blob[4 + i];
+  if (s == IB_META_NONE) return 0;
+  if (s != IB_META_AS_READ && s != IB_META_NO_ORIENTATION) return -1;
+  const int p = s - IB_META_AS_READ;
+  if (!plen[p]) return 0;
+  return ib_meta_unpack(part[p], plen[p], k) == 0 ? 1 : -1;
 }

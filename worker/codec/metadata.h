@@ -61,4 +61,17 @@ int ib_meta_pack(const ib_meta *m, int drop_orientation, uint8_t **blob, size_t 
 /* The views of a blob ib_meta_pack wrote; 0, or -1 when it is not one. */
 int ib_meta_unpack(const uint8_t *blob, size_t len, ib_meta_keep *k);
 
+/* A job's renditions each have their own policy: what rendition i keeps,
+ * sel[i], is IB_META_NONE, IB_META_AS_READ (ib_meta_pack without
+ * drop_orientation) or IB_META_NO_ORIENTATION (with it). One malloc'ed
+ * blob holds the selectors and each packing some rendition needs, once;
+ * *blob is NULL when no rendition keeps anything. 0, or -1 when out of
+ * memory. */
+enum { IB_META_NONE = 0, IB_META_AS_READ = 1, IB_META_NO_ORIENTATION = 2 };
+int ib_meta_pack_renditions(const ib_meta *m, const uint8_t *sel, size_t n, uint8_t **blob,
+                            size_t *len);
+/* Rendition i's views in a blob of ib_meta_pack_renditions: 1 when it keeps
+ * blocks (k set), 0 when it keeps none, -1 when the blob is not one. */
+int ib_meta_rendition(const uint8_t *blob, size_t len, size_t i, ib_meta_keep *k);
+
 #endif

@@ -59,11 +59,17 @@ static ib_status take_metadata(const Imgbatch__V1__Job *job, ib_snapshot *s, ib_
   return IB_OK;
 }
 
-/* Whether an exif_transpose node of g transposed (its source's orientation
- * is 2..8): Pillow then removes the orientation from the image's metadata. */
-static bool transposed_by_exif(const ib_graph *g) {
-  for (size_t i = 0; i < g->n_nodes; i++) {
+/* Whether node `out` of g reads, through its inputs, an exif_transpose
+ * node that transposed (its source's orientation is 2..8): Pillow then
+ * removes the orientation from the image's metadata. Inputs precede their
+ * node (parse/validate.c), so one sweep down from `out` finds them. */
+static bool transposed_by_exif(const ib_graph *g, size_t out, bool *reach) {
+  memset(reach, 0, (out + 1) * sizeof *reach);
+  reach[out] = true;
+  for (size_t i = out + 1; i-- > 0;) {
+    if (!reach[i]) continue;
     const ib_node *n = &g->nodes[i];
+    for (unsigned k = 0; k < n->n_inputs; k++) reach[n->inputs[k]] = true;
     if (n->pb->op_case != IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE) continue;
     const ib_node *in = &g->nodes[n->inputs[0]];
     if (in->pb->op_case != IMGBATCH__V1__NODE__OP_SOURCE) continue;
@@ -73,25 +79,50 @@ static bool transposed_by_exif(const ib_graph *g) {
   return false;
 }
 
+/* What an output with this CpuOutput keeps of its source's metadata when
+ * it is node `out` (IB_META_*). */
+static uint8_t meta_policy(const ib_graph *g, const Imgbatch__V1__CpuOutput *cpu, size_t out,
+                           bool *reach) {
+  if (!cpu || cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP ||
+      cpu->format == IMGBATCH__V1__FORMAT__RAW)
+    return IB_META_NONE;
+  return cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
+                 transposed_by_exif(g, out, reach)
+             ? IB_META_NO_ORIENTATION
+             : IB_META_AS_READ;
+}
+
 /* The output metadata policy's blocks, read from source 0 now, while its
- * bytes are intact (a device download may reuse the Job buffer later). */
+ * bytes are intact (a device download may reuse the Job buffer later):
+ * for the Job's one output an ib_meta_pack blob, for its renditions an
+ * ib_meta_pack_renditions blob (each rendition its own policy). */
 static ib_status take_source_meta(const ib_graph *g, ib_snapshot *s, ib_error *err) {
-  const Imgbatch__V1__OutputSpec *o = g->job->output;
-  if (!o || o->target_case != IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU || !o->cpu ||
-      o->cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP ||
-      o->cpu->format == IMGBATCH__V1__FORMAT__RAW || g->n_sources == 0)
-    return IB_OK;
+  const Imgbatch__V1__Job *job = g->job;
+  const Imgbatch__V1__OutputSpec *o = job->output;
+  if (g->n_sources == 0 || g->n_nodes == 0 || job->n_renditions > IB_MAX_RENDITIONS) return IB_OK;
   const ib_source *src = &g->sources[0];
   if (!src->pb || !src->bytes ||
       (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_ENCODED &&
        src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_PATH))
     return IB_OK;
+  bool *reach = malloc(g->n_nodes * sizeof *reach);
+  if (!reach) return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
+  uint8_t sel[IB_MAX_RENDITIONS] = {0}, one = IB_META_NONE, any = 0;
+  for (size_t i = 0; i < job->n_renditions; i++) {
+    sel[i] = meta_policy(g, job->renditions[i]->output, job->renditions[i]->node, reach);
+    any |= sel[i];
+  }
+  if (!job->n_renditions && o && o->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)
+    any = one = meta_policy(g, o->cpu, g->n_nodes - 1, reach);
+  free(reach);
+  if (!any) return IB_OK;
   ib_meta m;
   if (ib_meta_read(src->bytes, src->len, &m) != 0)
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
-  bool drop = o->cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
-              transposed_by_exif(g);
-  int rc = ib_meta_pack(&m, drop, &s->source_meta, &s->source_meta_len);
+  int rc = job->n_renditions ? ib_meta_pack_renditions(&m, sel, job->n_renditions, &s->source_meta,
+                                                       &s->source_meta_len)
+                             : ib_meta_pack(&m, one == IB_META_NO_ORIENTATION, &s->source_meta,
+                                            &s->source_meta_len);
   ib_meta_free(&m);
   return rc == 0 ? IB_OK : ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
 }

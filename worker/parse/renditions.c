@@ -36,14 +36,6 @@ static ib_status check_one(const ib_graph *g, size_t i, ib_error *err) {
       return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
                           "renditions[%zu]: duplicate of renditions[%zu] (node %u, same output)", i,
                           k, r->node);
-  /* The source's metadata is packed once per job for its one output's
-   * policy (exec/snapshot.c); a rendition's own policy is not carried yet. */
-  if (r->output->metadata != IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP)
-    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                        "renditions[%zu]: metadata %s: renditions keep no metadata yet (STRIP)", i,
-                        r->output->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP
-                            ? "KEEP"
-                            : "KEEP_RESET_ORIENTATION");
   ib_error e = {0};
   ib_status st = ib_output_check(r->output, g->nodes[r->node].shape.mode, IB_STAGE_VALIDATE, &e);
   if (st != IB_OK)

@@ -197,8 +197,14 @@ static ib_status renditions_result(ib_result_msg *r, const ib_result *res, ib_er
     const Imgbatch__V1__Rendition *want = r->echo_renditions->renditions[i];
     const ib_image *im = &res->renditions[i];
     size_t len = 0;
-    /* NULL: renditions keep no metadata (parse/renditions.c refuses a policy). */
-    ib_status st = ib_codec_encode(im, want->output, NULL, &r->rend_encoded[i], &len, err);
+    ib_meta_keep meta;
+    int kept =
+        res->source_meta ? ib_meta_rendition(res->source_meta, res->source_meta_len, i, &meta) : 0;
+    if (kept < 0)
+      return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
+                          "encode: renditions[%zu]: metadata snapshot unreadable", i);
+    ib_status st =
+        ib_codec_encode(im, want->output, kept ? &meta : NULL, &r->rend_encoded[i], &len, err);
     if (st != IB_OK) return st;
     Imgbatch__V1__ImageData *d = &r->rend_images[i];
     imgbatch__v1__image_data__init(d);

@@ -135,3 +135,38 @@ def test_strip_is_the_default_and_matches_pillows_bytes():
     buf = io.BytesIO()
     PIL.Image.open(io.BytesIO(src)).save(buf, "JPEG")
     assert res.image.data == buf.getvalue()
+
+
+def test_each_rendition_keeps_what_its_own_policy_says():
+    """One Job, one decode, a policy per rendition: the source node and the
+    transposed node under keep (the first keeps the orientation, the second
+    loses it as Pillow's exif_transpose drops it), reset, strip and a raw
+    rendition beside them."""
+    src = source("JPEG", orientation=6)
+    plain = Image.open(src)
+    turned = ImageOps.exif_transpose(plain)
+    small = turned.resize((2, 3))
+    job = imgbatch.renditions_job_message(
+        [(plain, "PNG", {"keep_metadata": "keep"}), (turned, "JPEG", {"keep_metadata": "keep"}),
+         (small, "WEBP", {"keep_metadata": "keep_reset_orientation"}), (turned, "PNG"),
+         (plain, "JPEG", {"keep_metadata": "keep_reset_orientation"}), (small, "RAW")], key=0)
+    res, = imgbatch.run_local([job], backend=BACKEND, timeout=120)
+    assert res.error is None, res.error
+    got = [read_back(r.image.data) for r in res.renditions[:5]]
+    assert got[0] == expected(src, "keep", transpose=False) and got[0][0][274] == 6
+    assert got[1] == expected(src, "keep", transpose=True) and 274 not in got[1][0]
+    assert got[2] == expected(src, "keep_reset_orientation", transpose=True)
+    assert got[3] == ({}, None, None)
+    assert got[4] == expected(src, "keep_reset_orientation", transpose=False)
+    assert res.renditions[5].image.data == small.replay().tobytes()
+    for r, im in zip(res.renditions[:5], (plain, turned, small, turned, plain)):
+        assert PIL.Image.open(io.BytesIO(r.image.data)).size == im.size
+
+
+def test_a_tiff_rendition_refuses_keep_naming_it():
+    src = source("PNG")
+    job = imgbatch.renditions_job_message([(Image.open(src), "PNG", {"keep_metadata": "keep"}),
+                                           (Image.open(src), "TIFF", {"keep_metadata": "keep"})], key=0)
+    res, = imgbatch.run_local([job], backend=BACKEND, timeout=120)
+    assert res.error is not None and res.error.kind == "invalid", res.error
+    assert "renditions[1]" in str(res.error) and "TIFF" in str(res.error), res.error
