@@ -1,6 +1,9 @@
 /* imgbatch: one binary, one subcommand per front end. */
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "cli/cli.h"
 
@@ -31,7 +34,23 @@ bool ib_wants_help(int argc, char **argv) {
   return false;
 }
 
+/* Image buffers of 4 MiB and more are mapped for each job and unmapped when
+ * it ends. glibc would otherwise raise its mmap threshold to the largest
+ * buffer freed so far (up to 32 MiB), serve later large buffers from its
+ * arenas and keep what they leave behind: a long-running worker's RSS then
+ * climbs in steps to its highest peak and stays there (the soak,
+ * tests/soak/, measured 183 MB at the end of 40,000 mixed cpu jobs with
+ * glibc's default and 113 MB with this, at the same jobs/s). Setting the
+ * threshold turns glibc's adjustment off. A process setting, so the CLI's,
+ * never the library's. */
+static void set_alloc_policy(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
+}
+
 int main(int argc, char **argv) {
+  set_alloc_policy();
   if (argc < 2) {
     usage(stderr);
     return IB_EXIT_USAGE;
