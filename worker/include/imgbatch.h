@@ -40,10 +40,13 @@ extern "C" {
 
 /* The version of this header. The library's own is ib_version(); they
  * differ when a program runs against a libimgbatch.so other than the one
- * it was built with (same major: compatible). CMakeLists.txt takes the
- * project version from these lines. */
+ * it was built with. Before 1.0 every minor version may change the ABI
+ * (0.2 added the renditions to ib_result, which callers allocate), so the
+ * soname carries major and minor (libimgbatch.so.0.2) and only the same
+ * major.minor is compatible; from 1.0 the same major. CMakeLists.txt takes
+ * the project version from these lines. */
 #define IB_VERSION_MAJOR 0
-#define IB_VERSION_MINOR 1
+#define IB_VERSION_MINOR 2
 #define IB_VERSION_PATCH 0
 
 /* Functions of this header are the library's exported API; everything else
