@@ -12,6 +12,7 @@
 #include "codec/metadata.h"
 #include "core/error.h"
 #include "exec/executor.h"
+#include "ops/op.h"
 
 #define MAX_DEPTH 8
 #define MAX_METADATA_BYTES (64u << 10)
@@ -59,22 +60,18 @@ static ib_status take_metadata(const Imgbatch__V1__Job *job, ib_snapshot *s, ib_
   return IB_OK;
 }
 
-/* Whether node `out` of g reads, through its inputs, an exif_transpose
- * node that transposed (its source's orientation is 2..8): Pillow then
- * removes the orientation from the image's metadata. Inputs precede their
- * node (parse/validate.c), so one sweep down from `out` finds them. */
-static bool transposed_by_exif(const ib_graph *g, size_t out, bool *reach) {
+/* Whether node `out` of g or one of the nodes it reads drops the source's
+ * orientation (the op row's drops_orientation: an exif_transpose that
+ * transposed). Inputs precede their node (parse/validate.c), so one sweep
+ * down from `out` finds them. */
+static bool orientation_dropped(const ib_graph *g, size_t out, bool *reach) {
   memset(reach, 0, (out + 1) * sizeof *reach);
   reach[out] = true;
   for (size_t i = out + 1; i-- > 0;) {
     if (!reach[i]) continue;
     const ib_node *n = &g->nodes[i];
+    if (n->op->drops_orientation && n->op->drops_orientation(n)) return true;
     for (unsigned k = 0; k < n->n_inputs; k++) reach[n->inputs[k]] = true;
-    if (n->pb->op_case != IMGBATCH__V1__NODE__OP_EXIF_TRANSPOSE) continue;
-    const ib_node *in = &g->nodes[n->inputs[0]];
-    if (in->pb->op_case != IMGBATCH__V1__NODE__OP_SOURCE) continue;
-    int o = g->sources[in->pb->source->index].orientation;
-    if (o >= 2 && o <= 8) return true;
   }
   return false;
 }
@@ -87,7 +84,7 @@ static uint8_t meta_policy(const ib_graph *g, const Imgbatch__V1__CpuOutput *cpu
       cpu->format == IMGBATCH__V1__FORMAT__RAW)
     return IB_META_NONE;
   return cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
-                 transposed_by_exif(g, out, reach)
+                 orientation_dropped(g, out, reach)
              ? IB_META_NO_ORIENTATION
              : IB_META_AS_READ;
 }

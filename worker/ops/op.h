@@ -68,6 +68,10 @@ typedef struct ib_op_desc {
   /* Every description `dev` may set, NULL-terminated (the interpreter's
    * dispatch is generated from these; NULL when dev is). */
   const ib_dev_op *const *dev_ops;
+  /* Whether the node's image no longer carries its source's orientation, as
+   * Pillow removes it from the metadata (the output metadata policy reads
+   * it, docs/metadata.md); NULL: the op keeps what its inputs carry. */
+  bool (*drops_orientation)(const struct ib_node *node);
 } ib_op_desc;
 
 /* Registry lookup; NULL for an op case without a row. */

@@ -85,6 +85,12 @@ static ib_status exif_transpose_dev(const ib_node *node, const int *in_modes, ib
   return IB_OK;
 }
 
+/* ImageOps.exif_transpose removes the orientation when it transposed. */
+static bool exif_transpose_drops_orientation(const ib_node *node) {
+  const ib_source *src = source_of(node);
+  return src && method_of(src->orientation) >= 0;
+}
+
 const ib_op_desc ib_op_exif_transpose = {
     IB_OP_HEAD(exif_transpose),
     .infer = exif_transpose_infer,
@@ -92,4 +98,5 @@ const ib_op_desc ib_op_exif_transpose = {
     .cpu = exif_transpose_cpu,
     .dev = exif_transpose_dev,
     .dev_ops = (const ib_dev_op *const[]){&ib_dev_transpose, &ib_dev_copy, NULL},
+    .drops_orientation = exif_transpose_drops_orientation,
 };
