@@ -118,7 +118,7 @@ class Run:
         self.answered = {}  # key -> outcome
         self.errors = {}  # "stage/kind: message" of error Results of graphs -> count
         self.produced = self.delivered = self.failed = 0
-        self.downloads = {}  # control coordinates -> HandleRef bytes, awaiting their Result
+        self.downloads = {}  # control coordinates -> (HandleRef bytes, owner), awaiting a Result
         self.released = self.download_results = 0
         self.samples = []
         self.t0 = time.monotonic()
@@ -145,8 +145,8 @@ class Run:
             elif key in self.early:
                 self.early.discard(key)
                 self._release(kind)
-            else:
-                self.downloads[key] = kind  # a Download command: its HandleRef bytes
+            else:  # a Download command: its HandleRef bytes, and the worker that holds it
+                self.downloads[key] = (kind, pb.HandleRef.FromString(kind).worker_id)
         return cb
 
     def produce(self):
@@ -175,11 +175,11 @@ class Run:
             outcome = r.WhichOneof("outcome")
             if key.startswith(CONTROL + "/"):
                 self.download_results += 1
-                handle = self.downloads.pop(key, None)
-                if handle is None:
+                pending = self.downloads.pop(key, None)
+                if pending is None:
                     self.early.add(key)
                 else:
-                    self._release(handle)
+                    self._release(pending[0])
                 continue
             if key in self.answered:
                 continue  # a repeat (at-least-once): same key, same outcome
@@ -264,8 +264,7 @@ class Run:
 
     def awaited(self):
         """Downloads still owed a Result: those whose owner is running."""
-        return [k for k, h in self.downloads.items()
-                if pb.HandleRef.FromString(h).worker_id not in self.exited]
+        return [k for k, (_, owner) in self.downloads.items() if owner not in self.exited]
 
     def settle(self):
         """After the last Result: credits must return to zero."""

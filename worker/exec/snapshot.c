@@ -76,50 +76,56 @@ static bool orientation_dropped(const ib_graph *g, size_t out, bool *reach) {
   return false;
 }
 
-/* What an output with this CpuOutput keeps of its source's metadata when
- * it is node `out` (IB_META_*). */
-static uint8_t meta_policy(const ib_graph *g, const Imgbatch__V1__CpuOutput *cpu, size_t out,
-                           bool *reach) {
-  if (!cpu || cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP ||
-      cpu->format == IMGBATCH__V1__FORMAT__RAW)
-    return IB_META_NONE;
-  return cpu->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
-                 orientation_dropped(g, out, reach)
-             ? IB_META_NO_ORIENTATION
-             : IB_META_AS_READ;
+/* Whether an output with this CpuOutput keeps any of its source's
+ * metadata (a policy other than STRIP, in an encoded format). */
+static bool keeps_meta(const Imgbatch__V1__CpuOutput *cpu) {
+  return cpu && cpu->metadata != IMGBATCH__V1__METADATA_POLICY__METADATA_STRIP &&
+         cpu->format != IMGBATCH__V1__FORMAT__RAW;
 }
 
 /* The output metadata policy's blocks, read from source 0 now, while its
  * bytes are intact (a device download may reuse the Job buffer later):
- * for the Job's one output an ib_meta_pack blob, for its renditions an
- * ib_meta_pack_renditions blob (each rendition its own policy). */
+ * for the Job's one output (its last node) an ib_meta_pack blob, for its
+ * renditions an ib_meta_pack_renditions blob (each rendition its own
+ * policy). Nothing is read or allocated for a Job that keeps nothing. */
 static ib_status take_source_meta(const ib_graph *g, ib_snapshot *s, ib_error *err) {
   const Imgbatch__V1__Job *job = g->job;
   const Imgbatch__V1__OutputSpec *o = job->output;
-  if (g->n_sources == 0 || g->n_nodes == 0 || job->n_renditions > IB_MAX_RENDITIONS) return IB_OK;
+  const size_t n = job->n_renditions ? job->n_renditions : 1;
+  if (g->n_sources == 0 || g->n_nodes == 0 || n > IB_MAX_RENDITIONS) return IB_OK;
+  const Imgbatch__V1__CpuOutput *cpu[IB_MAX_RENDITIONS];
+  size_t node[IB_MAX_RENDITIONS];
+  bool wanted = false;
+  for (size_t i = 0; i < n; i++) {
+    const bool rend = job->n_renditions != 0;
+    cpu[i] = rend ? job->renditions[i]->output
+             : o && o->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU ? o->cpu
+                                                                            : NULL;
+    node[i] = rend ? job->renditions[i]->node : g->n_nodes - 1;
+    wanted |= keeps_meta(cpu[i]);
+  }
   const ib_source *src = &g->sources[0];
-  if (!src->pb || !src->bytes ||
+  if (!wanted || !src->pb || !src->bytes ||
       (src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_ENCODED &&
        src->pb->kind_case != IMGBATCH__V1__SOURCE__KIND_PATH))
     return IB_OK;
   bool *reach = malloc(g->n_nodes * sizeof *reach);
   if (!reach) return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
-  uint8_t sel[IB_MAX_RENDITIONS] = {0}, one = IB_META_NONE, any = 0;
-  for (size_t i = 0; i < job->n_renditions; i++) {
-    sel[i] = meta_policy(g, job->renditions[i]->output, job->renditions[i]->node, reach);
-    any |= sel[i];
-  }
-  if (!job->n_renditions && o && o->target_case == IMGBATCH__V1__OUTPUT_SPEC__TARGET_CPU)
-    any = one = meta_policy(g, o->cpu, g->n_nodes - 1, reach);
+  uint8_t sel[IB_MAX_RENDITIONS] = {0};
+  for (size_t i = 0; i < n; i++)
+    if (keeps_meta(cpu[i]))
+      sel[i] = cpu[i]->metadata == IMGBATCH__V1__METADATA_POLICY__METADATA_KEEP_RESET_ORIENTATION ||
+                       orientation_dropped(g, node[i], reach)
+                   ? IB_META_NO_ORIENTATION
+                   : IB_META_AS_READ;
   free(reach);
-  if (!any) return IB_OK;
   ib_meta m;
   if (ib_meta_read(src->bytes, src->len, &m) != 0)
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
-  int rc = job->n_renditions ? ib_meta_pack_renditions(&m, sel, job->n_renditions, &s->source_meta,
-                                                       &s->source_meta_len)
-                             : ib_meta_pack(&m, one == IB_META_NO_ORIENTATION, &s->source_meta,
-                                            &s->source_meta_len);
+  int rc = job->n_renditions
+               ? ib_meta_pack_renditions(&m, sel, n, &s->source_meta, &s->source_meta_len)
+               : ib_meta_pack(&m, sel[0] == IB_META_NO_ORIENTATION, &s->source_meta,
+                              &s->source_meta_len);
   ib_meta_free(&m);
   return rc == 0 ? IB_OK : ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT, "out of memory");
 }

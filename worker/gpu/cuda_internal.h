@@ -400,6 +400,10 @@ bool ib_cuda_source_region(ib_cuda *c, const ib_graph *g, size_t index, uint64_t
 bool ib_cuda_own_download(ib_cuda *c, const ib_graph *g);
 /* The plan buffer holding rendition i (Job.renditions[i]) of job js. */
 int ib_cuda_rend_buf(const ib_jstate *js, const ib_graph *g, size_t i);
+/* The first rendition of g naming rendition r's node (r itself when none
+ * before it does): a node named twice comes down once, into the first's
+ * range of the rendition block. */
+size_t ib_cuda_rend_first(const ib_graph *g, size_t r);
 void ib_cuda_sub_plan(ib_backend_submission *s);
 void ib_cuda_sub_layout(ib_backend_submission *s);
 ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err);

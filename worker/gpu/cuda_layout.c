@@ -235,6 +235,12 @@ int ib_cuda_rend_buf(const ib_jstate *js, const ib_graph *g, size_t i) {
   return js->plan.node_buf[g->job->renditions[i]->node];
 }
 
+size_t ib_cuda_rend_first(const ib_graph *g, size_t r) {
+  size_t k = 0;
+  while (k < r && g->job->renditions[k]->node != g->job->renditions[r]->node) k++;
+  return k;
+}
+
 /* Renditions coming back to the host: one range of the rendition block per
  * rendition node (a node named twice shares its first entry's range; the
  * wait copies it into each of its images), each downloaded by its own copy
@@ -247,8 +253,7 @@ static void place_renditions(ib_backend_submission *s) {
     const ib_graph *g = s->jobs[i].graph;
     js->own = false;
     for (size_t r = 0; r < js->n_rend; r++) {
-      size_t k = 0;
-      while (k < r && g->job->renditions[k]->node != g->job->renditions[r]->node) k++;
+      const size_t k = ib_cuda_rend_first(g, r);
       if (k < r) {
         js->rend_off[r] = js->rend_off[k];
         continue;

@@ -215,14 +215,6 @@ static ib_status enqueue_uploads(ib_backend_submission *s, size_t a, size_t b,
   return rs;
 }
 
-/* Rendition r of a job names a node no earlier rendition names (its range
- * of the rendition block is its own, not a copy's). */
-static bool rend_first(const ib_graph *g, size_t r) {
-  for (size_t k = 0; k < r; k++)
-    if (g->job->renditions[k]->node == g->job->renditions[r]->node) return false;
-  return true;
-}
-
 /* After the launches of jobs [a, b), in this order on s->stream: resident
  * outputs copied into their own allocations (so the one event covers them
  * too), their range of the arena in one copy, then own-buffer outputs -
@@ -275,7 +267,7 @@ static ib_status enqueue_downloads(ib_backend_submission *s, size_t a, size_t b,
     if (!js->n_rend || !delivers(s, i)) continue;
     for (size_t r = 0; r < js->n_rend; r++) {
       const int buf = ib_cuda_rend_buf(js, s->jobs[i].graph, r);
-      if (!rend_first(s->jobs[i].graph, r) || !js->plan.bufs[buf].bytes) continue;
+      if (ib_cuda_rend_first(s->jobs[i].graph, r) != r || !js->plan.bufs[buf].bytes) continue;
       if ((rc = cu->cuMemcpyDtoHAsync((void *)(uintptr_t)(s->rblk.addr + js->rend_off[r]),
                                       dev + js->buf_off[buf], js->plan.bufs[buf].bytes,
                                       s->stream)) != CUDA_SUCCESS)

@@ -41,7 +41,8 @@ extern "C" {
 /* The version of this header. The library's own is ib_version(); they
  * differ when a program runs against a libimgbatch.so other than the one
  * it was built with. Before 1.0 every minor version may change the ABI
- * (0.2 added the renditions to ib_result, which callers allocate), so the
+ * (0.2 added the renditions to ib_result and start_cb to
+ * ib_executor_options, both of which callers allocate), so the
  * soname carries major and minor (libimgbatch.so.0.2) and only the same
  * major.minor is compatible; from 1.0 the same major. CMakeLists.txt takes
  * the project version from these lines. */

@@ -156,9 +156,11 @@ static ib_status encode_result(ib_result_msg *r, const ib_result *res, bool lend
     len = ib_image_bytes(&res->image);
   } else {
     ib_meta_keep meta;
-    bool kept =
-        res->source_meta && ib_meta_unpack(res->source_meta, res->source_meta_len, &meta) == 0;
-    ib_status st = ib_codec_encode(&res->image, cpu, kept ? &meta : NULL, &r->encoded, &len, err);
+    if (res->source_meta && ib_meta_unpack(res->source_meta, res->source_meta_len, &meta) != 0)
+      return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
+                          "encode: metadata snapshot unreadable");
+    ib_status st =
+        ib_codec_encode(&res->image, cpu, res->source_meta ? &meta : NULL, &r->encoded, &len, err);
     if (st != IB_OK) return st;
     data = r->encoded;
   }
