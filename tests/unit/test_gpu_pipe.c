@@ -83,6 +83,24 @@ static void sub_free(sub *x) {
   free(x->s.js);
 }
 
+/* Gives back what ib_cuda_sub_blocks took for x (every device block back
+ * in the pool), then frees x and c. */
+static void blocks_free(ib_cuda *c, sub *x) {
+  ib_backend_submission *s = &x->s;
+  ib_pinned_put(c->pin, &s->hblk);
+  ib_pinned_put(c->pin, &s->rblk);
+  if (s->arena) {
+    ib_pinned_put(c->pin, &s->arena->blk);
+    free(s->arena);
+  }
+  ib_pool_put(&c->dpool, &s->dblk);
+  for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
+  cr_assert_eq(c->dpool.live, 0);
+  ib_pool_destroy(&c->dpool);
+  sub_free(x);
+  cuda_free(c);
+}
+
 Test(gpu_pipe, pieces_are_cut_by_bytes_and_cover_every_job_once) {
   ib_cuda *c = cuda_new();
   sub x;
@@ -352,13 +370,7 @@ static void job_blocks(bool pinned) {
     }
     a = b;
   }
-  ib_pinned_put(c->pin, &s->hblk);
-  ib_pool_put(&c->dpool, &s->dblk);
-  for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
-  cr_assert_eq(c->dpool.live, 0);
-  ib_pool_destroy(&c->dpool);
-  sub_free(&x);
-  cuda_free(c);
+  blocks_free(c, &x);
 }
 
 Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_pinned) { job_blocks(true); }
@@ -478,18 +490,7 @@ static void renditions_layout(bool pipe, bool pinned) {
   for (int p = 0; p < nr; p++)
     for (int q = p + 1; q < nr; q++)
       cr_assert(hi[p] <= lo[q] || hi[q] <= lo[p], "device buffers %d and %d overlap", p, q);
-  ib_pinned_put(c->pin, &s->hblk);
-  ib_pinned_put(c->pin, &s->rblk);
-  if (s->arena) {
-    ib_pinned_put(c->pin, &s->arena->blk);
-    free(s->arena);
-  }
-  ib_pool_put(&c->dpool, &s->dblk);
-  for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
-  cr_assert_eq(c->dpool.live, 0);
-  ib_pool_destroy(&c->dpool);
-  sub_free(&x);
-  cuda_free(c);
+  blocks_free(c, &x);
 }
 
 Test(gpu_pipe, renditions_lay_out_apart_staged) { renditions_layout(false, false); }
