@@ -12,7 +12,8 @@
  *                       vertical pass reads (into the scratch image, or into
  *                       the call's destination when no vertical pass runs)
  *   ib_resample_v       call `ci`'s vertical pass, or its crop
- * one output pixel per thread, grid stride; a job without the step returns
+ * one output pixel per thread (the horizontal pass: per group of lanes,
+ * below), grid stride; a job without the step returns
  * at once. IB_A = 1 for LA / RGBA: what a pass reads from the source is
  * premultiplied (Image.resize converts to La / RGBa first) and what it
  * writes to the output unpremultiplied, so the scratch images hold the
@@ -87,6 +88,12 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_reduce(const ib_de
                     (int)(it / W), fx, fy, box);
 }
 
+/* The horizontal pass: ib_resample_h_lanes(ksize_x) threads per output
+ * pixel (lane l sums taps l, l + G, ...; the group's sums are added by
+ * shuffles, exact in any order), so a shrink's wide windows are read by
+ * neighbouring threads from neighbouring bytes and weights. The plan
+ * launches out_w x rows x G threads; a group's lanes share a pixel, so they
+ * leave the grid-stride loop together. */
 extern "C" __global__ void __launch_bounds__(256) ib_resample_h(const ib_desc *descs, int ci) {
   const ib_desc d = descs[blockIdx.y];
   const ib_resample_params *q = (const ib_resample_params *)d.params;
@@ -99,14 +106,38 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_h(const ib_desc *d
   const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
   const long long in_row = ib_resample_row(d, c.src, c.in_w);
   const bool pm = c.src == IB_RSI_SRC, unpm = last && c.dst == IB_RSI_OUT;
+  const unsigned g = (unsigned)ib_resample_h_lanes(c.ksize_x), lg = __ffs(g) - 1;
+  const unsigned lane = threadIdx.x & (g - 1);
+  const unsigned mask = g == 32 ? 0xffffffffu : ((1u << g) - 1) << ((threadIdx.x & 31) & ~(g - 1));
   const unsigned long long W = (unsigned)c.out_w, items = W * (unsigned)c.rows;
-  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-       it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
-    const int x = (int)(it % W), y = (int)(it / W);
+  const bool narrow = items <= 0xffffffffull;
+  for (unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       (t >> lg) < items; t += (unsigned long long)gridDim.x * blockDim.x) {
+    const unsigned long long it = t >> lg;
+    /* 32-bit division where the pixel index fits (64-bit is a long call) */
+    const int x = narrow ? (int)((unsigned)it % (unsigned)W) : (int)(it % W);
+    const int y = narrow ? (int)((unsigned)it / (unsigned)W) : (int)(it / W);
     const int lo = tab[c.xb + 2 * x], n = tab[c.xb + 2 * x + 1];
-    const uint8_t *row = src + (long long)(y + c.first) * in_row;
-    ib_resample_px(dst + it * IB_B0, row + (long long)lo * IB_B0, IB_B0,
-                   tab + c.xk + (long long)x * c.ksize_x, n, pm, unpm);
+    const uint8_t *in = src + (long long)(y + c.first) * in_row + (long long)lo * IB_B0;
+    const int32_t *k = tab + c.xk + (long long)x * c.ksize_x;
+    unsigned ss[IB_B0];
+    for (int b = 0; b < IB_B0; b++) ss[b] = 0;
+    for (int j = (int)lane; j < n; j += (int)g) {
+      uint8_t v[IB_B0];
+      for (int b = 0; b < IB_B0; b++) v[b] = in[j * IB_B0 + b];
+      if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+      const unsigned kj = (unsigned)k[j];
+      for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
+    }
+    for (unsigned off = g >> 1; off; off >>= 1)
+      for (int b = 0; b < IB_B0; b++) ss[b] += __shfl_xor_sync(mask, ss[b], off, g);
+    if (lane == 0) {
+      uint8_t o[IB_B0];
+      for (int b = 0; b < IB_B0; b++)
+        o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+      if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+    }
   }
 }
 

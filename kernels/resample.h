@@ -161,6 +161,22 @@ typedef struct ib_resample_params {
  * horizontal and vertical ones take the call's index as their argument. */
 enum { IB_RESAMPLE_K_H, IB_RESAMPLE_K_V, IB_RESAMPLE_K_REDUCE };
 
+/* Threads that share one output pixel of the horizontal pass (a power of
+ * two, at most a warp): lane l sums taps l, l + lanes, ... and the lanes'
+ * sums are added up across the group. A shrink reads a wide window per
+ * pixel, so neighbouring pixels' windows lie far apart and a thread per
+ * pixel loads scattered bytes and weights; lanes on one pixel load
+ * neighbouring ones. Integer addition is exact in any order (the sum of
+ * 8-bit samples times weights that sum to 2^22 fits an int), so the bytes
+ * are the sequential sum's. Narrow windows (enlarging, mild shrinks) keep
+ * a thread per pixel. The launch plan sizes the grid with it. */
+IB_FN int ib_resample_h_lanes(int ksize) {
+  if (ksize < 8) return 1;
+  int g = 1;
+  while (g < 32 && 8 * g <= ksize) g *= 2; /* at least 4 taps a lane */
+  return g;
+}
+
 #ifndef __CUDACC_RTC__
 /* ------------------------------------------------ host: weight tables */
 

@@ -341,7 +341,9 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   cr_assert(d->width == 120 && d->height == 50 && d->stride0 == 300 && d->height0 == 200);
 
   cr_assert_eq(n_launch, 2);
-  expect_launch(0, "ib_resample_h", 0, 120u * (uint64_t)(last - first));
+  /* ib_resample_h_lanes threads per pixel of the horizontal pass */
+  expect_launch(0, "ib_resample_h", 0,
+                120u * (uint64_t)(last - first) * (uint64_t)ib_resample_h_lanes(h.ksize));
   expect_launch(1, "ib_resample_v", 0, 120u * 50u);
   axis_free(&v);
   axis_free(&h);
@@ -374,7 +376,7 @@ Test(gpu_resample, skipped_passes_and_the_crop_take_no_scratch) {
     if (i == 2) cr_assert(p.first == 0 && p.rows == 80);
   }
   cr_assert_eq(n_launch, 2);
-  expect_launch(0, "ib_resample_h", 0, 33u * 80u);
+  expect_launch(0, "ib_resample_h", 0, 33u * 80u); /* enlarging: ksize 3, a thread a pixel */
   expect_launch(1, "ib_resample_v", 0, 64u * 31u);
   cr_assert_eq(launches[1].gy, 3, "one job a blockIdx.y");
   sub_free(c, &x);
@@ -424,6 +426,7 @@ Test(gpu_resample, reduce_step_then_tall_two_calls_in_pillows_order) {
   cr_assert_eq(n_launch, 3);
   expect_launch(0, "ib_resample_reduce", -1, 2u * 2000u);
   expect_launch(1, "ib_resample_v", 0, 2u * 1000u);
+  cr_assert_eq(ib_resample_h_lanes(h.ksize), 1, "ksize %d: a thread a pixel", h.ksize);
   expect_launch(2, "ib_resample_h", 1, 1u * 1000u);
   axis_free(&v);
   axis_free(&h);
@@ -460,7 +463,9 @@ Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
   /* call 0: job 0's 10 x 90 pass rows (LANCZOS reads every row) are more
    * than job 2's 20 x 30, job 2's output the largest; call 1: job 1's crop */
   cr_assert_eq(n_launch, 3);
-  expect_launch(0, "ib_resample_h", 0, 10u * 90u);
+  const int ks0 = params_of(&x, 0, &t, pbytes).call[0].ksize_x;
+  cr_assert_eq(ib_resample_h_lanes(ks0), 8, "LANCZOS 90 -> 10: ksize %d, 8 lanes a pixel", ks0);
+  expect_launch(0, "ib_resample_h", 0, 10u * 90u * 8u);
   expect_launch(1, "ib_resample_v", 0, 20u * 60u);
   expect_launch(2, "ib_resample_v", 1, 2u * 100u);
   sub_free(c, &x);

@@ -475,7 +475,7 @@ static ib_dev_launch launch_of(int kernel, uint64_t items, unsigned threads, int
 
 /* In stream order: the reduce step over the largest reduced image (when
  * any job reduces), then per call the horizontal launch over the largest
- * out_w x rows and the vertical (or crop) launch over the largest output
+ * out_w x rows x lanes (ib_resample_h_lanes) and the vertical (or crop) launch over the largest output
  * of the jobs that run it. */
 static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
   uint64_t red = 0, h_items[2] = {0, 0}, v_items[2] = {0, 0};
@@ -487,7 +487,8 @@ static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
     if (q.reduce && (uint64_t)q.rw * (uint64_t)q.rh > red) red = (uint64_t)q.rw * (uint64_t)q.rh;
     for (int c = 0; c < q.n_calls && c < 2; c++) {
       const ib_rsp_call *k = &q.call[c];
-      const uint64_t hi = (uint64_t)k->out_w * (uint64_t)(k->rows > 0 ? k->rows : 0);
+      const uint64_t hi = (uint64_t)k->out_w * (uint64_t)(k->rows > 0 ? k->rows : 0) *
+                          (uint64_t)ib_resample_h_lanes(k->ksize_x);
       const uint64_t vi = (uint64_t)k->out_w * (uint64_t)k->out_h;
       if ((k->passes & IB_RSP_H) && !(k->passes & IB_RSP_CROP) && hi > h_items[c]) h_items[c] = hi;
       if ((k->passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
