@@ -475,8 +475,8 @@ static ib_dev_launch launch_of(int kernel, uint64_t items, unsigned threads, int
 
 /* In stream order: the reduce step over the largest reduced image (when
  * any job reduces), then per call the horizontal launch over the largest
- * out_w x rows x lanes (ib_resample_h_lanes) and the vertical (or crop) launch over the largest output
- * of the jobs that run it. */
+ * out_w x rows x lanes (ib_resample_h_lanes) and the vertical (or crop) launch over the largest
+ * output of the jobs that run it. */
 static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
   uint64_t red = 0, h_items[2] = {0, 0}, v_items[2] = {0, 0};
   for (size_t i = 0; i < g->n_jobs; i++) {
