@@ -4,11 +4,27 @@ Figures per sample, summed over the live workers: from /proc (RSS, open
 file descriptors, threads) and from each worker's /metrics (credits in use,
 pinned pool bytes, module-cache entries and bytes, disk cache size: the disk
 cache is one directory, so its largest view), and the GPU's memory in use
-(nvidia-smi, cuda runs only).
+(nvidia-smi, cuda runs only). rss_net_mb is RSS less the pinned pool
+(pinned host memory is resident, so it is inside RSS): the heap, judged
+apart from the pool.
 
 Flat: after the warm-up (the first 10 % of jobs), a figure's median over the
 samples of the last quarter of the jobs must not exceed its median over the
 second quarter by more than 5 % (a fall is no leak: it is shown, not failed).
+
+Bounded: the caches that keep what they allocated for reuse (the pinned
+pool, the module cache, the disk cache, the device block pool) fill towards
+their caps for as long as new sizes and new kernels keep arriving, and each
+rolling restart empties one worker's and lets it fill again; the Q2/Q4 rule
+cannot tell that from a leak. Such a figure that is not flat passes as
+"bounded" when no sample after the warm-up exceeds its cap, summed over the
+workers alive at that sample (cap_* columns, from each worker's own
+configuration: docs/tuning.md gives the rules). RSS passes as bounded when
+the heap (rss_net_mb) is flat and the pool bounded; the module count when
+the modules' bytes are. A leak outside the pools shows in rss_net_mb, fds,
+threads or the credits; one inside a pool cannot pass its cap, and a block
+never given back shows as a credit still in use at the end.
+
 Credits are load, not leaks: they are judged at the end, where every one
 must be back to zero."""
 import http.client
@@ -17,10 +33,16 @@ import statistics
 import subprocess
 from typing import Dict, List, Optional
 
-FLAT = ["rss_mb", "fds", "threads", "pinned_mb", "modules", "module_mb", "disk_cache_mb",
-        "device_mb"]
+FLAT = ["rss_mb", "rss_net_mb", "fds", "threads", "pinned_mb", "modules", "module_mb",
+        "disk_cache_mb", "device_mb"]
 CREDITS = ["gpu_bytes", "host_bytes", "jobs", "in_flight"]
-COLUMNS = ["t_s", "answered", "jobs_per_s"] + FLAT + [f"credit_{c}" for c in CREDITS]
+# A cache's cap (MB, summed over the live workers) for the figures that have one.
+CAPPED = {"pinned_mb": "cap_pinned_mb", "module_mb": "cap_module_mb",
+          "disk_cache_mb": "cap_disk_mb", "device_mb": "cap_device_mb"}
+# Figures that pass as bounded when the ones named are flat or bounded.
+FOLLOWS = {"rss_mb": ("rss_net_mb", "pinned_mb"), "modules": ("module_mb",)}
+COLUMNS = (["t_s", "answered", "jobs_per_s"] + FLAT + [f"credit_{c}" for c in CREDITS]
+           + sorted(CAPPED.values()))
 TOLERANCE = 0.05
 WARMUP = 0.10
 MB = 1 << 20
@@ -66,6 +88,30 @@ def metric_figures(m: Dict[str, float]) -> Dict[str, float]:
     return f
 
 
+# The CUDA backend's pools (worker/gpu/cuda_backend.c, docs/tuning.md): the
+# pinned pool holds at most 4 x --host-bytes, the device block pool 2 x
+# --gpu-bytes.
+PINNED_PER_HOST_BYTE = 4
+DEVICE_POOL_PER_GPU_BYTE = 2
+
+
+def cap_figures(m: Dict[str, float], module_cap_mb: float, device_base_mb: float) -> Dict[str, float]:
+    """One cuda worker's caps in MB, from its credit caps (/metrics) and its
+    module-cache bound; device_base_mb is what a worker's context and
+    loaded runtime take before any job (measured at the start)."""
+    host = m.get('imgbatch_credit_cap{credit="host_bytes"}', 0) / MB
+    gpu = m.get('imgbatch_credit_cap{credit="gpu_bytes"}', 0) / MB
+    return {"cap_pinned_mb": PINNED_PER_HOST_BYTE * host, "cap_module_mb": module_cap_mb,
+            "cap_device_mb": device_base_mb + DEVICE_POOL_PER_GPU_BYTE * gpu + module_cap_mb}
+
+
+def size_mb(text: str) -> float:
+    """A worker size argument (bytes, or K/M/G binary units) in MB."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    mult = units.get(text[-1:].upper(), 1)
+    return float(text[:-1] if mult != 1 else text) * mult / MB
+
+
 def device_mb() -> float:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
@@ -76,22 +122,36 @@ def device_mb() -> float:
 
 
 def judge(samples: List[Dict[str, float]], total: int) -> List[Dict[str, object]]:
-    """Per figure: second- and last-quarter medians, the change, the verdict."""
+    """Per figure: second- and last-quarter medians, the change, the verdict
+    (flat, fell, bounded, GREW or TOO FEW SAMPLES) and, for a capped
+    figure, its largest value after the warm-up and the cap there."""
     def quarter(lo, hi):
         return [s for s in samples if max(lo, WARMUP) * total <= s["answered"] < hi * total]
     q2, q4 = quarter(0.25, 0.50), quarter(0.75, 1.0)
-    rows = []
+    after = [s for s in samples if WARMUP * total <= s["answered"]]
+    rows = {}
     for name in FLAT:
         if not q2 or not q4:
-            rows.append({"figure": name, "q2": None, "q4": None, "change": None,
-                         "verdict": "TOO FEW SAMPLES"})
+            rows[name] = {"figure": name, "q2": None, "q4": None, "change": None,
+                          "verdict": "TOO FEW SAMPLES"}
             continue
         a = statistics.median(s[name] for s in q2)
         b = statistics.median(s[name] for s in q4)
         change = (b - a) / a if a else (0.0 if b == 0 else float("inf"))
         verdict = "GREW" if change > TOLERANCE else "fell" if change < -TOLERANCE else "flat"
-        rows.append({"figure": name, "q2": a, "q4": b, "change": change, "verdict": verdict})
-    return rows
+        row = {"figure": name, "q2": a, "q4": b, "change": change, "verdict": verdict}
+        cap = CAPPED.get(name)
+        if cap and all(cap in s for s in after):
+            worst = max(after, key=lambda s: s[name] - s[cap])
+            row["peak"], row["cap"] = worst[name], worst[cap]
+            if verdict == "GREW" and worst[cap] > 0 and worst[name] <= worst[cap]:
+                row["verdict"] = "bounded"
+        rows[name] = row
+    for name, by in FOLLOWS.items():
+        if rows[name]["verdict"] == "GREW" and all(
+                rows[b]["verdict"] in ("flat", "fell", "bounded") for b in by):
+            rows[name]["verdict"] = "bounded"
+    return [rows[name] for name in FLAT]
 
 
 def write_csv(path: str, samples: List[Dict[str, float]]) -> None:

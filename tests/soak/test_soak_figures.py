@@ -36,3 +36,31 @@ def test_a_fall_is_shown_but_is_no_leak():
 def test_a_run_with_no_samples_in_a_quarter_cannot_pass():
     v = verdicts([s for s in series(lambda n: 1) if not 750 <= s["answered"]])
     assert set(v.values()) == {"TOO FEW SAMPLES"}
+
+
+def capped(value_at, cap):
+    rows = series(value_at)
+    for r in rows:
+        r.update({c: cap for c in figs.CAPPED.values()})
+    return rows
+
+
+def test_a_cache_filling_towards_its_cap_is_bounded_and_past_it_grew():
+    # every figure climbs through the run (a cache filling as new sizes come)
+    v = verdicts(capped(lambda n: 100 + 0.05 * n, 160))
+    for f in figs.CAPPED:
+        assert v[f] == "bounded", f
+    assert v["fds"] == v["threads"] == v["rss_net_mb"] == "GREW"  # no cap: a leak
+    assert v["rss_mb"] == "GREW"  # the heap grew with it
+    v = verdicts(capped(lambda n: 100 + 0.05 * n, 140))  # the peak passes the cap
+    assert all(v[f] == "GREW" for f in figs.CAPPED)
+
+
+def test_rss_and_the_module_count_follow_what_they_are_made_of():
+    def at(n):
+        return lambda f: 100.0 if f in ("rss_net_mb", "fds", "threads") else 100 + 0.05 * n
+    rows = [{"answered": n, **{f: at(n)(f) for f in figs.FLAT},
+             **{c: 1000.0 for c in figs.CAPPED.values()}} for n in range(0, TOTAL, 10)]
+    v = verdicts(rows)
+    assert v["rss_mb"] == "bounded" and v["modules"] == "bounded"
+    assert v["rss_net_mb"] == "flat"
