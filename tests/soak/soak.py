@@ -114,6 +114,7 @@ class Run:
         # Caps of the bounded caches (soak_figures: "bounded"): the worker
         # arguments' module and disk cache bounds (the backend's defaults
         # otherwise), and what a worker holds on the device before any job.
+        self.caps = {}  # one cuda worker's caps (figs.cap_figures), once one has been scraped
         self.module_cap_mb = figs.size_mb(self.worker_opt("--module-cache-bytes", "256M"))
         self.disk_cap_mb = figs.size_mb(self.worker_opt("--disk-cache-bytes", "2G"))
         self.device_base_mb = (figs.device_mb() / len(self.workers)
@@ -242,17 +243,18 @@ class Run:
             for k, v in (figs.metric_figures(m) if m else {}).items():
                 s[k] = max(s[k], v) if k == "disk_cache_mb" else s[k] + v
             if m and self.args.backend == "cuda":
-                for k, v in figs.cap_figures(m, self.module_cap_mb, self.device_base_mb).items():
-                    s[k] += v
+                self.caps = figs.cap_figures(m, self.module_cap_mb, self.device_base_mb)
+                s["cap_pinned_mb"] += self.caps["cap_pinned_mb"]
+                s["cap_module_mb"] += self.caps["cap_module_mb"]
         s["rss_net_mb"] = s["rss_mb"] - s["pinned_mb"]
         if self.args.backend == "cuda":
             s["device_mb"] = figs.device_mb()
             s["cap_disk_mb"] = self.disk_cap_mb
-            # A retired worker still draining keeps its context and pools.
-            draining = [w for w in self.retired if w.proc.poll() is None]
-            if draining and s["cap_device_mb"]:
-                live = sum(1 for w in self.workers if w.proc.poll() is None) or 1
-                s["cap_device_mb"] += len(draining) * s["cap_device_mb"] / live
+            # The GPU's memory is every process's: a worker not yet serving
+            # /metrics and a retired one still draining hold a context and
+            # pools too (every worker has the same caps).
+            alive = sum(1 for w in self.workers + self.retired if w.proc.poll() is None)
+            s["cap_device_mb"] = alive * self.caps.get("cap_device_mb", 0.0)
         self.samples.append(s)
         if len(self.samples) % 20 == 1:
             print(" ".join(f"{c[:13]:>13}" for c in figs.COLUMNS), flush=True)
@@ -371,7 +373,8 @@ def report(run, end, codes, failures):
     bad_exits = [(w, c) for w, c in codes if c != 0]
     if bad_exits:
         failures.append(f"worker exits: {bad_exits}")
-    verdicts = figs.judge(run.samples, a.jobs)
+    period = a.workers * a.jobs / (a.restarts + 1) if run.restarts_done else 0.0
+    verdicts = figs.judge(run.samples, a.jobs, period)
     failures += [f"{v['figure']}: {v['verdict']} ({v['q2']} -> {v['q4']})" for v in verdicts
                  if v["verdict"] in ("GREW", "TOO FEW SAMPLES")]
     kinds = {}
@@ -395,7 +398,8 @@ def report(run, end, codes, failures):
              f"outcomes by kind: {json.dumps(kinds, sort_keys=True)}",
              *(f"  graph error x{n}: {why}" for why, n in
                sorted(run.errors.items(), key=lambda e: -e[1])[:8]),
-             f"{'figure':>14} {'start':>10} {'Q2 median':>10} {'Q4 median':>10} {'end':>10} "
+             figs.windows_text(a.jobs, period),
+             f"{'figure':>14} {'start':>10} {'early med':>10} {'late med':>10} {'end':>10} "
              f"{'change':>8}  verdict"]
     first = run.samples[0]
     for v in verdicts:

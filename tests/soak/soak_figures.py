@@ -11,6 +11,10 @@ apart from the pool.
 Flat: after the warm-up (the first 10 % of jobs), a figure's median over the
 samples of the last quarter of the jobs must not exceed its median over the
 second quarter by more than 5 % (a fall is no leak: it is shown, not failed).
+With rolling restarts the figures are a saw-tooth (each restart empties one
+worker, which then fills again), and two quarters hold different phases of
+it: there the windows are whole restart periods (every worker restarted
+once), the first after the warm-up against the last.
 
 Bounded: the caches that keep what they allocated for reuse (the pinned
 pool, the module cache, the disk cache, the device block pool) fill towards
@@ -28,6 +32,7 @@ never given back shows as a credit still in use at the end.
 Credits are load, not leaks: they are judged at the end, where every one
 must be back to zero."""
 import http.client
+import math
 import os
 import statistics
 import subprocess
@@ -121,13 +126,35 @@ def device_mb() -> float:
         return 0.0
 
 
-def judge(samples: List[Dict[str, float]], total: int) -> List[Dict[str, object]]:
-    """Per figure: second- and last-quarter medians, the change, the verdict
-    (flat, fell, bounded, GREW or TOO FEW SAMPLES) and, for a capped
-    figure, its largest value after the warm-up and the cap there."""
-    def quarter(lo, hi):
-        return [s for s in samples if max(lo, WARMUP) * total <= s["answered"] < hi * total]
-    q2, q4 = quarter(0.25, 0.50), quarter(0.75, 1.0)
+def windows(total: int, period: float = 0.0):
+    """The early and the late window, in jobs answered: the second and the
+    last quarter, or with restarts every `period` jobs per worker round
+    (workers x jobs / (restarts + 1)) the first whole period after the
+    warm-up and the last whole one."""
+    if period > 0:
+        first = math.ceil(WARMUP * total / period - 1e-9)
+        last = math.floor(total / period + 1e-9) - 1
+        if last > first:
+            return (first * period, (first + 1) * period), (last * period, (last + 1) * period)
+    return (max(0.25, WARMUP) * total, 0.5 * total), (0.75 * total, 1.0 * total)
+
+
+def windows_text(total: int, period: float = 0.0) -> str:
+    (a, b), (c, d) = windows(total, period)
+    whole = period > 0 and abs((b - a) - period) < 1e-6 and abs((d - c) - period) < 1e-6
+    what = "whole restart periods" if whole else "quarters"
+    return f"judged: jobs {a:.0f}..{b:.0f} against {c:.0f}..{d:.0f} ({what})"
+
+
+def judge(samples: List[Dict[str, float]], total: int,
+          period: float = 0.0) -> List[Dict[str, object]]:
+    """Per figure: the early and late windows' medians (windows()), the
+    change, the verdict (flat, fell, bounded, GREW or TOO FEW SAMPLES) and,
+    for a capped figure, its largest value after the warm-up and the cap
+    there."""
+    (a2, b2), (a4, b4) = windows(total, period)
+    q2 = [s for s in samples if a2 <= s["answered"] < b2]
+    q4 = [s for s in samples if a4 <= s["answered"] < b4]
     after = [s for s in samples if WARMUP * total <= s["answered"]]
     rows = {}
     for name in FLAT:

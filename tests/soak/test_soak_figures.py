@@ -64,3 +64,16 @@ def test_rss_and_the_module_count_follow_what_they_are_made_of():
     v = verdicts(rows)
     assert v["rss_mb"] == "bounded" and v["modules"] == "bounded"
     assert v["rss_net_mb"] == "flat"
+
+
+def test_with_restarts_whole_periods_are_compared_so_a_saw_tooth_is_flat():
+    total, period = 1000, 200.0  # two workers, four restarts: one every 100 jobs
+    (a, b), (c, d) = figs.windows(total, period)
+    assert (a, b, c, d) == (200, 400, 800, 1000)
+    # each restart drops the sum, which climbs again until the next one
+    rows = [{"answered": n, **{f: 100 + (n % 100) for f in figs.FLAT}} for n in range(0, total, 5)]
+    periods = {v["figure"]: v["verdict"] for v in figs.judge(rows, total, period)}
+    assert set(periods.values()) == {"flat"}
+    rows = [{"answered": n, **{f: 100 + (n % 100) + 0.05 * n for f in figs.FLAT}}
+            for n in range(0, total, 5)]
+    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"GREW"}
