@@ -111,14 +111,10 @@ class Run:
         end = time.monotonic() + 60
         while not all(w.joined for w in self.workers) and time.monotonic() < end:
             time.sleep(0.1)
-        # Caps of the bounded caches (soak_figures: "bounded"): the worker
-        # arguments' module and disk cache bounds (the backend's defaults
-        # otherwise), and what a worker holds on the device before any job.
-        self.caps = {}  # one cuda worker's caps (figs.cap_figures), once one has been scraped
+        # The module and disk caches' bounds (soak_figures: "bounded"): the
+        # worker arguments', or the backend's defaults.
         self.module_cap_mb = figs.size_mb(self.worker_opt("--module-cache-bytes", "256M"))
         self.disk_cap_mb = figs.size_mb(self.worker_opt("--disk-cache-bytes", "2G"))
-        self.device_base_mb = (figs.device_mb() / len(self.workers)
-                               if args.backend == "cuda" else 0.0)
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
                                            poison=args.poison,
                                            new_graph_rate=args.new_graph_rate)
@@ -243,18 +239,12 @@ class Run:
             for k, v in (figs.metric_figures(m) if m else {}).items():
                 s[k] = max(s[k], v) if k == "disk_cache_mb" else s[k] + v
             if m and self.args.backend == "cuda":
-                self.caps = figs.cap_figures(m, self.module_cap_mb, self.device_base_mb)
-                s["cap_pinned_mb"] += self.caps["cap_pinned_mb"]
-                s["cap_module_mb"] += self.caps["cap_module_mb"]
-        s["rss_net_mb"] = s["rss_mb"] - s["pinned_mb"]
+                s["cap_module_mb"] += self.module_cap_mb
+        s["rss_net_mb"] = s["rss_mb"] - s["host_pool_mb"]
         if self.args.backend == "cuda":
             s["device_mb"] = figs.device_mb()
+            s["device_net_mb"] = s["device_mb"] - s["device_pool_mb"]
             s["cap_disk_mb"] = self.disk_cap_mb
-            # The GPU's memory is every process's: a worker not yet serving
-            # /metrics and a retired one still draining hold a context and
-            # pools too (every worker has the same caps).
-            alive = sum(1 for w in self.workers + self.retired if w.proc.poll() is None)
-            s["cap_device_mb"] = alive * self.caps.get("cap_device_mb", 0.0)
         self.samples.append(s)
         if len(self.samples) % 20 == 1:
             print(" ".join(f"{c[:13]:>13}" for c in figs.COLUMNS), flush=True)

@@ -4,9 +4,12 @@ Figures per sample, summed over the live workers: from /proc (RSS, open
 file descriptors, threads) and from each worker's /metrics (credits in use,
 pinned pool bytes, module-cache entries and bytes, disk cache size: the disk
 cache is one directory, so its largest view), and the GPU's memory in use
-(nvidia-smi, cuda runs only). rss_net_mb is RSS less the pinned pool
-(pinned host memory is resident, so it is inside RSS): the heap, judged
-apart from the pool.
+(nvidia-smi, cuda runs only), and the backend's pools with their caps
+(imgbatch_host_pool_bytes: cuda's pinned pool, the cpu backend's large
+blocks; imgbatch_device_pool_bytes: cuda's device blocks). rss_net_mb is RSS
+less the host pool (its pages are resident, so inside RSS) and
+device_net_mb the GPU's memory less the device pool: what is left when the
+pools are taken out, judged apart from them.
 
 Flat: after the warm-up (the first 10 % of jobs), a figure's median over the
 samples of the last quarter of the jobs must not exceed its median over the
@@ -16,15 +19,16 @@ worker, which then fills again), and two quarters hold different phases of
 it: there the windows are whole restart periods (every worker restarted
 once), the first after the warm-up against the last.
 
-Bounded: the caches that keep what they allocated for reuse (the pinned
-pool, the module cache, the disk cache, the device block pool) fill towards
-their caps for as long as new sizes and new kernels keep arriving, and each
-rolling restart empties one worker's and lets it fill again; the Q2/Q4 rule
-cannot tell that from a leak. Such a figure that is not flat passes as
-"bounded" when no sample after the warm-up exceeds its cap, summed over the
-workers alive at that sample (cap_* columns, from each worker's own
-configuration: docs/tuning.md gives the rules). RSS passes as bounded when
-the heap (rss_net_mb) is flat and the pool bounded; the module count when
+Bounded: the caches that keep what they allocated for reuse (the host and
+device pools, the module cache, the disk cache) fill towards their caps for
+as long as new sizes and new kernels keep arriving, and each rolling restart
+empties one worker's and lets it fill again; the Q2/Q4 rule cannot tell that
+from a leak. Such a figure that is not flat passes as "bounded" when no
+sample after the warm-up exceeds its cap, summed over the workers scraped at
+that sample (cap_* columns: the pools' caps from each worker's /metrics,
+the module and disk caches' from its arguments). RSS passes as bounded when
+rss_net_mb is flat and the host pool bounded, the GPU's memory when
+device_net_mb is flat and the device pool bounded, the module count when
 the modules' bytes are. A leak outside the pools shows in rss_net_mb, fds,
 threads or the credits; one inside a pool cannot pass its cap, and a block
 never given back shows as a credit still in use at the end.
@@ -38,14 +42,15 @@ import statistics
 import subprocess
 from typing import Dict, List, Optional
 
-FLAT = ["rss_mb", "rss_net_mb", "fds", "threads", "pinned_mb", "modules", "module_mb",
-        "disk_cache_mb", "device_mb"]
+FLAT = ["rss_mb", "rss_net_mb", "fds", "threads", "host_pool_mb", "modules", "module_mb",
+        "disk_cache_mb", "device_mb", "device_pool_mb", "device_net_mb"]
 CREDITS = ["gpu_bytes", "host_bytes", "jobs", "in_flight"]
 # A cache's cap (MB, summed over the live workers) for the figures that have one.
-CAPPED = {"pinned_mb": "cap_pinned_mb", "module_mb": "cap_module_mb",
-          "disk_cache_mb": "cap_disk_mb", "device_mb": "cap_device_mb"}
+CAPPED = {"host_pool_mb": "cap_host_pool_mb", "device_pool_mb": "cap_device_pool_mb",
+          "module_mb": "cap_module_mb", "disk_cache_mb": "cap_disk_mb"}
 # Figures that pass as bounded when the ones named are flat or bounded.
-FOLLOWS = {"rss_mb": ("rss_net_mb", "pinned_mb"), "modules": ("module_mb",)}
+FOLLOWS = {"rss_mb": ("rss_net_mb", "host_pool_mb"), "device_mb": ("device_net_mb", "device_pool_mb"),
+           "modules": ("module_mb",)}
 COLUMNS = (["t_s", "answered", "jobs_per_s"] + FLAT + [f"credit_{c}" for c in CREDITS]
            + sorted(CAPPED.values()))
 TOLERANCE = 0.05
@@ -84,30 +89,16 @@ def scrape(addr: str) -> Optional[Dict[str, float]]:
 
 
 def metric_figures(m: Dict[str, float]) -> Dict[str, float]:
-    f = {"pinned_mb": m.get("imgbatch_pinned_pool_bytes", 0) / MB,
+    f = {"host_pool_mb": m.get("imgbatch_host_pool_bytes", 0) / MB,
+         "cap_host_pool_mb": m.get("imgbatch_host_pool_cap_bytes", 0) / MB,
+         "device_pool_mb": m.get("imgbatch_device_pool_bytes", 0) / MB,
+         "cap_device_pool_mb": m.get("imgbatch_device_pool_cap_bytes", 0) / MB,
          "modules": m.get("imgbatch_module_cache_entries", 0),
          "module_mb": m.get("imgbatch_module_cache_bytes", 0) / MB,
          "disk_cache_mb": m.get("imgbatch_disk_cache_bytes", 0) / MB}
     for c in CREDITS:
         f[f"credit_{c}"] = m.get(f'imgbatch_credit_in_use{{credit="{c}"}}', 0)
     return f
-
-
-# The CUDA backend's pools (worker/gpu/cuda_backend.c, docs/tuning.md): the
-# pinned pool holds at most 4 x --host-bytes, the device block pool 2 x
-# --gpu-bytes.
-PINNED_PER_HOST_BYTE = 4
-DEVICE_POOL_PER_GPU_BYTE = 2
-
-
-def cap_figures(m: Dict[str, float], module_cap_mb: float, device_base_mb: float) -> Dict[str, float]:
-    """One cuda worker's caps in MB, from its credit caps (/metrics) and its
-    module-cache bound; device_base_mb is what a worker's context and
-    loaded runtime take before any job (measured at the start)."""
-    host = m.get('imgbatch_credit_cap{credit="host_bytes"}', 0) / MB
-    gpu = m.get('imgbatch_credit_cap{credit="gpu_bytes"}', 0) / MB
-    return {"cap_pinned_mb": PINNED_PER_HOST_BYTE * host, "cap_module_mb": module_cap_mb,
-            "cap_device_mb": device_base_mb + DEVICE_POOL_PER_GPU_BYTE * gpu + module_cap_mb}
 
 
 def size_mb(text: str) -> float:

@@ -58,11 +58,11 @@ def test_a_cache_filling_towards_its_cap_is_bounded_and_past_it_grew():
 
 def test_rss_and_the_module_count_follow_what_they_are_made_of():
     def at(n):
-        return lambda f: 100.0 if f in ("rss_net_mb", "fds", "threads") else 100 + 0.05 * n
+        return lambda f: 100.0 if f in ("rss_net_mb", "device_net_mb", "fds", "threads") else 100 + 0.05 * n
     rows = [{"answered": n, **{f: at(n)(f) for f in figs.FLAT},
              **{c: 1000.0 for c in figs.CAPPED.values()}} for n in range(0, TOTAL, 10)]
     v = verdicts(rows)
-    assert v["rss_mb"] == "bounded" and v["modules"] == "bounded"
+    assert v["rss_mb"] == v["device_mb"] == v["modules"] == "bounded"
     assert v["rss_net_mb"] == "flat"
 
 

@@ -108,6 +108,8 @@ Test(blockcache, blocks_out_and_cached_stay_within_max_bytes) {
   cr_assert_eq(ib_blockcache_hits(c), 1);
   void *f = ib_blockcache_get(c, 2 * MIB); /* beyond the bound: allowed, nothing cached */
   cr_assert_eq(ib_blockcache_out_bytes(c), 12 * MIB);
+  cr_assert_eq(ib_blockcache_held_bytes(c), 12 * MIB + ib_blockcache_cached_bytes(c),
+               "held = handed out + cached");
   ib_blockcache_put(c, e);
   cr_assert_eq(ib_blockcache_cached(c), 0, "8 MiB out and 4 more would pass 10");
   ib_blockcache_put(c, f);

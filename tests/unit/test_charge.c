@@ -595,6 +595,14 @@ Test(charge, cpu_executor_at_the_defaults_runs_a_4096_rgba_kernel_job, .timeout 
   cr_assert_eq(r.image.mode, IB_MODE_RGBA);
   cr_assert_eq(r.image.width, SIDE);
   cr_assert_eq(r.image.height, SIDE);
+  /* The pools: the output image held here is one of the host pool's large
+   * blocks (the Job buffer, given back, is kept for reuse beside it). */
+  ib_executor_pools pools;
+  ib_executor_pools_get(ex, &pools);
+  cr_assert_eq(pools.host_cap, HOST_CAP);
+  cr_assert(pools.host_bytes >= 2 * IMG && pools.host_bytes <= HOST_CAP, "host pool %llu",
+            (unsigned long long)pools.host_bytes);
+  cr_assert(pools.device_bytes == 0 && pools.device_cap == 0, "no device on cpu");
 
   /* The reference: the same kernel on a 64x64 crop at (1000, 2000). */
   enum { CW = 64, CH = 64, X0 = 1000, Y0 = 2000 };
@@ -619,6 +627,10 @@ Test(charge, cpu_executor_at_the_defaults_runs_a_4096_rgba_kernel_job, .timeout 
   ib_results_close(rs);
   ib_executor_counters_get(ex, &c);
   cr_assert_eq(c.host_bytes.in_use, 0);
+  /* Nothing in use; what the pool keeps stays within its cap. */
+  ib_executor_pools_get(ex, &pools);
+  cr_assert(pools.host_bytes > 0 && pools.host_bytes <= HOST_CAP, "kept %llu",
+            (unsigned long long)pools.host_bytes);
   ib_executor_destroy(ex);
   free(px);
 }

@@ -96,6 +96,13 @@ static void blocks_free(ib_cuda *c, sub *x) {
   ib_pool_put(&c->dpool, &s->dblk);
   for (size_t i = 0; i < N; i++) ib_pool_put(&c->dpool, &s->js[i].blk);
   cr_assert_eq(c->dpool.live, 0);
+  /* Given back, the blocks stay in the pools for reuse, and the gauges say
+   * so (ib_executor_pools_get). */
+  ib_executor_pools p;
+  ib_backend_cuda.pools(c, &p);
+  cr_assert(p.device_bytes == c->dpool.held && p.device_bytes <= p.device_cap);
+  cr_assert_eq(p.device_cap, c->dpool.cap);
+  cr_assert(p.host_bytes == ib_pinned_stats_get(c->pin).held && p.host_cap == 1ull << 30);
   ib_pool_destroy(&c->dpool);
   sub_free(x);
   cuda_free(c);
@@ -330,6 +337,10 @@ static void job_blocks(bool pinned) {
   cr_assert_eq(s->lay.download, 0, "nothing downloads from the submission's block");
   ib_error err = {0};
   cr_assert_eq(ib_cuda_sub_blocks(s, &err), IB_OK, "%s", err.message);
+  ib_executor_pools pools;
+  ib_backend_cuda.pools(c, &pools);
+  cr_assert_geq(pools.device_bytes, s->lay.out_base + s->lay.download, "the submission's block");
+  cr_assert_geq(pools.host_bytes, s->lay.upload, "its staging");
   const CUdeviceptr dev = ib_sub_dev(s);
   uint8_t *host = ib_sub_host(s);
   for (size_t k = 0; k < s->lay.upload; k++) host[k] = (uint8_t)(k * 131 + 7);

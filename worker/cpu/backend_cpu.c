@@ -22,6 +22,7 @@ struct ib_backend_submission {
 typedef struct cpu_state {
   ib_hostpar *hp;
   ib_blockcache *bc;
+  uint64_t host; /* the block cache's bound (host_bytes) */
 } cpu_state;
 
 /* One submission's jobs and the cache their results come from. */
@@ -42,6 +43,7 @@ static ib_status cpu_open(const ib_executor_options *opts, void **state, ib_erro
     free(s);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_NONE, "cpu backend: out of memory");
   }
+  s->host = host;
   *state = s;
   return IB_OK;
 }
@@ -105,6 +107,12 @@ static bool cpu_ready(void *state, ib_backend_submission *sub) {
   return true;
 }
 
+static void cpu_pools(void *state, ib_executor_pools *out) {
+  const cpu_state *s = state;
+  out->host_bytes = ib_blockcache_held_bytes(s->bc);
+  out->host_cap = s->host;
+}
+
 const ib_backend ib_backend_cpu = {
     .name = "cpu",
     .host_working_set = ib_cpu_working_set, /* execute.c */
@@ -115,4 +123,5 @@ const ib_backend ib_backend_cpu = {
     .wait = cpu_wait,
     .ready = cpu_ready,
     .parse_allocator = cpu_parse_allocator,
+    .pools = cpu_pools,
 };

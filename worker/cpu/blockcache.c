@@ -163,6 +163,13 @@ size_t ib_blockcache_hits(ib_blockcache *c) {
   return n;
 }
 
+size_t ib_blockcache_held_bytes(ib_blockcache *c) {
+  pthread_mutex_lock(&c->lock);
+  size_t n = c->bytes + c->out;
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
 size_t ib_blockcache_cached_bytes(ib_blockcache *c) {
   pthread_mutex_lock(&c->lock);
   size_t n = c->bytes;

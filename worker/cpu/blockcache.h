@@ -49,6 +49,10 @@ void ib_blockcache_put(ib_blockcache *c, void *p);
 /* A protobuf-c allocator over get/put (lives as long as the cache). */
 ProtobufCAllocator *ib_blockcache_allocator(ib_blockcache *c);
 
+/* Bytes of the cached blocks and of the large blocks handed out, together
+ * (ib_executor_pools_get's host pool). Any thread. */
+size_t ib_blockcache_held_bytes(ib_blockcache *c);
+
 /* For tests: blocks cached now, and gets served from the cache so far. */
 size_t ib_blockcache_cached(ib_blockcache *c);
 size_t ib_blockcache_hits(ib_blockcache *c);

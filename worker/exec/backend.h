@@ -170,6 +170,9 @@ typedef struct ib_backend {
    * ib_executor_counters). Any thread, at any time while the state lives;
    * must not block on device work or a compile. */
   void (*counters)(void *state, ib_executor_counters *out);
+  /* Optional: its pools' bytes and caps (ib_executor_pools_get); the same
+   * rules as counters. NULL: every field 0. */
+  void (*pools)(void *state, ib_executor_pools *out);
 } ib_backend;
 
 extern const ib_backend ib_backend_cpu;

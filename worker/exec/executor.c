@@ -160,6 +160,11 @@ void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out) {
   if (ex->dev->backend->counters) ex->dev->backend->counters(ex->dev->state, out);
 }
 
+void ib_executor_pools_get(ib_executor *ex, ib_executor_pools *out) {
+  *out = (ib_executor_pools){0};
+  if (ex->dev->backend->pools) ex->dev->backend->pools(ex->dev->state, out);
+}
+
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {
   ex->next_id = next_id ? next_id : 1;
   ex->ids_exhausted = false;

@@ -296,6 +296,15 @@ void ib_cuda_close(ib_cuda *c) {
 
 const char *ib_cuda_device_desc(const ib_cuda *c) { return c->desc; }
 
+static void cuda_pools(void *state, ib_executor_pools *out) {
+  ib_cuda *c = state;
+  const ib_pinned_stats ps = ib_pinned_stats_get(c->pin);
+  out->host_bytes = ps.held;
+  out->host_cap = ps.cap;
+  out->device_bytes = c->dpool.held;
+  out->device_cap = c->dpool.cap;
+}
+
 static void cuda_counters(void *state, ib_executor_counters *out) {
   ib_cuda *c = state;
   ib_kcache_stats s = ib_kcache_stats_get(c->kc);
@@ -419,4 +428,5 @@ const ib_backend ib_backend_cuda = {
     .large_job = be_large_job, /* cuda_layout.c: the pipeline's notion */
     .parse_allocator = be_parse_allocator,
     .counters = cuda_counters,
+    .pools = cuda_pools,
 };

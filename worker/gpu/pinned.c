@@ -300,6 +300,7 @@ ib_pinned_stats ib_pinned_stats_get(ib_pinned *p) {
   ib_pinned_stats st = p->st;
   st.trims = p->pool.trims;
   st.held = p->pool.held;
+  st.cap = p->pool.cap;
   pthread_mutex_unlock(&p->lock);
   return st;
 }

@@ -62,6 +62,7 @@ ProtobufCAllocator *ib_pinned_allocator(ib_pinned *p);
  * staged: one more copy on the CPU). */
 typedef struct ib_pinned_stats {
   uint64_t allocs, alloc_bytes, held, held_max, trims, parse_heap, parse_heap_bytes;
+  uint64_t cap; /* the most the pool may hold (ib_pinned_new) */
   double alloc_s;
 } ib_pinned_stats;
 ib_pinned_stats ib_pinned_stats_get(ib_pinned *p);

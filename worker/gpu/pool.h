@@ -43,7 +43,9 @@ typedef struct ib_pool {
   ib_pool_free_fn free;
   void *ctx;
   uint64_t cap;
-  uint64_t held;   /* bytes obtained from the allocator and not returned */
+  /* bytes obtained from the allocator and not returned; atomic so that a
+   * gauge (ib_executor_pools_get) may read it beside the thread using it */
+  _Atomic uint64_t held;
   uint64_t live;   /* bytes handed out */
   uint64_t allocs; /* allocator calls (steady state: stops growing) */
   uint64_t trims;  /* free blocks given back to the allocator (over the cap) */

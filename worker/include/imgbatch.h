@@ -42,13 +42,14 @@ extern "C" {
  * differ when a program runs against a libimgbatch.so other than the one
  * it was built with. Before 1.0 every minor version may change the ABI
  * (0.2 added the renditions to ib_result and start_cb to
- * ib_executor_options, both of which callers allocate), so the
+ * ib_executor_options, both of which callers allocate; a patch version
+ * only adds: 0.2.1 ib_executor_pools_get), so the
  * soname carries major and minor (libimgbatch.so.0.2) and only the same
  * major.minor is compatible; from 1.0 the same major. CMakeLists.txt takes
  * the project version from these lines. */
 #define IB_VERSION_MAJOR 0
 #define IB_VERSION_MINOR 2
-#define IB_VERSION_PATCH 0
+#define IB_VERSION_PATCH 1
 
 /* Functions of this header are the library's exported API; everything else
  * in libimgbatch.so is hidden. */
@@ -639,6 +640,24 @@ IB_API ib_status ib_executor_close(ib_executor *ex);
 
 /* A consistent copy of the counters. Safe from any thread (takes a lock). */
 IB_API void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out);
+
+/*
+ * Memory the backend keeps for reuse, and the most each pool may hold
+ * (docs/credits.md, "Pools"): besides its heap, what a long-running
+ * process's memory is made of. A pool fills towards its cap as new sizes
+ * arrive and stays there; past the cap a freed block goes back.
+ *   host:   cuda: the pinned pool (in use or kept), cap 4 x host_bytes;
+ *           cpu: the large blocks (1 MiB and up) cached or handed out, cap
+ *           host_bytes
+ *   device: cuda: the device block pool (in use or kept), cap 2 x
+ *           gpu_bytes; cpu: 0
+ * Safe from any thread. Added in 0.2.1.
+ */
+typedef struct ib_executor_pools {
+  uint64_t host_bytes, host_cap;
+  uint64_t device_bytes, device_cap;
+} ib_executor_pools;
+IB_API void ib_executor_pools_get(ib_executor *ex, ib_executor_pools *out);
 
 #ifdef IB_FAULTS
 /* Test hook, compiled only with the CMake option IB_FAULTS (the test build):

@@ -79,6 +79,7 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     s->module_bytes = c.module_cache_bytes;
     s->pinned_bytes = c.pinned_pool_bytes;
     s->disk_cache_bytes = c.disk_cache_bytes;
+    ib_executor_pools_get(w->ex, &s->pools);
   }
   s->paused = w->paused;
   s->joined = w->joined;
@@ -246,6 +247,17 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
          "Pinned host memory the pool holds, in use or kept for reuse (cuda).", s->pinned_bytes);
   scalar(&b, "imgbatch_disk_cache_bytes", "gauge", "The kernel disk cache's size (cuda).",
          s->disk_cache_bytes);
+  scalar(&b, "imgbatch_host_pool_bytes", "gauge",
+         "Host memory the backend keeps for reuse, in use or kept (cuda: pinned; cpu: large "
+         "blocks).",
+         s->pools.host_bytes);
+  scalar(&b, "imgbatch_host_pool_cap_bytes", "gauge", "The most the host pool may hold.",
+         s->pools.host_cap);
+  scalar(&b, "imgbatch_device_pool_bytes", "gauge",
+         "Device memory the block pool holds, in use or kept for reuse (cuda).",
+         s->pools.device_bytes);
+  scalar(&b, "imgbatch_device_pool_cap_bytes", "gauge", "The most the device pool may hold.",
+         s->pools.device_cap);
   scalar(&b, "imgbatch_resident_handles", "gauge", "Resident (GPU) outputs held for clients.",
          s->handles);
   scalar(&b, "imgbatch_compile_queue_depth", "gauge",

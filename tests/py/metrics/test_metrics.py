@@ -245,6 +245,10 @@ def test_metrics_count_the_jobs_sent(broker, workers):
         assert value(f, "imgbatch_credit_cap", credit=credit) > 0
         assert value(f, "imgbatch_credit_in_use", credit=credit) >= 0
     assert value(f, "imgbatch_resident_handles") == 0
+    # The cpu backend's host pool: its large blocks, bounded by host_bytes; no device.
+    assert value(f, "imgbatch_host_pool_cap_bytes") == value(f, "imgbatch_credit_cap", credit="host_bytes")
+    assert 0 <= value(f, "imgbatch_host_pool_bytes") <= value(f, "imgbatch_host_pool_cap_bytes")
+    assert value(f, "imgbatch_device_pool_bytes") == value(f, "imgbatch_device_pool_cap_bytes") == 0
     assert value(f, "imgbatch_compile_queue_depth") == 0  # the cpu backend compiles nothing
     assert value(f, "imgbatch_compile_queue_full_total") == 0
     # Every job finished and was committed: nothing left behind.
