@@ -6,10 +6,15 @@ credit is back to zero at the end (soak_figures.py says what flat means).
 
     tests/soak/soak.py --jobs 20000 --profile small --backend cpu          # CI
     tests/soak/soak.py --jobs 200000 --profile mixed --backend cuda \\
-        --workers 2 --restarts 10 --new-graph-rate 0.005 --sample-seconds 5 \\
-        --worker-arg=--module-cache-bytes --worker-arg=16M \\
-        --worker-arg=--disk-cache-bytes --worker-arg=64M \\
+        --workers 2 --restarts 15 --new-graph-rate 0.005 --sample-seconds 2 \\
+        --worker-arg=--module-cache-bytes --worker-arg=1M \\
+        --worker-arg=--disk-cache-bytes --worker-arg=4M \\
         --out soak-gpu                                                      # GPU machine
+
+(about 300 s on an H100 host.) With restarts the figures are judged over
+whole restart periods (soak_figures.windows): with 2 workers, 15 restarts
+make a period of 25,000 jobs, so the windows are jobs 25,000-50,000 and
+175,000-200,000.
 
 New graphs (new kernel signatures) arrive all along, so the module and disk
 caches grow until their bounds: set them small (--worker-arg) so that they
