@@ -2,8 +2,8 @@
 
 Figures per sample, summed over the live workers: from /proc (RSS, open
 file descriptors, threads) and from each worker's /metrics (credits in use,
-pinned pool bytes, module-cache entries and bytes, disk cache size: the disk
-cache is one directory, so its largest view), and the GPU's memory in use
+module-cache entries and bytes, disk cache size: the disk cache is one
+directory, so its largest view), and the GPU's memory in use
 (nvidia-smi, cuda runs only), and the backend's pools with their caps
 (imgbatch_host_pool_bytes: cuda's pinned pool, the cpu backend's large
 blocks; imgbatch_device_pool_bytes: cuda's device blocks). rss_net_mb is RSS

@@ -67,13 +67,17 @@ def test_rss_and_the_module_count_follow_what_they_are_made_of():
 
 
 def test_with_restarts_whole_periods_are_compared_so_a_saw_tooth_is_flat():
-    total, period = 1000, 200.0  # two workers, four restarts: one every 100 jobs
+    total, restarts = 1000, 5
+    interval = total / (restarts + 1)  # a restart every 166.7 jobs, the two workers in turn
+    period = 2 * interval
     (a, b), (c, d) = figs.windows(total, period)
-    assert (a, b, c, d) == (200, 400, 800, 1000)
-    # each restart drops the sum, which climbs again until the next one
-    rows = [{"answered": n, **{f: 100 + (n % 100) for f in figs.FLAT}} for n in range(0, total, 5)]
-    periods = {v["figure"]: v["verdict"] for v in figs.judge(rows, total, period)}
-    assert set(periods.values()) == {"flat"}
-    rows = [{"answered": n, **{f: 100 + (n % 100) + 0.05 * n for f in figs.FLAT}}
-            for n in range(0, total, 5)]
-    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"GREW"}
+    assert (round(a), round(b), round(c), round(d)) == (333, 667, 667, 1000)
+
+    def tooth(n):  # a restart empties one worker, which fills again; the two differ
+        return 100 + 40 * ((n % interval) / interval) + (25 if (n // interval) % 2 else 0)
+    rows = [{"answered": n, **{f: tooth(n) for f in figs.FLAT}} for n in range(0, total, 2)]
+    # quarters hold different phases of the saw-tooth and see growth that is not there
+    assert {v["verdict"] for v in figs.judge(rows, total)} == {"GREW"}
+    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"flat"}
+    rows = [{"answered": n, **{f: tooth(n) + 0.05 * n for f in figs.FLAT}} for n in range(0, total, 2)]
+    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"GREW"}  # a leak under it
