@@ -11,6 +11,8 @@
  *   ib_resample_h       call `ci`'s horizontal pass over only the rows its
  *                       vertical pass reads (into the scratch image, or into
  *                       the call's destination when no vertical pass runs)
+ *   ib_resample_ht      the same pass for a wide window, by tiles staged in
+ *                       shared memory (resample.h ib_resample_tile_plan)
  *   ib_resample_v       call `ci`'s vertical pass, or its crop
  * one output pixel per thread (the horizontal pass: per group of lanes,
  * below), grid stride; a job without the step returns
@@ -94,12 +96,13 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_reduce(const ib_de
  * neighbouring threads from neighbouring bytes and weights. The plan
  * launches out_w x rows x G threads; a group's lanes share a pixel, so they
  * leave the grid-stride loop together. */
-extern "C" __global__ void __launch_bounds__(256) ib_resample_h(const ib_desc *descs, int ci) {
+extern "C" __global__ void __launch_bounds__(256)
+    ib_resample_h(const ib_desc *descs, int ci, int take_tiled) {
   const ib_desc d = descs[blockIdx.y];
   const ib_resample_params *q = (const ib_resample_params *)d.params;
   if (ci >= q->n_calls) return;
   const ib_rsp_call c = q->call[ci];
-  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP)) return;
+  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP) || (c.tile_x > 0 && !take_tiled)) return;
   const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
   const bool last = !(c.passes & IB_RSP_V);
   uint8_t *dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
@@ -137,6 +140,72 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_h(const ib_desc *d
         o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
       if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
       for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+    }
+  }
+}
+
+/* The tiled horizontal pass (resample.h ib_resample_tile_plan) of the
+ * calls planned with tile_x > 0; blocks loop over the call's tiles
+ * (tile_x outputs x IB_RESAMPLE_TILE_ROWS rows), blockDim.x a multiple of
+ * 32. The sums are ib_resample_h's, tap by tap in Pillow's order. */
+extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *descs, int ci) {
+  extern __shared__ __align__(16) uint8_t ib_rs_tile[];
+  const ib_desc d = descs[blockIdx.y];
+  const ib_resample_params *q = (const ib_resample_params *)d.params;
+  if (ci >= q->n_calls) return;
+  const ib_rsp_call c = q->call[ci];
+  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP) || c.tile_x <= 0) return;
+  const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
+  const bool last = !(c.passes & IB_RSP_V);
+  uint8_t *dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
+  const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
+  const long long in_row = ib_resample_row(d, c.src, c.in_w);
+  const bool pm = c.src == IB_RSI_SRC, unpm = last && c.dst == IB_RSI_OUT;
+  const int R = IB_RESAMPLE_TILE_ROWS, tx = c.tile_x, pitch = c.tile_pitch;
+  const int opitch = ib_resample_tile_pitch(tx * IB_B0);
+  uint8_t *rows = ib_rs_tile, *outs = ib_rs_tile + R * pitch;
+  const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
+  const int warps = (int)(blockDim.x >> 5);
+  const int tiles_x = (c.out_w + tx - 1) / tx, tiles = tiles_x * ((c.rows + R - 1) / R);
+  for (int tile = (int)blockIdx.x; tile < tiles; tile += (int)gridDim.x) {
+    const int x0 = (tile % tiles_x) * tx, y0 = (tile / tiles_x) * R;
+    const int x1 = min(x0 + tx, c.out_w), nr = min(R, c.rows - y0);
+    const int lo0 = tab[c.xb + 2 * x0];
+    const int span = tab[c.xb + 2 * (x1 - 1)] + tab[c.xb + 2 * (x1 - 1) + 1] - lo0;
+    __syncthreads(); /* the last tile's readers are done */
+    for (int r = warp; r < nr; r += warps) {
+      const uint8_t *in = src + (long long)(y0 + r + c.first) * in_row + (long long)lo0 * IB_B0;
+      for (int p = lane; p < span; p += 32) {
+        uint8_t v[IB_B0];
+        for (int b = 0; b < IB_B0; b++) v[b] = in[p * IB_B0 + b];
+        if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+        for (int b = 0; b < IB_B0; b++) rows[r * pitch + p * IB_B0 + b] = v[b];
+      }
+    }
+    __syncthreads();
+    if (lane < nr) {
+      const uint8_t *row = rows + lane * pitch;
+      for (int x = x0 + warp; x < x1; x += warps) {
+        const int lo = tab[c.xb + 2 * x] - lo0, n = tab[c.xb + 2 * x + 1];
+        const int32_t *k = tab + c.xk + (long long)x * c.ksize_x;
+        const uint8_t *in = row + lo * IB_B0;
+        int ss[IB_B0];
+        for (int b = 0; b < IB_B0; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
+        for (int j = 0; j < n; j++) {
+          const int kj = k[j];
+          for (int b = 0; b < IB_B0; b++) ss[b] += (int)in[j * IB_B0 + b] * kj;
+        }
+        uint8_t o[IB_B0];
+        for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_clip8(ss[b]);
+        if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+        for (int b = 0; b < IB_B0; b++) outs[lane * opitch + (x - x0) * IB_B0 + b] = o[b];
+      }
+    }
+    __syncthreads();
+    const int wb = (x1 - x0) * IB_B0;
+    for (int r = warp; r < nr; r += warps) {
+      uint8_t *o = dst + ((long long)(y0 + r) * c.out_w + x0) * IB_B0;
+      for (int i = lane; i < wb; i += 32) o[i] = outs[r * opitch + i];
     }
   }
 }

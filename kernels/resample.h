@@ -144,7 +144,9 @@ typedef struct ib_rsp_call {
   int32_t first, rows;
   int32_t ksize_x, ksize_y;
   int32_t xb, xk, yb, yk;
-  int32_t pad;
+  /* the tiled horizontal pass (ib_resample_tile_plan); tile_x 0: the
+   * pixel-parallel one */
+  int32_t tile_x, tile_pitch, tile_smem;
 } ib_rsp_call;
 
 typedef struct ib_resample_params {
@@ -158,8 +160,10 @@ typedef struct ib_resample_params {
 } ib_resample_params;
 
 /* Kernels of resample.cuh, in the order of the op row's list; the
- * horizontal and vertical ones take the call's index as their argument. */
-enum { IB_RESAMPLE_K_H, IB_RESAMPLE_K_V, IB_RESAMPLE_K_REDUCE };
+ * horizontal and vertical ones take the call's index as their argument,
+ * ib_resample_h also whether it runs the calls planned tiled (the tiled
+ * kernel cannot run: no shared memory). */
+enum { IB_RESAMPLE_K_H, IB_RESAMPLE_K_V, IB_RESAMPLE_K_REDUCE, IB_RESAMPLE_K_HT };
 
 /* Threads that share one output pixel of the horizontal pass (a power of
  * two, at most a warp): lane l sums taps l, l + lanes, ... and the lanes'
@@ -175,6 +179,25 @@ IB_FN int ib_resample_h_lanes(int ksize) {
   int g = 1;
   while (g < 32 && 8 * g <= ksize) g *= 2; /* at least 4 taps a lane */
   return g;
+}
+
+/* The tiled horizontal pass (ib_resample_ht) for wide windows: a block
+ * stages IB_RESAMPLE_TILE_ROWS source rows, just the span that tile_x
+ * consecutive outputs read, in shared memory (premultiplied when the pass
+ * premultiplies), then a warp's lanes are the tile's rows and its outputs
+ * go one by one: the window's bounds and every weight are the same for the
+ * 32 lanes (one load each, no divergence), and a lane reads its own staged
+ * row. A row's pitch (ib_resample_tile_pitch) is an odd number of 4-byte
+ * words, so the 32 rows fall in 32 different banks. The outputs go through
+ * a shared tile too, then to global memory a row at a time. */
+#define IB_RESAMPLE_TILE_ROWS 32
+#define IB_RESAMPLE_TILE_SMEM (48 * 1024) /* what every kernel may take */
+
+IB_FN int ib_resample_tile_pitch(int bytes) { return ((bytes + 3) & ~3) | 4; }
+
+/* Shared bytes of a tile: the staged rows, then the output rows. */
+IB_FN int ib_resample_tile_bytes(int pitch, int tile_x, int bands) {
+  return IB_RESAMPLE_TILE_ROWS * (pitch + ib_resample_tile_pitch(tile_x * bands));
 }
 
 #ifndef __CUDACC_RTC__
@@ -277,6 +300,34 @@ static inline void ib_resample_coeffs(int filter, int n_in, float in0, float in1
     }
     bounds[2 * i] = lo;
     bounds[2 * i + 1] = n;
+  }
+}
+
+/* The tiling of a wide horizontal pass (ib_resample_h_lanes > 1): the
+ * widest tile (tile_x outputs, a power of two up to 64) whose shared bytes
+ * fit IB_RESAMPLE_TILE_SMEM, with the pitch of its widest source span
+ * (first sample of its first output to the end of its last one's window:
+ * both grow with the output index). tile_x 0: narrow windows, or no tile
+ * fits; the pixel-parallel pass runs. */
+static inline void ib_resample_tile_plan(int filter, int n_in, float in0, float in1, int n_out,
+                                         int ksize, int bands, int32_t *tile_x, int32_t *pitch,
+                                         int32_t *smem) {
+  *tile_x = *pitch = *smem = 0;
+  if (ib_resample_h_lanes(ksize) < 2) return;
+  for (int tx = 64; tx >= 1; tx /= 2) {
+    int span = 0;
+    for (int x0 = 0; x0 < n_out; x0 += tx) {
+      const int x1 = (x0 + tx < n_out ? x0 + tx : n_out) - 1;
+      int lo0, n0, lo1, n1;
+      ib_resample_bound(filter, n_in, in0, in1, n_out, x0, &lo0, &n0);
+      ib_resample_bound(filter, n_in, in0, in1, n_out, x1, &lo1, &n1);
+      if (lo1 + n1 - lo0 > span) span = lo1 + n1 - lo0;
+    }
+    const int p = ib_resample_tile_pitch(span * bands), b = ib_resample_tile_bytes(p, tx, bands);
+    if (b <= IB_RESAMPLE_TILE_SMEM) {
+      *tile_x = tx, *pitch = p, *smem = b;
+      return;
+    }
   }
 }
 #endif

@@ -5,7 +5,9 @@
  * (op_resize.c, kernels/resample.cuh) compiles with NVRTC for every mode, with the kernels
  * its row lists; its parameters, its host-built weight tables after the
  * parameter block, its scratch (out_w x the rows the vertical pass reads)
- * and its launches are what the CPU path computes; skipped passes and the
+ * and its launches are what the CPU path computes (a wide window's
+ * horizontal pass tiled in shared memory, or counted slow without it);
+ * skipped passes and the
  * crop plan no launch or scratch of their own; reducing_gap's reduce step
  * and a tall image's two calls are laid out in the scratch buffer and
  * launched in Image.resize's order; the staged sequence, replayed on the
@@ -36,7 +38,8 @@ static int n_fn;
 typedef struct launch {
   char name[64];
   unsigned gx, gy, bx, smem;
-  int ci; /* the call index argument; -1: none (the reduce step) */
+  int ci;   /* the call index argument; -1: none (the reduce step) */
+  int take; /* ib_resample_h's take_tiled argument; -1: another kernel */
 } launch;
 static launch launches[MAX_LAUNCH];
 static int n_launch;
@@ -74,9 +77,10 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
   launch *l = &launches[n_launch++];
   const int k = (int)(uintptr_t)f - 1;
   cr_assert(k >= 0 && k < n_fn, "a function the module gave");
-  *l = (launch){.gx = gx, .gy = gy, .bx = bx, .smem = smem, .ci = -1};
+  *l = (launch){.gx = gx, .gy = gy, .bx = bx, .smem = smem, .ci = -1, .take = -1};
   snprintf(l->name, sizeof l->name, "%s", fn_names[k]);
   if (strcmp(l->name, "ib_resample_reduce") != 0) l->ci = *(const int32_t *)args[1];
+  if (strcmp(l->name, "ib_resample_h") == 0) l->take = *(const int32_t *)args[2];
   return CUDA_SUCCESS;
 }
 
@@ -286,6 +290,18 @@ static void expect_launch(int i, const char *name, int ci, uint64_t items) {
   cr_assert_eq(l->smem, 0);
   cr_assert_eq(l->gx, (unsigned)((items + 255) / 256), "launch %d (%s): grid x %u for %llu items",
                i, name, l->gx, (unsigned long long)items);
+  if (strcmp(name, "ib_resample_h") == 0) cr_assert_eq(l->take, 0, "launch %d: tiled calls", i);
+}
+
+/* The tiled horizontal pass: a block a tile, `smem` shared bytes. */
+static void expect_tiled(int i, int ci, unsigned tiles, unsigned smem) {
+  cr_assert_lt(i, n_launch, "launch %d of %d", i, n_launch);
+  const launch *l = &launches[i];
+  cr_assert_str_eq(l->name, "ib_resample_ht", "launch %d", i);
+  cr_assert_eq(l->ci, ci, "launch %d: call %d, want %d", i, l->ci, ci);
+  cr_assert(l->bx == 256 && l->gx == tiles && l->smem == smem,
+            "launch %d: %u blocks of %u, %u shared bytes; want %u tiles, %u bytes", i, l->gx, l->bx,
+            l->smem, tiles, smem);
 }
 
 static void expect_words(const uint8_t *t, int32_t off, const int32_t *want, size_t n,
@@ -307,7 +323,7 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   ib_graph *g = graph_of(&q, 1);
   sub x;
   const unsigned pbytes = run(c, &x, &g, 1);
-  cr_assert_eq(n_fn, 3);
+  cr_assert_eq(n_fn, 4);
   const ib_jstate *js = &x.s.js[0];
   cr_assert_eq(js->plan.n_stages, 1);
   const ib_gstage *st = &js->plan.stages[0];
@@ -341,9 +357,12 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   cr_assert(d->width == 120 && d->height == 50 && d->stride0 == 300 && d->height0 == 200);
 
   cr_assert_eq(n_launch, 2);
-  /* ib_resample_h_lanes threads per pixel of the horizontal pass */
-  expect_launch(0, "ib_resample_h", 0,
-                120u * (uint64_t)(last - first) * (uint64_t)ib_resample_h_lanes(h.ksize));
+  /* 11 taps: wide enough for 2 lanes a pixel, so tiled; 64 outputs read at
+   * most 156 source pixels (x 4 bytes, to an odd count of words), the
+   * output tile 64 x 4 bytes likewise */
+  cr_assert_eq(ib_resample_h_lanes(h.ksize), 2);
+  cr_assert(p.tile_x == 64 && p.tile_pitch == 628, "tile %d, pitch %d", p.tile_x, p.tile_pitch);
+  expect_tiled(0, 0, 2 * (unsigned)((last - first + 31) / 32), 32 * (628 + 260));
   expect_launch(1, "ib_resample_v", 0, 120u * 50u);
   axis_free(&v);
   axis_free(&h);
@@ -460,16 +479,75 @@ Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
   cr_assert(p.call[1].passes == IB_RSP_CROP && p.call[1].crop_x == 0 && p.call[1].crop_y == 0,
             "(2, 100) -> (2, 100) over (0, 0, 2, 100) is _resize's crop");
   cr_assert(p.call[1].src == IB_RSI_SCRATCH && p.call[1].dst == IB_RSI_OUT);
-  /* call 0: job 0's 10 x 90 pass rows (LANCZOS reads every row) are more
-   * than job 2's 20 x 30, job 2's output the largest; call 1: job 1's crop */
-  cr_assert_eq(n_launch, 3);
-  const int ks0 = params_of(&x, 0, &t, pbytes).call[0].ksize_x;
-  cr_assert_eq(ib_resample_h_lanes(ks0), 8, "LANCZOS 90 -> 10: ksize %d, 8 lanes a pixel", ks0);
-  expect_launch(0, "ib_resample_h", 0, 10u * 90u * 8u);
-  expect_launch(1, "ib_resample_v", 0, 20u * 60u);
-  expect_launch(2, "ib_resample_v", 1, 2u * 100u);
+  /* call 0: job 2's 20 x 30 pass pixels; job 0's wide window (LANCZOS 90
+   * -> 10) tiled: its 10 outputs are one tile, its 90 rows three; job 2's
+   * output the largest; call 1: job 1's crop */
+  cr_assert_eq(n_launch, 4);
+  const ib_rsp_call k0 = params_of(&x, 0, &t, pbytes).call[0];
+  cr_assert_eq(ib_resample_h_lanes(k0.ksize_x), 8, "LANCZOS 90 -> 10: ksize %d", k0.ksize_x);
+  /* the whole row, 90 x 4 bytes, to an odd count of words; the output tile 64 x 4 likewise */
+  cr_assert(k0.tile_x == 64 && k0.tile_pitch == 364, "tile %d, pitch %d", k0.tile_x, k0.tile_pitch);
+  cr_assert_eq(k0.tile_smem, 32 * (364 + 260));
+  cr_assert_eq(params_of(&x, 2, &t, pbytes).call[0].tile_x, 0, "BOX 40 -> 20 is narrow");
+  expect_launch(0, "ib_resample_h", 0, 20u * 30u);
+  expect_tiled(1, 0, 3, 32 * (364 + 260));
+  expect_launch(2, "ib_resample_v", 0, 20u * 60u);
+  expect_launch(3, "ib_resample_v", 1, 2u * 100u);
   sub_free(c, &x);
   backend_free(c);
+}
+
+/* Wide windows are tiled as wide as 48 KiB of shared memory allows: RGB
+ * 1200 -> 40 LANCZOS (181 taps) stages 390 source pixels for 8 outputs
+ * (1170 bytes, a pitch of 293 words), 16 would take 61 KiB; 4000 -> 30
+ * LANCZOS (801 taps) fits no tile, not even one output's 32 rows, and
+ * keeps the pixel-parallel pass. Without shared memory (pass_global) the
+ * pixel-parallel kernel runs the tiled calls too, over every job's items,
+ * and the group is counted slow. */
+Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_without_it) {
+  const rjob jobs[3] = {
+      {IB_MODE_RGB, 1200, 100, 40, 25, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+      {IB_MODE_RGB, 4000, 40, 30, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+      {IB_MODE_RGB, 60, 40, 50, 10, IB_RESAMPLE_BICUBIC, 0, {0}, 0},
+  };
+  for (int global = 0; global < 2; global++) {
+    ib_cuda *c = backend();
+    c->pass_global = global;
+    ib_graph *gs[3];
+    for (int i = 0; i < 3; i++) gs[i] = graph_of(&jobs[i], (uint64_t)i + 40);
+    sub x;
+    const unsigned pbytes = run(c, &x, gs, 3);
+    const uint8_t *t;
+    const ib_rsp_call k0 = params_of(&x, 0, &t, pbytes).call[0];
+    const ib_rsp_call k1 = params_of(&x, 1, &t, pbytes).call[0];
+    const ib_rsp_call k2 = params_of(&x, 2, &t, pbytes).call[0];
+    cr_assert(k0.ksize_x == 181 && k1.ksize_x == 801, "ksize %d, %d", k0.ksize_x, k1.ksize_x);
+    cr_assert(k0.tile_x == 8 && k0.tile_pitch == 1172, "tile %d, pitch %d", k0.tile_x,
+              k0.tile_pitch);
+    cr_assert_eq(k0.tile_smem, 32 * (1172 + 28));
+    cr_assert_eq(k1.tile_x, 0, "801 taps: no tile fits 48 KiB");
+    cr_assert_eq(k2.tile_x, 0, "60 -> 50: a narrow window");
+    cr_assert(k0.rows == 100 && k1.rows == 40 && k2.rows == 40);
+    /* pixels x 32 lanes (181 and 801 taps) */
+    const uint64_t px1 = 30u * 40u * 32u, px0 = 40u * 100u * 32u;
+    if (!global) {
+      cr_assert_eq(n_launch, 3);
+      expect_launch(0, "ib_resample_h", 0, px1);
+      expect_tiled(1, 0, 5 * 4, 32 * (1172 + 28));
+      expect_launch(2, "ib_resample_v", 0, 40u * 25u);
+      cr_assert_eq(atomic_load(&c->pass_slow), 0);
+    } else {
+      cr_assert_eq(n_launch, 2);
+      const launch *l = &launches[0];
+      cr_assert(!strcmp(l->name, "ib_resample_h") && l->take == 1 && l->smem == 0,
+                "%s take %d smem %u", l->name, l->take, l->smem);
+      cr_assert_eq(l->gx, (unsigned)((px0 + 255) / 256), "every job's items: grid %u", l->gx);
+      expect_launch(1, "ib_resample_v", 0, 40u * 25u);
+      cr_assert_eq(atomic_load(&c->pass_slow), 1, "counted");
+    }
+    sub_free(c, &x);
+    backend_free(c);
+  }
 }
 
 /* The head compiles with NVRTC for every mode (bands 1 to 4, premultiplied
@@ -552,6 +630,49 @@ static int64_t replay_row(const replay_job *r, int where, int w) {
   return (int64_t)(where == IB_RSI_SRC ? (int)r->src_w : w) * r->bands;
 }
 
+/* ib_resample_ht's pass: each tile's rows staged (premultiplied when the
+ * pass premultiplies) into IB_RESAMPLE_TILE_ROWS rows of the call's pitch,
+ * everything past the tile's span garbage, and its outputs summed from
+ * there; every window must lie within the staged span, the span within
+ * the pitch and the shared bytes within what every kernel may take. */
+static int tiled_calls; /* how many calls the replays ran tiled */
+
+static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint8_t *src,
+                           int64_t in_row, uint8_t *dst, bool pm, bool unpm) {
+  tiled_calls++;
+  const int B = r->bands, R = IB_RESAMPLE_TILE_ROWS, tx = c->tile_x, pitch = c->tile_pitch;
+  cr_assert(pitch % 4 == 0 && (pitch / 4) % 2 == 1, "pitch %d: an odd count of words", pitch);
+  cr_assert_eq(c->tile_smem, ib_resample_tile_bytes(pitch, tx, B));
+  cr_assert_leq(c->tile_smem, IB_RESAMPLE_TILE_SMEM);
+  uint8_t *rows = malloc((size_t)R * pitch);
+  cr_assert_not_null(rows);
+  const int32_t *tab = r->tab;
+  for (int y0 = 0; y0 < c->rows; y0 += R)
+    for (int x0 = 0; x0 < c->out_w; x0 += tx) {
+      const int x1 = x0 + tx < c->out_w ? x0 + tx : c->out_w,
+                nr = c->rows - y0 < R ? c->rows - y0 : R;
+      const int lo0 = tab[c->xb + 2 * x0];
+      const int span = tab[c->xb + 2 * (x1 - 1)] + tab[c->xb + 2 * (x1 - 1) + 1] - lo0;
+      cr_assert_leq(span * B, pitch, "tile (%d, %d): span %d pixels", x0, y0, span);
+      memset(rows, 0xa5, (size_t)R * pitch);
+      for (int y = 0; y < nr; y++)
+        for (int p = 0; p < span; p++) {
+          uint8_t *to = rows + (size_t)y * pitch + (size_t)p * B;
+          memcpy(to, src + (y0 + y + c->first) * in_row + (int64_t)(lo0 + p) * B, (size_t)B);
+          if (pm) ib_premultiply_px(to, B);
+        }
+      for (int x = x0; x < x1; x++) {
+        const int lo = tab[c->xb + 2 * x] - lo0, n = tab[c->xb + 2 * x + 1];
+        cr_assert(lo >= 0 && lo + n <= span, "output %d: window %d + %d of span %d", x, lo, n,
+                  span);
+        for (int y = 0; y < nr; y++)
+          replay_px(dst + ((int64_t)(y0 + y) * c->out_w + x) * B, rows + (size_t)y * pitch + lo * B,
+                    B, tab + c->xk + (int64_t)x * c->ksize_x, n, B, false, unpm);
+      }
+    }
+  free(rows);
+}
+
 static void replay_call(const replay_job *r, const ib_rsp_call *c) {
   const int B = r->bands;
   const uint8_t *src = replay_img(r, c->src, c->src_off);
@@ -570,7 +691,9 @@ static void replay_call(const replay_job *r, const ib_rsp_call *c) {
     return;
   }
   const bool h = c->passes & IB_RSP_H, v = c->passes & IB_RSP_V;
-  if (h)
+  if (h && c->tile_x > 0)
+    replay_tiled_h(r, c, src, in_row, v ? tmp : dst, r->a && from_src, r->a && !v && to_out);
+  else if (h)
     for (int y = 0; y < c->rows; y++)
       for (int x = 0; x < c->out_w; x++) {
         const int lo = r->tab[c->xb + 2 * x], n = r->tab[c->xb + 2 * x + 1];
@@ -622,6 +745,14 @@ Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
        {IB_MODE_L, 17, 13, 41, 5, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
        {IB_MODE_L, 64, 48, 64, 48, IB_RESAMPLE_HAMMING, 0, {0}, 2.0},
        {IB_MODE_L, 129, 31, 7, 3, IB_RESAMPLE_BICUBIC, 0, {0}, 2.5}},
+      {{IB_MODE_RGB, 1200, 70, 40, 9, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+       {IB_MODE_RGB, 4000, 33, 30, 5, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+       {IB_MODE_RGB, 803, 45, 37, 45, IB_RESAMPLE_BICUBIC, 1, {3.5, 0, 790.25, 45}, 0},
+       {IB_MODE_RGB, 997, 65, 61, 20, IB_RESAMPLE_HAMMING, 0, {0}, 0}},
+      {{IB_MODE_RGBA, 803, 45, 37, 45, IB_RESAMPLE_BICUBIC, 1, {3.5, 0, 790.25, 45}, 0},
+       {IB_MODE_RGBA, 500, 40, 20, 10, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
+       {IB_MODE_RGBA, 300, 7, 9, 3, IB_RESAMPLE_BOX, 0, {0}, 0},
+       {IB_MODE_RGBA, 64, 64, 16, 16, IB_RESAMPLE_BILINEAR, 0, {0}, 0}},
       {{IB_MODE_LA, 30, 3500, 4, 20, IB_RESAMPLE_BILINEAR, 0, {0}, 2.0},
        {IB_MODE_LA, 7, 9, 14, 27, IB_RESAMPLE_BOX, 0, {0}, 0},
        {IB_MODE_LA, 33, 20, 33, 7, IB_RESAMPLE_LANCZOS, 0, {0}, 0},
@@ -669,4 +800,5 @@ Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
     sub_free(c, &x);
     backend_free(c);
   }
+  cr_assert_geq(tiled_calls, 7, "wide windows ran tiled %d times", tiled_calls);
 }

@@ -360,8 +360,9 @@ typedef struct ib_executor_counters {
   uint64_t compile_queue_full;       /* compile requests refused at the pool's bound (QueueFull) */
   uint64_t jobs_waited_compile;      /* jobs held until their kernel compiled */
   uint64_t interp_executions;        /* stages run on the pointwise interpreter tier */
-  uint64_t blur_global_passes;       /* blur launch groups run as global-memory passes (too large a
-                                      * line or radius for shared memory): slower, same bytes */
+  uint64_t blur_global_passes;       /* multi-pass launch groups (blur; resize's wide windows) run
+                                      * as global-memory passes without shared memory (too large
+                                      * a line or radius, or none to take): slower, same bytes */
   uint64_t upload_direct_sources;    /* raw sources uploaded from where they lie in pinned memory */
   uint64_t upload_direct_copies;     /* the copies they took: one per run of sources lying one
                                       * after the other in a pinned slab; as many as sources when

@@ -304,10 +304,11 @@ static bool is_crop(const ib_resize_call *c) {
          b[3] - b[1] == (float)c->out_h;
 }
 
-/* One call's passes, table offsets (from word `*words` on) and, for both
- * passes, the rows the horizontal pass covers (ib_resample_bound of the
- * first and last output rows, as resample() takes them from its y table). */
-static void dev_call(dev_seq *d, int ci, size_t *words) {
+/* One call's passes, table offsets (from word `*words` on), for both
+ * passes the rows the horizontal pass covers (ib_resample_bound of the
+ * first and last output rows, as resample() takes them from its y table),
+ * and a wide horizontal pass's tiling for `bands` bytes a pixel. */
+static void dev_call(dev_seq *d, int ci, size_t *words, int bands) {
   const ib_resize_call *c = &d->c[ci];
   ib_rsp_call *k = &d->q.call[ci];
   const float *b = c->box;
@@ -341,6 +342,8 @@ static void dev_call(dev_seq *d, int ci, size_t *words) {
     k->xk = k->xb + 2 * (int32_t)c->out_w;
     *words += (size_t)2 * c->out_w + (size_t)c->out_w * k->ksize_x;
     if (k->ksize_x > d->kmax) d->kmax = k->ksize_x;
+    ib_resample_tile_plan(d->filter, (int)c->in_w, b[0], b[2], (int)c->out_w, k->ksize_x, bands,
+                          &k->tile_x, &k->tile_pitch, &k->tile_smem);
   }
 }
 
@@ -402,7 +405,7 @@ static void dev_layout(const ib_resize_plan *p, const ib_shape *in, dev_seq *d) 
   size_t words = 0;
   for (int i = 0; i < p->n_calls; i++) {
     d->c[i] = p->call[i];
-    dev_call(d, i, &words);
+    dev_call(d, i, &words, (int)ib_mode_bands(in->mode));
   }
   d->words = words;
   d->w_off = (words + 1) & ~(size_t)1;
@@ -410,6 +413,7 @@ static void dev_layout(const ib_resize_plan *p, const ib_shape *in, dev_seq *d) 
 }
 
 static ib_status dev_plan(const ib_node *node, const ib_shape *in, dev_seq *d, ib_error *err) {
+  memset(d, 0, sizeof *d); /* also on failure: GCC's Release build cannot see callers skip it */
   if (!in)
     return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
                       "backend cuda: op resize: a filtered resize's node has no input shape");
@@ -473,12 +477,58 @@ static ib_dev_launch launch_of(int kernel, uint64_t items, unsigned threads, int
                          .args = {ci}};
 }
 
+/* One call index's horizontal launches over a group: the pixel-parallel
+ * pass's items (out_w x rows x ib_resample_h_lanes) and the tiled pass's
+ * tiles and shared bytes, each the largest of the jobs that run it. */
+typedef struct h_need {
+  uint64_t items, tiles;
+  uint32_t smem;
+} h_need;
+
+static void h_need_add(h_need *h, const ib_rsp_call *k) {
+  if (!(k->passes & IB_RSP_H) || (k->passes & IB_RSP_CROP)) return;
+  const uint64_t rows = (uint64_t)(k->rows > 0 ? k->rows : 0);
+  const uint64_t items = (uint64_t)k->out_w * rows * (uint64_t)ib_resample_h_lanes(k->ksize_x);
+  if (k->tile_x <= 0) {
+    if (items > h->items) h->items = items;
+    return;
+  }
+  const uint64_t tiles = (((uint64_t)k->out_w + (uint64_t)k->tile_x - 1) / (uint64_t)k->tile_x) *
+                         ((rows + IB_RESAMPLE_TILE_ROWS - 1) / IB_RESAMPLE_TILE_ROWS);
+  if (tiles > h->tiles) h->tiles = tiles;
+  if ((uint32_t)k->tile_smem > h->smem) h->smem = (uint32_t)k->tile_smem;
+}
+
+/* A call's horizontal launches: the tiled kernel for the tiled calls when
+ * the group may take their shared memory, else (counted slow) the
+ * pixel-parallel kernel runs them too, over items for every job. */
+static int h_launches(const ib_dev_group *g, int c, const h_need *h, uint64_t all_items,
+                      ib_dev_launch *out) {
+  const uint32_t small = g->smem_max < IB_RESAMPLE_TILE_SMEM ? g->smem_max : IB_RESAMPLE_TILE_SMEM;
+  const bool tiled = h->tiles && h->smem <= small;
+  int n = 0;
+  const uint64_t items = tiled || !h->tiles ? h->items : all_items;
+  if (items) {
+    out[n] = launch_of(IB_RESAMPLE_K_H, items, g->threads, c);
+    out[n].n_args = 2;
+    out[n].args[1] = !tiled && h->tiles;
+    out[n].slow = !tiled && h->tiles;
+    n++;
+  }
+  if (tiled) {
+    out[n] = launch_of(IB_RESAMPLE_K_HT, h->tiles, 1, c);
+    out[n++].smem = h->smem;
+  }
+  return n;
+}
+
 /* In stream order: the reduce step over the largest reduced image (when
- * any job reduces), then per call the horizontal launch over the largest
- * out_w x rows x lanes (ib_resample_h_lanes) and the vertical (or crop) launch over the largest
- * output of the jobs that run it. */
+ * any job reduces), then per call the horizontal launches (h_launches) and
+ * the vertical (or crop) launch over the largest output of the jobs that
+ * run it. */
 static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
-  uint64_t red = 0, h_items[2] = {0, 0}, v_items[2] = {0, 0};
+  uint64_t red = 0, v_items[2] = {0, 0}, all_items[2] = {0, 0};
+  h_need h[2] = {{0}, {0}};
   for (size_t i = 0; i < g->n_jobs; i++) {
     ib_dev_job j;
     g->job(g, i, &j);
@@ -486,18 +536,20 @@ static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
     memcpy(&q, j.params, sizeof q);
     if (q.reduce && (uint64_t)q.rw * (uint64_t)q.rh > red) red = (uint64_t)q.rw * (uint64_t)q.rh;
     for (int c = 0; c < q.n_calls && c < 2; c++) {
-      const ib_rsp_call *k = &q.call[c];
-      const uint64_t hi = (uint64_t)k->out_w * (uint64_t)(k->rows > 0 ? k->rows : 0) *
-                          (uint64_t)ib_resample_h_lanes(k->ksize_x);
-      const uint64_t vi = (uint64_t)k->out_w * (uint64_t)k->out_h;
-      if ((k->passes & IB_RSP_H) && !(k->passes & IB_RSP_CROP) && hi > h_items[c]) h_items[c] = hi;
-      if ((k->passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
+      ib_rsp_call k = q.call[c];
+      const uint64_t vi = (uint64_t)k.out_w * (uint64_t)k.out_h;
+      if ((k.passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
+      h_need_add(&h[c], &k);
+      k.tile_x = 0; /* as the pixel-parallel pass would run it */
+      h_need untiled = {all_items[c], 0, 0};
+      h_need_add(&untiled, &k);
+      all_items[c] = untiled.items;
     }
   }
   int n = 0;
   if (red) out[n++] = launch_of(IB_RESAMPLE_K_REDUCE, red, g->threads, 0);
   for (int c = 0; c < 2; c++) {
-    if (h_items[c]) out[n++] = launch_of(IB_RESAMPLE_K_H, h_items[c], g->threads, c);
+    n += h_launches(g, c, &h[c], all_items[c], out + n);
     if (v_items[c]) out[n++] = launch_of(IB_RESAMPLE_K_V, v_items[c], g->threads, c);
   }
   return n;
@@ -506,8 +558,9 @@ static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
 static const ib_dev_passes resample_passes = {
     .kernels = {[IB_RESAMPLE_K_H] = {"ib_resample_h", 0},
                 [IB_RESAMPLE_K_V] = {"ib_resample_v", 0},
-                [IB_RESAMPLE_K_REDUCE] = {"ib_resample_reduce", 0}},
-    .n_kernels = 3,
+                [IB_RESAMPLE_K_REDUCE] = {"ib_resample_reduce", 0},
+                [IB_RESAMPLE_K_HT] = {"ib_resample_ht", 0}},
+    .n_kernels = 4,
     .plan = resample_plan,
     .scratch_bytes = resample_scratch,
 };
