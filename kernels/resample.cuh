@@ -179,7 +179,13 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
         uint8_t v[IB_B0];
         for (int b = 0; b < IB_B0; b++) v[b] = in[p * IB_B0 + b];
         if (IB_A && pm) ib_premultiply_px(v, IB_B0);
-        for (int b = 0; b < IB_B0; b++) rows[r * pitch + p * IB_B0 + b] = v[b];
+        if (IB_B0 >= 3) { /* one word a pixel */
+          unsigned w = 0;
+          for (int b = 0; b < IB_B0; b++) w |= (unsigned)v[b] << (8 * b);
+          ((unsigned *)(rows + r * pitch))[p] = w;
+        } else {
+          for (int b = 0; b < IB_B0; b++) rows[r * pitch + p * IB_B0 + b] = v[b];
+        }
       }
     }
     __syncthreads();
@@ -188,12 +194,21 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
       for (int x = x0 + warp; x < x1; x += warps) {
         const int lo = tab[c.xb + 2 * x] - lo0, n = tab[c.xb + 2 * x + 1];
         const int32_t *k = tab + c.xk + (long long)x * c.ksize_x;
-        const uint8_t *in = row + lo * IB_B0;
         int ss[IB_B0];
         for (int b = 0; b < IB_B0; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
-        for (int j = 0; j < n; j++) {
-          const int kj = k[j];
-          for (int b = 0; b < IB_B0; b++) ss[b] += (int)in[j * IB_B0 + b] * kj;
+        if (IB_B0 >= 3) {
+          const unsigned *in = (const unsigned *)row + lo;
+          for (int j = 0; j < n; j++) {
+            const int kj = k[j];
+            const unsigned w = in[j];
+            for (int b = 0; b < IB_B0; b++) ss[b] += (int)((w >> (8 * b)) & 0xffu) * kj;
+          }
+        } else {
+          const uint8_t *in = row + lo * IB_B0;
+          for (int j = 0; j < n; j++) {
+            const int kj = k[j];
+            for (int b = 0; b < IB_B0; b++) ss[b] += (int)in[j * IB_B0 + b] * kj;
+          }
         }
         uint8_t o[IB_B0];
         for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_clip8(ss[b]);

@@ -184,16 +184,20 @@ IB_FN int ib_resample_h_lanes(int ksize) {
 /* The tiled horizontal pass (ib_resample_ht) for wide windows: a block
  * stages IB_RESAMPLE_TILE_ROWS source rows, just the span that tile_x
  * consecutive outputs read, in shared memory (premultiplied when the pass
- * premultiplies), then a warp's lanes are the tile's rows and its outputs
- * go one by one: the window's bounds and every weight are the same for the
- * 32 lanes (one load each, no divergence), and a lane reads its own staged
- * row. A row's pitch (ib_resample_tile_pitch) is an odd number of 4-byte
- * words, so the 32 rows fall in 32 different banks. The outputs go through
- * a shared tile too, then to global memory a row at a time. */
+ * premultiplies; ib_resample_tile_px bytes a pixel), then a warp's lanes are the tile's rows and
+ * its outputs go one by one: the window's bounds and every weight are the same for the 32 lanes
+ * (one load each, no divergence), and a lane reads its own staged row. A row's pitch
+ * (ib_resample_tile_pitch) is an odd number of 4-byte words, so the 32 rows fall in 32 different
+ * banks. The outputs go through a shared tile too, then to global memory a row at a time. */
 #define IB_RESAMPLE_TILE_ROWS 32
 #define IB_RESAMPLE_TILE_SMEM (48 * 1024) /* what every kernel may take */
 
 IB_FN int ib_resample_tile_pitch(int bytes) { return ((bytes + 3) & ~3) | 4; }
+
+/* Staged bytes a pixel: RGB is staged as 4-byte words (the fourth byte 0)
+ * so that a lane loads a pixel with one 32-bit read, as RGBA; L and LA as
+ * they are. */
+IB_FN int ib_resample_tile_px(int bands) { return bands == 3 ? 4 : bands; }
 
 /* Shared bytes of a tile: the staged rows, then the output rows. */
 IB_FN int ib_resample_tile_bytes(int pitch, int tile_x, int bands) {
@@ -323,7 +327,8 @@ static inline void ib_resample_tile_plan(int filter, int n_in, float in0, float 
       ib_resample_bound(filter, n_in, in0, in1, n_out, x1, &lo1, &n1);
       if (lo1 + n1 - lo0 > span) span = lo1 + n1 - lo0;
     }
-    const int p = ib_resample_tile_pitch(span * bands), b = ib_resample_tile_bytes(p, tx, bands);
+    const int p = ib_resample_tile_pitch(span * ib_resample_tile_px(bands));
+    const int b = ib_resample_tile_bytes(p, tx, bands);
     if (b <= IB_RESAMPLE_TILE_SMEM) {
       *tile_x = tx, *pitch = p, *smem = b;
       return;

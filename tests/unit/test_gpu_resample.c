@@ -498,8 +498,8 @@ Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
 }
 
 /* Wide windows are tiled as wide as 48 KiB of shared memory allows: RGB
- * 1200 -> 40 LANCZOS (181 taps) stages 390 source pixels for 8 outputs
- * (1170 bytes, a pitch of 293 words), 16 would take 61 KiB; 4000 -> 30
+ * 1200 -> 40 LANCZOS (181 taps) stages 270 source pixels for 4 outputs
+ * (a word each: a pitch of 271 words), 8 would take 50 KiB; 4000 -> 30
  * LANCZOS (801 taps) fits no tile, not even one output's 32 rows, and
  * keeps the pixel-parallel pass. Without shared memory (pass_global) the
  * pixel-parallel kernel runs the tiled calls too, over every job's items,
@@ -522,9 +522,9 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     const ib_rsp_call k1 = params_of(&x, 1, &t, pbytes).call[0];
     const ib_rsp_call k2 = params_of(&x, 2, &t, pbytes).call[0];
     cr_assert(k0.ksize_x == 181 && k1.ksize_x == 801, "ksize %d, %d", k0.ksize_x, k1.ksize_x);
-    cr_assert(k0.tile_x == 8 && k0.tile_pitch == 1172, "tile %d, pitch %d", k0.tile_x,
+    cr_assert(k0.tile_x == 4 && k0.tile_pitch == 1084, "tile %d, pitch %d", k0.tile_x,
               k0.tile_pitch);
-    cr_assert_eq(k0.tile_smem, 32 * (1172 + 28));
+    cr_assert_eq(k0.tile_smem, 32 * (1084 + 12));
     cr_assert_eq(k1.tile_x, 0, "801 taps: no tile fits 48 KiB");
     cr_assert_eq(k2.tile_x, 0, "60 -> 50: a narrow window");
     cr_assert(k0.rows == 100 && k1.rows == 40 && k2.rows == 40);
@@ -533,7 +533,7 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     if (!global) {
       cr_assert_eq(n_launch, 3);
       expect_launch(0, "ib_resample_h", 0, px1);
-      expect_tiled(1, 0, 5 * 4, 32 * (1172 + 28));
+      expect_tiled(1, 0, 10 * 4, 32 * (1084 + 12));
       expect_launch(2, "ib_resample_v", 0, 40u * 25u);
       cr_assert_eq(atomic_load(&c->pass_slow), 0);
     } else {
@@ -641,6 +641,7 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
                            int64_t in_row, uint8_t *dst, bool pm, bool unpm) {
   tiled_calls++;
   const int B = r->bands, R = IB_RESAMPLE_TILE_ROWS, tx = c->tile_x, pitch = c->tile_pitch;
+  const int P = ib_resample_tile_px(B); /* staged bytes a pixel */
   cr_assert(pitch % 4 == 0 && (pitch / 4) % 2 == 1, "pitch %d: an odd count of words", pitch);
   cr_assert_eq(c->tile_smem, ib_resample_tile_bytes(pitch, tx, B));
   cr_assert_leq(c->tile_smem, IB_RESAMPLE_TILE_SMEM);
@@ -653,11 +654,12 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
                 nr = c->rows - y0 < R ? c->rows - y0 : R;
       const int lo0 = tab[c->xb + 2 * x0];
       const int span = tab[c->xb + 2 * (x1 - 1)] + tab[c->xb + 2 * (x1 - 1) + 1] - lo0;
-      cr_assert_leq(span * B, pitch, "tile (%d, %d): span %d pixels", x0, y0, span);
+      cr_assert_leq(span * P, pitch, "tile (%d, %d): span %d pixels", x0, y0, span);
       memset(rows, 0xa5, (size_t)R * pitch);
       for (int y = 0; y < nr; y++)
         for (int p = 0; p < span; p++) {
-          uint8_t *to = rows + (size_t)y * pitch + (size_t)p * B;
+          uint8_t *to = rows + (size_t)y * pitch + (size_t)p * P;
+          memset(to, 0, (size_t)P);
           memcpy(to, src + (y0 + y + c->first) * in_row + (int64_t)(lo0 + p) * B, (size_t)B);
           if (pm) ib_premultiply_px(to, B);
         }
@@ -666,8 +668,8 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
         cr_assert(lo >= 0 && lo + n <= span, "output %d: window %d + %d of span %d", x, lo, n,
                   span);
         for (int y = 0; y < nr; y++)
-          replay_px(dst + ((int64_t)(y0 + y) * c->out_w + x) * B, rows + (size_t)y * pitch + lo * B,
-                    B, tab + c->xk + (int64_t)x * c->ksize_x, n, B, false, unpm);
+          replay_px(dst + ((int64_t)(y0 + y) * c->out_w + x) * B, rows + (size_t)y * pitch + lo * P,
+                    P, tab + c->xk + (int64_t)x * c->ksize_x, n, B, false, unpm);
       }
     }
   free(rows);
