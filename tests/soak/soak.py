@@ -18,7 +18,8 @@ make a period of 25,000 jobs, so the windows are jobs 25,000-50,000 and
 
 New graphs (new kernel signatures) arrive all along, so the module and disk
 caches grow until their bounds: set them small (--worker-arg) so that they
-fill in the warm-up, or those figures are judged on their filling.
+fill in the warm-up, or those figures are judged on their filling. The bounds
+judged are those each worker reports in /metrics (soak_figures: "bounded").
 
 Writes OUT/samples.csv, OUT/figures.svg, OUT/summary.txt and each process's
 log; prints the samples as a table and the verdict per figure. Exit 0 on a
@@ -116,10 +117,6 @@ class Run:
         end = time.monotonic() + 60
         while not all(w.joined for w in self.workers) and time.monotonic() < end:
             time.sleep(0.1)
-        # The module and disk caches' bounds (soak_figures: "bounded"): the
-        # worker arguments', or the backend's defaults.
-        self.module_cap_mb = figs.size_mb(self.worker_opt("--module-cache-bytes", "256M"))
-        self.disk_cap_mb = figs.size_mb(self.worker_opt("--disk-cache-bytes", "2G"))
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
                                            poison=args.poison,
                                            new_graph_rate=args.new_graph_rate)
@@ -143,16 +140,6 @@ class Run:
         # the run is not over while one may still be owed a Result (the last
         # resident Result's Download, sent as the last jobs are answered).
         self.unacked = 0
-
-    def worker_opt(self, name, default):
-        """The value of a worker option passed with --worker-arg (the last one)."""
-        wa, value = self.args.worker_arg, default
-        for i, arg in enumerate(wa):
-            if arg == name and i + 1 < len(wa):
-                value = wa[i + 1]
-            elif arg.startswith(name + "="):
-                value = arg.split("=", 1)[1]
-        return value
 
     # ---- jobs out, Results in
 
@@ -242,14 +229,11 @@ class Run:
             for k, v in (p or {}).items():
                 s[k] += v
             for k, v in (figs.metric_figures(m) if m else {}).items():
-                s[k] = max(s[k], v) if k == "disk_cache_mb" else s[k] + v
-            if m and self.args.backend == "cuda":
-                s["cap_module_mb"] += self.module_cap_mb
+                s[k] = max(s[k], v) if k in figs.SHARED else s[k] + v
         s["rss_net_mb"] = s["rss_mb"] - s["host_pool_mb"]
         if self.args.backend == "cuda":
             s["device_mb"] = figs.device_mb()
             s["device_net_mb"] = s["device_mb"] - s["device_pool_mb"]
-            s["cap_disk_mb"] = self.disk_cap_mb
         self.samples.append(s)
         if len(self.samples) % 20 == 1:
             print(" ".join(f"{c[:13]:>13}" for c in figs.COLUMNS), flush=True)
@@ -401,7 +385,8 @@ def report(run, end, codes, failures):
         q2 = "-" if v["q2"] is None else f"{v['q2']:.1f}"
         q4 = "-" if v["q4"] is None else f"{v['q4']:.1f}"
         ch = "-" if v["change"] is None else f"{100 * v['change']:+.1f}%"
-        bound = f" (peak {v['peak']:.1f} of cap {v['cap']:.1f})" if v.get("cap") else ""
+        bound = (f" (peak {v['peak']:.1f} of cap {v['cap']:.1f})" if v.get("cap")
+                 else " (no cap: must be flat)" if "cap" in v else "")
         lines.append(f"{v['figure']:>14} {first[v['figure']]:10.1f} {q2:>10} {q4:>10} "
                      f"{end[v['figure']]:10.1f} {ch:>8}  {v['verdict']}{bound}")
     lines.append("credits at the end: " + ", ".join(f"{c} {end[f'credit_{c}']:.0f}"

@@ -25,8 +25,12 @@ as long as new sizes and new kernels keep arriving, and each rolling restart
 empties one worker's and lets it fill again; the Q2/Q4 rule cannot tell that
 from a leak. Such a figure that is not flat passes as "bounded" when no
 sample after the warm-up exceeds its cap, summed over the workers scraped at
-that sample (cap_* columns: the pools' caps from each worker's /metrics,
-the module and disk caches' from its arguments). RSS passes as bounded when
+that sample (cap_* columns, each worker's caps from its /metrics:
+imgbatch_{host,device}_pool_cap_bytes, imgbatch_module_cache_cap_bytes and
+imgbatch_disk_cache_cap_bytes; the disk cache is one directory, so its
+largest cap). A worker that does not report a cap adds none (the soak has
+no defaults of its own): where no worker reports one, the figure cannot pass
+as bounded and must be flat. RSS passes as bounded when
 rss_net_mb is flat and the host pool bounded, the GPU's memory when
 device_net_mb is flat and the device pool bounded, the module count when
 the modules' bytes are. A leak outside the pools shows in rss_net_mb, fds,
@@ -48,6 +52,9 @@ CREDITS = ["gpu_bytes", "host_bytes", "jobs", "in_flight"]
 # A cache's cap (MB, summed over the live workers) for the figures that have one.
 CAPPED = {"host_pool_mb": "cap_host_pool_mb", "device_pool_mb": "cap_device_pool_mb",
           "module_mb": "cap_module_mb", "disk_cache_mb": "cap_disk_mb"}
+# Figures of the one disk cache directory the workers share: the largest
+# worker's view and the largest cap, not their sums.
+SHARED = {"disk_cache_mb", "cap_disk_mb"}
 # Figures that pass as bounded when the ones named are flat or bounded.
 FOLLOWS = {"rss_mb": ("rss_net_mb", "host_pool_mb"), "device_mb": ("device_net_mb", "device_pool_mb"),
            "modules": ("module_mb",)}
@@ -89,23 +96,20 @@ def scrape(addr: str) -> Optional[Dict[str, float]]:
 
 
 def metric_figures(m: Dict[str, float]) -> Dict[str, float]:
+    # A cap the worker does not export is 0 here, never a default of our
+    # own: judge() then finds no cap, and the figure must be flat.
     f = {"host_pool_mb": m.get("imgbatch_host_pool_bytes", 0) / MB,
          "cap_host_pool_mb": m.get("imgbatch_host_pool_cap_bytes", 0) / MB,
          "device_pool_mb": m.get("imgbatch_device_pool_bytes", 0) / MB,
          "cap_device_pool_mb": m.get("imgbatch_device_pool_cap_bytes", 0) / MB,
          "modules": m.get("imgbatch_module_cache_entries", 0),
          "module_mb": m.get("imgbatch_module_cache_bytes", 0) / MB,
-         "disk_cache_mb": m.get("imgbatch_disk_cache_bytes", 0) / MB}
+         "cap_module_mb": m.get("imgbatch_module_cache_cap_bytes", 0) / MB,
+         "disk_cache_mb": m.get("imgbatch_disk_cache_bytes", 0) / MB,
+         "cap_disk_mb": m.get("imgbatch_disk_cache_cap_bytes", 0) / MB}
     for c in CREDITS:
         f[f"credit_{c}"] = m.get(f'imgbatch_credit_in_use{{credit="{c}"}}', 0)
     return f
-
-
-def size_mb(text: str) -> float:
-    """A worker size argument (bytes, or K/M/G binary units) in MB."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    mult = units.get(text[-1:].upper(), 1)
-    return float(text[:-1] if mult != 1 else text) * mult / MB
 
 
 def device_mb() -> float:

@@ -56,6 +56,19 @@ def test_a_cache_filling_towards_its_cap_is_bounded_and_past_it_grew():
     assert all(v[f] == "GREW" for f in figs.CAPPED)
 
 
+def test_a_cache_whose_worker_reports_no_cap_must_be_flat():
+    # caps come from the scrape only: a worker without the cap gauges adds 0
+    m = {"imgbatch_module_cache_bytes": 3 * figs.MB, "imgbatch_disk_cache_bytes": 5 * figs.MB}
+    f = figs.metric_figures(m)
+    assert f["module_mb"] == 3 and f["disk_cache_mb"] == 5
+    assert f["cap_module_mb"] == f["cap_disk_mb"] == 0
+    f = figs.metric_figures({**m, "imgbatch_module_cache_cap_bytes": 7 * figs.MB,
+                             "imgbatch_disk_cache_cap_bytes": 11 * figs.MB})
+    assert (f["cap_module_mb"], f["cap_disk_mb"]) == (7, 11)
+    v = verdicts(capped(lambda n: 100 + 0.05 * n, 0))
+    assert all(v[f] == "GREW" for f in figs.CAPPED)
+
+
 def test_rss_and_the_module_count_follow_what_they_are_made_of():
     def at(n):
         return lambda f: 100.0 if f in ("rss_net_mb", "device_net_mb", "fds", "threads") else 100 + 0.05 * n

@@ -81,6 +81,14 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     s->disk_cache_bytes = c.disk_cache_bytes;
     ib_executor_pools_get(w->ex, &s->pools);
   }
+  /* The kernel caches' bounds from the worker's own configuration (0 is
+   * the library's default); the cpu backend keeps no kernels, so there
+   * they bound nothing. */
+  ib_executor_options dflt;
+  ib_executor_options_default(&dflt);
+  const ib_executor_options *o = &w->cfg->exec;
+  s->module_cap = o->module_cache_bytes ? o->module_cache_bytes : dflt.module_cache_bytes;
+  s->disk_cache_cap = o->disk_cache_bytes ? o->disk_cache_bytes : dflt.disk_cache_bytes;
   s->paused = w->paused;
   s->joined = w->joined;
   s->stopping = w->stopping;
@@ -243,10 +251,15 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
          s->module_entries);
   scalar(&b, "imgbatch_module_cache_bytes", "gauge",
          "Kernel modules loaded: their image sizes (cuda).", s->module_bytes);
+  scalar(&b, "imgbatch_module_cache_cap_bytes", "gauge",
+         "The most the loaded kernel modules may hold (--module-cache-bytes; cuda).",
+         s->module_cap);
   scalar(&b, "imgbatch_pinned_pool_bytes", "gauge",
          "Pinned host memory the pool holds, in use or kept for reuse (cuda).", s->pinned_bytes);
   scalar(&b, "imgbatch_disk_cache_bytes", "gauge", "The kernel disk cache's size (cuda).",
          s->disk_cache_bytes);
+  scalar(&b, "imgbatch_disk_cache_cap_bytes", "gauge",
+         "The most the kernel disk cache may hold (--disk-cache-bytes; cuda).", s->disk_cache_cap);
   scalar(&b, "imgbatch_host_pool_bytes", "gauge",
          "Host memory the backend keeps for reuse, in use or kept (cuda: pinned; cpu: large "
          "blocks).",

@@ -23,6 +23,8 @@ typedef struct ib_wsnap {
   ib_credit_counter credits[IB_CREDIT_N];
   uint64_t compile_depth, compile_full; /* the executor's compile queue (0 on cpu) */
   uint64_t module_entries, module_bytes, pinned_bytes, disk_cache_bytes;
+  /* The kernel caches' bounds, as configured. */
+  uint64_t module_cap, disk_cache_cap;
   ib_executor_pools pools; /* the backend's pools and their caps */
   bool paused, joined, stopping, sick, fatal;
   int exit_code;

@@ -249,11 +249,35 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     assert value(f, "imgbatch_host_pool_cap_bytes") == value(f, "imgbatch_credit_cap", credit="host_bytes")
     assert 0 <= value(f, "imgbatch_host_pool_bytes") <= value(f, "imgbatch_host_pool_cap_bytes")
     assert value(f, "imgbatch_device_pool_bytes") == value(f, "imgbatch_device_pool_cap_bytes") == 0
+    # The kernel caches (cuda): none on the cpu backend, their bounds the defaults.
+    assert value(f, "imgbatch_module_cache_entries") == value(f, "imgbatch_module_cache_bytes") == 0
+    assert value(f, "imgbatch_disk_cache_bytes") == 0
+    assert value(f, "imgbatch_module_cache_cap_bytes") == 256 << 20
+    assert value(f, "imgbatch_disk_cache_cap_bytes") == 2 << 30
     assert value(f, "imgbatch_compile_queue_depth") == 0  # the cpu backend compiles nothing
     assert value(f, "imgbatch_compile_queue_full_total") == 0
     # Every job finished and was committed: nothing left behind.
     wait_for(lambda: value(metrics(w), "imgbatch_oldest_uncommitted_seconds") == 0)
     assert value(metrics(w), "imgbatch_consumer_lag_messages") == 0
+
+
+def test_the_kernel_caches_bounds_are_the_ones_configured(broker, workers, tmp_path):
+    # Odd sizes, none a default, each through another of the worker's inputs.
+    config = tmp_path / "worker.conf"
+    config.write_text("module-cache-bytes = 3M\n")
+    env = {**os.environ, "IMGBATCH_DISK_CACHE_BYTES": "5G"}
+    w = workers("--config", str(config), env=env)
+    f = metrics(w)
+    assert value(f, "imgbatch_module_cache_cap_bytes") == 3 << 20
+    assert value(f, "imgbatch_disk_cache_cap_bytes") == 5 << 30
+    # Flags override both.
+    w = workers("--config", str(config), "--module-cache-bytes", "1234567",
+                "--disk-cache-bytes", "7K", env=env)
+    f = metrics(w)
+    assert value(f, "imgbatch_module_cache_cap_bytes") == 1234567
+    assert value(f, "imgbatch_disk_cache_cap_bytes") == 7 << 10
+    assert f["imgbatch_module_cache_cap_bytes"]["type"] == "gauge"
+    assert f["imgbatch_disk_cache_cap_bytes"]["type"] == "gauge"
 
 
 def test_health_readiness_and_routing(broker, workers):
