@@ -11,10 +11,11 @@ credit is back to zero at the end (soak_figures.py says what flat means).
         --worker-arg=--disk-cache-bytes --worker-arg=4M \\
         --out soak-gpu                                                      # GPU machine
 
-(about 300 s on an H100 host.) With restarts the figures are judged over
+(about 330 s on an H100 host.) With restarts the figures are judged over
 whole restart periods (soak_figures.windows): with 2 workers, 15 restarts
-make a period of 25,000 jobs, so the windows are jobs 25,000-50,000 and
-175,000-200,000.
+make a period of 25,000 jobs, two to a quarter, so the quarters themselves
+are judged (jobs 50,000-100,000 against 150,000-200,000), each median over
+two whole periods.
 
 New graphs (new kernel signatures) arrive all along, so the module and disk
 caches grow until their bounds: set them small (--worker-arg) so that they

@@ -17,7 +17,8 @@ second quarter by more than 5 % (a fall is no leak: it is shown, not failed).
 With rolling restarts the figures are a saw-tooth (each restart empties one
 worker, which then fills again), and two quarters hold different phases of
 it: there the windows are whole restart periods (every worker restarted
-once), the first after the warm-up against the last.
+once): the quarters when each is a whole number of periods, else the first
+period after the warm-up against the last.
 
 Bounded: the caches that keep what they allocated for reuse (the host and
 device pools, the module cache, the disk cache) fill towards their caps for
@@ -124,20 +125,31 @@ def device_mb() -> float:
 def windows(total: int, period: float = 0.0):
     """The early and the late window, in jobs answered: the second and the
     last quarter, or with restarts every `period` jobs per worker round
-    (workers x jobs / (restarts + 1)) the first whole period after the
-    warm-up and the last whole one."""
+    (workers x jobs / (restarts + 1)) whose quarters are not whole periods
+    the first whole period after the warm-up and the last whole one. When a
+    quarter is a whole number of periods (2 workers, 15 restarts: 2 periods
+    a quarter) the quarters hold the same phases of the saw-tooth, and each
+    window's median is taken over several periods rather than one."""
+    quarters = (max(0.25, WARMUP) * total, 0.5 * total), (0.75 * total, 1.0 * total)
     if period > 0:
+        k = total / 4 / period
+        if k >= 1 and abs(k - round(k)) < 1e-6:
+            return quarters
         first = math.ceil(WARMUP * total / period - 1e-9)
         last = math.floor(total / period + 1e-9) - 1
         if last > first:
             return (first * period, (first + 1) * period), (last * period, (last + 1) * period)
-    return (max(0.25, WARMUP) * total, 0.5 * total), (0.75 * total, 1.0 * total)
+    return quarters
 
 
 def windows_text(total: int, period: float = 0.0) -> str:
     (a, b), (c, d) = windows(total, period)
-    whole = period > 0 and abs((b - a) - period) < 1e-6 and abs((d - c) - period) < 1e-6
-    what = "whole restart periods" if whole else "quarters"
+    n = (b - a) / period if period > 0 else 0
+    whole = n >= 1 and abs(n - round(n)) < 1e-6 and abs((d - c) - (b - a)) < 1e-6
+    what = "quarters" if abs((b - a) - total / 4) < 1e-6 else "windows"
+    if whole:
+        what = (f"quarters, {round(n)} whole restart period{'s' if round(n) > 1 else ''} each"
+                if what == "quarters" else "whole restart periods")
     return f"judged: jobs {a:.0f}..{b:.0f} against {c:.0f}..{d:.0f} ({what})"
 
 

@@ -94,3 +94,23 @@ def test_with_restarts_whole_periods_are_compared_so_a_saw_tooth_is_flat():
     assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"flat"}
     rows = [{"answered": n, **{f: tooth(n) + 0.05 * n for f in figs.FLAT}} for n in range(0, total, 2)]
     assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"GREW"}  # a leak under it
+
+
+def test_with_quarters_of_whole_periods_the_quarters_are_compared():
+    """2 workers, 7 restarts: a period (both workers restarted once) is 250
+    of 1000 jobs, a quarter exactly: the quarters hold the same phases, and
+    each window's median is over a whole period (with 15 restarts, two)."""
+    total, restarts = 1000, 7
+    interval = total / (restarts + 1)
+    period = 2 * interval
+    assert figs.windows(total, period) == ((250, 500), (750, 1000))
+    assert "(quarters, 1 whole restart period each)" in figs.windows_text(total, period)
+    assert "(quarters, 2 whole restart periods each)" in figs.windows_text(2000, 250)
+    assert "(whole restart periods)" in figs.windows_text(1000, 1000 / 3)
+
+    def tooth(n):
+        return 100 + 40 * ((n % interval) / interval) + (25 if (n // interval) % 2 else 0)
+    rows = [{"answered": n, **{f: tooth(n) for f in figs.FLAT}} for n in range(0, total, 2)]
+    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"flat"}
+    rows = [{"answered": n, **{f: tooth(n) + 0.05 * n for f in figs.FLAT}} for n in range(0, total, 2)]
+    assert {v["verdict"] for v in figs.judge(rows, total, period)} == {"GREW"}
