@@ -74,6 +74,40 @@ static __device__ __forceinline__ long long ib_resample_row(const ib_desc &d, in
   return (long long)(where == IB_RSI_SRC ? (int)d.stride0 : w) * IB_B0;
 }
 
+/* What both horizontal kernels take from a call: its tables, where it
+ * reads and writes (the scratch rows when a vertical pass follows, else the
+ * call's destination), and whether it premultiplies what it reads (the
+ * source) and unpremultiplies what it writes (the output). */
+struct ib_rs_hpass {
+  const int32_t *tab;
+  uint8_t *dst;
+  const uint8_t *src;
+  long long in_row;
+  bool pm, unpm;
+};
+
+/* Job blockIdx.y's call `ci` when the kernel runs its horizontal pass:
+ * the tiled kernel the calls planned tiled, the pixel-parallel one the
+ * others (and the tiled ones too with take_tiled). */
+static __device__ __forceinline__ bool ib_resample_hcall(const ib_desc *descs, int ci, bool tiled,
+                                                         int take_tiled, ib_rsp_call &c,
+                                                         ib_rs_hpass &h) {
+  const ib_desc d = descs[blockIdx.y];
+  const ib_resample_params *q = (const ib_resample_params *)d.params;
+  if (ci >= q->n_calls) return false;
+  c = q->call[ci];
+  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP)) return false;
+  if (tiled ? c.tile_x <= 0 : (c.tile_x > 0 && !take_tiled)) return false;
+  const bool last = !(c.passes & IB_RSP_V);
+  h.tab = (const int32_t *)(d.params + IB_PBYTES);
+  h.dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
+  h.src = ib_resample_img(d, c.src, c.src_off);
+  h.in_row = ib_resample_row(d, c.src, c.in_w);
+  h.pm = c.src == IB_RSI_SRC;
+  h.unpm = last && c.dst == IB_RSI_OUT;
+  return true;
+}
+
 /* reducing_gap's reduce step: the source's reduce box, block averages
  * (ib_reduce_pixel), into rw x rh pixels at scratch offset 0. Image.resize
  * never reduces a premultiplied image (LA / RGBA drop the gap). */
@@ -98,17 +132,9 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_reduce(const ib_de
  * leave the grid-stride loop together. */
 extern "C" __global__ void __launch_bounds__(256)
     ib_resample_h(const ib_desc *descs, int ci, int take_tiled) {
-  const ib_desc d = descs[blockIdx.y];
-  const ib_resample_params *q = (const ib_resample_params *)d.params;
-  if (ci >= q->n_calls) return;
-  const ib_rsp_call c = q->call[ci];
-  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP) || (c.tile_x > 0 && !take_tiled)) return;
-  const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
-  const bool last = !(c.passes & IB_RSP_V);
-  uint8_t *dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
-  const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
-  const long long in_row = ib_resample_row(d, c.src, c.in_w);
-  const bool pm = c.src == IB_RSI_SRC, unpm = last && c.dst == IB_RSI_OUT;
+  ib_rsp_call c;
+  ib_rs_hpass hp;
+  if (!ib_resample_hcall(descs, ci, false, take_tiled, c, hp)) return;
   const unsigned g = (unsigned)ib_resample_h_lanes(c.ksize_x), lg = __ffs(g) - 1;
   const unsigned lane = threadIdx.x & (g - 1);
   const unsigned mask = g == 32 ? 0xffffffffu : ((1u << g) - 1) << ((threadIdx.x & 31) & ~(g - 1));
@@ -120,15 +146,15 @@ extern "C" __global__ void __launch_bounds__(256)
     /* 32-bit division where the pixel index fits (64-bit is a long call) */
     const int x = narrow ? (int)((unsigned)it % (unsigned)W) : (int)(it % W);
     const int y = narrow ? (int)((unsigned)it / (unsigned)W) : (int)(it / W);
-    const int lo = tab[c.xb + 2 * x], n = tab[c.xb + 2 * x + 1];
-    const uint8_t *in = src + (long long)(y + c.first) * in_row + (long long)lo * IB_B0;
-    const int32_t *k = tab + c.xk + (long long)x * c.ksize_x;
+    const int lo = hp.tab[c.xb + 2 * x], n = hp.tab[c.xb + 2 * x + 1];
+    const uint8_t *in = hp.src + (long long)(y + c.first) * hp.in_row + (long long)lo * IB_B0;
+    const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
     unsigned ss[IB_B0];
     for (int b = 0; b < IB_B0; b++) ss[b] = 0;
     for (int j = (int)lane; j < n; j += (int)g) {
       uint8_t v[IB_B0];
       for (int b = 0; b < IB_B0; b++) v[b] = in[j * IB_B0 + b];
-      if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+      if (IB_A && hp.pm) ib_premultiply_px(v, IB_B0);
       const unsigned kj = (unsigned)k[j];
       for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
     }
@@ -138,8 +164,8 @@ extern "C" __global__ void __launch_bounds__(256)
       uint8_t o[IB_B0];
       for (int b = 0; b < IB_B0; b++)
         o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
-      if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
-      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+      if (IB_A && hp.unpm) ib_unpremultiply_px(o, IB_B0);
+      for (int b = 0; b < IB_B0; b++) hp.dst[it * IB_B0 + b] = o[b];
     }
   }
 }
@@ -150,17 +176,9 @@ extern "C" __global__ void __launch_bounds__(256)
  * 32. The sums are ib_resample_h's, tap by tap in Pillow's order. */
 extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *descs, int ci) {
   extern __shared__ __align__(16) uint8_t ib_rs_tile[];
-  const ib_desc d = descs[blockIdx.y];
-  const ib_resample_params *q = (const ib_resample_params *)d.params;
-  if (ci >= q->n_calls) return;
-  const ib_rsp_call c = q->call[ci];
-  if (!(c.passes & IB_RSP_H) || (c.passes & IB_RSP_CROP) || c.tile_x <= 0) return;
-  const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
-  const bool last = !(c.passes & IB_RSP_V);
-  uint8_t *dst = last ? ib_resample_img(d, c.dst, c.dst_off) : (uint8_t *)d.in1 + c.tmp_off;
-  const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
-  const long long in_row = ib_resample_row(d, c.src, c.in_w);
-  const bool pm = c.src == IB_RSI_SRC, unpm = last && c.dst == IB_RSI_OUT;
+  ib_rsp_call c;
+  ib_rs_hpass hp;
+  if (!ib_resample_hcall(descs, ci, true, 0, c, hp)) return;
   const int R = IB_RESAMPLE_TILE_ROWS, tx = c.tile_x, pitch = c.tile_pitch;
   const int opitch = ib_resample_tile_pitch(tx * IB_B0);
   uint8_t *rows = ib_rs_tile, *outs = ib_rs_tile + R * pitch;
@@ -170,15 +188,16 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
   for (int tile = (int)blockIdx.x; tile < tiles; tile += (int)gridDim.x) {
     const int x0 = (tile % tiles_x) * tx, y0 = (tile / tiles_x) * R;
     const int x1 = min(x0 + tx, c.out_w), nr = min(R, c.rows - y0);
-    const int lo0 = tab[c.xb + 2 * x0];
-    const int span = tab[c.xb + 2 * (x1 - 1)] + tab[c.xb + 2 * (x1 - 1) + 1] - lo0;
+    const int lo0 = hp.tab[c.xb + 2 * x0];
+    const int span = hp.tab[c.xb + 2 * (x1 - 1)] + hp.tab[c.xb + 2 * (x1 - 1) + 1] - lo0;
     __syncthreads(); /* the last tile's readers are done */
     for (int r = warp; r < nr; r += warps) {
-      const uint8_t *in = src + (long long)(y0 + r + c.first) * in_row + (long long)lo0 * IB_B0;
+      const uint8_t *in =
+          hp.src + (long long)(y0 + r + c.first) * hp.in_row + (long long)lo0 * IB_B0;
       for (int p = lane; p < span; p += 32) {
         uint8_t v[IB_B0];
         for (int b = 0; b < IB_B0; b++) v[b] = in[p * IB_B0 + b];
-        if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+        if (IB_A && hp.pm) ib_premultiply_px(v, IB_B0);
         if (IB_B0 >= 3) { /* one word a pixel */
           unsigned w = 0;
           for (int b = 0; b < IB_B0; b++) w |= (unsigned)v[b] << (8 * b);
@@ -192,8 +211,8 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
     if (lane < nr) {
       const uint8_t *row = rows + lane * pitch;
       for (int x = x0 + warp; x < x1; x += warps) {
-        const int lo = tab[c.xb + 2 * x] - lo0, n = tab[c.xb + 2 * x + 1];
-        const int32_t *k = tab + c.xk + (long long)x * c.ksize_x;
+        const int lo = hp.tab[c.xb + 2 * x] - lo0, n = hp.tab[c.xb + 2 * x + 1];
+        const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
         int ss[IB_B0];
         for (int b = 0; b < IB_B0; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
         if (IB_B0 >= 3) {
@@ -212,14 +231,14 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
         }
         uint8_t o[IB_B0];
         for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_clip8(ss[b]);
-        if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+        if (IB_A && hp.unpm) ib_unpremultiply_px(o, IB_B0);
         for (int b = 0; b < IB_B0; b++) outs[lane * opitch + (x - x0) * IB_B0 + b] = o[b];
       }
     }
     __syncthreads();
     const int wb = (x1 - x0) * IB_B0;
     for (int r = warp; r < nr; r += warps) {
-      uint8_t *o = dst + ((long long)(y0 + r) * c.out_w + x0) * IB_B0;
+      uint8_t *o = hp.dst + ((long long)(y0 + r) * c.out_w + x0) * IB_B0;
       for (int i = lane; i < wb; i += 32) o[i] = outs[r * opitch + i];
     }
   }
