@@ -127,6 +127,8 @@ class Run:
         self.produced = self.delivered = self.failed = 0
         self.downloads = {}  # control coordinates -> (HandleRef bytes, owner), awaiting a Result
         self.released = self.download_results = 0
+        self.handles = {}  # job key -> the HandleRef bytes of its first resident Result
+        self.repeat_residents = 0  # repeated resident Results with a handle of their own
         self.samples = []
         self.t0 = time.monotonic()
         self.restarts_done = 0
@@ -185,25 +187,37 @@ class Run:
             except Exception:  # noqa: BLE001 - a Result we cannot read is a failure below
                 self.answered.setdefault(key, "unreadable")
                 continue
-            outcome = r.WhichOneof("outcome")
-            if key.startswith(CONTROL + "/"):
-                self.download_results += 1
-                pending = self.downloads.pop(key, None)
-                if pending is None:
-                    self.early.add(key)
-                else:
-                    self._release(pending[0])
-                continue
-            if key in self.answered:
-                continue  # a repeat (at-least-once): same key, same outcome
-            self.answered[key] = outcome
-            if outcome == "error" and self.kind.get(key) in ("image", "resident"):
-                why = f"{r.error.stage}/{r.error.kind}: {r.error.message[:100]}"
-                self.errors[why] = self.errors.get(why, 0) + 1
-            if outcome == "resident":
-                self._control(pb.Control(download=pb.Download(
-                    handle=r.resident, output=pb.CpuOutput(format=pb.PNG))),
-                    handle=r.resident.SerializeToString())
+            self.on_result(key, r)
+
+    def on_result(self, key, r):
+        outcome = r.WhichOneof("outcome")
+        if key.startswith(CONTROL + "/"):
+            self.download_results += 1
+            pending = self.downloads.pop(key, None)
+            if pending is None:
+                self.early.add(key)
+            else:
+                self._release(pending[0])
+            return
+        if key in self.answered:
+            # A repeat (at-least-once): same key, same outcome. A job redone
+            # by the new owner of a revoked partition answers with a handle of
+            # its own, which holds its worker's credits until released (or
+            # until its lease ends): release it, as any reader must.
+            handle = r.resident.SerializeToString() if outcome == "resident" else None
+            if handle and handle != self.handles.get(key):
+                self.repeat_residents += 1
+                self._release(handle)
+            return
+        self.answered[key] = outcome
+        if outcome == "error" and self.kind.get(key) in ("image", "resident"):
+            why = f"{r.error.stage}/{r.error.kind}: {r.error.message[:100]}"
+            self.errors[why] = self.errors.get(why, 0) + 1
+        if outcome == "resident":
+            self.handles[key] = r.resident.SerializeToString()
+            self._control(pb.Control(download=pb.Download(
+                handle=r.resident, output=pb.CpuOutput(format=pb.PNG))),
+                handle=self.handles[key])
 
     def _release(self, handle):
         self._control(pb.Control(release=pb.Release(handle=pb.HandleRef.FromString(handle))))
@@ -373,8 +387,9 @@ def report(run, end, codes, failures):
              f"({len(run.answered) / elapsed:.0f} jobs/s), backend {a.backend}, profile "
              f"{a.profile}, {a.workers} worker(s), {run.restarts_done} restart(s), "
              f"{len(run.workload.graphs)} graphs, {run.download_results} downloads, "
-             f"{run.released} releases, {orphaned} downloads unanswered because their "
-             f"worker had stopped (a restart; its resident images went with it)",
+             f"{run.released} releases ({run.repeat_residents} of repeated resident Results, "
+             f"each with a handle of its own), {orphaned} downloads unanswered because "
+             f"their worker had stopped (a restart; its resident images went with it)",
              f"outcomes by kind: {json.dumps(kinds, sort_keys=True)}",
              *(f"  graph error x{n}: {why}" for why, n in
                sorted(run.errors.items(), key=lambda e: -e[1])[:8]),

@@ -1,0 +1,52 @@
+"""The soak reader's handling of Results (soak.Run.on_result): every resident
+image it is answered with is downloaded once and released, repeats included,
+so that the credits a run leaves in use are the workers', not the reader's."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak  # noqa: E402
+
+from imgbatch import imgbatch_pb2 as pb  # noqa: E402
+
+
+def reader():
+    run = soak.Run.__new__(soak.Run)  # no broker, no workers: only the bookkeeping
+    run.answered, run.kind, run.errors, run.downloads = {}, {}, {}, {}
+    run.early, run.handles = set(), {}
+    run.released = run.download_results = run.repeat_residents = run.unacked = 0
+    run.sent = []
+    run._control = lambda command, handle=None: run.sent.append(command)
+    return run
+
+
+def resident(worker, handle_id):
+    return pb.Result(resident=pb.HandleRef(worker_id=worker, handle_id=handle_id, generation=1))
+
+
+def commands(run):
+    return [(c.WhichOneof("command"), getattr(c, c.WhichOneof("command")).handle.handle_id)
+            for c in run.sent]
+
+
+def test_a_job_redone_by_another_worker_has_its_second_handle_released():
+    run = reader()
+    run.on_result("imgbatch.jobs/3/17", resident("w0", 11))
+    run.on_result("imgbatch.jobs/3/17", resident("w1", 22))  # the partition's new owner
+    assert commands(run) == [("download", 11), ("release", 22)]
+    assert run.repeat_residents == 1 and run.released == 1
+
+
+def test_the_same_result_published_again_is_released_once():
+    run = reader()
+    run.on_result("imgbatch.jobs/0/5", resident("w0", 7))
+    run.on_result("imgbatch.jobs/0/5", resident("w0", 7))
+    assert commands(run) == [("download", 7)]
+    assert run.repeat_residents == 0
+
+
+def test_a_repeat_that_is_not_resident_sends_nothing():
+    run = reader()
+    run.on_result("imgbatch.jobs/1/2", pb.Result(error=pb.JobError(message="late")))
+    run.on_result("imgbatch.jobs/1/2", pb.Result(error=pb.JobError(message="late")))
+    assert run.sent == [] and run.answered == {"imgbatch.jobs/1/2": "error"}
