@@ -1,6 +1,7 @@
-/* Number parsing shared by the subcommands' flags. */
+/* Argument forms and number parsing shared by the subcommands' flags. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -38,4 +39,33 @@ bool ib_cli_parse_max_side(const char *cmd, const char *v, uint32_t *out) {
   fprintf(stderr, "imgbatch %s: --max-side '%s': expected a side in pixels in 1..%u (default %u)\n",
           cmd, v, IB_MAX_SIDE_LIMIT, IB_DEFAULT_MAX_SIDE);
   return false;
+}
+
+bool ib_cli_split_equals(int argc, char **argv, ib_cli_args *out) {
+  *out = (ib_cli_args){0};
+  out->argv = calloc(2 * (size_t)argc + 1, sizeof *out->argv);
+  out->names = calloc((size_t)argc + 1, sizeof *out->names);
+  if (!out->argv || !out->names) return false;
+  int n = 0, k = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *eq = i > 0 && strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;
+    if (!eq || eq == argv[i] + 2) {
+      out->argv[n++] = argv[i];
+      continue;
+    }
+    char *name = strndup(argv[i], (size_t)(eq - argv[i]));
+    if (!name) return false;
+    out->names[k++] = name;
+    out->argv[n++] = name;
+    out->argv[n++] = (char *)eq + 1;
+  }
+  out->argc = n;
+  return true;
+}
+
+void ib_cli_args_free(ib_cli_args *a) {
+  for (char **p = a->names; p && *p; p++) free(*p);
+  free(a->names);
+  free(a->argv);
+  *a = (ib_cli_args){0};
 }

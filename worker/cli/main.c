@@ -60,9 +60,18 @@ int main(int argc, char **argv) {
     usage(stdout);
     return IB_EXIT_OK;
   }
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[1], commands[i].name) == 0)
-      return ib_cli_exit(commands[i].run(argc - 1, argv + 1));
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    ib_cli_args a;
+    if (!ib_cli_split_equals(argc - 1, argv + 1, &a)) {
+      ib_cli_args_free(&a);
+      fprintf(stderr, "imgbatch: out of memory reading the arguments\n");
+      return IB_EXIT_FAILURE;
+    }
+    int rc = commands[i].run(a.argc, a.argv);
+    ib_cli_args_free(&a);
+    return ib_cli_exit(rc);
+  }
   fprintf(stderr, "imgbatch: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return IB_EXIT_USAGE;

@@ -82,6 +82,22 @@ def test_run_tune_sets_a_library_setting_and_the_job_runs():
     assert [r.WhichOneof("outcome") for r in results] == ["image"]
 
 
+def test_run_takes_name_equals_value_as_the_two_arguments():
+    job = [ibtest.raw_job("a", 5, 3)]
+    p, results = ibtest.run(job, "--max-jobs=4", "--tune=ramp_jobs=4", "--backend=cpu")
+    assert p.returncode == 0, p.stderr
+    assert [r.WhichOneof("outcome") for r in results] == ["image"]
+    p = subprocess.run([BIN, "run", "--max-jobs=four"], input="", capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 2 and "bad argument '--max-jobs'" in p.stderr
+
+
+def test_worker_takes_name_equals_value_and_names_a_bad_one():
+    p = subprocess.run([BIN, "worker", "--brokers=127.0.0.1:1", "--disk-cache-bytes=4Q"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 2 and "disk-cache-bytes" in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("cmd", [["run"], ["worker", "--brokers", "127.0.0.1:1"]])
 @pytest.mark.parametrize("tune,says", [
     ("cuda_peices=2", 'unknown key "cuda_peices"'),
