@@ -116,7 +116,8 @@ class Run:
         # joined overflowed its 5 MiB (the workers reported the loss).
         self.job_parts = len(self.consumer.list_topics(JOBS, timeout=20).topics[JOBS].partitions)
         end = time.monotonic() + 60
-        while not all(w.joined for w in self.workers) and time.monotonic() < end:
+        while (not all(w.joined for w in self.workers) and time.monotonic() < end
+               and not self.died()):
             time.sleep(0.1)
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
                                            poison=args.poison,
@@ -280,6 +281,8 @@ class Run:
                 break
             if any(w.deleted for w in self.workers + self.retired):
                 break  # lost for good: no Result will come (reported below)
+            if self.died():
+                break  # a worker nobody stopped has exited (reported below)
             self.produce()
             self.consume()
             self.maybe_restart()
@@ -292,6 +295,12 @@ class Run:
                     self.retired.remove(old)
                     self.exited.add(old.wid)
         self.producer.flush(30)
+
+    def died(self):
+        """Running workers (not retired by a restart) whose process has
+        exited: the run cannot finish as asked, so it stops at once rather
+        than waiting out its timeout."""
+        return [(w.wid, w.proc.returncode) for w in self.workers if w.proc.poll() is not None]
 
     def awaited(self):
         """Downloads still owed a Result: those whose owner is running."""
@@ -336,6 +345,10 @@ def main(argv=None):
     try:
         run.loop()
         end = run.settle()
+        died = run.died()  # before the workers are stopped below
+        if died:
+            failures.append(f"worker died: {died} (worker id, exit code) exited while running; "
+                            f"see {args.out}/worker-ID.log")
     finally:
         codes = [(w.wid, w.stop()) for w in run.workers + run.retired] + run.restart_codes
         run.consumer.close()

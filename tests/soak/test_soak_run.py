@@ -1,6 +1,7 @@
-"""The soak reader's handling of Results (soak.Run.on_result): every resident
-image it is answered with is downloaded once and released, repeats included,
-so that the credits a run leaves in use are the workers', not the reader's."""
+"""The soak run's bookkeeping (soak.Run): every resident image it is answered
+with is downloaded once and released, repeats included, so that the credits a
+run leaves in use are the workers', not the reader's; and a worker that exits
+unasked stops the run and is named."""
 import os
 import sys
 
@@ -50,3 +51,22 @@ def test_a_repeat_that_is_not_resident_sends_nothing():
     run.on_result("imgbatch.jobs/1/2", pb.Result(error=pb.JobError(message="late")))
     run.on_result("imgbatch.jobs/1/2", pb.Result(error=pb.JobError(message="late")))
     assert run.sent == [] and run.answered == {"imgbatch.jobs/1/2": "error"}
+
+
+class Exited:
+    def __init__(self, code):
+        self.returncode = code
+
+    def poll(self):
+        return self.returncode
+
+
+def test_a_running_worker_that_exits_is_named_and_a_retired_one_is_not():
+    run = reader()
+    run.workers = [soak.Worker.__new__(soak.Worker), soak.Worker.__new__(soak.Worker)]
+    run.workers[0].wid, run.workers[0].proc = "soak0-0", Exited(None)
+    run.workers[1].wid, run.workers[1].proc = "soak1-0", Exited(2)
+    run.retired = []
+    assert run.died() == [("soak1-0", 2)]
+    run.workers.pop()  # restarted: the exit was asked for
+    assert run.died() == []
