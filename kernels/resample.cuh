@@ -14,8 +14,9 @@
  *   ib_resample_ht      the same pass for a wide window, by tiles staged in
  *                       shared memory (resample.h ib_resample_tile_plan)
  *   ib_resample_v       call `ci`'s vertical pass, or its crop
- * one output pixel per thread (the horizontal pass: per group of lanes,
- * below), grid stride; a job without the step returns
+ * one output pixel per thread (the horizontal pass: per group of lanes;
+ * a long vertical window: per slice of its taps, below), grid stride; a
+ * job without the step returns
  * at once. IB_A = 1 for LA / RGBA: what a pass reads from the source is
  * premultiplied (Image.resize converts to La / RGBa first) and what it
  * writes to the output unpremultiplied, so the scratch images hold the
@@ -275,12 +276,58 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
       from_src ? ib_resample_img(d, c.src, c.src_off) : (const uint8_t *)d.in1 + c.tmp_off;
   const long long stride = from_src ? ib_resample_row(d, c.src, c.in_w) : (long long)W * IB_B0;
   const bool pm = from_src && c.src == IB_RSI_SRC;
-  for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-       it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
-    const int x = (int)(it % W), y = (int)(it / W);
-    const int lo = tab[c.yb + 2 * y], n = tab[c.yb + 2 * y + 1];
-    ib_resample_px(dst + it * IB_B0, src + (long long)lo * stride + (long long)x * IB_B0, stride,
-                   tab + c.yk + (long long)y * c.ksize_y, n, pm, unpm);
+  const int S = ib_resample_v_slices(c.ksize_y);
+  if (S == 1) {
+    for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
+      const int x = (int)(it % W), y = (int)(it / W);
+      const int lo = tab[c.yb + 2 * y], n = tab[c.yb + 2 * y + 1];
+      ib_resample_px(dst + it * IB_B0, src + (long long)lo * stride + (long long)x * IB_B0, stride,
+                     tab + c.yk + (long long)y * c.ksize_y, n, pm, unpm);
+    }
+    return;
+  }
+  /* Sliced (ib_resample_v_slices): warp w of a block sums slice w % S of
+   * pixel group w / S; the S warps of a group are in one block (blockDim
+   * a multiple of 32 S), and a block's rounds are the same for all its
+   * threads, since every one of them reaches the barriers. Unsigned sums
+   * wrap where a partial of a signed window would not fit; the whole sum
+   * fits an int, so the total is exact. */
+  __shared__ unsigned part[256 / 32][32][IB_B0];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned long long total = ib_resample_v_threads(items, c.ksize_y);
+  for (unsigned long long base = (unsigned long long)blockIdx.x * blockDim.x; base < total;
+       base += (unsigned long long)gridDim.x * blockDim.x) {
+    const unsigned long long wg = (base + threadIdx.x) >> 5;
+    const int slice = (int)(wg & (unsigned)(S - 1));
+    const unsigned long long it = (wg / (unsigned)S) * 32 + lane;
+    const bool live = it < items;
+    const int x = live ? (int)(it % W) : 0, y = live ? (int)(it / W) : 0;
+    const int lo = tab[c.yb + 2 * y], n = live ? tab[c.yb + 2 * y + 1] : 0;
+    const uint8_t *in = src + (long long)lo * stride + (long long)x * IB_B0;
+    const int32_t *k = tab + c.yk + (long long)y * c.ksize_y;
+    unsigned ss[IB_B0];
+    for (int b = 0; b < IB_B0; b++) ss[b] = 0;
+    for (int j = slice; j < n; j += S) {
+      uint8_t v[IB_B0];
+      const uint8_t *px = in + j * stride;
+      for (int b = 0; b < IB_B0; b++) v[b] = px[b];
+      if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+      const unsigned kj = (unsigned)k[j];
+      for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
+    }
+    for (int b = 0; b < IB_B0; b++) part[warp][lane][b] = ss[b];
+    __syncthreads();
+    if (live && slice == 0) {
+      for (int s2 = 1; s2 < S; s2++)
+        for (int b = 0; b < IB_B0; b++) ss[b] += part[warp + s2][lane][b];
+      uint8_t o[IB_B0];
+      for (int b = 0; b < IB_B0; b++)
+        o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+      if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+    }
+    __syncthreads();
   }
 }
 

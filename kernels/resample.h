@@ -181,6 +181,29 @@ IB_FN int ib_resample_h_lanes(int ksize) {
   return g;
 }
 
+/* Slices of the taps of one output pixel of the vertical pass (a power of
+ * two, at most 8): a shrink's pass has few output pixels with long windows
+ * (12 MP -> 256: 49 k pixels of ~97 taps), too few threads to hide a load's
+ * latency when each walks its whole window. A block's warps then share 32
+ * neighbouring pixels, warp s summing taps s, s + slices, ... of each
+ * (neighbouring lanes still read neighbouring bytes of one row), and the
+ * partial sums are added in shared memory: exact in any order, as for
+ * ib_resample_h_lanes. Short windows keep one warp. The launch plan sizes
+ * the grid with ib_resample_v_threads. */
+#define IB_RESAMPLE_V_MAX_SLICES 8
+
+IB_FN int ib_resample_v_slices(int ksize) {
+  int s = 1;
+  while (s < IB_RESAMPLE_V_MAX_SLICES && 16 * s <= ksize) s *= 2; /* at least 8 taps a slice */
+  return s;
+}
+
+/* Threads of a vertical pass over `pixels` outputs: whole warps of 32
+ * pixels, one a slice. */
+IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ksize) {
+  return (pixels + 31) / 32 * 32 * (unsigned long long)ib_resample_v_slices(ksize);
+}
+
 /* The tiled horizontal pass (ib_resample_ht) for wide windows: a block
  * stages IB_RESAMPLE_TILE_ROWS source rows, just the span that tile_x
  * consecutive outputs read, in shared memory (premultiplied when the pass

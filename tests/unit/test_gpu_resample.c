@@ -396,7 +396,12 @@ Test(gpu_resample, skipped_passes_and_the_crop_take_no_scratch) {
   }
   cr_assert_eq(n_launch, 2);
   expect_launch(0, "ib_resample_h", 0, 33u * 80u); /* enlarging: ksize 3, a thread a pixel */
-  expect_launch(1, "ib_resample_v", 0, 64u * 31u);
+  /* 80 -> 31 LANCZOS: 17 taps, two slices a pixel over whole warps of 32
+   * pixels: 64 x 31 = 62 warps, twice */
+  const uint8_t *t;
+  const ib_rsp_call v0 = params_of(&x, 0, &t, pbytes).call[0];
+  cr_assert(v0.ksize_y == 17 && ib_resample_v_slices(v0.ksize_y) == 2, "ksize %d", v0.ksize_y);
+  expect_launch(1, "ib_resample_v", 0, 62u * 32u * 2u);
   cr_assert_eq(launches[1].gy, 3, "one job a blockIdx.y");
   sub_free(c, &x);
   backend_free(c);
@@ -528,13 +533,19 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     cr_assert_eq(k1.tile_x, 0, "801 taps: no tile fits 48 KiB");
     cr_assert_eq(k2.tile_x, 0, "60 -> 50: a narrow window");
     cr_assert(k0.rows == 100 && k1.rows == 40 && k2.rows == 40);
+    /* 25, 25 and 17 taps down: two slices a pixel, so the vertical launch
+     * is the largest output's warps (40 x 25 pixels: 32 warps) twice */
+    cr_assert(k0.ksize_y == 25 && k1.ksize_y == 25 && k2.ksize_y == 17, "ksize_y %d %d %d",
+              k0.ksize_y, k1.ksize_y, k2.ksize_y);
+    cr_assert_eq(ib_resample_v_slices(k2.ksize_y), 2);
+    const uint64_t v0 = 32u * 32u * 2u;
     /* pixels x 32 lanes (181 and 801 taps) */
     const uint64_t px1 = 30u * 40u * 32u, px0 = 40u * 100u * 32u;
     if (!global) {
       cr_assert_eq(n_launch, 3);
       expect_launch(0, "ib_resample_h", 0, px1);
       expect_tiled(1, 0, 10 * 4, 32 * (1084 + 12));
-      expect_launch(2, "ib_resample_v", 0, 40u * 25u);
+      expect_launch(2, "ib_resample_v", 0, v0);
       cr_assert_eq(atomic_load(&c->pass_slow), 0);
     } else {
       cr_assert_eq(n_launch, 2);
@@ -542,7 +553,7 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
       cr_assert(!strcmp(l->name, "ib_resample_h") && l->take == 1 && l->smem == 0,
                 "%s take %d smem %u", l->name, l->take, l->smem);
       cr_assert_eq(l->gx, (unsigned)((px0 + 255) / 256), "every job's items: grid %u", l->gx);
-      expect_launch(1, "ib_resample_v", 0, 40u * 25u);
+      expect_launch(1, "ib_resample_v", 0, v0);
       cr_assert_eq(atomic_load(&c->pass_slow), 1, "counted");
     }
     sub_free(c, &x);

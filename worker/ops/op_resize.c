@@ -525,7 +525,7 @@ static int h_launches(const ib_dev_group *g, int c, const h_need *h, uint64_t al
 /* In stream order: the reduce step over the largest reduced image (when
  * any job reduces), then per call the horizontal launches (h_launches) and
  * the vertical (or crop) launch over the largest output of the jobs that
- * run it. */
+ * run it (a thread a slice of a vertical window, ib_resample_v_slices). */
 static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
   uint64_t red = 0, v_items[2] = {0, 0}, all_items[2] = {0, 0};
   h_need h[2] = {{0}, {0}};
@@ -537,7 +537,8 @@ static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
     if (q.reduce && (uint64_t)q.rw * (uint64_t)q.rh > red) red = (uint64_t)q.rw * (uint64_t)q.rh;
     for (int c = 0; c < q.n_calls && c < 2; c++) {
       ib_rsp_call k = q.call[c];
-      const uint64_t vi = (uint64_t)k.out_w * (uint64_t)k.out_h;
+      const uint64_t px = (uint64_t)k.out_w * (uint64_t)k.out_h;
+      const uint64_t vi = k.passes & IB_RSP_CROP ? px : ib_resample_v_threads(px, k.ksize_y);
       if ((k.passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
       h_need_add(&h[c], &k);
       k.tile_x = 0; /* as the pixel-parallel pass would run it */
