@@ -41,31 +41,18 @@ bool ib_cli_parse_max_side(const char *cmd, const char *v, uint32_t *out) {
   return false;
 }
 
-bool ib_cli_split_equals(int argc, char **argv, ib_cli_args *out) {
-  *out = (ib_cli_args){0};
-  out->argv = calloc(2 * (size_t)argc + 1, sizeof *out->argv);
-  out->names = calloc((size_t)argc + 1, sizeof *out->names);
-  if (!out->argv || !out->names) return false;
-  int n = 0, k = 0;
+char **ib_cli_split_equals(int argc, char **argv, int *out_argc) {
+  char **out = calloc(2 * (size_t)argc + 1, sizeof *out);
+  if (!out) return NULL;
+  int n = 0;
   for (int i = 0; i < argc; i++) {
-    const char *eq = i > 0 && strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;
-    if (!eq || eq == argv[i] + 2) {
-      out->argv[n++] = argv[i];
-      continue;
+    out[n++] = argv[i];
+    char *eq = i > 0 && strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;
+    if (eq && eq > argv[i] + 2) {
+      *eq = '\0';
+      out[n++] = eq + 1;
     }
-    char *name = strndup(argv[i], (size_t)(eq - argv[i]));
-    if (!name) return false;
-    out->names[k++] = name;
-    out->argv[n++] = name;
-    out->argv[n++] = (char *)eq + 1;
   }
-  out->argc = n;
-  return true;
-}
-
-void ib_cli_args_free(ib_cli_args *a) {
-  for (char **p = a->names; p && *p; p++) free(*p);
-  free(a->names);
-  free(a->argv);
-  *a = (ib_cli_args){0};
+  *out_argc = n;
+  return out;
 }

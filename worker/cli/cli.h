@@ -26,18 +26,12 @@ int ib_cmd_demo(int argc, char **argv);
 bool ib_wants_help(int argc, char **argv);
 
 /* A command's arguments with each "--name=value" given as "--name" "value"
- * (what users of GNU tools type), the rest as they are. Only arguments that
- * start with "--" are split, at their first '=', so values such as
- * -X key=value and --tune KEY=VALUE stay whole. False when out of memory;
- * ib_cli_args_free frees what it made either way. */
-typedef struct ib_cli_args {
-  int argc;
-  char **argv;  /* argc entries and a NULL */
-  char **names; /* the split names' copies, NULL-terminated */
-} ib_cli_args;
-
-bool ib_cli_split_equals(int argc, char **argv, ib_cli_args *out);
-void ib_cli_args_free(ib_cli_args *a);
+ * (what users of GNU tools type), the rest as they are: a new argv of
+ * *out_argc entries and a NULL (free it), or NULL when out of memory. Only
+ * arguments that start with "--" are split, at their first '=' (which
+ * becomes the name's NUL, in place), so values such as -X key=value and
+ * --tune KEY=VALUE stay whole. */
+char **ib_cli_split_equals(int argc, char **argv, int *out_argc);
 
 /* What main returns: rc, unless a kernel compile that the library let go of
  * at its close (ib_cpool_orphans: NVRTC stuck past the compile time bound)

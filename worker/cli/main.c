@@ -1,5 +1,6 @@
 /* imgbatch: one binary, one subcommand per front end. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -62,14 +63,14 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[1], commands[i].name) != 0) continue;
-    ib_cli_args a;
-    if (!ib_cli_split_equals(argc - 1, argv + 1, &a)) {
-      ib_cli_args_free(&a);
+    int n;
+    char **args = ib_cli_split_equals(argc - 1, argv + 1, &n);
+    if (!args) {
       fprintf(stderr, "imgbatch: out of memory reading the arguments\n");
       return IB_EXIT_FAILURE;
     }
-    int rc = commands[i].run(a.argc, a.argv);
-    ib_cli_args_free(&a);
+    int rc = commands[i].run(n, args);
+    free(args);
     return ib_cli_exit(rc);
   }
   fprintf(stderr, "imgbatch: unknown command '%s'\n", argv[1]);

@@ -93,9 +93,13 @@ def test_run_takes_name_equals_value_as_the_two_arguments():
 
 
 def test_worker_takes_name_equals_value_and_names_a_bad_one():
+    # --tune=KEY=VALUE reaches the tuning check only once it is split
+    p = subprocess.run([BIN, "worker", "--brokers=127.0.0.1:1", "--tune=cuda_peices=2"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 2 and 'unknown key "cuda_peices"' in p.stderr, p.stderr
     p = subprocess.run([BIN, "worker", "--brokers=127.0.0.1:1", "--disk-cache-bytes=4Q"],
                        capture_output=True, text=True, timeout=20)
-    assert p.returncode == 2 and "disk-cache-bytes" in p.stderr, p.stderr
+    assert p.returncode == 2 and "bad argument '--disk-cache-bytes'" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("cmd", [["run"], ["worker", "--brokers", "127.0.0.1:1"]])
