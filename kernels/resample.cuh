@@ -63,6 +63,35 @@ static __device__ __forceinline__ void ib_resample_px(uint8_t *out, const uint8_
   for (int b = 0; b < IB_B0; b++) out[b] = o[b];
 }
 
+/* A share of one output pixel's taps (first, first + every, ... below n;
+ * source pixels `step` bytes apart from `in`, premultiplied on load when
+ * `pm`) added into ss, for the passes that split a window over threads.
+ * Unsigned: a share of a window with negative weights may wrap, and the
+ * shares' total, which fits an int, is exact in any order of addition. */
+static __device__ __forceinline__ void ib_resample_share(unsigned *ss, const uint8_t *in,
+                                                         long long step, const int32_t *k,
+                                                         int first, int every, int n, bool pm) {
+  for (int j = first; j < n; j += every) {
+    uint8_t v[IB_B0];
+    const uint8_t *px = in + j * step;
+    for (int b = 0; b < IB_B0; b++) v[b] = px[b];
+    if (IB_A && pm) ib_premultiply_px(v, IB_B0);
+    const unsigned kj = (unsigned)k[j];
+    for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
+  }
+}
+
+/* The whole of those shares: rounded and clipped as ib_resample_px does,
+ * unpremultiplied when `unpm`, stored at out. */
+static __device__ __forceinline__ void ib_resample_put(uint8_t *out, const unsigned *ss,
+                                                       bool unpm) {
+  uint8_t o[IB_B0];
+  for (int b = 0; b < IB_B0; b++)
+    o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+  if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
+  for (int b = 0; b < IB_B0; b++) out[b] = o[b];
+}
+
 /* An image of the sequence (IB_RSI_*) and its bytes per row. */
 static __device__ __forceinline__ uint8_t *ib_resample_img(const ib_desc &d, int where,
                                                            unsigned long long off) {
@@ -150,24 +179,11 @@ extern "C" __global__ void __launch_bounds__(256)
     const int lo = hp.tab[c.xb + 2 * x], n = hp.tab[c.xb + 2 * x + 1];
     const uint8_t *in = hp.src + (long long)(y + c.first) * hp.in_row + (long long)lo * IB_B0;
     const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
-    unsigned ss[IB_B0];
-    for (int b = 0; b < IB_B0; b++) ss[b] = 0;
-    for (int j = (int)lane; j < n; j += (int)g) {
-      uint8_t v[IB_B0];
-      for (int b = 0; b < IB_B0; b++) v[b] = in[j * IB_B0 + b];
-      if (IB_A && hp.pm) ib_premultiply_px(v, IB_B0);
-      const unsigned kj = (unsigned)k[j];
-      for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
-    }
+    unsigned ss[IB_B0] = {0};
+    ib_resample_share(ss, in, IB_B0, k, (int)lane, (int)g, n, hp.pm);
     for (unsigned off = g >> 1; off; off >>= 1)
       for (int b = 0; b < IB_B0; b++) ss[b] += __shfl_xor_sync(mask, ss[b], off, g);
-    if (lane == 0) {
-      uint8_t o[IB_B0];
-      for (int b = 0; b < IB_B0; b++)
-        o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
-      if (IB_A && hp.unpm) ib_unpremultiply_px(o, IB_B0);
-      for (int b = 0; b < IB_B0; b++) hp.dst[it * IB_B0 + b] = o[b];
-    }
+    if (lane == 0) ib_resample_put(hp.dst + it * IB_B0, ss, hp.unpm);
   }
 }
 
@@ -290,9 +306,7 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
   /* Sliced (ib_resample_v_slices): warp w of a block sums slice w % S of
    * pixel group w / S; the S warps of a group are in one block (blockDim
    * a multiple of 32 S), and a block's rounds are the same for all its
-   * threads, since every one of them reaches the barriers. Unsigned sums
-   * wrap where a partial of a signed window would not fit; the whole sum
-   * fits an int, so the total is exact. */
+   * threads, since every one of them reaches the barriers. */
   __shared__ unsigned part[256 / 32][32][IB_B0];
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned long long total = ib_resample_v_threads(items, c.ksize_y);
@@ -304,28 +318,15 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
     const bool live = it < items;
     const int x = live ? (int)(it % W) : 0, y = live ? (int)(it / W) : 0;
     const int lo = tab[c.yb + 2 * y], n = live ? tab[c.yb + 2 * y + 1] : 0;
-    const uint8_t *in = src + (long long)lo * stride + (long long)x * IB_B0;
-    const int32_t *k = tab + c.yk + (long long)y * c.ksize_y;
-    unsigned ss[IB_B0];
-    for (int b = 0; b < IB_B0; b++) ss[b] = 0;
-    for (int j = slice; j < n; j += S) {
-      uint8_t v[IB_B0];
-      const uint8_t *px = in + j * stride;
-      for (int b = 0; b < IB_B0; b++) v[b] = px[b];
-      if (IB_A && pm) ib_premultiply_px(v, IB_B0);
-      const unsigned kj = (unsigned)k[j];
-      for (int b = 0; b < IB_B0; b++) ss[b] += v[b] * kj;
-    }
+    unsigned ss[IB_B0] = {0};
+    ib_resample_share(ss, src + (long long)lo * stride + (long long)x * IB_B0, stride,
+                      tab + c.yk + (long long)y * c.ksize_y, slice, S, n, pm);
     for (int b = 0; b < IB_B0; b++) part[warp][lane][b] = ss[b];
     __syncthreads();
     if (live && slice == 0) {
       for (int s2 = 1; s2 < S; s2++)
         for (int b = 0; b < IB_B0; b++) ss[b] += part[warp + s2][lane][b];
-      uint8_t o[IB_B0];
-      for (int b = 0; b < IB_B0; b++)
-        o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
-      if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
-      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+      ib_resample_put(dst + it * IB_B0, ss, unpm);
     }
     __syncthreads();
   }
