@@ -122,6 +122,10 @@ class Run:
         self.workload = soak_jobs.Workload(args.seed, args.profile, args.backend,
                                            poison=args.poison,
                                            new_graph_rate=args.new_graph_rate)
+        self._books()
+
+    def _books(self):
+        """What the run keeps of jobs, Results, handles and restarts."""
         self.kind = {}  # "topic/partition/offset" -> kind, once delivered
         self.answered = {}  # key -> outcome
         self.errors = {}  # "stage/kind: message" of error Results of graphs -> count

@@ -13,9 +13,7 @@ from imgbatch import imgbatch_pb2 as pb  # noqa: E402
 
 def reader():
     run = soak.Run.__new__(soak.Run)  # no broker, no workers: only the bookkeeping
-    run.answered, run.kind, run.errors, run.downloads = {}, {}, {}, {}
-    run.early, run.handles = set(), {}
-    run.released = run.download_results = run.repeat_residents = run.unacked = 0
+    run._books()
     run.sent = []
     run._control = lambda command, handle=None: run.sent.append(command)
     return run
@@ -66,7 +64,6 @@ def test_a_running_worker_that_exits_is_named_and_a_retired_one_is_not():
     run.workers = [soak.Worker.__new__(soak.Worker), soak.Worker.__new__(soak.Worker)]
     run.workers[0].wid, run.workers[0].proc = "soak0-0", Exited(None)
     run.workers[1].wid, run.workers[1].proc = "soak1-0", Exited(2)
-    run.retired = []
     assert run.died() == [("soak1-0", 2)]
     run.workers.pop()  # restarted: the exit was asked for
     assert run.died() == []
