@@ -187,10 +187,38 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
+/* Four neighbouring pixels of a staged row, as plane words: band b of
+ * pixels p .. p + 3 (0 past `end`) in word b, premultiplied when `pm`. One
+ * aligned load a band's worth of bytes where the row allows it. */
+static __device__ __forceinline__ void ib_resample_quad_load(unsigned *w, const uint8_t *in, int p,
+                                                             int end, bool aligned, bool pm) {
+  uint8_t v[4][IB_B0];
+  if (aligned && p + 4 <= end) {
+    unsigned raw[IB_B0];
+    for (int i = 0; i < IB_B0; i++) raw[i] = ((const unsigned *)(in + (long long)p * IB_B0))[i];
+    for (int j = 0; j < 4; j++)
+      for (int b = 0; b < IB_B0; b++) {
+        const int at = j * IB_B0 + b;
+        v[j][b] = (uint8_t)(raw[at >> 2] >> (8 * (at & 3)));
+      }
+  } else {
+    for (int j = 0; j < 4; j++)
+      for (int b = 0; b < IB_B0; b++) v[j][b] = p + j < end ? in[(long long)(p + j) * IB_B0 + b] : 0;
+  }
+  for (int j = 0; j < 4; j++)
+    if (IB_A && pm) ib_premultiply_px(v[j], IB_B0);
+  for (int b = 0; b < IB_B0; b++)
+    w[b] = (unsigned)v[0][b] | (unsigned)v[1][b] << 8 | (unsigned)v[2][b] << 16 |
+           (unsigned)v[3][b] << 24;
+}
+
 /* The tiled horizontal pass (resample.h ib_resample_tile_plan) of the
  * calls planned with tile_x > 0; blocks loop over the call's tiles
  * (tile_x outputs x IB_RESAMPLE_TILE_ROWS rows), blockDim.x a multiple of
- * 32. The sums are ib_resample_h's, tap by tap in Pillow's order. */
+ * 32. The rows are staged as band planes from the word holding the tile's
+ * first sample; a window is summed four taps at a time over its quads
+ * (resample.h ib_resample_quads, ib_resample_dp4a), or tap by tap from the
+ * int32 weights when the quad table says a weight does not fit. */
 extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *descs, int ci) {
   extern __shared__ __align__(16) uint8_t ib_rs_tile[];
   ib_rsp_call c;
@@ -198,56 +226,61 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
   if (!ib_resample_hcall(descs, ci, true, 0, c, hp)) return;
   const int R = IB_RESAMPLE_TILE_ROWS, tx = c.tile_x, pitch = c.tile_pitch;
   const int opitch = ib_resample_tile_pitch(tx * IB_B0);
-  uint8_t *rows = ib_rs_tile, *outs = ib_rs_tile + R * pitch;
+  uint8_t *planes = ib_rs_tile, *outs = ib_rs_tile + R * IB_B0 * pitch;
   const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
   const int warps = (int)(blockDim.x >> 5);
   const int tiles_x = (c.out_w + tx - 1) / tx, tiles = tiles_x * ((c.rows + R - 1) / R);
+  const uint32_t *qt = (const uint32_t *)(hp.tab + c.xq);
+  const bool quads = qt[0] != 0;
+  const int qmax = ib_resample_quad_max(c.ksize_x);
   for (int tile = (int)blockIdx.x; tile < tiles; tile += (int)gridDim.x) {
     const int x0 = (tile % tiles_x) * tx, y0 = (tile / tiles_x) * R;
     const int x1 = min(x0 + tx, c.out_w), nr = min(R, c.rows - y0);
-    const int lo0 = hp.tab[c.xb + 2 * x0];
-    const int span = hp.tab[c.xb + 2 * (x1 - 1)] + hp.tab[c.xb + 2 * (x1 - 1) + 1] - lo0;
+    const int p0 = hp.tab[c.xb + 2 * x0] & ~3;
+    const int end = hp.tab[c.xb + 2 * (x1 - 1)] + hp.tab[c.xb + 2 * (x1 - 1) + 1];
+    const int words = (end - p0 + 3) >> 2;
     __syncthreads(); /* the last tile's readers are done */
     for (int r = warp; r < nr; r += warps) {
-      const uint8_t *in =
-          hp.src + (long long)(y0 + r + c.first) * hp.in_row + (long long)lo0 * IB_B0;
-      for (int p = lane; p < span; p += 32) {
-        uint8_t v[IB_B0];
-        for (int b = 0; b < IB_B0; b++) v[b] = in[p * IB_B0 + b];
-        if (IB_A && hp.pm) ib_premultiply_px(v, IB_B0);
-        if (IB_B0 >= 3) { /* one word a pixel */
-          unsigned w = 0;
-          for (int b = 0; b < IB_B0; b++) w |= (unsigned)v[b] << (8 * b);
-          ((unsigned *)(rows + r * pitch))[p] = w;
-        } else {
-          for (int b = 0; b < IB_B0; b++) rows[r * pitch + p * IB_B0 + b] = v[b];
-        }
+      const uint8_t *in = hp.src + (long long)(y0 + r + c.first) * hp.in_row;
+      const bool aligned = (((unsigned long long)(in + (long long)p0 * IB_B0)) & 3) == 0;
+      for (int q = lane; q < words; q += 32) {
+        unsigned w[IB_B0];
+        ib_resample_quad_load(w, in, p0 + 4 * q, end, aligned, hp.pm);
+        for (int b = 0; b < IB_B0; b++) ((unsigned *)(planes + (b * R + r) * pitch))[q] = w[b];
       }
     }
     __syncthreads();
     if (lane < nr) {
-      const uint8_t *row = rows + lane * pitch;
       for (int x = x0 + warp; x < x1; x += warps) {
-        const int lo = hp.tab[c.xb + 2 * x] - lo0, n = hp.tab[c.xb + 2 * x + 1];
-        const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
-        int ss[IB_B0];
-        for (int b = 0; b < IB_B0; b++) ss[b] = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
-        if (IB_B0 >= 3) {
-          const unsigned *in = (const unsigned *)row + lo;
-          for (int j = 0; j < n; j++) {
-            const int kj = k[j];
-            const unsigned w = in[j];
-            for (int b = 0; b < IB_B0; b++) ss[b] += (int)((w >> (8 * b)) & 0xffu) * kj;
+        const int lo = hp.tab[c.xb + 2 * x], n = hp.tab[c.xb + 2 * x + 1];
+        uint8_t o[IB_B0];
+        if (quads) {
+          const uint4 *kq = (const uint4 *)(qt + 4) + (long long)x * qmax;
+          const int first = ((lo & ~3) - p0) >> 2, nq = ib_resample_quads_of(lo, n);
+          unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
+          const unsigned *row[IB_B0];
+          for (int b = 0; b < IB_B0; b++)
+            row[b] = (const unsigned *)(planes + (b * R + lane) * pitch) + first;
+#pragma unroll 4
+          for (int g = 0; g < nq; g++) {
+            const uint4 k = kq[g];
+            for (int b = 0; b < IB_B0; b++) {
+              const unsigned d = row[b][g];
+              s0[b] = ib_resample_dp4a(d, k.x, s0[b], false);
+              s1[b] = ib_resample_dp4a(d, k.y, s1[b], false);
+              s2[b] = ib_resample_dp4a(d, k.z, s2[b], true);
+            }
           }
+          for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_quad_out(s0[b], s1[b], s2[b]);
         } else {
-          const uint8_t *in = row + lo * IB_B0;
-          for (int j = 0; j < n; j++) {
-            const int kj = k[j];
-            for (int b = 0; b < IB_B0; b++) ss[b] += (int)in[j * IB_B0 + b] * kj;
+          const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
+          for (int b = 0; b < IB_B0; b++) {
+            const uint8_t *in = planes + (b * R + lane) * pitch + (lo - p0);
+            int ss = 1 << (IB_RESAMPLE_PRECISION_BITS - 1);
+            for (int j = 0; j < n; j++) ss += (int)in[j] * k[j];
+            o[b] = ib_resample_clip8(ss);
           }
         }
-        uint8_t o[IB_B0];
-        for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_clip8(ss[b]);
         if (IB_A && hp.unpm) ib_unpremultiply_px(o, IB_B0);
         for (int b = 0; b < IB_B0; b++) outs[lane * opitch + (x - x0) * IB_B0 + b] = o[b];
       }

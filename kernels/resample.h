@@ -33,6 +33,10 @@
 #define IB_RESAMPLE_H
 
 #include "ib_kernel.h"
+#ifndef __CUDACC_RTC__
+#include <stdbool.h>
+#include <string.h>
+#endif
 
 /* Image.Resampling values (= proto Resample). */
 #define IB_RESAMPLE_NEAREST 0
@@ -145,8 +149,9 @@ typedef struct ib_rsp_call {
   int32_t ksize_x, ksize_y;
   int32_t xb, xk, yb, yk;
   /* the tiled horizontal pass (ib_resample_tile_plan); tile_x 0: the
-   * pixel-parallel one */
-  int32_t tile_x, tile_pitch, tile_smem;
+   * pixel-parallel one; xq: its weights in byte planes (ib_resample_quads,
+   * a multiple of 4 words) */
+  int32_t tile_x, tile_pitch, tile_smem, xq;
 } ib_rsp_call;
 
 typedef struct ib_resample_params {
@@ -207,24 +212,65 @@ IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ks
 /* The tiled horizontal pass (ib_resample_ht) for wide windows: a block
  * stages IB_RESAMPLE_TILE_ROWS source rows, just the span that tile_x
  * consecutive outputs read, in shared memory (premultiplied when the pass
- * premultiplies; ib_resample_tile_px bytes a pixel), then a warp's lanes are the tile's rows and
- * its outputs go one by one: the window's bounds and every weight are the same for the 32 lanes
- * (one load each, no divergence), and a lane reads its own staged row. A row's pitch
- * (ib_resample_tile_pitch) is an odd number of 4-byte words, so the 32 rows fall in 32 different
- * banks. The outputs go through a shared tile too, then to global memory a row at a time. */
+ * premultiplies), a plane per band: plane b holds band b of the tile's rows,
+ * a row's bytes from source pixel lo0 & ~3 on (lo0: the tile's first
+ * window), so that four neighbouring samples of one band are one aligned
+ * word wherever a window starts. Then a warp's lanes are the tile's rows and
+ * its outputs go one by one: the window's bounds and every weight are the
+ * same for the 32 lanes (one load each, no divergence), and a lane reads its
+ * own staged row. A row's pitch (ib_resample_tile_pitch) is an odd number of
+ * 4-byte words, so the 32 rows of a plane fall in 32 different banks. The
+ * outputs go through a shared tile too, then to global memory a row at a
+ * time. */
 #define IB_RESAMPLE_TILE_ROWS 32
 #define IB_RESAMPLE_TILE_SMEM (48 * 1024) /* what every kernel may take */
-
 IB_FN int ib_resample_tile_pitch(int bytes) { return ((bytes + 3) & ~3) | 4; }
-
-/* Staged bytes a pixel: RGB is staged as 4-byte words (the fourth byte 0)
- * so that a lane loads a pixel with one 32-bit read, as RGBA; L and LA as
- * they are. */
-IB_FN int ib_resample_tile_px(int bands) { return bands == 3 ? 4 : bands; }
-
-/* Shared bytes of a tile: the staged rows, then the output rows. */
+/* Shared bytes of a tile: the staged planes, then the output rows. */
 IB_FN int ib_resample_tile_bytes(int pitch, int tile_x, int bands) {
-  return IB_RESAMPLE_TILE_ROWS * (pitch + ib_resample_tile_pitch(tile_x * bands));
+  return IB_RESAMPLE_TILE_ROWS * (bands * pitch + ib_resample_tile_pitch(tile_x * bands));
+}
+
+/* The tiled pass sums a window four taps at a time with dp4a (four 8-bit
+ * products added to a 32-bit sum in one instruction): the weights of four
+ * neighbouring taps, split into byte planes, against one staged word.
+ * A weight k (|k| < 2^23, checked where the tables are built) is
+ *   k = k0 + 2^8 k1 + 2^16 k2   (k0, k1 unsigned bytes, k2 a signed one)
+ * so a window's sum is S0 + 2^8 S1 + 2^16 S2 with Sp = sum_j in[j] * kp[j],
+ * exactly the tap-by-tap sum modulo 2^32, which is the sum itself: it fits
+ * an int (ib_resample_h_lanes). A window starting at lo begins lo & 3 taps
+ * into its first word; its quads ("quad" = four taps) carry zero weights
+ * there and past its end. The table (at xq words): word 0 is 1 when every
+ * weight fits, else 0 and the pass sums tap by tap from the int32 table;
+ * then from word 4 on, per output, ib_resample_quad_max(ksize) quads of 4
+ * words (k0, k1, k2 of its four taps as bytes, lowest tap lowest; 0). */
+IB_FN int ib_resample_quad_max(int ksize) { return (ksize + 6) / 4; }
+IB_FN int ib_resample_quads_of(int lo, int n) { return ((lo & 3) + n + 3) / 4; }
+
+/* dp4a: c + the sum of a's four bytes (unsigned) times b's (unsigned, or
+ * signed when b_signed), modulo 2^32; on the host the same sum spelled out,
+ * so the replay of tests/unit checks the arithmetic the device runs. */
+IB_FN unsigned ib_resample_dp4a(unsigned a, unsigned b, unsigned c, bool b_signed) {
+#ifdef __CUDACC_RTC__
+  unsigned d;
+  if (b_signed)
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  else
+    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  for (int i = 0; i < 4; i++) {
+    const unsigned x = (a >> (8 * i)) & 0xffu, y = (b >> (8 * i)) & 0xffu;
+    c += x * (b_signed && y > 127 ? y - 256u : y);
+  }
+  return c;
+#endif
+}
+
+/* The three plane sums of a window (ib_resample_dp4a) made one, rounded and
+ * clipped as ib_resample_sample does. */
+IB_FN uint8_t ib_resample_quad_out(unsigned s0, unsigned s1, unsigned s2) {
+  const unsigned ss = s0 + (s1 << 8) + (s2 << 16) + (1u << (IB_RESAMPLE_PRECISION_BITS - 1));
+  return ib_resample_clip8((int)ss);
 }
 
 #ifndef __CUDACC_RTC__
@@ -332,10 +378,10 @@ static inline void ib_resample_coeffs(int filter, int n_in, float in0, float in1
 
 /* The tiling of a wide horizontal pass (ib_resample_h_lanes > 1): the
  * widest tile (tile_x outputs, a power of two up to 64) whose shared bytes
- * fit IB_RESAMPLE_TILE_SMEM, with the pitch of its widest source span
- * (first sample of its first output to the end of its last one's window:
- * both grow with the output index). tile_x 0: narrow windows, or no tile
- * fits; the pixel-parallel pass runs. */
+ * fit IB_RESAMPLE_TILE_SMEM, with the pitch of its widest staged span (from
+ * the word holding its first output's first sample to the end of its last
+ * one's window: both grow with the output index). tile_x 0: narrow windows,
+ * or no tile fits; the pixel-parallel pass runs. */
 static inline void ib_resample_tile_plan(int filter, int n_in, float in0, float in1, int n_out,
                                          int ksize, int bands, int32_t *tile_x, int32_t *pitch,
                                          int32_t *smem) {
@@ -348,15 +394,44 @@ static inline void ib_resample_tile_plan(int filter, int n_in, float in0, float 
       int lo0, n0, lo1, n1;
       ib_resample_bound(filter, n_in, in0, in1, n_out, x0, &lo0, &n0);
       ib_resample_bound(filter, n_in, in0, in1, n_out, x1, &lo1, &n1);
-      if (lo1 + n1 - lo0 > span) span = lo1 + n1 - lo0;
+      if (lo1 + n1 - (lo0 & ~3) > span) span = lo1 + n1 - (lo0 & ~3);
     }
-    const int p = ib_resample_tile_pitch(span * ib_resample_tile_px(bands));
+    const int p = ib_resample_tile_pitch(span);
     const int b = ib_resample_tile_bytes(p, tx, bands);
     if (b <= IB_RESAMPLE_TILE_SMEM) {
       *tile_x = tx, *pitch = p, *smem = b;
       return;
     }
   }
+}
+
+/* The int32 words of a tiled call's quad table (ib_resample_quad_max). */
+static inline size_t ib_resample_quad_words(int n_out, int ksize) {
+  return 4 + (size_t)n_out * (size_t)ib_resample_quad_max(ksize) * 4;
+}
+
+/* The quad table of an axis's tables (ib_resample_coeffs' bounds and
+ * coeffs) into q (ib_resample_quad_words); false, with word 0 cleared, when
+ * a weight does not fit three byte planes. */
+static inline bool ib_resample_quads(const int32_t *bounds, const int32_t *coeffs, int n_out,
+                                     int ksize, uint32_t *q) {
+  const int qmax = ib_resample_quad_max(ksize);
+  memset(q, 0, ib_resample_quad_words(n_out, ksize) * sizeof *q);
+  for (int i = 0; i < n_out; i++) {
+    const int lo = bounds[2 * i], n = bounds[2 * i + 1], pad = lo & 3;
+    const int32_t *k = coeffs + (int64_t)i * ksize;
+    uint32_t *out = q + 4 + (size_t)i * (size_t)qmax * 4;
+    for (int j = 0; j < n; j++) {
+      if (k[j] < -(1 << 23) || k[j] >= (1 << 23)) return false;
+      const uint32_t u = (uint32_t)k[j];
+      const int t = pad + j, at = (t / 4) * 4, sh = 8 * (t % 4);
+      out[at] |= (u & 0xffu) << sh;
+      out[at + 1] |= ((u >> 8) & 0xffu) << sh;
+      out[at + 2] |= ((u >> 16) & 0xffu) << sh;
+    }
+  }
+  q[0] = 1;
+  return true;
 }
 #endif
 

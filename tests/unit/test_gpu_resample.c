@@ -358,11 +358,11 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
 
   cr_assert_eq(n_launch, 2);
   /* 11 taps: wide enough for 2 lanes a pixel, so tiled; 64 outputs read at
-   * most 156 source pixels (x 4 bytes, to an odd count of words), the
-   * output tile 64 x 4 bytes likewise */
+   * most 160 source pixels from the word of their first (a byte a plane, to
+   * an odd count of words: 164), 4 planes; the output tile 64 x 4 bytes */
   cr_assert_eq(ib_resample_h_lanes(h.ksize), 2);
-  cr_assert(p.tile_x == 64 && p.tile_pitch == 628, "tile %d, pitch %d", p.tile_x, p.tile_pitch);
-  expect_tiled(0, 0, 2 * (unsigned)((last - first + 31) / 32), 32 * (628 + 260));
+  cr_assert(p.tile_x == 64 && p.tile_pitch == 164, "tile %d, pitch %d", p.tile_x, p.tile_pitch);
+  expect_tiled(0, 0, 2 * (unsigned)((last - first + 31) / 32), 32 * (4 * 164 + 260));
   expect_launch(1, "ib_resample_v", 0, 120u * 50u);
   axis_free(&v);
   axis_free(&h);
@@ -490,12 +490,12 @@ Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
   cr_assert_eq(n_launch, 4);
   const ib_rsp_call k0 = params_of(&x, 0, &t, pbytes).call[0];
   cr_assert_eq(ib_resample_h_lanes(k0.ksize_x), 8, "LANCZOS 90 -> 10: ksize %d", k0.ksize_x);
-  /* the whole row, 90 x 4 bytes, to an odd count of words; the output tile 64 x 4 likewise */
-  cr_assert(k0.tile_x == 64 && k0.tile_pitch == 364, "tile %d, pitch %d", k0.tile_x, k0.tile_pitch);
-  cr_assert_eq(k0.tile_smem, 32 * (364 + 260));
+  /* the whole row, 90 bytes a plane, to an odd count of words; the output tile 64 x 4 */
+  cr_assert(k0.tile_x == 64 && k0.tile_pitch == 92, "tile %d, pitch %d", k0.tile_x, k0.tile_pitch);
+  cr_assert_eq(k0.tile_smem, 32 * (4 * 92 + 260));
   cr_assert_eq(params_of(&x, 2, &t, pbytes).call[0].tile_x, 0, "BOX 40 -> 20 is narrow");
   expect_launch(0, "ib_resample_h", 0, 20u * 30u);
-  expect_tiled(1, 0, 3, 32 * (364 + 260));
+  expect_tiled(1, 0, 3, 32 * (4 * 92 + 260));
   expect_launch(2, "ib_resample_v", 0, 20u * 60u);
   expect_launch(3, "ib_resample_v", 1, 2u * 100u);
   sub_free(c, &x);
@@ -503,8 +503,9 @@ Test(gpu_resample, a_group_mixes_sequences_and_rgba_drops_the_gap) {
 }
 
 /* Wide windows are tiled as wide as 48 KiB of shared memory allows: RGB
- * 1200 -> 40 LANCZOS (181 taps) stages 270 source pixels for 4 outputs
- * (a word each: a pitch of 271 words), 8 would take 50 KiB; 4000 -> 30
+ * 1200 -> 40 LANCZOS (181 taps) stages at most 396 source pixels for 8
+ * outputs (a byte in each of 3 planes: a pitch of 99 words), 16 would take
+ * 64 KiB; 4000 -> 30
  * LANCZOS (801 taps) fits no tile, not even one output's 32 rows, and
  * keeps the pixel-parallel pass. Without shared memory (pass_global) the
  * pixel-parallel kernel runs the tiled calls too, over every job's items,
@@ -527,9 +528,9 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     const ib_rsp_call k1 = params_of(&x, 1, &t, pbytes).call[0];
     const ib_rsp_call k2 = params_of(&x, 2, &t, pbytes).call[0];
     cr_assert(k0.ksize_x == 181 && k1.ksize_x == 801, "ksize %d, %d", k0.ksize_x, k1.ksize_x);
-    cr_assert(k0.tile_x == 4 && k0.tile_pitch == 1084, "tile %d, pitch %d", k0.tile_x,
+    cr_assert(k0.tile_x == 8 && k0.tile_pitch == 396, "tile %d, pitch %d", k0.tile_x,
               k0.tile_pitch);
-    cr_assert_eq(k0.tile_smem, 32 * (1084 + 12));
+    cr_assert_eq(k0.tile_smem, 32 * (3 * 396 + 28));
     cr_assert_eq(k1.tile_x, 0, "801 taps: no tile fits 48 KiB");
     cr_assert_eq(k2.tile_x, 0, "60 -> 50: a narrow window");
     cr_assert(k0.rows == 100 && k1.rows == 40 && k2.rows == 40);
@@ -544,7 +545,7 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     if (!global) {
       cr_assert_eq(n_launch, 3);
       expect_launch(0, "ib_resample_h", 0, px1);
-      expect_tiled(1, 0, 10 * 4, 32 * (1084 + 12));
+      expect_tiled(1, 0, 5 * 4, 32 * (3 * 396 + 28));
       expect_launch(2, "ib_resample_v", 0, v0);
       cr_assert_eq(atomic_load(&c->pass_slow), 0);
     } else {
@@ -642,48 +643,79 @@ static int64_t replay_row(const replay_job *r, int where, int w) {
 }
 
 /* ib_resample_ht's pass: each tile's rows staged (premultiplied when the
- * pass premultiplies) into IB_RESAMPLE_TILE_ROWS rows of the call's pitch,
- * everything past the tile's span garbage, and its outputs summed from
- * there; every window must lie within the staged span, the span within
- * the pitch and the shared bytes within what every kernel may take. */
+ * pass premultiplies) as band planes of IB_RESAMPLE_TILE_ROWS rows of the
+ * call's pitch from the word holding the tile's first sample, zero past
+ * its span and garbage past its words, and its outputs summed from there
+ * over the quad table with the device's dp4a arithmetic (or tap by tap when
+ * the table says so); every window must lie within the staged words, the
+ * words within the pitch and the shared bytes within what every kernel may
+ * take. */
 static int tiled_calls; /* how many calls the replays ran tiled */
+static int quad_calls;  /* ... of them summed by quads */
 
 static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint8_t *src,
                            int64_t in_row, uint8_t *dst, bool pm, bool unpm) {
   tiled_calls++;
   const int B = r->bands, R = IB_RESAMPLE_TILE_ROWS, tx = c->tile_x, pitch = c->tile_pitch;
-  const int P = ib_resample_tile_px(B); /* staged bytes a pixel */
   cr_assert(pitch % 4 == 0 && (pitch / 4) % 2 == 1, "pitch %d: an odd count of words", pitch);
   cr_assert_eq(c->tile_smem, ib_resample_tile_bytes(pitch, tx, B));
   cr_assert_leq(c->tile_smem, IB_RESAMPLE_TILE_SMEM);
-  uint8_t *rows = malloc((size_t)R * pitch);
-  cr_assert_not_null(rows);
+  cr_assert_eq(c->xq % 4, 0, "quads at word %d: 16-byte aligned", c->xq);
+  uint8_t *planes = malloc((size_t)R * B * pitch);
+  cr_assert_not_null(planes);
   const int32_t *tab = r->tab;
+  const uint32_t *qt = (const uint32_t *)(tab + c->xq);
+  const int qmax = ib_resample_quad_max(c->ksize_x);
+  quad_calls += qt[0] != 0;
   for (int y0 = 0; y0 < c->rows; y0 += R)
     for (int x0 = 0; x0 < c->out_w; x0 += tx) {
       const int x1 = x0 + tx < c->out_w ? x0 + tx : c->out_w,
                 nr = c->rows - y0 < R ? c->rows - y0 : R;
-      const int lo0 = tab[c->xb + 2 * x0];
-      const int span = tab[c->xb + 2 * (x1 - 1)] + tab[c->xb + 2 * (x1 - 1) + 1] - lo0;
-      cr_assert_leq(span * P, pitch, "tile (%d, %d): span %d pixels", x0, y0, span);
-      memset(rows, 0xa5, (size_t)R * pitch);
+      const int p0 = tab[c->xb + 2 * x0] & ~3;
+      const int end = tab[c->xb + 2 * (x1 - 1)] + tab[c->xb + 2 * (x1 - 1) + 1];
+      const int words = (end - p0 + 3) / 4;
+      cr_assert_leq(words * 4, pitch, "tile (%d, %d): span %d pixels", x0, y0, end - p0);
+      memset(planes, 0xa5, (size_t)R * B * pitch);
       for (int y = 0; y < nr; y++)
-        for (int p = 0; p < span; p++) {
-          uint8_t *to = rows + (size_t)y * pitch + (size_t)p * P;
-          memset(to, 0, (size_t)P);
-          memcpy(to, src + (y0 + y + c->first) * in_row + (int64_t)(lo0 + p) * B, (size_t)B);
-          if (pm) ib_premultiply_px(to, B);
+        for (int p = p0; p < p0 + 4 * words; p++) {
+          uint8_t v[4] = {0, 0, 0, 0};
+          if (p < end) {
+            memcpy(v, src + (y0 + y + c->first) * in_row + (int64_t)p * B, (size_t)B);
+            if (pm) ib_premultiply_px(v, B);
+          }
+          for (int b = 0; b < B; b++) planes[(size_t)(b * R + y) * pitch + (p - p0)] = v[b];
         }
       for (int x = x0; x < x1; x++) {
-        const int lo = tab[c->xb + 2 * x] - lo0, n = tab[c->xb + 2 * x + 1];
-        cr_assert(lo >= 0 && lo + n <= span, "output %d: window %d + %d of span %d", x, lo, n,
-                  span);
-        for (int y = 0; y < nr; y++)
-          replay_px(dst + ((int64_t)(y0 + y) * c->out_w + x) * B, rows + (size_t)y * pitch + lo * P,
-                    P, tab + c->xk + (int64_t)x * c->ksize_x, n, B, false, unpm);
+        const int lo = tab[c->xb + 2 * x], n = tab[c->xb + 2 * x + 1];
+        cr_assert(lo >= p0 && lo + n <= end, "output %d: window %d + %d of span %d..%d", x, lo,
+                  n, p0, end);
+        const int first = ((lo & ~3) - p0) / 4, nq = ib_resample_quads_of(lo, n);
+        cr_assert_leq(nq, qmax, "output %d: %d quads", x, nq);
+        const int32_t *k = tab + c->xk + (int64_t)x * c->ksize_x;
+        for (int y = 0; y < nr; y++) {
+          uint8_t *o = dst + ((int64_t)(y0 + y) * c->out_w + x) * B;
+          for (int b = 0; b < B; b++) {
+            const uint8_t *row = planes + (size_t)(b * R + y) * pitch;
+            if (qt[0]) {
+              const uint32_t *kq = qt + 4 + ((size_t)x * qmax) * 4;
+              unsigned s0 = 0, s1 = 0, s2 = 0;
+              for (int g = 0; g < nq; g++) {
+                uint32_t d;
+                memcpy(&d, row + 4 * (first + g), 4);
+                s0 = ib_resample_dp4a(d, kq[4 * g], s0, false);
+                s1 = ib_resample_dp4a(d, kq[4 * g + 1], s1, false);
+                s2 = ib_resample_dp4a(d, kq[4 * g + 2], s2, true);
+              }
+              o[b] = ib_resample_quad_out(s0, s1, s2);
+            } else {
+              o[b] = ib_resample_sample(row + (lo - p0), 1, k, n);
+            }
+          }
+          if (unpm) ib_unpremultiply_px(o, B);
+        }
       }
     }
-  free(rows);
+  free(planes);
 }
 
 static void replay_call(const replay_job *r, const ib_rsp_call *c) {
@@ -814,4 +846,49 @@ Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
     backend_free(c);
   }
   cr_assert_geq(tiled_calls, 7, "wide windows ran tiled %d times", tiled_calls);
+  cr_assert_eq(quad_calls, tiled_calls, "every tiled call's weights fit byte planes");
+}
+
+/* The quads' arithmetic on its own, against the tap-by-tap sum: weights
+ * anywhere in the range three byte planes hold (negative ones, and the
+ * extremes), windows at every alignment, sums that wrap in a plane but not
+ * in total; a weight out of that range leaves the table unusable. */
+Test(gpu_resample, quads_sum_as_the_taps_do_and_refuse_weights_past_24_bits) {
+  enum { N = 7, K = 41 };
+  int32_t bounds[2 * N], coeffs[N * K];
+  uint32_t q[4 + N * ((K + 6) / 4) * 4];
+  uint8_t in[64];
+  srand(11);
+  for (int round = 0; round < 400; round++) {
+    for (int i = 0; i < 64; i++) in[i] = (uint8_t)(round % 5 == 0 ? 255 : rand() % 256);
+    for (int i = 0; i < N; i++) {
+      bounds[2 * i] = i + rand() % 4;
+      bounds[2 * i + 1] = 1 + rand() % K;
+      for (int j = 0; j < K; j++) {
+        const int e = rand() % 4;
+        coeffs[i * K + j] = e == 0   ? -(1 << 23)
+                            : e == 1 ? (1 << 23) - 1 - rand() % 5
+                                     : rand() % (1 << 24) - (1 << 23);
+      }
+    }
+    cr_assert(ib_resample_quads(bounds, coeffs, N, K, q));
+    cr_assert_eq(q[0], 1u);
+    for (int i = 0; i < N; i++) {
+      const int lo = bounds[2 * i], n = bounds[2 * i + 1];
+      unsigned want = 0, s[3] = {0, 0, 0};
+      for (int j = 0; j < n; j++) want += in[lo + j] * (unsigned)coeffs[i * K + j];
+      for (int g = 0; g < ib_resample_quads_of(lo, n); g++) {
+        uint32_t d;
+        memcpy(&d, in + (lo & ~3) + 4 * g, 4);
+        for (int p = 0; p < 3; p++)
+          s[p] = ib_resample_dp4a(d, q[4 + (i * ib_resample_quad_max(K) + g) * 4 + p], s[p], p == 2);
+      }
+      cr_assert_eq(s[0] + (s[1] << 8) + (s[2] << 16), want, "round %d output %d (lo %d, %d taps)",
+                   round, i, lo, n);
+    }
+  }
+  coeffs[3 * K + 2] = 1 << 23;
+  bounds[7] = 5;
+  cr_assert_not(ib_resample_quads(bounds, coeffs, N, K, q));
+  cr_assert_eq(q[0], 0u);
 }

@@ -344,6 +344,11 @@ static void dev_call(dev_seq *d, int ci, size_t *words, int bands) {
     if (k->ksize_x > d->kmax) d->kmax = k->ksize_x;
     ib_resample_tile_plan(d->filter, (int)c->in_w, b[0], b[2], (int)c->out_w, k->ksize_x, bands,
                           &k->tile_x, &k->tile_pitch, &k->tile_smem);
+    if (k->tile_x > 0) { /* its quads, 16-byte aligned for the kernel's loads */
+      *words = (*words + 3) & ~(size_t)3;
+      k->xq = (int32_t)*words;
+      *words += ib_resample_quad_words((int)c->out_w, k->ksize_x);
+    }
   }
 }
 
@@ -451,6 +456,10 @@ static void resample_fill_extra(const ib_node *node, const ib_shape *in, uint8_t
     if (k->passes & IB_RSP_H)
       ib_resample_coeffs(d.filter, (int)c->in_w, c->box[0], c->box[2], (int)c->out_w, k->ksize_x,
                          t + k->xb, t + k->xk, w);
+    /* a weight past three byte planes leaves the pass tap by tap */
+    if ((k->passes & IB_RSP_H) && k->tile_x > 0)
+      (void)ib_resample_quads(t + k->xb, t + k->xk, (int)c->out_w, k->ksize_x,
+                              (uint32_t *)(void *)(t + k->xq));
   }
 }
 
