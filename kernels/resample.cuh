@@ -71,6 +71,8 @@ static __device__ __forceinline__ void ib_resample_px(uint8_t *out, const uint8_
 static __device__ __forceinline__ void ib_resample_share(unsigned *ss, const uint8_t *in,
                                                          long long step, const int32_t *k,
                                                          int first, int every, int n, bool pm) {
+  /* unrolled: a share's loads are independent, so several are in flight */
+#pragma unroll 4
   for (int j = first; j < n; j += every) {
     uint8_t v[IB_B0];
     const uint8_t *px = in + j * step;
