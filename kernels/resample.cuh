@@ -84,14 +84,12 @@ static __device__ __forceinline__ void ib_resample_share(unsigned *ss, const uin
 }
 
 /* The whole of those shares: rounded and clipped as ib_resample_px does,
- * unpremultiplied when `unpm`, stored at out. */
-static __device__ __forceinline__ void ib_resample_put(uint8_t *out, const unsigned *ss,
-                                                       bool unpm) {
-  uint8_t o[IB_B0];
+ * unpremultiplied when `unpm`. */
+static __device__ __forceinline__ void ib_resample_finish(uint8_t *o, const unsigned *ss,
+                                                          bool unpm) {
   for (int b = 0; b < IB_B0; b++)
     o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
   if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
-  for (int b = 0; b < IB_B0; b++) out[b] = o[b];
 }
 
 /* An image of the sequence (IB_RSI_*) and its bytes per row. */
@@ -116,6 +114,7 @@ struct ib_rs_hpass {
   const uint8_t *src;
   long long in_row;
   bool pm, unpm;
+  bool rows4; /* dst is the vertical pass's four-row words (ib_resample_tmp_at) */
 };
 
 /* Job blockIdx.y's call `ci` when the kernel runs its horizontal pass:
@@ -137,6 +136,7 @@ static __device__ __forceinline__ bool ib_resample_hcall(const ib_desc *descs, i
   h.in_row = ib_resample_row(d, c.src, c.in_w);
   h.pm = c.src == IB_RSI_SRC;
   h.unpm = last && c.dst == IB_RSI_OUT;
+  h.rows4 = !last;
   return true;
 }
 
@@ -185,7 +185,12 @@ extern "C" __global__ void __launch_bounds__(256)
     ib_resample_share(ss, in, IB_B0, k, (int)lane, (int)g, n, hp.pm);
     for (unsigned off = g >> 1; off; off >>= 1)
       for (int b = 0; b < IB_B0; b++) ss[b] += __shfl_xor_sync(mask, ss[b], off, g);
-    if (lane == 0) ib_resample_put(hp.dst + it * IB_B0, ss, hp.unpm);
+    if (lane == 0) {
+      uint8_t o[IB_B0];
+      ib_resample_finish(o, ss, hp.unpm);
+      for (int b = 0; b < IB_B0; b++)
+        hp.dst[hp.rows4 ? ib_resample_tmp_at(x, y, b, c.out_w, IB_B0) : it * IB_B0 + b] = o[b];
+    }
   }
 }
 
@@ -205,7 +210,8 @@ static __device__ __forceinline__ void ib_resample_quad_load(unsigned *w, const 
       }
   } else {
     for (int j = 0; j < 4; j++)
-      for (int b = 0; b < IB_B0; b++) v[j][b] = p + j < end ? in[(long long)(p + j) * IB_B0 + b] : 0;
+      for (int b = 0; b < IB_B0; b++)
+        v[j][b] = p + j < end ? in[(long long)(p + j) * IB_B0 + b] : 0;
   }
   for (int j = 0; j < 4; j++)
     if (IB_A && pm) ib_premultiply_px(v[j], IB_B0);
@@ -289,11 +295,61 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
     }
     __syncthreads();
     const int wb = (x1 - x0) * IB_B0;
-    for (int r = warp; r < nr; r += warps) {
-      uint8_t *o = hp.dst + ((long long)(y0 + r) * c.out_w + x0) * IB_B0;
-      for (int i = lane; i < wb; i += 32) o[i] = outs[r * opitch + i];
+    if (hp.rows4) { /* a word of four rows (y0 is a multiple of 4); 0 past the last */
+      for (int r4 = warp; 4 * r4 < nr; r4 += warps) {
+        unsigned *o = (unsigned *)hp.dst + ((long long)(y0 / 4 + r4) * c.out_w + x0) * IB_B0;
+        for (int i = lane; i < wb; i += 32) {
+          unsigned w = 0;
+          for (int j = 0; j < 4 && 4 * r4 + j < nr; j++)
+            w |= (unsigned)outs[(4 * r4 + j) * opitch + i] << (8 * j);
+          o[i] = w;
+        }
+      }
+    } else {
+      for (int r = warp; r < nr; r += warps) {
+        uint8_t *o = hp.dst + ((long long)(y0 + r) * c.out_w + x0) * IB_B0;
+        for (int i = lane; i < wb; i += 32) o[i] = outs[r * opitch + i];
+      }
     }
   }
+}
+
+/* The vertical pass over the horizontal pass's four-row words: output
+ * pixel `it`'s slice `slice` of S (quads slice, slice + S, ... of its
+ * window, or taps when the quad table says a weight does not fit) summed
+ * into ss (the sum without its rounding term, modulo 2^32). */
+static __device__ __forceinline__ void ib_resample_v_words(unsigned *ss, const ib_desc &d,
+                                                           const ib_rsp_call &c, const int32_t *tab,
+                                                           int x, int y, int slice, int S,
+                                                           bool live) {
+  const uint32_t *qt = (const uint32_t *)(tab + c.yq);
+  const int lo = tab[c.yb + 2 * y], n = live ? tab[c.yb + 2 * y + 1] : 0;
+  const unsigned long long W = (unsigned)c.out_w;
+  if (qt[0]) {
+    const uint4 *kq = (const uint4 *)(qt + 4) + (long long)y * ib_resample_quad_max(c.ksize_y);
+    const unsigned *col = (const unsigned *)((const uint8_t *)d.in1 + c.tmp_off) +
+                          ((unsigned long long)(lo >> 2) * W + (unsigned)x) * IB_B0;
+    const int nq = n ? ib_resample_quads_of(lo, n) : 0;
+    unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
+#pragma unroll 2
+    for (int g = slice; g < nq; g += S) {
+      const uint4 k = kq[g];
+      for (int b = 0; b < IB_B0; b++) {
+        const unsigned w = col[(unsigned long long)g * W * IB_B0 + b];
+        s0[b] = ib_resample_dp4a(w, k.x, s0[b], false);
+        s1[b] = ib_resample_dp4a(w, k.y, s1[b], false);
+        s2[b] = ib_resample_dp4a(w, k.z, s2[b], true);
+      }
+    }
+    for (int b = 0; b < IB_B0; b++) ss[b] = ib_resample_quad_sum(s0[b], s1[b], s2[b]);
+    return;
+  }
+  const uint8_t *t = (const uint8_t *)d.in1 + c.tmp_off;
+  const int32_t *k = tab + c.yk + (long long)y * c.ksize_y;
+  for (int b = 0; b < IB_B0; b++) ss[b] = 0;
+  for (int j = slice; j < n; j += S)
+    for (int b = 0; b < IB_B0; b++)
+      ss[b] += t[ib_resample_tmp_at(x, lo + j, b, c.out_w, IB_B0)] * (unsigned)k[j];
 }
 
 extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *descs, int ci) {
@@ -322,13 +378,12 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
   }
   if (!(c.passes & IB_RSP_V)) return;
   const int32_t *tab = (const int32_t *)(d.params + IB_PBYTES);
-  const bool from_src = !(c.passes & IB_RSP_H);
-  const uint8_t *src =
-      from_src ? ib_resample_img(d, c.src, c.src_off) : (const uint8_t *)d.in1 + c.tmp_off;
-  const long long stride = from_src ? ib_resample_row(d, c.src, c.in_w) : (long long)W * IB_B0;
-  const bool pm = from_src && c.src == IB_RSI_SRC;
+  const bool words = c.passes & IB_RSP_H; /* the horizontal pass's four-row words */
+  const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
+  const long long stride = ib_resample_row(d, c.src, c.in_w);
+  const bool pm = c.src == IB_RSI_SRC;
   const int S = ib_resample_v_slices(c.ksize_y);
-  if (S == 1) {
+  if (S == 1 && !words) {
     for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
       const int x = (int)(it % W), y = (int)(it / W);
@@ -338,10 +393,11 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
     }
     return;
   }
-  /* Sliced (ib_resample_v_slices): warp w of a block sums slice w % S of
-   * pixel group w / S; the S warps of a group are in one block (blockDim
-   * a multiple of 32 S), and a block's rounds are the same for all its
-   * threads, since every one of them reaches the barriers. */
+  /* Sliced (ib_resample_v_slices; S = 1 too when the pass reads the
+   * horizontal pass's four-row words): warp w of a block sums slice w % S
+   * of pixel group w / S; the S warps of a group are in one block
+   * (blockDim a multiple of 32 S), and a block's rounds are the same for
+   * all its threads, since every one of them reaches the barriers. */
   __shared__ unsigned part[256 / 32][32][IB_B0];
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned long long total = ib_resample_v_threads(items, c.ksize_y);
@@ -352,18 +408,27 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
     const unsigned long long it = (wg / (unsigned)S) * 32 + lane;
     const bool live = it < items;
     const int x = live ? (int)(it % W) : 0, y = live ? (int)(it / W) : 0;
-    const int lo = tab[c.yb + 2 * y], n = live ? tab[c.yb + 2 * y + 1] : 0;
     unsigned ss[IB_B0] = {0};
-    ib_resample_share(ss, src + (long long)lo * stride + (long long)x * IB_B0, stride,
-                      tab + c.yk + (long long)y * c.ksize_y, slice, S, n, pm);
-    for (int b = 0; b < IB_B0; b++) part[warp][lane][b] = ss[b];
-    __syncthreads();
-    if (live && slice == 0) {
-      for (int s2 = 1; s2 < S; s2++)
-        for (int b = 0; b < IB_B0; b++) ss[b] += part[warp + s2][lane][b];
-      ib_resample_put(dst + it * IB_B0, ss, unpm);
+    if (words) {
+      ib_resample_v_words(ss, d, c, tab, x, y, slice, S, live);
+    } else {
+      const int lo = tab[c.yb + 2 * y], n = live ? tab[c.yb + 2 * y + 1] : 0;
+      ib_resample_share(ss, src + (long long)lo * stride + (long long)x * IB_B0, stride,
+                        tab + c.yk + (long long)y * c.ksize_y, slice, S, n, pm);
     }
-    __syncthreads();
+    if (S > 1) {
+      for (int b = 0; b < IB_B0; b++) part[warp][lane][b] = ss[b];
+      __syncthreads();
+      if (live && slice == 0)
+        for (int s2 = 1; s2 < S; s2++)
+          for (int b = 0; b < IB_B0; b++) ss[b] += part[warp + s2][lane][b];
+      __syncthreads();
+    }
+    if (live && slice == 0) {
+      uint8_t o[IB_B0];
+      ib_resample_finish(o, ss, unpm);
+      for (int b = 0; b < IB_B0; b++) dst[it * IB_B0 + b] = o[b];
+    }
   }
 }
 

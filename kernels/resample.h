@@ -152,6 +152,9 @@ typedef struct ib_rsp_call {
    * pixel-parallel one; xq: its weights in byte planes (ib_resample_quads,
    * a multiple of 4 words) */
   int32_t tile_x, tile_pitch, tile_smem, xq;
+  /* the vertical pass's weights in byte planes when it reads the
+   * horizontal pass's rows (ib_resample_tmp_at), a multiple of 4 words */
+  int32_t yq, pad_;
 } ib_rsp_call;
 
 typedef struct ib_resample_params {
@@ -266,12 +269,31 @@ IB_FN unsigned ib_resample_dp4a(unsigned a, unsigned b, unsigned c, bool b_signe
 #endif
 }
 
-/* The three plane sums of a window (ib_resample_dp4a) made one, rounded and
- * clipped as ib_resample_sample does. */
+/* The three plane sums of a window (ib_resample_dp4a) made one: the
+ * tap-by-tap sum without its rounding term. */
+IB_FN unsigned ib_resample_quad_sum(unsigned s0, unsigned s1, unsigned s2) {
+  return s0 + (s1 << 8) + (s2 << 16);
+}
+
+/* ... rounded and clipped as ib_resample_sample does. */
 IB_FN uint8_t ib_resample_quad_out(unsigned s0, unsigned s1, unsigned s2) {
-  const unsigned ss = s0 + (s1 << 8) + (s2 << 16) + (1u << (IB_RESAMPLE_PRECISION_BITS - 1));
+  const unsigned ss = ib_resample_quad_sum(s0, s1, s2) + (1u << (IB_RESAMPLE_PRECISION_BITS - 1));
   return ib_resample_clip8((int)ss);
 }
+
+/* Where a call runs both passes, the horizontal pass's out_w x rows image
+ * (scratch at tmp_off) keeps four rows in a word: band b of pixel (x, y) is
+ * byte y & 3 of word ((y / 4) out_w + x) bands + b. The vertical pass then
+ * reads four neighbouring taps of a column with one load and sums them with
+ * dp4a against its own quads, as the tiled horizontal pass does; the
+ * image's rows are rounded up to a multiple of 4 (ib_resample_tmp_rows). */
+IB_FN unsigned long long ib_resample_tmp_at(int x, int y, int b, int out_w, int bands) {
+  return ((((unsigned long long)(y >> 2) * (unsigned)out_w + (unsigned)x) * (unsigned)bands +
+           (unsigned)b)
+          << 2) |
+         (unsigned)(y & 3);
+}
+IB_FN int ib_resample_tmp_rows(int rows) { return (rows + 3) & ~3; }
 
 #ifndef __CUDACC_RTC__
 /* ------------------------------------------------ host: weight tables */

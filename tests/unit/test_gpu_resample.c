@@ -351,7 +351,8 @@ Test(gpu_resample, both_passes_stage_the_cpu_tables_and_a_row_limited_scratch) {
   expect_words(t, p.xk, h.coeffs, (size_t)120 * h.ksize, "x coeffs");
 
   cr_assert_geq(st->scratch_buf, 0);
-  cr_assert_eq(js->plan.bufs[st->scratch_buf].bytes, 120u * (uint64_t)(last - first) * 4u);
+  cr_assert_eq(js->plan.bufs[st->scratch_buf].bytes,
+               120u * (uint64_t)ib_resample_tmp_rows(last - first) * 4u);
   const ib_gdesc *d = &x.s.lp.descs[0];
   cr_assert_eq(d->in1, ib_sub_dev(&x.s) + js->buf_off[st->scratch_buf]);
   cr_assert(d->width == 120 && d->height == 50 && d->stride0 == 300 && d->height0 == 200);
@@ -651,10 +652,19 @@ static int64_t replay_row(const replay_job *r, int where, int w) {
  * words within the pitch and the shared bytes within what every kernel may
  * take. */
 static int tiled_calls; /* how many calls the replays ran tiled */
-static int quad_calls;  /* ... of them summed by quads */
+static int quad_calls;  /* passes summed by quads (tiled and four-row words) */
+static int words_calls; /* vertical passes over four-row words */
+
+/* Where an output of the horizontal pass goes: the image, or the
+ * vertical pass's four-row words. */
+static uint8_t *replay_h_at(uint8_t *dst, const ib_rsp_call *c, int B, bool rows4, int x, int y,
+                            int b) {
+  return rows4 ? dst + ib_resample_tmp_at(x, y, b, c->out_w, B)
+               : dst + ((int64_t)y * c->out_w + x) * B + b;
+}
 
 static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint8_t *src,
-                           int64_t in_row, uint8_t *dst, bool pm, bool unpm) {
+                           int64_t in_row, uint8_t *dst, bool pm, bool unpm, bool rows4) {
   tiled_calls++;
   const int B = r->bands, R = IB_RESAMPLE_TILE_ROWS, tx = c->tile_x, pitch = c->tile_pitch;
   cr_assert(pitch % 4 == 0 && (pitch / 4) % 2 == 1, "pitch %d: an odd count of words", pitch);
@@ -687,13 +697,13 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
         }
       for (int x = x0; x < x1; x++) {
         const int lo = tab[c->xb + 2 * x], n = tab[c->xb + 2 * x + 1];
-        cr_assert(lo >= p0 && lo + n <= end, "output %d: window %d + %d of span %d..%d", x, lo,
-                  n, p0, end);
+        cr_assert(lo >= p0 && lo + n <= end, "output %d: window %d + %d of span %d..%d", x, lo, n,
+                  p0, end);
         const int first = ((lo & ~3) - p0) / 4, nq = ib_resample_quads_of(lo, n);
         cr_assert_leq(nq, qmax, "output %d: %d quads", x, nq);
         const int32_t *k = tab + c->xk + (int64_t)x * c->ksize_x;
         for (int y = 0; y < nr; y++) {
-          uint8_t *o = dst + ((int64_t)(y0 + y) * c->out_w + x) * B;
+          uint8_t o[4];
           for (int b = 0; b < B; b++) {
             const uint8_t *row = planes + (size_t)(b * R + y) * pitch;
             if (qt[0]) {
@@ -712,6 +722,7 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
             }
           }
           if (unpm) ib_unpremultiply_px(o, B);
+          for (int b = 0; b < B; b++) *replay_h_at(dst, c, B, rows4, x, y0 + y, b) = o[b];
         }
       }
     }
@@ -737,25 +748,57 @@ static void replay_call(const replay_job *r, const ib_rsp_call *c) {
   }
   const bool h = c->passes & IB_RSP_H, v = c->passes & IB_RSP_V;
   if (h && c->tile_x > 0)
-    replay_tiled_h(r, c, src, in_row, v ? tmp : dst, r->a && from_src, r->a && !v && to_out);
+    replay_tiled_h(r, c, src, in_row, v ? tmp : dst, r->a && from_src, r->a && !v && to_out, v);
   else if (h)
     for (int y = 0; y < c->rows; y++)
       for (int x = 0; x < c->out_w; x++) {
         const int lo = r->tab[c->xb + 2 * x], n = r->tab[c->xb + 2 * x + 1];
-        replay_px((v ? tmp : dst) + ((int64_t)y * c->out_w + x) * B,
-                  src + (y + c->first) * in_row + (int64_t)lo * B, B,
+        uint8_t o[4];
+        replay_px(o, src + (y + c->first) * in_row + (int64_t)lo * B, B,
                   r->tab + c->xk + (int64_t)x * c->ksize_x, n, B, r->a && from_src,
                   r->a && !v && to_out);
+        for (int b = 0; b < B; b++) *replay_h_at(v ? tmp : dst, c, B, v, x, y, b) = o[b];
       }
-  if (v) {
-    const uint8_t *vs = h ? tmp : src;
-    const int64_t stride = h ? (int64_t)c->out_w * B : in_row;
+  if (v && h) { /* the four-row words, by quads (or tap by tap: word 0) */
+    cr_assert_eq(c->yq % 4, 0, "quads at word %d: 16-byte aligned", c->yq);
+    cr_assert_eq(c->tmp_off % 16, 0, "four-row words at %llu", (unsigned long long)c->tmp_off);
+    const uint32_t *qt = (const uint32_t *)(r->tab + c->yq);
+    const int qmax = ib_resample_quad_max(c->ksize_y);
+    quad_calls += qt[0] != 0;
+    words_calls++;
+    for (int y = 0; y < c->out_h; y++) {
+      const int lo = r->tab[c->yb + 2 * y], n = r->tab[c->yb + 2 * y + 1];
+      const int32_t *k = r->tab + c->yk + (int64_t)y * c->ksize_y;
+      cr_assert(lo >= 0 && lo + n <= c->rows, "row %d: window %d + %d of %d rows", y, lo, n,
+                c->rows);
+      for (int x = 0; x < c->out_w; x++) {
+        uint8_t o[4];
+        for (int b = 0; b < B; b++) {
+          unsigned s[3] = {0, 0, 0}, ss = 0;
+          if (qt[0]) {
+            for (int g = 0; g < ib_resample_quads_of(lo, n); g++) {
+              uint32_t d;
+              memcpy(&d, tmp + ib_resample_tmp_at(x, (lo & ~3) + 4 * g, b, c->out_w, B), 4);
+              for (int p = 0; p < 3; p++)
+                s[p] = ib_resample_dp4a(d, qt[4 + ((size_t)y * qmax + g) * 4 + p], s[p], p == 2);
+            }
+            ss = ib_resample_quad_sum(s[0], s[1], s[2]);
+          } else {
+            for (int j = 0; j < n; j++)
+              ss += tmp[ib_resample_tmp_at(x, lo + j, b, c->out_w, B)] * (unsigned)k[j];
+          }
+          o[b] = ib_resample_clip8((int)(ss + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+        }
+        if (r->a && to_out) ib_unpremultiply_px(o, B);
+        memcpy(dst + ((int64_t)y * c->out_w + x) * B, o, (size_t)B);
+      }
+    }
+  } else if (v) {
     for (int y = 0; y < c->out_h; y++)
       for (int x = 0; x < c->out_w; x++) {
         const int lo = r->tab[c->yb + 2 * y], n = r->tab[c->yb + 2 * y + 1];
-        replay_px(dst + ((int64_t)y * c->out_w + x) * B, vs + lo * stride + (int64_t)x * B, stride,
-                  r->tab + c->yk + (int64_t)y * c->ksize_y, n, B, r->a && !h && from_src,
-                  r->a && to_out);
+        replay_px(dst + ((int64_t)y * c->out_w + x) * B, src + lo * in_row + (int64_t)x * B, in_row,
+                  r->tab + c->yk + (int64_t)y * c->ksize_y, n, B, r->a && from_src, r->a && to_out);
       }
   }
 }
@@ -846,7 +889,8 @@ Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
     backend_free(c);
   }
   cr_assert_geq(tiled_calls, 7, "wide windows ran tiled %d times", tiled_calls);
-  cr_assert_eq(quad_calls, tiled_calls, "every tiled call's weights fit byte planes");
+  cr_assert_eq(quad_calls, tiled_calls + words_calls, "every quad table's weights fit");
+  cr_assert_geq(words_calls, 7, "vertical passes over four-row words: %d", words_calls);
 }
 
 /* The quads' arithmetic on its own, against the tap-by-tap sum: weights
@@ -881,7 +925,8 @@ Test(gpu_resample, quads_sum_as_the_taps_do_and_refuse_weights_past_24_bits) {
         uint32_t d;
         memcpy(&d, in + (lo & ~3) + 4 * g, 4);
         for (int p = 0; p < 3; p++)
-          s[p] = ib_resample_dp4a(d, q[4 + (i * ib_resample_quad_max(K) + g) * 4 + p], s[p], p == 2);
+          s[p] =
+              ib_resample_dp4a(d, q[4 + (i * ib_resample_quad_max(K) + g) * 4 + p], s[p], p == 2);
       }
       cr_assert_eq(s[0] + (s[1] << 8) + (s[2] << 16), want, "round %d output %d (lo %d, %d taps)",
                    round, i, lo, n);

@@ -350,11 +350,17 @@ static void dev_call(dev_seq *d, int ci, size_t *words, int bands) {
       *words += ib_resample_quad_words((int)c->out_w, k->ksize_x);
     }
   }
+  if (need_h && need_v) { /* the vertical pass's quads over the four-row words */
+    *words = (*words + 3) & ~(size_t)3;
+    k->yq = (int32_t)*words;
+    *words += ib_resample_quad_words((int)c->out_h, k->ksize_y);
+  }
 }
 
 /* The sequence's images: the reduced one at scratch offset 0, a tall
  * image's middle one after it, then the horizontal pass's rows (one region
- * for both calls: they run one after the other). */
+ * for both calls: they run one after the other; where a vertical pass reads
+ * them, four rows a word, ib_resample_tmp_at). */
 static void dev_images(dev_seq *d, unsigned bands) {
   ib_resample_params *q = &d->q;
   uint64_t at = q->reduce ? (uint64_t)q->rw * (uint64_t)q->rh * bands : 0;
@@ -371,11 +377,12 @@ static void dev_images(dev_seq *d, unsigned bands) {
     at += (uint64_t)d->c[0].out_w * d->c[0].out_h * bands;
   }
   uint64_t tmp = 0;
+  at = (at + 15) & ~(uint64_t)15; /* the four-row words are loaded as words */
   for (int i = 0; i < q->n_calls; i++) {
     ib_rsp_call *k = &q->call[i];
     k->tmp_off = at;
     if ((k->passes & IB_RSP_H) && (k->passes & IB_RSP_V)) {
-      const uint64_t t = (uint64_t)k->out_w * (uint64_t)k->rows * bands;
+      const uint64_t t = (uint64_t)k->out_w * (uint64_t)ib_resample_tmp_rows(k->rows) * bands;
       if (t > tmp) tmp = t;
     }
   }
@@ -450,8 +457,11 @@ static void resample_fill_extra(const ib_node *node, const ib_shape *in, uint8_t
     if (k->passes & IB_RSP_V) {
       ib_resample_coeffs(d.filter, (int)c->in_h, c->box[1], c->box[3], (int)c->out_h, k->ksize_y,
                          t + k->yb, t + k->yk, w);
-      if (k->passes & IB_RSP_H)
+      if (k->passes & IB_RSP_H) {
         for (uint32_t y = 0; y < c->out_h; y++) t[k->yb + 2 * y] -= k->first;
+        (void)ib_resample_quads(t + k->yb, t + k->yk, (int)c->out_h, k->ksize_y,
+                                (uint32_t *)(void *)(t + k->yq));
+      }
     }
     if (k->passes & IB_RSP_H)
       ib_resample_coeffs(d.filter, (int)c->in_w, c->box[0], c->box[2], (int)c->out_w, k->ksize_x,
