@@ -194,25 +194,33 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
-/* Four neighbouring pixels of a staged row, as plane words: band b of
- * pixels p .. p + 3 (0 past `end`) in word b, premultiplied when `pm`. One
- * aligned load a band's worth of bytes where the row allows it. */
-static __device__ __forceinline__ void ib_resample_quad_load(unsigned *w, const uint8_t *in, int p,
-                                                             int end, bool aligned, bool pm) {
-  uint8_t v[4][IB_B0];
+/* Four neighbouring pixels p .. p + 3 of a source row as they lie in
+ * memory (4 bands' worth of bytes, 0 past `end`): one aligned load a word
+ * where the row allows it. */
+static __device__ __forceinline__ void ib_resample_quad_raw(unsigned *raw, const uint8_t *in, int p,
+                                                            int end, bool aligned) {
+  const uint8_t *px = in + (long long)p * IB_B0;
   if (aligned && p + 4 <= end) {
-    unsigned raw[IB_B0];
-    for (int i = 0; i < IB_B0; i++) raw[i] = ((const unsigned *)(in + (long long)p * IB_B0))[i];
-    for (int j = 0; j < 4; j++)
-      for (int b = 0; b < IB_B0; b++) {
-        const int at = j * IB_B0 + b;
-        v[j][b] = (uint8_t)(raw[at >> 2] >> (8 * (at & 3)));
-      }
-  } else {
-    for (int j = 0; j < 4; j++)
-      for (int b = 0; b < IB_B0; b++)
-        v[j][b] = p + j < end ? in[(long long)(p + j) * IB_B0 + b] : 0;
+    for (int i = 0; i < IB_B0; i++) raw[i] = ((const unsigned *)px)[i];
+    return;
   }
+  for (int i = 0; i < IB_B0; i++) {
+    raw[i] = 0;
+    for (int m = 0; m < 4; m++)
+      if (p + (4 * i + m) / IB_B0 < end) raw[i] |= (unsigned)px[4 * i + m] << (8 * m);
+  }
+}
+
+/* ... as plane words: band b of the four pixels in word b, premultiplied
+ * when `pm`. */
+static __device__ __forceinline__ void ib_resample_quad_planes(unsigned *w, const unsigned *raw,
+                                                               bool pm) {
+  uint8_t v[4][IB_B0];
+  for (int j = 0; j < 4; j++)
+    for (int b = 0; b < IB_B0; b++) {
+      const int at = j * IB_B0 + b;
+      v[j][b] = (uint8_t)(raw[at >> 2] >> (8 * (at & 3)));
+    }
   for (int j = 0; j < 4; j++)
     if (IB_A && pm) ib_premultiply_px(v[j], IB_B0);
   for (int b = 0; b < IB_B0; b++)
@@ -227,7 +235,8 @@ static __device__ __forceinline__ void ib_resample_quad_load(unsigned *w, const 
  * first sample; a window is summed four taps at a time over its quads
  * (resample.h ib_resample_quads, ib_resample_dp4a), or tap by tap from the
  * int32 weights when the quad table says a weight does not fit. */
-extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *descs, int ci) {
+extern "C" __global__ void __launch_bounds__(256, IB_RESAMPLE_TILE_BLOCKS)
+    ib_resample_ht(const ib_desc *descs, int ci) {
   extern __shared__ __align__(16) uint8_t ib_rs_tile[];
   ib_rsp_call c;
   ib_rs_hpass hp;
@@ -248,13 +257,27 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
     const int end = hp.tab[c.xb + 2 * (x1 - 1)] + hp.tab[c.xb + 2 * (x1 - 1) + 1];
     const int words = (end - p0 + 3) >> 2;
     __syncthreads(); /* the last tile's readers are done */
-    for (int r = warp; r < nr; r += warps) {
-      const uint8_t *in = hp.src + (long long)(y0 + r + c.first) * hp.in_row;
-      const bool aligned = (((unsigned long long)(in + (long long)p0 * IB_B0)) & 3) == 0;
-      for (int q = lane; q < words; q += 32) {
+    /* the tile's (row, quad) items, IB_RESAMPLE_STAGE_BATCH loads in
+     * flight a thread before their stores */
+    const int items = nr * words, B = IB_RESAMPLE_STAGE_BATCH;
+    for (int i0 = (int)threadIdx.x; i0 < items; i0 += B * (int)blockDim.x) {
+      unsigned raw[B][IB_B0];
+#pragma unroll
+      for (int u = 0; u < B; u++) {
+        const int i = i0 + u * (int)blockDim.x, r = i / words;
+        if (i >= items) continue;
+        const uint8_t *in = hp.src + (long long)(y0 + r + c.first) * hp.in_row;
+        const bool aligned = (((unsigned long long)(in + (long long)p0 * IB_B0)) & 3) == 0;
+        ib_resample_quad_raw(raw[u], in, p0 + 4 * (i - r * words), end, aligned);
+      }
+#pragma unroll
+      for (int u = 0; u < B; u++) {
+        const int i = i0 + u * (int)blockDim.x, r = i / words;
+        if (i >= items) continue;
         unsigned w[IB_B0];
-        ib_resample_quad_load(w, in, p0 + 4 * q, end, aligned, hp.pm);
-        for (int b = 0; b < IB_B0; b++) ((unsigned *)(planes + (b * R + r) * pitch))[q] = w[b];
+        ib_resample_quad_planes(w, raw[u], hp.pm);
+        for (int b = 0; b < IB_B0; b++)
+          ((unsigned *)(planes + (b * R + r) * pitch))[i - r * words] = w[b];
       }
     }
     __syncthreads();
@@ -266,14 +289,14 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
           const uint4 *kq = (const uint4 *)(qt + 4) + (long long)x * qmax;
           const int first = ((lo & ~3) - p0) >> 2, nq = ib_resample_quads_of(lo, n);
           unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
-          const unsigned *row[IB_B0];
-          for (int b = 0; b < IB_B0; b++)
-            row[b] = (const unsigned *)(planes + (b * R + lane) * pitch) + first;
-#pragma unroll 4
+          /* band b's word g at row0[b * plane + g]: one base, int offsets */
+          const unsigned *row0 = (const unsigned *)(planes + lane * pitch) + first;
+          const int plane = R * pitch / 4;
+#pragma unroll IB_RESAMPLE_SUM_UNROLL
           for (int g = 0; g < nq; g++) {
             const uint4 k = kq[g];
             for (int b = 0; b < IB_B0; b++) {
-              const unsigned d = row[b][g];
+              const unsigned d = row0[b * plane + g];
               s0[b] = ib_resample_dp4a(d, k.x, s0[b], false);
               s1[b] = ib_resample_dp4a(d, k.y, s1[b], false);
               s2[b] = ib_resample_dp4a(d, k.z, s2[b], true);
@@ -331,7 +354,7 @@ static __device__ __forceinline__ void ib_resample_v_words(unsigned *ss, const i
                           ((unsigned long long)(lo >> 2) * W + (unsigned)x) * IB_B0;
     const int nq = n ? ib_resample_quads_of(lo, n) : 0;
     unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
-#pragma unroll 2
+#pragma unroll 4
     for (int g = slice; g < nq; g += S) {
       const uint4 k = kq[g];
       for (int b = 0; b < IB_B0; b++) {
@@ -382,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
   const uint8_t *src = ib_resample_img(d, c.src, c.src_off);
   const long long stride = ib_resample_row(d, c.src, c.in_w);
   const bool pm = c.src == IB_RSI_SRC;
-  const int S = ib_resample_v_slices(c.ksize_y);
+  const int S = ib_resample_v_slices(c.ksize_y, words);
   if (S == 1 && !words) {
     for (unsigned long long it = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          it < items; it += (unsigned long long)gridDim.x * blockDim.x) {
@@ -400,7 +423,7 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_v(const ib_desc *d
    * all its threads, since every one of them reaches the barriers. */
   __shared__ unsigned part[256 / 32][32][IB_B0];
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const unsigned long long total = ib_resample_v_threads(items, c.ksize_y);
+  const unsigned long long total = ib_resample_v_threads(items, c.ksize_y, words);
   for (unsigned long long base = (unsigned long long)blockIdx.x * blockDim.x; base < total;
        base += (unsigned long long)gridDim.x * blockDim.x) {
     const unsigned long long wg = (base + threadIdx.x) >> 5;

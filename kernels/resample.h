@@ -193,23 +193,28 @@ IB_FN int ib_resample_h_lanes(int ksize) {
  * two, at most 8): a shrink's pass has few output pixels with long windows
  * (12 MP -> 256: 49 k pixels of ~97 taps), too few threads to hide a load's
  * latency when each walks its whole window. A block's warps then share 32
- * neighbouring pixels, warp s summing taps s, s + slices, ... of each
- * (neighbouring lanes still read neighbouring bytes of one row), and the
- * partial sums are added in shared memory: exact in any order, as for
- * ib_resample_h_lanes. Short windows keep one warp. The launch plan sizes
- * the grid with ib_resample_v_threads. */
+ * neighbouring pixels, warp s summing taps (or quads) s, s + slices, ... of
+ * each (neighbouring lanes still read neighbouring bytes of one row), and
+ * the partial sums are added in shared memory: exact in any order, as for
+ * ib_resample_h_lanes. Short windows keep one warp. Over the horizontal
+ * pass's four-row words (`words`) a load brings four taps, so a slice takes
+ * at least 8 quads: more slices would add blocks (and waves of them, each
+ * waiting out the same chain of loads before its first sum) rather than
+ * loads in flight. The launch plan sizes the grid with
+ * ib_resample_v_threads. */
 #define IB_RESAMPLE_V_MAX_SLICES 8
 
-IB_FN int ib_resample_v_slices(int ksize) {
+IB_FN int ib_resample_v_slices(int ksize, bool words) {
+  const int taps = words ? 64 : 16; /* twice a slice's least taps */
   int s = 1;
-  while (s < IB_RESAMPLE_V_MAX_SLICES && 16 * s <= ksize) s *= 2; /* at least 8 taps a slice */
+  while (s < IB_RESAMPLE_V_MAX_SLICES && taps * s <= ksize) s *= 2;
   return s;
 }
 
 /* Threads of a vertical pass over `pixels` outputs: whole warps of 32
  * pixels, one a slice. */
-IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ksize) {
-  return (pixels + 31) / 32 * 32 * (unsigned long long)ib_resample_v_slices(ksize);
+IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ksize, bool words) {
+  return (pixels + 31) / 32 * 32 * (unsigned long long)ib_resample_v_slices(ksize, words);
 }
 
 /* The tiled horizontal pass (ib_resample_ht) for wide windows: a block
@@ -226,6 +231,13 @@ IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ks
  * outputs go through a shared tile too, then to global memory a row at a
  * time. */
 #define IB_RESAMPLE_TILE_ROWS 32
+/* Blocks of 256 threads an SM should hold (the kernel's register bound):
+ * the staging's loads wait on memory, the more tiles in flight the better. */
+#define IB_RESAMPLE_TILE_BLOCKS 4
+/* Loads a thread has in flight while staging a tile; quads a summing loop
+ * turn unrolls. */
+#define IB_RESAMPLE_STAGE_BATCH 2
+#define IB_RESAMPLE_SUM_UNROLL 4
 #define IB_RESAMPLE_TILE_SMEM (48 * 1024) /* what every kernel may take */
 IB_FN int ib_resample_tile_pitch(int bytes) { return ((bytes + 3) & ~3) | 4; }
 /* Shared bytes of a tile: the staged planes, then the output rows. */

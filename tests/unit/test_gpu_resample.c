@@ -401,7 +401,8 @@ Test(gpu_resample, skipped_passes_and_the_crop_take_no_scratch) {
    * pixels: 64 x 31 = 62 warps, twice */
   const uint8_t *t;
   const ib_rsp_call v0 = params_of(&x, 0, &t, pbytes).call[0];
-  cr_assert(v0.ksize_y == 17 && ib_resample_v_slices(v0.ksize_y) == 2, "ksize %d", v0.ksize_y);
+  cr_assert(v0.ksize_y == 17 && ib_resample_v_slices(v0.ksize_y, false) == 2, "ksize %d",
+            v0.ksize_y);
   expect_launch(1, "ib_resample_v", 0, 62u * 32u * 2u);
   cr_assert_eq(launches[1].gy, 3, "one job a blockIdx.y");
   sub_free(c, &x);
@@ -535,12 +536,15 @@ Test(gpu_resample, wide_windows_are_tiled_within_48k_and_fall_back_counted_witho
     cr_assert_eq(k1.tile_x, 0, "801 taps: no tile fits 48 KiB");
     cr_assert_eq(k2.tile_x, 0, "60 -> 50: a narrow window");
     cr_assert(k0.rows == 100 && k1.rows == 40 && k2.rows == 40);
-    /* 25, 25 and 17 taps down: two slices a pixel, so the vertical launch
-     * is the largest output's warps (40 x 25 pixels: 32 warps) twice */
+    /* 25, 25 and 17 taps down, read from the four-row words: one slice a
+     * pixel (ib_resample_v_slices: a slice takes at least 8 quads; from
+     * the source, 17 taps would take two), so the vertical launch is the
+     * largest output's warps (40 x 25 pixels: 32 warps) */
     cr_assert(k0.ksize_y == 25 && k1.ksize_y == 25 && k2.ksize_y == 17, "ksize_y %d %d %d",
               k0.ksize_y, k1.ksize_y, k2.ksize_y);
-    cr_assert_eq(ib_resample_v_slices(k2.ksize_y), 2);
-    const uint64_t v0 = 32u * 32u * 2u;
+    cr_assert_eq(ib_resample_v_slices(k2.ksize_y, false), 2);
+    cr_assert_eq(ib_resample_v_slices(k0.ksize_y, true), 1);
+    const uint64_t v0 = 32u * 32u;
     /* pixels x 32 lanes (181 and 801 taps) */
     const uint64_t px1 = 30u * 40u * 32u, px0 = 40u * 100u * 32u;
     if (!global) {

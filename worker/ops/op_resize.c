@@ -557,7 +557,8 @@ static int resample_plan(const ib_dev_group *g, ib_dev_launch *out) {
     for (int c = 0; c < q.n_calls && c < 2; c++) {
       ib_rsp_call k = q.call[c];
       const uint64_t px = (uint64_t)k.out_w * (uint64_t)k.out_h;
-      const uint64_t vi = k.passes & IB_RSP_CROP ? px : ib_resample_v_threads(px, k.ksize_y);
+      const uint64_t vi =
+          k.passes & IB_RSP_CROP ? px : ib_resample_v_threads(px, k.ksize_y, k.passes & IB_RSP_H);
       if ((k.passes & (IB_RSP_V | IB_RSP_CROP)) && vi > v_items[c]) v_items[c] = vi;
       h_need_add(&h[c], &k);
       k.tile_x = 0; /* as the pixel-parallel pass would run it */
