@@ -235,7 +235,7 @@ static __device__ __forceinline__ void ib_resample_quad_planes(unsigned *w, cons
  * first sample; a window is summed four taps at a time over its quads
  * (resample.h ib_resample_quads, ib_resample_dp4a), or tap by tap from the
  * int32 weights when the quad table says a weight does not fit. */
-extern "C" __global__ void __launch_bounds__(256, IB_RESAMPLE_TILE_BLOCKS)
+extern "C" __global__ void __launch_bounds__(256)
     ib_resample_ht(const ib_desc *descs, int ci) {
   extern __shared__ __align__(16) uint8_t ib_rs_tile[];
   ib_rsp_call c;
@@ -257,27 +257,14 @@ extern "C" __global__ void __launch_bounds__(256, IB_RESAMPLE_TILE_BLOCKS)
     const int end = hp.tab[c.xb + 2 * (x1 - 1)] + hp.tab[c.xb + 2 * (x1 - 1) + 1];
     const int words = (end - p0 + 3) >> 2;
     __syncthreads(); /* the last tile's readers are done */
-    /* the tile's (row, quad) items, IB_RESAMPLE_STAGE_BATCH loads in
-     * flight a thread before their stores */
-    const int items = nr * words, B = IB_RESAMPLE_STAGE_BATCH;
-    for (int i0 = (int)threadIdx.x; i0 < items; i0 += B * (int)blockDim.x) {
-      unsigned raw[B][IB_B0];
-#pragma unroll
-      for (int u = 0; u < B; u++) {
-        const int i = i0 + u * (int)blockDim.x, r = i / words;
-        if (i >= items) continue;
-        const uint8_t *in = hp.src + (long long)(y0 + r + c.first) * hp.in_row;
-        const bool aligned = (((unsigned long long)(in + (long long)p0 * IB_B0)) & 3) == 0;
-        ib_resample_quad_raw(raw[u], in, p0 + 4 * (i - r * words), end, aligned);
-      }
-#pragma unroll
-      for (int u = 0; u < B; u++) {
-        const int i = i0 + u * (int)blockDim.x, r = i / words;
-        if (i >= items) continue;
-        unsigned w[IB_B0];
-        ib_resample_quad_planes(w, raw[u], hp.pm);
-        for (int b = 0; b < IB_B0; b++)
-          ((unsigned *)(planes + (b * R + r) * pitch))[i - r * words] = w[b];
+    for (int r = warp; r < nr; r += warps) {
+      const uint8_t *in = hp.src + (long long)(y0 + r + c.first) * hp.in_row;
+      const bool aligned = (((unsigned long long)(in + (long long)p0 * IB_B0)) & 3) == 0;
+      for (int q = lane; q < words; q += 32) {
+        unsigned raw[IB_B0], w[IB_B0];
+        ib_resample_quad_raw(raw, in, p0 + 4 * q, end, aligned);
+        ib_resample_quad_planes(w, raw, hp.pm);
+        for (int b = 0; b < IB_B0; b++) ((unsigned *)(planes + (b * R + r) * pitch))[q] = w[b];
       }
     }
     __syncthreads();

@@ -231,12 +231,7 @@ IB_FN unsigned long long ib_resample_v_threads(unsigned long long pixels, int ks
  * outputs go through a shared tile too, then to global memory a row at a
  * time. */
 #define IB_RESAMPLE_TILE_ROWS 32
-/* Blocks of 256 threads an SM should hold (the kernel's register bound):
- * the staging's loads wait on memory, the more tiles in flight the better. */
-#define IB_RESAMPLE_TILE_BLOCKS 4
-/* Loads a thread has in flight while staging a tile; quads a summing loop
- * turn unrolls. */
-#define IB_RESAMPLE_STAGE_BATCH 2
+/* Quads a turn of the tiled pass's summing loop takes. */
 #define IB_RESAMPLE_SUM_UNROLL 4
 #define IB_RESAMPLE_TILE_SMEM (48 * 1024) /* what every kernel may take */
 IB_FN int ib_resample_tile_pitch(int bytes) { return ((bytes + 3) & ~3) | 4; }
