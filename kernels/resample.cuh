@@ -235,8 +235,7 @@ static __device__ __forceinline__ void ib_resample_quad_planes(unsigned *w, cons
  * first sample; a window is summed four taps at a time over its quads
  * (resample.h ib_resample_quads, ib_resample_dp4a), or tap by tap from the
  * int32 weights when the quad table says a weight does not fit. */
-extern "C" __global__ void __launch_bounds__(256)
-    ib_resample_ht(const ib_desc *descs, int ci) {
+extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *descs, int ci) {
   extern __shared__ __align__(16) uint8_t ib_rs_tile[];
   ib_rsp_call c;
   ib_rs_hpass hp;
