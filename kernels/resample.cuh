@@ -87,8 +87,7 @@ static __device__ __forceinline__ void ib_resample_share(unsigned *ss, const uin
  * unpremultiplied when `unpm`. */
 static __device__ __forceinline__ void ib_resample_finish(uint8_t *o, const unsigned *ss,
                                                           bool unpm) {
-  for (int b = 0; b < IB_B0; b++)
-    o[b] = ib_resample_clip8((int)(ss[b] + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+  for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_round(ss[b]);
   if (IB_A && unpm) ib_unpremultiply_px(o, IB_B0);
 }
 
@@ -274,21 +273,17 @@ extern "C" __global__ void __launch_bounds__(256) ib_resample_ht(const ib_desc *
         if (quads) {
           const uint4 *kq = (const uint4 *)(qt + 4) + (long long)x * qmax;
           const int first = ((lo & ~3) - p0) >> 2, nq = ib_resample_quads_of(lo, n);
-          unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
+          unsigned s[IB_B0][3] = {{0}};
           /* band b's word g at row0[b * plane + g]: one base, int offsets */
           const unsigned *row0 = (const unsigned *)(planes + lane * pitch) + first;
           const int plane = R * pitch / 4;
 #pragma unroll IB_RESAMPLE_SUM_UNROLL
           for (int g = 0; g < nq; g++) {
             const uint4 k = kq[g];
-            for (int b = 0; b < IB_B0; b++) {
-              const unsigned d = row0[b * plane + g];
-              s0[b] = ib_resample_dp4a(d, k.x, s0[b], false);
-              s1[b] = ib_resample_dp4a(d, k.y, s1[b], false);
-              s2[b] = ib_resample_dp4a(d, k.z, s2[b], true);
-            }
+            for (int b = 0; b < IB_B0; b++)
+              ib_resample_quad_add(s[b], row0[b * plane + g], k.x, k.y, k.z);
           }
-          for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_quad_out(s0[b], s1[b], s2[b]);
+          for (int b = 0; b < IB_B0; b++) o[b] = ib_resample_round(ib_resample_quad_sum(s[b]));
         } else {
           const int32_t *k = hp.tab + c.xk + (long long)x * c.ksize_x;
           for (int b = 0; b < IB_B0; b++) {
@@ -339,18 +334,14 @@ static __device__ __forceinline__ void ib_resample_v_words(unsigned *ss, const i
     const unsigned *col = (const unsigned *)((const uint8_t *)d.in1 + c.tmp_off) +
                           ((unsigned long long)(lo >> 2) * W + (unsigned)x) * IB_B0;
     const int nq = n ? ib_resample_quads_of(lo, n) : 0;
-    unsigned s0[IB_B0] = {0}, s1[IB_B0] = {0}, s2[IB_B0] = {0};
+    unsigned s[IB_B0][3] = {{0}};
 #pragma unroll 4
     for (int g = slice; g < nq; g += S) {
       const uint4 k = kq[g];
-      for (int b = 0; b < IB_B0; b++) {
-        const unsigned w = col[(unsigned long long)g * W * IB_B0 + b];
-        s0[b] = ib_resample_dp4a(w, k.x, s0[b], false);
-        s1[b] = ib_resample_dp4a(w, k.y, s1[b], false);
-        s2[b] = ib_resample_dp4a(w, k.z, s2[b], true);
-      }
+      for (int b = 0; b < IB_B0; b++)
+        ib_resample_quad_add(s[b], col[(unsigned long long)g * W * IB_B0 + b], k.x, k.y, k.z);
     }
-    for (int b = 0; b < IB_B0; b++) ss[b] = ib_resample_quad_sum(s0[b], s1[b], s2[b]);
+    for (int b = 0; b < IB_B0; b++) ss[b] = ib_resample_quad_sum(s[b]);
     return;
   }
   const uint8_t *t = (const uint8_t *)d.in1 + c.tmp_off;

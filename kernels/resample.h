@@ -249,7 +249,8 @@ IB_FN int ib_resample_tile_bytes(int pitch, int tile_x, int bands) {
  * exactly the tap-by-tap sum modulo 2^32, which is the sum itself: it fits
  * an int (ib_resample_h_lanes). A window starting at lo begins lo & 3 taps
  * into its first word; its quads ("quad" = four taps) carry zero weights
- * there and past its end. The table (at xq words): word 0 is 1 when every
+ * there and past its end. A table (at word xq, or yq for the vertical
+ * pass over four-row words): word 0 is 1 when every
  * weight fits, else 0 and the pass sums tap by tap from the int32 table;
  * then from word 4 on, per output, ib_resample_quad_max(ksize) quads of 4
  * words (k0, k1, k2 of its four taps as bytes, lowest tap lowest; 0). */
@@ -276,16 +277,23 @@ IB_FN unsigned ib_resample_dp4a(unsigned a, unsigned b, unsigned c, bool b_signe
 #endif
 }
 
-/* The three plane sums of a window (ib_resample_dp4a) made one: the
- * tap-by-tap sum without its rounding term. */
-IB_FN unsigned ib_resample_quad_sum(unsigned s0, unsigned s1, unsigned s2) {
-  return s0 + (s1 << 8) + (s2 << 16);
+/* One quad of a window: word d's four samples times the quad's three
+ * weight planes k0, k1, k2 (the last signed), added into the plane sums
+ * s[0..2] (ib_resample_dp4a). */
+IB_FN void ib_resample_quad_add(unsigned *s, unsigned d, unsigned k0, unsigned k1, unsigned k2) {
+  s[0] = ib_resample_dp4a(d, k0, s[0], false);
+  s[1] = ib_resample_dp4a(d, k1, s[1], false);
+  s[2] = ib_resample_dp4a(d, k2, s[2], true);
 }
 
-/* ... rounded and clipped as ib_resample_sample does. */
-IB_FN uint8_t ib_resample_quad_out(unsigned s0, unsigned s1, unsigned s2) {
-  const unsigned ss = ib_resample_quad_sum(s0, s1, s2) + (1u << (IB_RESAMPLE_PRECISION_BITS - 1));
-  return ib_resample_clip8((int)ss);
+/* The three plane sums made one: the tap-by-tap sum without its rounding
+ * term, modulo 2^32. */
+IB_FN unsigned ib_resample_quad_sum(const unsigned *s) { return s[0] + (s[1] << 8) + (s[2] << 16); }
+
+/* A window's sum without its rounding term (any order of addition, modulo
+ * 2^32), rounded and clipped as ib_resample_sample does. */
+IB_FN uint8_t ib_resample_round(unsigned ss) {
+  return ib_resample_clip8((int)(ss + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
 }
 
 /* Where a call runs both passes, the horizontal pass's out_w x rows image

@@ -660,6 +660,19 @@ static int quad_calls;  /* passes summed by quads (tiled and four-row words) */
 static int words_calls; /* vertical passes over four-row words */
 static int tap_replays; /* jobs replayed again with their quad tables unusable */
 
+/* A window's quads as the kernels sum them (ib_resample_quad_add): nq
+ * words `stride` bytes apart from w against quads kq; the sum without its
+ * rounding term. */
+static unsigned replay_quads(const uint8_t *w, size_t stride, const uint32_t *kq, int nq) {
+  unsigned s[3] = {0, 0, 0};
+  for (int g = 0; g < nq; g++) {
+    uint32_t d;
+    memcpy(&d, w + (size_t)g * stride, 4);
+    ib_resample_quad_add(s, d, kq[4 * g], kq[4 * g + 1], kq[4 * g + 2]);
+  }
+  return ib_resample_quad_sum(s);
+}
+
 /* Where an output of the horizontal pass goes: the image, or the
  * vertical pass's four-row words. */
 static uint8_t *replay_h_at(uint8_t *dst, const ib_rsp_call *c, int B, bool rows4, int x, int y,
@@ -712,16 +725,8 @@ static void replay_tiled_h(const replay_job *r, const ib_rsp_call *c, const uint
           for (int b = 0; b < B; b++) {
             const uint8_t *row = planes + (size_t)(b * R + y) * pitch;
             if (qt[0]) {
-              const uint32_t *kq = qt + 4 + ((size_t)x * qmax) * 4;
-              unsigned s0 = 0, s1 = 0, s2 = 0;
-              for (int g = 0; g < nq; g++) {
-                uint32_t d;
-                memcpy(&d, row + 4 * (first + g), 4);
-                s0 = ib_resample_dp4a(d, kq[4 * g], s0, false);
-                s1 = ib_resample_dp4a(d, kq[4 * g + 1], s1, false);
-                s2 = ib_resample_dp4a(d, kq[4 * g + 2], s2, true);
-              }
-              o[b] = ib_resample_quad_out(s0, s1, s2);
+              o[b] = ib_resample_round(
+                  replay_quads(row + 4 * first, 4, qt + 4 + (size_t)x * qmax * 4, nq));
             } else {
               o[b] = ib_resample_sample(row + (lo - p0), 1, k, n);
             }
@@ -779,20 +784,16 @@ static void replay_call(const replay_job *r, const ib_rsp_call *c) {
       for (int x = 0; x < c->out_w; x++) {
         uint8_t o[4];
         for (int b = 0; b < B; b++) {
-          unsigned s[3] = {0, 0, 0}, ss = 0;
-          if (qt[0]) {
-            for (int g = 0; g < ib_resample_quads_of(lo, n); g++) {
-              uint32_t d;
-              memcpy(&d, tmp + ib_resample_tmp_at(x, (lo & ~3) + 4 * g, b, c->out_w, B), 4);
-              for (int p = 0; p < 3; p++)
-                s[p] = ib_resample_dp4a(d, qt[4 + ((size_t)y * qmax + g) * 4 + p], s[p], p == 2);
-            }
-            ss = ib_resample_quad_sum(s[0], s[1], s[2]);
+          unsigned ss = 0;
+          if (qt[0]) { /* the kernel's walk: a row of words per quad */
+            ss = replay_quads(tmp + ib_resample_tmp_at(x, lo & ~3, b, c->out_w, B),
+                              4 * (size_t)c->out_w * B, qt + 4 + (size_t)y * qmax * 4,
+                              ib_resample_quads_of(lo, n));
           } else {
             for (int j = 0; j < n; j++)
               ss += tmp[ib_resample_tmp_at(x, lo + j, b, c->out_w, B)] * (unsigned)k[j];
           }
-          o[b] = ib_resample_clip8((int)(ss + (1u << (IB_RESAMPLE_PRECISION_BITS - 1))));
+          o[b] = ib_resample_round(ss);
         }
         if (r->a && to_out) ib_unpremultiply_px(o, B);
         memcpy(dst + ((int64_t)y * c->out_w + x) * B, o, (size_t)B);
@@ -926,7 +927,8 @@ Test(gpu_resample, the_staged_sequence_replayed_on_the_host_is_the_cpu_result) {
 Test(gpu_resample, quads_sum_as_the_taps_do_and_refuse_weights_past_24_bits) {
   enum { N = 7, K = 41 };
   int32_t bounds[2 * N], coeffs[N * K];
-  uint32_t q[4 + N * ((K + 6) / 4) * 4];
+  uint32_t *q = malloc(ib_resample_quad_words(N, K) * sizeof *q);
+  cr_assert_not_null(q);
   uint8_t in[64];
   srand(11);
   for (int round = 0; round < 400; round++) {
@@ -945,21 +947,17 @@ Test(gpu_resample, quads_sum_as_the_taps_do_and_refuse_weights_past_24_bits) {
     cr_assert_eq(q[0], 1u);
     for (int i = 0; i < N; i++) {
       const int lo = bounds[2 * i], n = bounds[2 * i + 1];
-      unsigned want = 0, s[3] = {0, 0, 0};
+      unsigned want = 0;
       for (int j = 0; j < n; j++) want += in[lo + j] * (unsigned)coeffs[i * K + j];
-      for (int g = 0; g < ib_resample_quads_of(lo, n); g++) {
-        uint32_t d;
-        memcpy(&d, in + (lo & ~3) + 4 * g, 4);
-        for (int p = 0; p < 3; p++)
-          s[p] =
-              ib_resample_dp4a(d, q[4 + (i * ib_resample_quad_max(K) + g) * 4 + p], s[p], p == 2);
-      }
-      cr_assert_eq(s[0] + (s[1] << 8) + (s[2] << 16), want, "round %d output %d (lo %d, %d taps)",
-                   round, i, lo, n);
+      const unsigned got =
+          replay_quads(in + (lo & ~3), 4, q + 4 + (size_t)i * ib_resample_quad_max(K) * 4,
+                       ib_resample_quads_of(lo, n));
+      cr_assert_eq(got, want, "round %d output %d (lo %d, %d taps)", round, i, lo, n);
     }
   }
   coeffs[3 * K + 2] = 1 << 23;
   bounds[7] = 5;
   cr_assert_not(ib_resample_quads(bounds, coeffs, N, K, q));
   cr_assert_eq(q[0], 0u);
+  free(q);
 }
