@@ -304,6 +304,15 @@ static bool is_crop(const ib_resize_call *c) {
          b[3] - b[1] == (float)c->out_h;
 }
 
+/* A quad table's word offset (ib_resample_quads: a multiple of 4, so the
+ * kernels load its quads 16 bytes at a time), *words moved past it. */
+static int32_t take_quads(size_t *words, uint32_t n_out, int ksize) {
+  *words = (*words + 3) & ~(size_t)3;
+  const int32_t at = (int32_t)*words;
+  *words += ib_resample_quad_words((int)n_out, ksize);
+  return at;
+}
+
 /* One call's passes, table offsets (from word `*words` on), for both
  * passes the rows the horizontal pass covers (ib_resample_bound of the
  * first and last output rows, as resample() takes them from its y table),
@@ -344,17 +353,10 @@ static void dev_call(dev_seq *d, int ci, size_t *words, int bands) {
     if (k->ksize_x > d->kmax) d->kmax = k->ksize_x;
     ib_resample_tile_plan(d->filter, (int)c->in_w, b[0], b[2], (int)c->out_w, k->ksize_x, bands,
                           &k->tile_x, &k->tile_pitch, &k->tile_smem);
-    if (k->tile_x > 0) { /* its quads, 16-byte aligned for the kernel's loads */
-      *words = (*words + 3) & ~(size_t)3;
-      k->xq = (int32_t)*words;
-      *words += ib_resample_quad_words((int)c->out_w, k->ksize_x);
-    }
+    if (k->tile_x > 0) k->xq = take_quads(words, c->out_w, k->ksize_x);
   }
-  if (need_h && need_v) { /* the vertical pass's quads over the four-row words */
-    *words = (*words + 3) & ~(size_t)3;
-    k->yq = (int32_t)*words;
-    *words += ib_resample_quad_words((int)c->out_h, k->ksize_y);
-  }
+  /* the vertical pass's quads, over the horizontal pass's four-row words */
+  if (need_h && need_v) k->yq = take_quads(words, c->out_h, k->ksize_y);
 }
 
 /* The sequence's images: the reduced one at scratch offset 0, a tall
