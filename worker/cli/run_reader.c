@@ -113,6 +113,7 @@ static bool queue_room(const ib_run_reader *r, size_t len) {
 
 static void *reader_main(void *arg) {
   ib_run_reader *r = arg;
+  pthread_setname_np(pthread_self(), "ib-read"); /* for per-thread profiles */
   bool stop = false;
   while (!stop) {
     run_item it = {0};

@@ -118,6 +118,7 @@ static int write_out(int fd, const run_out *o) {
 
 static void *writer_main(void *arg) {
   ib_run_writer *w = arg;
+  pthread_setname_np(pthread_self(), "ib-write"); /* for per-thread profiles */
   pthread_mutex_lock(&w->mu);
   for (;;) {
     double t0 = now_s();
@@ -156,6 +157,7 @@ static run_out *first_queued(ib_run_writer *w) {
 
 static void *encoder_main(void *arg) {
   ib_run_writer *w = arg;
+  pthread_setname_np(pthread_self(), "ib-encode");
   pthread_mutex_lock(&w->mu);
   for (;;) {
     run_out *o;

@@ -1,6 +1,8 @@
-/* Parallel for over a fixed set of worker threads (see hostpar.h). */
+/* Batches over a fixed set of worker threads (see hostpar.h). Workers
+ * take indices from the oldest queued batch with an atomic counter; the
+ * lock guards only the queue and who is inside which batch, so a batch
+ * of many small calls costs one atomic each. */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,35 +13,47 @@ struct ib_hostpar {
   int n;
   pthread_mutex_t mu;
   pthread_cond_t go, done;
-  unsigned long gen;
-  int busy, quit;
-  ib_pfor_fn fn;
-  void *ctx;
-  size_t total;
-  atomic_size_t next;
+  int quit;
+  ib_hostpar_batch *head, *tail; /* batches with indices left to hand out */
 };
 
-static void drain(ib_hostpar *p) {
+/* Takes indices of b until none are left. */
+static void drain(ib_hostpar_batch *b) {
   for (;;) {
-    size_t i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->total) return;
-    p->fn(p->ctx, i);
+    size_t i = atomic_fetch_add(&b->next, 1);
+    if (i >= b->n) return;
+    b->fn(b->ctx, i);
+    atomic_fetch_sub(&b->left, 1);
   }
+}
+
+/* Lock held: b off the queue, wherever it is. */
+static void unqueue(ib_hostpar *p, ib_hostpar_batch *b) {
+  if (!b->queued) return;
+  ib_hostpar_batch **at = &p->head, *prev = NULL;
+  while (*at != b) prev = *at, at = &(*at)->link;
+  *at = b->link;
+  if (p->tail == b) p->tail = prev;
+  b->link = NULL;
+  b->queued = false;
 }
 
 static void *worker(void *arg) {
   ib_hostpar *p = arg;
-  unsigned long seen = 0;
   pthread_setname_np(pthread_self(), "ib-host"); /* for per-thread profiles */
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
-    if (p->quit) break;
-    seen = p->gen;
+    while (!p->quit && !p->head) pthread_cond_wait(&p->go, &p->mu);
+    if (!p->head) break; /* quit, and nothing queued */
+    ib_hostpar_batch *b = p->head;
+    b->users++;
     pthread_mutex_unlock(&p->mu);
-    drain(p);
+    drain(b);
     pthread_mutex_lock(&p->mu);
-    if (--p->busy == 0) pthread_cond_signal(&p->done);
+    unqueue(p, b); /* every index is handed out: the next batch's turn */
+    /* The last one out wakes the batch's waiter (the calls it ran itself
+     * need no wakeup). */
+    if (--b->users == 0 && atomic_load(&b->left) == 0) pthread_cond_broadcast(&p->done);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -80,22 +94,42 @@ void ib_hostpar_free(ib_hostpar *p) {
 
 int ib_hostpar_threads(const ib_hostpar *p) { return p ? p->n : 0; }
 
+void ib_hostpar_post(ib_hostpar *p, ib_hostpar_batch *b, size_t n, ib_pfor_fn fn, void *ctx) {
+  *b = (ib_hostpar_batch){.fn = fn, .ctx = ctx, .n = n};
+  atomic_init(&b->next, 0);
+  atomic_init(&b->left, n);
+  if (!p || p->n == 0 || n == 0) {
+    drain(b);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  b->queued = true;
+  if (p->tail)
+    p->tail->link = b;
+  else
+    p->head = b;
+  p->tail = b;
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+}
+
+bool ib_hostpar_done(ib_hostpar_batch *b) { return atomic_load(&b->left) == 0; }
+
+void ib_hostpar_wait(ib_hostpar *p, ib_hostpar_batch *b) {
+  drain(b);
+  if (!p || p->n == 0) return;
+  pthread_mutex_lock(&p->mu);
+  while (atomic_load(&b->left) != 0 || b->users) pthread_cond_wait(&p->done, &p->mu);
+  unqueue(p, b); /* drained by the caller before a worker reached it */
+  pthread_mutex_unlock(&p->mu);
+}
+
 void ib_hostpar_for(ib_hostpar *p, size_t n, ib_pfor_fn fn, void *ctx) {
   if (!p || p->n == 0 || n < 2) {
     for (size_t i = 0; i < n; i++) fn(ctx, i);
     return;
   }
-  pthread_mutex_lock(&p->mu);
-  p->fn = fn;
-  p->ctx = ctx;
-  p->total = n;
-  atomic_store(&p->next, 0);
-  p->busy = p->n;
-  p->gen++;
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  drain(p);
-  pthread_mutex_lock(&p->mu);
-  while (p->busy) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  ib_hostpar_batch b;
+  ib_hostpar_post(p, &b, n, fn, ctx);
+  ib_hostpar_wait(p, &b);
 }

@@ -190,6 +190,7 @@ static void unref(ib_cpool *p) {
 
 static void *worker(void *arg) {
   const targ *a = arg;
+  pthread_setname_np(pthread_self(), "ib-compile"); /* for per-thread profiles */
   ib_cpool *p = a->p;
   const int me = a->i;
   pthread_mutex_lock(&p->mu);

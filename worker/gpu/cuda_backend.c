@@ -205,7 +205,7 @@ static void report_timeline(ib_cuda *c, const char *label) {
 
 /* The host profile's sums and the timeline's entries, from zero. */
 static void profile_clear(ib_cuda *c) {
-  c->t_plan = c->t_stage = c->t_launch = c->t_device = c->t_results = 0;
+  c->t_plan = c->t_stage = c->t_stage_wait = c->t_launch = c->t_device = c->t_results = 0;
   c->t_load = c->t_load_max = c->t_tier = 0;
   c->n_sub = c->n_jobs = c->n_load = 0;
   c->n_prof_subs = 0;
@@ -215,11 +215,12 @@ void ib_cuda_profile_report(ib_cuda *c, const char *label) {
   if (c->prof && c->n_jobs)
     ib_log(&c->log, IB_LOG_INFO,
            "cuda host profile (%s): %llu submissions, %llu jobs; us per job: plan %.2f, staging "
-           "%.2f, launch %.2f, blocked on device %.2f, result copies %.2f\n",
+           "%.2f (posted decodes waited for %.2f), launch %.2f, blocked on device %.2f, result "
+           "copies %.2f\n",
            label, (unsigned long long)c->n_sub, (unsigned long long)c->n_jobs,
            c->t_plan * 1e6 / (double)c->n_jobs, c->t_stage * 1e6 / (double)c->n_jobs,
-           c->t_launch * 1e6 / (double)c->n_jobs, c->t_device * 1e6 / (double)c->n_jobs,
-           c->t_results * 1e6 / (double)c->n_jobs);
+           c->t_stage_wait * 1e6 / (double)c->n_jobs, c->t_launch * 1e6 / (double)c->n_jobs,
+           c->t_device * 1e6 / (double)c->n_jobs, c->t_results * 1e6 / (double)c->n_jobs);
   if (c->prof && (c->n_load || c->t_tier > 0))
     ib_log(&c->log, IB_LOG_INFO,
            "cuda host profile (%s): %llu module loads, %.2f ms in all (longest %.2f ms); tier "

@@ -172,6 +172,9 @@ struct ib_cuda {
    * The memory layer of kc is off: a module is kept here or read from disk. */
   ib_lru mods;
   ib_hostpar *hp;
+  /* Submissions returned by submit whose enqueue waits for their posted
+   * staging, oldest first (cuda_submit.c, driving thread). */
+  ib_backend_submission *staged_head, *staged_tail;
   /* compile_threads > 0: new signatures compile on the pool while the
    * interpreter module (imod: ifn, ilsum) runs pointwise stages. */
   ib_cpool *cpool;
@@ -197,7 +200,7 @@ struct ib_cuda {
    * a slab; as many as sources when the slabs are not used (counted, not
    * silent: ib_executor_counters.upload_direct_*). */
   _Atomic uint64_t direct_sources, direct_copies;
-  double t_plan, t_stage, t_launch, t_device, t_results;
+  double t_plan, t_stage, t_stage_wait, t_launch, t_device, t_results;
   uint64_t n_sub, n_jobs;
   /* cuda_profile with a timeline asked for (ib_cuda_profile_reset): the
    * submissions since then, for the report - host times after prof_base
@@ -330,6 +333,15 @@ struct ib_backend_submission {
    * (ib_cuda_prof_sub up0, up1, down1; NULL: not recorded). */
   int prof_i;
   CUevent prof_ev[3];
+  /* Posted staging not yet ended (cuda_stage.c), and the next submission
+   * in ib_cuda.staged: submissions whose enqueue waits for their staging,
+   * enqueued in submission order (ib_cuda_advance). */
+  struct ib_cuda_staging *staging;
+  struct ib_backend_submission *staged_next;
+  bool staged_listed;
+  /* A failure of the deferred enqueue: the wait answers it. */
+  ib_status late_status;
+  ib_error late_err;
 };
 
 static inline size_t ib_cuda_up(size_t v) {
@@ -408,7 +420,14 @@ void ib_cuda_sub_plan(ib_backend_submission *s);
 void ib_cuda_sub_layout(ib_backend_submission *s);
 ib_status ib_cuda_sub_blocks(ib_backend_submission *s, ib_error *err);
 
-/* cuda_stage.c */
+/* cuda_stage.c: begin builds the tasks and runs them, or posts them to the
+ * host pool when the submission decodes (s->staging stays set); staged:
+ * every task returned; end waits for them, copies the parameter blocks
+ * of equal jobs and fails the jobs whose decode failed. stage = begin +
+ * end. */
+ib_status ib_cuda_sub_stage_begin(ib_backend_submission *s, ib_error *err);
+bool ib_cuda_sub_staged(ib_backend_submission *s);
+void ib_cuda_sub_stage_end(ib_backend_submission *s);
 ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err);
 
 /* cuda_launch.c */

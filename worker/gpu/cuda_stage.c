@@ -1,7 +1,11 @@
 /* A CUDA submission's staging pass (cuda_internal.h), on the host pool:
  * sources straight into pinned staging (raw bytes copied in chunks, encoded
  * ones decoded there by the source row), parameter blocks filled or copied
- * from an equal predecessor's. */
+ * from an equal predecessor's. A submission that decodes is posted to the
+ * pool and left there (ib_cuda_sub_stage_begin): its decodes take tens of
+ * milliseconds a job, and the driving thread plans and posts the next
+ * submissions meanwhile, so the decodes of every submission in flight share
+ * the cores instead of one submission's few jobs at a time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +28,15 @@ typedef struct htask {
   ib_error err;
 } htask;
 
-typedef struct stage_ctx {
+struct ib_cuda_staging {
   ib_backend_submission *s;
   htask *tasks;
   size_t n_tasks;
   uint8_t *host;
-} stage_ctx;
+  bool posted; /* batch is on the pool */
+  ib_hostpar_batch batch;
+};
+typedef struct ib_cuda_staging stage_ctx;
 
 static void fill_params(const stage_ctx *x, size_t job) {
   const ib_jstate *js = &x->s->js[job];
@@ -119,18 +126,26 @@ static void build_tasks(stage_ctx *x) {
 }
 
 /* The host pool pays off for decodes, bulk copies and many parameter
- * blocks; a few blocks alone run inline (see ib_cuda_sub_plan). */
-static void run_tasks(stage_ctx *x) {
-  size_t heavy = 0, fills = 0;
+ * blocks; a few blocks alone run inline (see ib_cuda_sub_plan). Decodes
+ * are posted (true) and left to the pool. */
+static bool run_tasks(stage_ctx *x) {
+  size_t heavy = 0, fills = 0, decodes = 0;
   for (size_t t = 0; t < x->n_tasks; t++) {
     const htask *k = &x->tasks[t];
     heavy += k->kind == HT_SOURCE ? CHUNK : k->kind == HT_COPY ? k->n : 0;
     fills += k->kind == HT_PARAMS && k->n == SIZE_MAX;
+    decodes += k->kind == HT_SOURCE;
+  }
+  ib_hostpar *hp = x->s->c->hp;
+  if (decodes && ib_hostpar_threads(hp) > 0) {
+    ib_hostpar_post(hp, &x->batch, x->n_tasks, host_task, x);
+    return true;
   }
   if (heavy >= 4 * (size_t)CHUNK || fills >= 16)
-    ib_hostpar_for(x->s->c->hp, x->n_tasks, host_task, x);
+    ib_hostpar_for(hp, x->n_tasks, host_task, x);
   else
     for (size_t t = 0; t < x->n_tasks; t++) host_task(x, t);
+  return false;
 }
 
 static void copy_params(const stage_ctx *x) {
@@ -144,16 +159,41 @@ static void copy_params(const stage_ctx *x) {
   }
 }
 
-ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err) {
+ib_status ib_cuda_sub_stage_begin(ib_backend_submission *s, ib_error *err) {
   const size_t cap = count_tasks(s);
-  stage_ctx x = {.s = s, .tasks = calloc(cap ? cap : 1, sizeof *x.tasks), .host = ib_sub_host(s)};
-  if (!x.tasks) return ib_cuda_oom(err);
-  build_tasks(&x);
-  run_tasks(&x);
-  copy_params(&x);
-  for (size_t t = 0; t < x.n_tasks; t++)
-    if (x.tasks[t].st != IB_OK && s->jobs[x.tasks[t].job].status == IB_OK)
-      ib_cuda_job_fail(&s->jobs[x.tasks[t].job], &x.tasks[t].err, IB_STAGE_DECODE);
-  free(x.tasks);
+  stage_ctx *x = calloc(1, sizeof *x);
+  htask *tasks = calloc(cap ? cap : 1, sizeof *tasks);
+  if (!x || !tasks) {
+    free(x);
+    free(tasks);
+    return ib_cuda_oom(err);
+  }
+  *x = (stage_ctx){.s = s, .tasks = tasks, .host = ib_sub_host(s)};
+  build_tasks(x);
+  s->staging = x;
+  x->posted = run_tasks(x);
   return IB_OK;
+}
+
+bool ib_cuda_sub_staged(ib_backend_submission *s) {
+  return !s->staging || !s->staging->posted || ib_hostpar_done(&s->staging->batch);
+}
+
+void ib_cuda_sub_stage_end(ib_backend_submission *s) {
+  stage_ctx *x = s->staging;
+  if (!x) return;
+  if (x->posted) ib_hostpar_wait(s->c->hp, &x->batch);
+  copy_params(x);
+  for (size_t t = 0; t < x->n_tasks; t++)
+    if (x->tasks[t].st != IB_OK && s->jobs[x->tasks[t].job].status == IB_OK)
+      ib_cuda_job_fail(&s->jobs[x->tasks[t].job], &x->tasks[t].err, IB_STAGE_DECODE);
+  free(x->tasks);
+  free(x);
+  s->staging = NULL;
+}
+
+ib_status ib_cuda_sub_stage(ib_backend_submission *s, ib_error *err) {
+  ib_status rs = ib_cuda_sub_stage_begin(s, err);
+  if (rs == IB_OK) ib_cuda_sub_stage_end(s);
+  return rs;
 }

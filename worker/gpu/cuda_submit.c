@@ -404,7 +404,7 @@ static ib_status enqueue(ib_backend_submission *s, ib_error *err) {
 }
 
 /* Something may have been enqueued: fence before the blocks go back. */
-static ib_status abandon(ib_backend_submission *s, ib_status rs) {
+static void fence(ib_backend_submission *s) {
   s->c->cu->cuStreamSynchronize(s->c->streams[s->slot]);
   for (unsigned p = 0; p + 1 < s->c->pieces; p++)
     s->c->cu->cuStreamSynchronize(s->c->aux[s->slot][p]);
@@ -414,8 +414,6 @@ static ib_status abandon(ib_backend_submission *s, ib_status rs) {
     ib_cuda_resident_release(NULL, s->jobs[i].dev);
     s->jobs[i].dev = NULL;
   }
-  sub_release(s);
-  return rs;
 }
 
 static ib_backend_submission *sub_new(ib_cuda *c, ib_backend_job *jobs, size_t n) {
@@ -433,10 +431,54 @@ static ib_backend_submission *sub_new(ib_cuda *c, ib_backend_job *jobs, size_t n
   return s;
 }
 
+/* Staged: launch groups and the enqueue. On failure the submission is
+ * fenced and its blocks are still held. */
+static ib_status launch(ib_backend_submission *s, ib_error *err) {
+  ib_cuda *c = s->c;
+  const double t2 = ib_cuda_prof_now(c);
+  ib_status rs = ib_cuda_sub_groups(s, err);
+  if (rs == IB_OK) rs = enqueue(s, err);
+  free_launch_plan(&s->lp);
+  if (rs != IB_OK) {
+    fence(s);
+    return rs;
+  }
+  if (c->prof) {
+    const double t3 = ib_cuda_prof_now(c);
+    prof_submitted(s, t2, t3);
+    c->t_launch += t3 - t2;
+  }
+  return IB_OK;
+}
+
+/* Enqueues the submissions of c->staged in order while their staging is
+ * done, or, with `upto`, every one up to and including it, waiting for
+ * their staging. A failed enqueue is kept for the wait (late_status). */
+static void advance(ib_cuda *c, const ib_backend_submission *upto) {
+  ib_backend_submission *s;
+  while ((s = c->staged_head) && (upto || ib_cuda_sub_staged(s))) {
+    c->staged_head = s->staged_next;
+    if (!c->staged_head) c->staged_tail = NULL;
+    s->staged_next = NULL;
+    s->staged_listed = false;
+    const double t0 = ib_cuda_prof_now(c);
+    ib_cuda_sub_stage_end(s);
+    if (c->prof) c->t_stage_wait += ib_cuda_prof_now(c) - t0;
+    ib_error err = {0};
+    const ib_status rs = launch(s, &err);
+    if (rs != IB_OK) {
+      s->late_status = rs;
+      s->late_err = err;
+    }
+    if (s == upto) return;
+  }
+}
+
 ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend_submission **out,
                          ib_error *err) {
   ib_cuda *c = state;
   c->cu->cuCtxSetCurrent(c->ctx);
+  advance(c, NULL);
   const double t0 = ib_cuda_prof_now(c);
   ib_backend_submission *s = sub_new(c, jobs, n);
   if (!s) return ib_cuda_oom(err);
@@ -445,27 +487,36 @@ ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend
   ib_cuda_sub_layout(s);
   const double t1 = ib_cuda_prof_now(c);
   ib_status rs = ib_cuda_sub_blocks(s, err);
-  if (rs == IB_OK) rs = ib_cuda_sub_stage(s, err);
+  if (rs == IB_OK) rs = ib_cuda_sub_stage_begin(s, err);
   if (rs != IB_OK) {
     sub_release(s); /* nothing enqueued */
     return rs;
   }
-  const double t2 = ib_cuda_prof_now(c);
-  rs = ib_cuda_sub_groups(s, err);
-  if (rs == IB_OK) rs = enqueue(s, err);
-  free_launch_plan(&s->lp);
-  if (rs != IB_OK) return abandon(s, rs);
   if (c->prof) {
-    const double t3 = ib_cuda_prof_now(c);
-    prof_submitted(s, t2, t3);
     c->t_plan += t1 - t0;
-    c->t_stage += t2 - t1;
-    c->t_launch += t3 - t2;
+    c->t_stage += ib_cuda_prof_now(c) - t1;
     c->n_sub++;
     c->n_jobs += n;
   }
   *out = s;
-  return IB_OK;
+  /* Decoding on the pool, or behind one that is: enqueued in order once
+   * staged (advance). */
+  if (!ib_cuda_sub_staged(s) || c->staged_head) {
+    s->staged_listed = true;
+    if (c->staged_tail)
+      c->staged_tail->staged_next = s;
+    else
+      c->staged_head = s;
+    c->staged_tail = s;
+    return IB_OK;
+  }
+  ib_cuda_sub_stage_end(s);
+  rs = launch(s, err);
+  if (rs != IB_OK) {
+    *out = NULL;
+    sub_release(s);
+  }
+  return rs;
 }
 
 /* Job i's renditions (Job.renditions order): one malloc'd image each,
@@ -523,6 +574,13 @@ static bool lend(ib_backend_submission *s, size_t i) {
 ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
   ib_cuda *c = state;
   c->cu->cuCtxSetCurrent(c->ctx);
+  if (s->staged_listed) advance(c, s);
+  if (s->late_status != IB_OK) {
+    ib_status rs = s->late_status;
+    *err = s->late_err;
+    sub_release(s);
+    return rs;
+  }
   const double w0 = ib_cuda_prof_now(c);
   CUresult rc = c->cu->cuEventSynchronize(s->ev);
   const double w1 = ib_cuda_prof_now(c);
@@ -562,7 +620,9 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
 bool ib_cuda_ready(void *state, ib_backend_submission *s) {
   ib_cuda *c = state;
   c->cu->cuCtxSetCurrent(c->ctx);
-  return c->cu->cuEventQuery(s->ev) != CUDA_ERROR_NOT_READY;
+  advance(c, NULL);
+  if (s->staged_listed) return false;
+  return s->late_status != IB_OK || c->cu->cuEventQuery(s->ev) != CUDA_ERROR_NOT_READY;
 }
 
 void ib_cuda_lent_release(void *state, void *token) {
