@@ -15,21 +15,27 @@ struct ib_hostpar {
   pthread_cond_t go, done;
   int quit;
   ib_hostpar_batch *head, *tail; /* batches with indices left to hand out */
+  atomic_int fronts;             /* parallel fors among them */
 };
 
-/* Takes indices of b until none are left. */
-static void drain(ib_hostpar_batch *b) {
+/* Takes indices of b until none are left; a worker in a posted batch
+ * (p set) leaves it early once a parallel for is queued, for that. */
+static void drain(ib_hostpar *p, ib_hostpar_batch *b) {
   for (;;) {
     size_t i = atomic_fetch_add(&b->next, 1);
     if (i >= b->n) return;
     b->fn(b->ctx, i);
     atomic_fetch_sub(&b->left, 1);
+    if (p && atomic_load_explicit(&p->fronts, memory_order_relaxed) > 0) return;
   }
 }
+
+static bool exhausted(ib_hostpar_batch *b) { return atomic_load(&b->next) >= b->n; }
 
 /* Lock held: b off the queue, wherever it is. */
 static void unqueue(ib_hostpar *p, ib_hostpar_batch *b) {
   if (!b->queued) return;
+  if (b->front) atomic_fetch_sub(&p->fronts, 1);
   ib_hostpar_batch **at = &p->head, *prev = NULL;
   while (*at != b) prev = *at, at = &(*at)->link;
   *at = b->link;
@@ -48,9 +54,9 @@ static void *worker(void *arg) {
     ib_hostpar_batch *b = p->head;
     b->users++;
     pthread_mutex_unlock(&p->mu);
-    drain(b);
+    drain(b->front ? NULL : p, b);
     pthread_mutex_lock(&p->mu);
-    unqueue(p, b); /* every index is handed out: the next batch's turn */
+    if (exhausted(b)) unqueue(p, b); /* every index is handed out: the next batch's turn */
     /* The last one out wakes the batch's waiter (the calls it ran itself
      * need no wakeup). */
     if (--b->users == 0 && atomic_load(&b->left) == 0) pthread_cond_broadcast(&p->done);
@@ -67,6 +73,7 @@ ib_hostpar *ib_hostpar_new(int threads) {
   if (threads > IB_HOSTPAR_MAX) threads = IB_HOSTPAR_MAX;
   ib_hostpar *p = calloc(1, sizeof *p);
   if (!p) return NULL;
+  atomic_init(&p->fronts, 0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -94,29 +101,43 @@ void ib_hostpar_free(ib_hostpar *p) {
 
 int ib_hostpar_threads(const ib_hostpar *p) { return p ? p->n : 0; }
 
-void ib_hostpar_post(ib_hostpar *p, ib_hostpar_batch *b, size_t n, ib_pfor_fn fn, void *ctx) {
-  *b = (ib_hostpar_batch){.fn = fn, .ctx = ctx, .n = n};
+/* A batch somebody waits for goes first (front): the caller of a
+ * parallel for is blocked on it, a posted batch's owner is not. */
+static void queue(ib_hostpar *p, ib_hostpar_batch *b, size_t n, ib_pfor_fn fn, void *ctx,
+                  bool front) {
+  *b = (ib_hostpar_batch){.fn = fn, .ctx = ctx, .n = n, .front = front};
   atomic_init(&b->next, 0);
   atomic_init(&b->left, n);
   if (!p || p->n == 0 || n == 0) {
-    drain(b);
+    drain(NULL, b);
     return;
   }
   pthread_mutex_lock(&p->mu);
   b->queued = true;
-  if (p->tail)
-    p->tail->link = b;
-  else
+  if (front) {
+    atomic_fetch_add(&p->fronts, 1);
+    b->link = p->head;
     p->head = b;
-  p->tail = b;
+    if (!p->tail) p->tail = b;
+  } else {
+    if (p->tail)
+      p->tail->link = b;
+    else
+      p->head = b;
+    p->tail = b;
+  }
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
+}
+
+void ib_hostpar_post(ib_hostpar *p, ib_hostpar_batch *b, size_t n, ib_pfor_fn fn, void *ctx) {
+  queue(p, b, n, fn, ctx, false);
 }
 
 bool ib_hostpar_done(ib_hostpar_batch *b) { return atomic_load(&b->left) == 0; }
 
 void ib_hostpar_wait(ib_hostpar *p, ib_hostpar_batch *b) {
-  drain(b);
+  drain(NULL, b);
   if (!p || p->n == 0) return;
   pthread_mutex_lock(&p->mu);
   while (atomic_load(&b->left) != 0 || b->users) pthread_cond_wait(&p->done, &p->mu);
@@ -130,6 +151,6 @@ void ib_hostpar_for(ib_hostpar *p, size_t n, ib_pfor_fn fn, void *ctx) {
     return;
   }
   ib_hostpar_batch b;
-  ib_hostpar_post(p, &b, n, fn, ctx);
+  queue(p, &b, n, fn, ctx, true);
   ib_hostpar_wait(p, &b);
 }

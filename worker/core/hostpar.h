@@ -33,6 +33,7 @@ typedef struct ib_hostpar_batch {
   atomic_size_t left; /* calls not yet returned */
   int users;          /* workers inside it (under the pool's lock) */
   bool queued;        /* on the pool's queue */
+  bool front;         /* a parallel for's: ahead of posted batches */
   struct ib_hostpar_batch *link;
 } ib_hostpar_batch;
 
@@ -42,8 +43,8 @@ ib_hostpar *ib_hostpar_new(int threads);
 /* Every posted batch was waited for. */
 void ib_hostpar_free(ib_hostpar *p);
 /* Runs fn(ctx, i) for every i in [0, n) on the workers and the caller;
- * returns when all are done. Batches posted before it keep the workers
- * first; the caller works on its own. */
+ * returns when all are done. It goes ahead of posted batches: a worker
+ * that finishes a call of theirs takes its indices next. */
 void ib_hostpar_for(ib_hostpar *p, size_t n, ib_pfor_fn fn, void *ctx);
 /* Queues fn(ctx, i) for every i in [0, n) and returns; without workers,
  * runs them all first. Any thread, one at a time per batch. */

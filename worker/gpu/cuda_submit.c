@@ -545,6 +545,16 @@ static void take_renditions(ib_backend_submission *s, size_t i) {
       IB_STAGE_DOWNLOAD);
 }
 
+typedef struct rend_ctx {
+  ib_backend_submission *s;
+  const size_t *jobs;
+} rend_ctx;
+
+static void rend_task(void *ctx, size_t k) {
+  const rend_ctx *r = ctx;
+  take_renditions(r->s, r->jobs[k]);
+}
+
 /* Job i's output: its own Job buffer (a token of its own) or its range of
  * the arena (the submission's token); false when only the arena's. */
 static bool lend(ib_backend_submission *s, size_t i) {
@@ -592,6 +602,7 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
   /* Results are ranges of the arena (no copy); it is lent once at least
    * one of them succeeded, otherwise sub_release takes it back. */
   bool lent = false;
+  size_t *rend = calloc(s->n, sizeof *rend), n_rend = 0;
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     if (j->status != IB_OK) continue;
@@ -602,11 +613,18 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
     }
     if (j->resident) continue; /* j->dev kept at submit */
     if (s->js[i].n_rend) {
-      take_renditions(s, i);
+      if (rend)
+        rend[n_rend++] = i;
+      else /* no room for the list: one by one here */
+        take_renditions(s, i);
       continue;
     }
     lent |= lend(s, i);
   }
+  /* Renditions are copies out of the rendition block (megabytes a job,
+   * into fresh memory): spread over the host pool. */
+  ib_hostpar_for(c->hp, n_rend, rend_task, &(rend_ctx){s, rend});
+  free(rend);
   if (lent) s->arena = NULL; /* the core gives it back through lent_release */
   if (c->prof) {
     prof_waited(s, w0, w1, rc == CUDA_SUCCESS);
