@@ -6,17 +6,25 @@
  * every job's decoded pixels land in its own staging range, byte-equal to
  * what was encoded, whether posted or run on the caller; a job whose source
  * does not decode fails alone, at stage decode; submissions posted one
- * after another end in any order.
+ * after another end in any order. Then ib_cuda_submit / ready / wait over a
+ * stand-in driver (kernels compiled by NVRTC, "loaded", launches and copies
+ * recorded): a submission behind one still decoding is held back and
+ * enqueued after it, in submission order, whichever is waited for first;
+ * an enqueue that fails after submit returned is answered by that
+ * submission's wait alone.
  */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec/codec.h"
 #include "codec/png_encode.h"
 #include "core/hostpar.h"
 #include "gpu/cuda_internal.h"
 #include "tools/jobgen.h"
+#include "tools/page_heap.h"
 #include "cuda_host.h"
 
 enum { JOBS = 12 };
@@ -152,4 +160,258 @@ Test(gpu_stage, submissions_posted_together_end_in_any_order) {
   free(x);
   ib_hostpar_free(c->hp);
   cuda_free(c);
+}
+
+/* ------------------------------------------------------------ submit, ready, wait */
+
+/* The stand-in driver: every call succeeds but a launch whose descriptor
+ * table lies in [fail_lo, fail_hi); copies to the host are recorded in
+ * order (their destinations say which submission enqueued them). */
+static uint64_t fail_lo, fail_hi;
+static uint64_t dtoh[256];
+static int n_dtoh, n_events;
+
+static CUresult d_ok_ctx(CUcontext x) {
+  (void)x;
+  return CUDA_SUCCESS;
+}
+static CUresult d_load(CUmodule *m, const void *img) {
+  (void)img;
+  *m = (CUmodule)(uintptr_t)1;
+  return CUDA_SUCCESS;
+}
+static CUresult d_unload(CUmodule m) {
+  (void)m;
+  return CUDA_SUCCESS;
+}
+static CUresult d_getfn(CUfunction *f, CUmodule m, const char *name) {
+  (void)m, (void)name;
+  *f = (CUfunction)(uintptr_t)1;
+  return CUDA_SUCCESS;
+}
+static CUresult d_setattr(CUfunction f, CUfunction_attribute a, int v) {
+  (void)f, (void)a, (void)v;
+  return CUDA_SUCCESS;
+}
+static CUresult d_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned smem, CUstream st, void **args,
+                         void **extra) {
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)st;
+  (void)extra;
+  uint64_t table;
+  memcpy(&table, args[0], sizeof table);
+  return table >= fail_lo && table < fail_hi ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
+}
+static CUresult d_htod(CUdeviceptr dst, const void *src, size_t n, CUstream st) {
+  (void)st;
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult d_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream st) {
+  (void)src, (void)n, (void)st;
+  cr_assert_lt(n_dtoh, 256);
+  dtoh[n_dtoh++] = (uint64_t)(uintptr_t)dst;
+  return CUDA_SUCCESS;
+}
+static CUresult d_ev_create(CUevent *e, unsigned flags) {
+  (void)flags;
+  *e = (CUevent)(uintptr_t)++n_events;
+  return CUDA_SUCCESS;
+}
+static CUresult d_ev(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+static CUresult d_ev_record(CUevent e, CUstream st) {
+  (void)e, (void)st;
+  return CUDA_SUCCESS;
+}
+static CUresult d_stream(CUstream st) {
+  (void)st;
+  return CUDA_SUCCESS;
+}
+static CUresult d_stream_wait(CUstream st, CUevent e, unsigned flags) {
+  (void)st, (void)e, (void)flags;
+  return CUDA_SUCCESS;
+}
+static CUresult d_err_name(CUresult rc, const char **s) {
+  *s = rc == CUDA_ERROR_LAUNCH_FAILED ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR";
+  return CUDA_SUCCESS;
+}
+static CUresult d_err_text(CUresult rc, const char **s) {
+  (void)rc;
+  *s = "stand-in driver";
+  return CUDA_SUCCESS;
+}
+
+static ib_cu driver = {.cuCtxSetCurrent = d_ok_ctx,
+                       .cuModuleLoadData = d_load,
+                       .cuModuleUnload = d_unload,
+                       .cuModuleGetFunction = d_getfn,
+                       .cuFuncSetAttribute = d_setattr,
+                       .cuLaunchKernel = d_launch,
+                       .cuMemcpyHtoDAsync = d_htod,
+                       .cuMemcpyDtoHAsync = d_dtoh,
+                       .cuEventCreate = d_ev_create,
+                       .cuEventDestroy = d_ev,
+                       .cuEventQuery = d_ev,
+                       .cuEventSynchronize = d_ev,
+                       .cuEventRecord = d_ev_record,
+                       .cuStreamSynchronize = d_stream,
+                       .cuStreamWaitEvent = d_stream_wait,
+                       .cuGetErrorName = d_err_name,
+                       .cuGetErrorString = d_err_text};
+
+/* A backend over the stand-in driver and heap "device" memory: one stream,
+ * no pieces, no pipeline, a host pool of `threads`. */
+static ib_cuda *driven(int threads) {
+  ib_cuda *c = cuda_new();
+  c->cu = &driver;
+  c->sm_count = 132;
+  c->smem_optin = 227 * 1024;
+  snprintf(c->arch, sizeof c->arch, "sm_90");
+  c->kc = ib_kcache_new(NULL, 256ull << 20, 0);
+  cr_assert_not_null(c->kc);
+  cr_assert_eq(ib_lru_init(&c->mods, 256u << 20, ib_cuda_unload_module, c), 0);
+  ib_pool_init(&c->dpool, page_heap_alloc, page_heap_free, NULL, 1ull << 30);
+  c->hp = ib_hostpar_new(threads);
+  c->streams[0] = (CUstream)(uintptr_t)0x51;
+  c->n_streams = 1;
+  c->pieces = 1;
+  c->batch_min = 1u << 30;
+  return c;
+}
+
+static void driven_free(ib_cuda *c) {
+  ib_lru_destroy(&c->mods);
+  ib_kcache_free(c->kc);
+  ib_pool_destroy(&c->dpool);
+  ib_hostpar_free(c->hp);
+  cuda_free(c);
+}
+
+/* The pool's one worker held until `go`: batches posted meanwhile wait. */
+static atomic_bool go;
+static void hold(void *ctx, size_t i) {
+  (void)ctx, (void)i;
+  while (!atomic_load(&go)) nanosleep(&(struct timespec){0, 100000}, NULL);
+}
+
+typedef struct driven_sub {
+  ib_backend_job jobs[4];
+  encoded_job e[4];
+  size_t n;
+  ib_backend_submission *s;
+  uint64_t arena_lo, arena_hi; /* its download arena */
+} driven_sub;
+
+static void submit(ib_cuda *c, driven_sub *d, bool encode, uint64_t seed) {
+  for (size_t i = 0; i < d->n; i++) {
+    if (encode) {
+      d->e[i] = encoded(40 + 8 * (uint32_t)i, 24, seed + i, false);
+    } else {
+      jg_arena a = {malloc(1u << 20), 0, 1u << 20};
+      jg_rng r = {seed + i};
+      jg_job j;
+      jg_begin(&j, &a, &r, IB_MODE_RGB, 33, 17, seed + i);
+      jg_op(&j, &r, JG_INVERT, 0, IB_MODE_RGB, 33, 17, -1);
+      ib_error err = {0};
+      d->e[i] = (encoded_job){.g = jg_finish(&j, &err)};
+      cr_assert_not_null(d->e[i].g, "%s", err.message);
+      free(a.p);
+    }
+    d->jobs[i] = (ib_backend_job){.graph = d->e[i].g, .job_id = seed + i};
+  }
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_submit(c, d->jobs, d->n, &d->s, &err), IB_OK, "%s", err.message);
+  cr_assert_not_null(d->s->arena);
+  d->arena_lo = d->s->arena->blk.addr;
+  d->arena_hi = d->arena_lo + d->s->arena->blk.size;
+}
+
+/* Waits, gives the lent arena back (as the core does), frees the graphs;
+ * returns the wait's status. */
+static ib_status finish(ib_cuda *c, driven_sub *d, ib_error *err) {
+  ib_status st = ib_cuda_wait(c, d->s, err);
+  void *lent = NULL;
+  for (size_t i = 0; i < d->n; i++) {
+    if (st == IB_OK) cr_assert_eq(d->jobs[i].status, IB_OK, "%s", d->jobs[i].err.message);
+    if (d->jobs[i].lent && d->jobs[i].lent != lent) ib_cuda_lent_release(c, lent = d->jobs[i].lent);
+    ib_graph_free(d->e[i].g);
+    free(d->e[i].pixels);
+  }
+  return st;
+}
+
+/* Which submission's arena a recorded download went to (-1: none). */
+static int owner(const driven_sub *d, int n, uint64_t a) {
+  for (int k = 0; k < n; k++)
+    if (a >= d[k].arena_lo && a < d[k].arena_hi) return k;
+  return -1;
+}
+
+Test(gpu_stage, a_submission_behind_one_decoding_is_enqueued_after_it, .timeout = 300) {
+  ib_cuda *c = driven(1);
+  n_dtoh = 0;
+  fail_lo = fail_hi = 0;
+  atomic_store(&go, false);
+  ib_hostpar_batch blocker;
+  ib_hostpar_post(c->hp, &blocker, 1, hold, NULL);
+  driven_sub d[3] = {{.n = 3}, {.n = 2}, {.n = 3}};
+  submit(c, &d[0], true, 100); /* decodes, queued behind the blocker */
+  cr_assert(d[0].s->staged_listed, "a submission still decoding is not enqueued");
+  submit(c, &d[1], false, 200); /* raw: staged at once, but behind d[0] */
+  cr_assert(d[1].s->staged_listed, "a staged submission went ahead of one still decoding");
+  submit(c, &d[2], true, 300);
+  cr_assert_eq(n_dtoh, 0, "nothing may be enqueued before the first staging ends");
+  cr_assert_not(ib_cuda_ready(c, d[0].s));
+  cr_assert_not(ib_cuda_ready(c, d[1].s));
+  atomic_store(&go, true);
+  ib_hostpar_wait(c->hp, &blocker);
+  /* The last one waited for first: the two before it go out first. */
+  ib_error err = {0};
+  cr_assert_eq(finish(c, &d[2], &err), IB_OK, "%s", err.message);
+  cr_assert(ib_cuda_ready(c, d[0].s) && ib_cuda_ready(c, d[1].s));
+  cr_assert_eq(finish(c, &d[0], &err), IB_OK, "%s", err.message);
+  cr_assert_eq(finish(c, &d[1], &err), IB_OK, "%s", err.message);
+  cr_assert_gt(n_dtoh, 0);
+  int last = 0;
+  for (int i = 0; i < n_dtoh; i++) {
+    const int k = owner(d, 3, dtoh[i]);
+    cr_assert_geq(k, last, "download %d (submission %d) after submission %d's", i, k, last);
+    last = k;
+  }
+  cr_assert_eq(last, 2);
+  driven_free(c);
+}
+
+Test(gpu_stage, a_late_enqueue_failure_is_answered_by_its_own_wait, .timeout = 300) {
+  ib_cuda *c = driven(2);
+  n_dtoh = 0;
+  atomic_store(&go, false);
+  ib_hostpar_batch blocker[2];
+  ib_hostpar_post(c->hp, &blocker[0], 2, hold, NULL);
+  driven_sub d[3] = {{.n = 2}, {.n = 2}, {.n = 2}};
+  submit(c, &d[0], true, 400);
+  submit(c, &d[1], true, 500);
+  submit(c, &d[2], false, 600);
+  /* d[1]'s launches fail (its descriptor tables lie in its device block). */
+  fail_lo = d[1].s->dblk.addr;
+  fail_hi = fail_lo + d[1].s->dblk.size;
+  atomic_store(&go, true);
+  ib_hostpar_wait(c->hp, &blocker[0]);
+  ib_error err = {0};
+  for (int spins = 0; !ib_cuda_ready(c, d[2].s); spins++) {
+    cr_assert_lt(spins, 200000, "the submissions never became ready");
+    nanosleep(&(struct timespec){0, 50000}, NULL);
+  }
+  cr_assert(ib_cuda_ready(c, d[1].s), "a failed enqueue is ready to be answered");
+  cr_assert_eq(finish(c, &d[0], &err), IB_OK, "%s", err.message);
+  err = (ib_error){0};
+  cr_assert_eq(finish(c, &d[1], &err), IB_DEVICE);
+  cr_assert(strstr(err.message, "CUDA_ERROR_LAUNCH_FAILED"), "%s", err.message);
+  err = (ib_error){0};
+  cr_assert_eq(finish(c, &d[2], &err), IB_OK, "%s", err.message);
+  fail_lo = fail_hi = 0;
+  driven_free(c);
 }
