@@ -36,29 +36,12 @@ typedef struct launch {
 static launch launches[MAX_LAUNCH];
 static int n_launch;
 
-static CUresult f_ctx(CUcontext ctx) {
-  (void)ctx;
-  return CUDA_SUCCESS;
-}
-static CUresult f_load(CUmodule *m, const void *img) {
-  (void)img;
-  *m = (CUmodule)(uintptr_t)1;
-  return CUDA_SUCCESS;
-}
-static CUresult f_unload(CUmodule m) {
-  (void)m;
-  return CUDA_SUCCESS;
-}
 static CUresult f_getfn(CUfunction *f, CUmodule m, const char *name) {
   (void)m;
   cr_assert_lt(n_fn, MAX_FN);
   snprintf(fn_names[n_fn], sizeof fn_names[n_fn], "%s", name);
   *f = (CUfunction)(uintptr_t)(n_fn + 1);
   n_fn++;
-  return CUDA_SUCCESS;
-}
-static CUresult f_setattr(CUfunction f, CUfunction_attribute a, int v) {
-  (void)f, (void)a, (void)v;
   return CUDA_SUCCESS;
 }
 /* Int arguments after the descriptor table, by kernel name. */
@@ -92,11 +75,11 @@ static jg_arena arena;
 
 static void setup(void) {
   arena = (jg_arena){malloc(1u << 24), 0, 1u << 24};
-  cu = (ib_cu){.cuCtxSetCurrent = f_ctx,
-               .cuModuleLoadData = f_load,
+  cu = (ib_cu){.cuCtxSetCurrent = standin_ctx,
+               .cuModuleLoadData = standin_load,
                .cuModuleGetFunction = f_getfn,
-               .cuModuleUnload = f_unload,
-               .cuFuncSetAttribute = f_setattr,
+               .cuModuleUnload = standin_unload,
+               .cuFuncSetAttribute = standin_setattr,
                .cuLaunchKernel = f_launch};
   n_fn = n_launch = 0;
 }
@@ -104,25 +87,14 @@ static void teardown(void) { free(arena.p); }
 
 TestSuite(gpu_passes, .init = setup, .fini = teardown, .timeout = 600);
 
-/* An H100's numbers: 132 SMs, 227 KiB of opt-in shared memory. */
+/* An H100's numbers (cuda_host.h). */
 static ib_cuda *backend(bool global_only) {
-  ib_cuda *c = cuda_new();
-  c->cu = &cu;
-  c->sm_count = 132;
-  c->smem_optin = 227 * 1024;
+  ib_cuda *c = cuda_new_launching(&cu);
   c->pass_global = global_only;
-  snprintf(c->arch, sizeof c->arch, "sm_90");
-  c->kc = ib_kcache_new(NULL, 256ull << 20, 0);
-  cr_assert_not_null(c->kc);
-  cr_assert_eq(ib_lru_init(&c->mods, 256u << 20, ib_cuda_unload_module, c), 0);
   return c;
 }
 
-static void backend_free(ib_cuda *c) {
-  ib_lru_destroy(&c->mods);
-  ib_kcache_free(c->kc);
-  cuda_free(c);
-}
+static void backend_free(ib_cuda *c) { cuda_free_launching(c); }
 
 /* ------------------------------------------------------------ submissions */
 

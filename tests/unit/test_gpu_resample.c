@@ -44,29 +44,12 @@ typedef struct launch {
 static launch launches[MAX_LAUNCH];
 static int n_launch;
 
-static CUresult f_ctx(CUcontext ctx) {
-  (void)ctx;
-  return CUDA_SUCCESS;
-}
-static CUresult f_load(CUmodule *m, const void *img) {
-  (void)img;
-  *m = (CUmodule)(uintptr_t)1;
-  return CUDA_SUCCESS;
-}
-static CUresult f_unload(CUmodule m) {
-  (void)m;
-  return CUDA_SUCCESS;
-}
 static CUresult f_getfn(CUfunction *f, CUmodule m, const char *name) {
   (void)m;
   cr_assert_lt(n_fn, MAX_FN);
   snprintf(fn_names[n_fn], sizeof fn_names[n_fn], "%s", name);
   *f = (CUfunction)(uintptr_t)(n_fn + 1);
   n_fn++;
-  return CUDA_SUCCESS;
-}
-static CUresult f_setattr(CUfunction f, CUfunction_attribute a, int v) {
-  (void)f, (void)a, (void)v;
   return CUDA_SUCCESS;
 }
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -89,11 +72,11 @@ static jg_arena arena;
 
 static void setup(void) {
   arena = (jg_arena){malloc(1u << 25), 0, 1u << 25};
-  cu = (ib_cu){.cuCtxSetCurrent = f_ctx,
-               .cuModuleLoadData = f_load,
+  cu = (ib_cu){.cuCtxSetCurrent = standin_ctx,
+               .cuModuleLoadData = standin_load,
                .cuModuleGetFunction = f_getfn,
-               .cuModuleUnload = f_unload,
-               .cuFuncSetAttribute = f_setattr,
+               .cuModuleUnload = standin_unload,
+               .cuFuncSetAttribute = standin_setattr,
                .cuLaunchKernel = f_launch};
   n_fn = n_launch = 0;
 }
@@ -101,23 +84,9 @@ static void teardown(void) { free(arena.p); }
 
 TestSuite(gpu_resample, .init = setup, .fini = teardown, .timeout = 600);
 
-static ib_cuda *backend(void) {
-  ib_cuda *c = cuda_new();
-  c->cu = &cu;
-  c->sm_count = 132;
-  c->smem_optin = 227 * 1024;
-  snprintf(c->arch, sizeof c->arch, "sm_90");
-  c->kc = ib_kcache_new(NULL, 256ull << 20, 0);
-  cr_assert_not_null(c->kc);
-  cr_assert_eq(ib_lru_init(&c->mods, 256u << 20, ib_cuda_unload_module, c), 0);
-  return c;
-}
+static ib_cuda *backend(void) { return cuda_new_launching(&cu); }
 
-static void backend_free(ib_cuda *c) {
-  ib_lru_destroy(&c->mods);
-  ib_kcache_free(c->kc);
-  cuda_free(c);
-}
+static void backend_free(ib_cuda *c) { cuda_free_launching(c); }
 
 /* ------------------------------------------------------------ jobs */
 

@@ -171,26 +171,9 @@ static uint64_t fail_lo, fail_hi;
 static uint64_t dtoh[256];
 static int n_dtoh, n_events;
 
-static CUresult d_ok_ctx(CUcontext x) {
-  (void)x;
-  return CUDA_SUCCESS;
-}
-static CUresult d_load(CUmodule *m, const void *img) {
-  (void)img;
-  *m = (CUmodule)(uintptr_t)1;
-  return CUDA_SUCCESS;
-}
-static CUresult d_unload(CUmodule m) {
-  (void)m;
-  return CUDA_SUCCESS;
-}
 static CUresult d_getfn(CUfunction *f, CUmodule m, const char *name) {
   (void)m, (void)name;
   *f = (CUfunction)(uintptr_t)1;
-  return CUDA_SUCCESS;
-}
-static CUresult d_setattr(CUfunction f, CUfunction_attribute a, int v) {
-  (void)f, (void)a, (void)v;
   return CUDA_SUCCESS;
 }
 static CUresult d_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -244,11 +227,11 @@ static CUresult d_err_text(CUresult rc, const char **s) {
   return CUDA_SUCCESS;
 }
 
-static ib_cu driver = {.cuCtxSetCurrent = d_ok_ctx,
-                       .cuModuleLoadData = d_load,
-                       .cuModuleUnload = d_unload,
+static ib_cu driver = {.cuCtxSetCurrent = standin_ctx,
+                       .cuModuleLoadData = standin_load,
+                       .cuModuleUnload = standin_unload,
                        .cuModuleGetFunction = d_getfn,
-                       .cuFuncSetAttribute = d_setattr,
+                       .cuFuncSetAttribute = standin_setattr,
                        .cuLaunchKernel = d_launch,
                        .cuMemcpyHtoDAsync = d_htod,
                        .cuMemcpyDtoHAsync = d_dtoh,
@@ -265,14 +248,7 @@ static ib_cu driver = {.cuCtxSetCurrent = d_ok_ctx,
 /* A backend over the stand-in driver and heap "device" memory: one stream,
  * no pieces, no pipeline, a host pool of `threads`. */
 static ib_cuda *driven(int threads) {
-  ib_cuda *c = cuda_new();
-  c->cu = &driver;
-  c->sm_count = 132;
-  c->smem_optin = 227 * 1024;
-  snprintf(c->arch, sizeof c->arch, "sm_90");
-  c->kc = ib_kcache_new(NULL, 256ull << 20, 0);
-  cr_assert_not_null(c->kc);
-  cr_assert_eq(ib_lru_init(&c->mods, 256u << 20, ib_cuda_unload_module, c), 0);
+  ib_cuda *c = cuda_new_launching(&driver);
   ib_pool_init(&c->dpool, page_heap_alloc, page_heap_free, NULL, 1ull << 30);
   c->hp = ib_hostpar_new(threads);
   c->streams[0] = (CUstream)(uintptr_t)0x51;
@@ -283,11 +259,9 @@ static ib_cuda *driven(int threads) {
 }
 
 static void driven_free(ib_cuda *c) {
-  ib_lru_destroy(&c->mods);
-  ib_kcache_free(c->kc);
   ib_pool_destroy(&c->dpool);
   ib_hostpar_free(c->hp);
-  cuda_free(c);
+  cuda_free_launching(c);
 }
 
 /* The pool's one worker held until `go`: batches posted meanwhile wait. */
