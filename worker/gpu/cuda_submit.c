@@ -545,14 +545,11 @@ static void take_renditions(ib_backend_submission *s, size_t i) {
       IB_STAGE_DOWNLOAD);
 }
 
-typedef struct rend_ctx {
-  ib_backend_submission *s;
-  const size_t *jobs;
-} rend_ctx;
-
-static void rend_task(void *ctx, size_t k) {
-  const rend_ctx *r = ctx;
-  take_renditions(r->s, r->jobs[k]);
+/* Job i's renditions, when it has any and succeeded (ib_cuda_wait). */
+static void rend_task(void *ctx, size_t i) {
+  ib_backend_submission *s = ctx;
+  const ib_backend_job *j = &s->jobs[i];
+  if (j->status == IB_OK && !j->resident && s->js[i].n_rend) take_renditions(s, i);
 }
 
 /* Job i's output: its own Job buffer (a token of its own) or its range of
@@ -601,8 +598,7 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
   }
   /* Results are ranges of the arena (no copy); it is lent once at least
    * one of them succeeded, otherwise sub_release takes it back. */
-  bool lent = false;
-  size_t *rend = calloc(s->n, sizeof *rend), n_rend = 0;
+  bool lent = false, rend = false;
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     if (j->status != IB_OK) continue;
@@ -612,19 +608,14 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
       continue;
     }
     if (j->resident) continue; /* j->dev kept at submit */
-    if (s->js[i].n_rend) {
-      if (rend)
-        rend[n_rend++] = i;
-      else /* no room for the list: one by one here */
-        take_renditions(s, i);
-      continue;
-    }
-    lent |= lend(s, i);
+    if (s->js[i].n_rend)
+      rend = true;
+    else
+      lent |= lend(s, i);
   }
   /* Renditions are copies out of the rendition block (megabytes a job,
    * into fresh memory): spread over the host pool. */
-  ib_hostpar_for(c->hp, n_rend, rend_task, &(rend_ctx){s, rend});
-  free(rend);
+  if (rend) ib_hostpar_for(c->hp, s->n, rend_task, s);
   if (lent) s->arena = NULL; /* the core gives it back through lent_release */
   if (c->prof) {
     prof_waited(s, w0, w1, rc == CUDA_SUCCESS);
