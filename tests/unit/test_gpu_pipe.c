@@ -393,53 +393,8 @@ Test(gpu_pipe, pipelined_jobs_lie_in_blocks_of_their_own_staged) { job_blocks(fa
  * job gets one range of the rendition block per named node (the node
  * named twice shares it), none of the Job buffer or the arena; every
  * device buffer of every job, rendition buffers included, has a range of
- * its own; the plain jobs keep their arena ranges, in the arena. */
-static ib_graph *rendition_job(ib_cuda *c, uint32_t side, uint64_t k, bool pinned, bool rend) {
-  const size_t cap = (size_t)side * side + (1u << 16);
-  jg_arena a = {malloc(cap), 0, cap};
-  jg_rng r = {0x6161 + k};
-  jg_job j;
-  jg_begin(&j, &a, &r, IB_MODE_L, side, side, k);
-  int p = jg_op(&j, &r, JG_INVERT, 0, IB_MODE_L, side, side, -1);
-  jg_op(&j, &r, JG_POINT, p, IB_MODE_L, side, side, -1);
-  static const uint32_t nodes[] = {1, 0, 1, 2};
-  Imgbatch__V1__Rendition rd[4], *rl[4];
-  Imgbatch__V1__CpuOutput out[4];
-  if (rend) {
-    j.job.contract_version = 3;
-    for (int i = 0; i < 4; i++) {
-      imgbatch__v1__rendition__init(&rd[i]);
-      imgbatch__v1__cpu_output__init(&out[i]);
-      out[i].compression = (uint32_t)i;
-      rd[i].node = nodes[i];
-      rd[i].output = &out[i];
-      rl[i] = &rd[i];
-    }
-    j.job.renditions = rl;
-    j.job.n_renditions = 4;
-  }
-  size_t len = 0;
-  uint8_t *b = jg_pack(&j, &len);
-  ib_graph *g = NULL;
-  ib_error err = {0};
-  ib_key key = {0};
-  if (pinned) {
-    ProtobufCAllocator *al = ib_pinned_allocator(c->pin);
-    uint8_t *buf = al->alloc(al->allocator_data, len);
-    memcpy(buf, b, len);
-    ib_graph_memory mem = {al, NULL, NULL};
-    cr_assert_eq(ib_graph_parse_buffer(buf, len, &(ib_graph_limits){0}, &mem, &g, &key, &err),
-                 IB_OK, "%s", err.message);
-  } else {
-    cr_assert_eq(ib_graph_parse(b, len, &(ib_graph_limits){0}, &g, &key, &err), IB_OK, "%s",
-                 err.message);
-  }
-  ib_key_clear(&key);
-  free(b);
-  free(a.p);
-  return g;
-}
-
+ * its own; the plain jobs keep their arena ranges, in the arena. Jobs:
+ * cuda_host.h rendition_graph. */
 static void renditions_layout(bool pipe, bool pinned) {
   ib_cuda *c = cuda_new();
   ib_pool_init(&c->dpool, page_heap_alloc, page_heap_free, NULL, 1ull << 30);
@@ -447,7 +402,7 @@ static void renditions_layout(bool pipe, bool pinned) {
   sub x;
   memset(&x, 0, sizeof x);
   for (int i = 0; i < N; i++) {
-    x.gs[i] = rendition_job(c, SIDE, (uint64_t)i, pinned, i % 3 == 0);
+    x.gs[i] = rendition_graph(c, SIDE, (uint64_t)i, pinned, i % 3 == 0);
     x.jobs[i] = (ib_backend_job){.graph = x.gs[i], .job_id = (uint64_t)i + 1};
   }
   x.s = (ib_backend_submission){.c = c, .jobs = x.jobs, .n = N, .js = calloc(N, sizeof *x.s.js)};

@@ -206,12 +206,7 @@ static unsigned run(ib_cuda *c, sub *x, ib_graph *const *gs, size_t n) {
     x->jobs[i] = (ib_backend_job){.graph = gs[i], .job_id = i + 1};
   }
   ib_backend_submission *s = &x->s;
-  *s = (ib_backend_submission){.c = c, .jobs = x->jobs, .n = n, .prof_i = -1};
-  s->js = calloc(n, sizeof *s->js);
-  ib_cuda_sub_plan(s);
-  ib_cuda_sub_layout(s);
-  x->host = calloc(1, s->lay.upload + 16);
-  s->hblk.addr = (uint64_t)(uintptr_t)x->host;
+  x->host = sub_on_heap(c, s, x->jobs, n);
   s->dblk.addr = 0x7f0000000000ull;
   cr_assert_eq(ib_cuda_sub_stage(s, &err), IB_OK, "%s", err.message);
   cr_assert_eq(ib_cuda_sub_groups(s, &err), IB_OK, "%s", err.message);

@@ -81,12 +81,7 @@ static void begin(ib_cuda *c, sub *x, uint64_t seed, size_t cut) {
     x->jobs[i] = (ib_backend_job){.graph = x->e[i].g, .job_id = i + 1};
   }
   ib_backend_submission *s = &x->s;
-  *s = (ib_backend_submission){.c = c, .jobs = x->jobs, .n = JOBS, .prof_i = -1};
-  s->js = calloc(JOBS, sizeof *s->js);
-  ib_cuda_sub_plan(s);
-  ib_cuda_sub_layout(s);
-  x->host = calloc(1, s->lay.upload + 16);
-  s->hblk.addr = (uint64_t)(uintptr_t)x->host;
+  x->host = sub_on_heap(c, s, x->jobs, JOBS);
   ib_error err = {0};
   cr_assert_eq(ib_cuda_sub_stage_begin(s, &err), IB_OK, "%s", err.message);
 }
@@ -387,5 +382,53 @@ Test(gpu_stage, a_late_enqueue_failure_is_answered_by_its_own_wait, .timeout = 3
   err = (ib_error){0};
   cr_assert_eq(finish(c, &d[2], &err), IB_OK, "%s", err.message);
   fail_lo = fail_hi = 0;
+  driven_free(c);
+}
+
+/* ib_cuda_wait copies each rendition job's images out of the rendition
+ * block on the host pool: every image is the bytes of its own range (the
+ * stand-in driver downloads nothing, so the block holds a pattern), the
+ * plain jobs beside them keep their arena ranges. */
+Test(gpu_stage, renditions_come_out_of_their_ranges_of_the_block, .timeout = 300) {
+  ib_cuda *c = driven(3);
+  enum { N = 6, SIDE = 37 };
+  ib_backend_job jobs[N];
+  ib_graph *gs[N];
+  for (size_t i = 0; i < N; i++) {
+    gs[i] = rendition_graph(c, SIDE, i, false, i % 2 == 0);
+    jobs[i] = (ib_backend_job){.graph = gs[i], .job_id = i + 1};
+  }
+  ib_backend_submission *s = NULL;
+  ib_error err = {0};
+  cr_assert_eq(ib_cuda_submit(c, jobs, N, &s, &err), IB_OK, "%s", err.message);
+  cr_assert_not(s->staged_listed, "nothing decodes: enqueued at once");
+  cr_assert_gt(s->rblk.size, 0);
+  uint8_t *blk = (uint8_t *)(uintptr_t)s->rblk.addr;
+  for (size_t k = 0; k < s->rblk.size; k++) blk[k] = (uint8_t)(k * 7 + 3);
+  size_t off[N][4] = {{0}};
+  for (size_t i = 0; i < N; i++)
+    for (size_t r = 0; r < s->js[i].n_rend; r++) off[i][r] = s->js[i].rend_off[r];
+  cr_assert_eq(ib_cuda_wait(c, s, &err), IB_OK, "%s", err.message);
+  void *lent = NULL;
+  for (size_t i = 0; i < N; i++) {
+    ib_backend_job *j = &jobs[i];
+    cr_assert_eq(j->status, IB_OK, "%s", j->err.message);
+    if (i % 2) {
+      cr_assert_eq(j->n_renditions, 0);
+      cr_assert_not_null(j->lent, "a plain job's output is its arena range");
+    } else {
+      cr_assert_eq(j->n_renditions, 4, "job %zu", i);
+      for (size_t r = 0; r < 4; r++) {
+        const ib_image *im = &j->renditions[r];
+        cr_assert_eq(ib_image_bytes(im), (size_t)SIDE * SIDE);
+        for (size_t k = 0; k < ib_image_bytes(im); k++)
+          cr_assert_eq(im->data[k], (uint8_t)((off[i][r] + k) * 7 + 3),
+                       "job %zu rendition %zu byte %zu", i, r, k);
+      }
+      ib_renditions_release(&j->renditions, &j->n_renditions);
+    }
+    if (j->lent && j->lent != lent) ib_cuda_lent_release(c, lent = j->lent);
+    ib_graph_free(gs[i]);
+  }
   driven_free(c);
 }
