@@ -39,7 +39,7 @@ rc_py=skipped
 if [ -n "$PY" ] && [ -d tests/py/worker ]; then
   t=$(date +%s)
   # IB_WORKER_TESTS: one or more pytest paths, split on spaces. The suite
-  # (about 110 tests) took 292 s on cuda at 97 tests (12-06) and did not
+  # (about 110 tests) took 292 s on cuda at 97 tests (12-04) and did not
   # finish in 330 s on 12-07: 500 s, inside ctest's 540 for the case
   # (tests/gpu/cases.cmake) with the demo before it. -v names every test
   # with its outcome as it ends, so a failure is named even when the
