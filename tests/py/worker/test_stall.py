@@ -162,30 +162,56 @@ def slow_job(seed, side=400, passes=4):
     return im.to_job(key=f"slow-{seed}", output="raw"), im
 
 
+def job_seconds(env, reader, tune, passes):
+    """How long this machine's worker takes over one slow_job, now: the
+    first job (a cold start) and the second, through a worker of its own
+    (the default bound, partition 1) that exits drained. A sanitizer build
+    on a machine that runs other tests meanwhile is 5-20x slower than a
+    plain one, more than SCALE stretches, so the bound and the jobs are
+    sized from this."""
+    w = env.worker(*tune)
+    w.wait_assigned(60)
+    took = []
+    for seed in (100, 101):
+        job, _ = slow_job(seed, passes=passes)
+        began = time.monotonic()
+        (c,) = env.produce([job], partition=1)
+        reader.wait_keys([coord_key(*c)], 120, env.why)
+        took.append(time.monotonic() - began)
+    w.signal(signal.SIGTERM)
+    assert w.wait_exit(t(30)) == 0, w.stderr()
+    return took
+
+
 @pytest.mark.parametrize("tune", [(), ("--tune", "host_stream=false")],
                          ids=["one-job-submissions", "one-submission"])
 def test_jobs_queued_behind_each_other_are_not_stalled(make_env, tune):
-    # Eight ~0.5 s jobs fetched together from one partition, --stall-seconds
-    # 3: the last waits ~4 s behind the others (with host_stream=false the
-    # cpu backend runs seven of them as one submission and hands them all
-    # back at its end), yet none runs for the bound (a margin for a loaded
-    # machine). Each gets its real Result.
-    stall = math.ceil(t(3))
-    env = make_env(topics=["imgbatch.jobs:1"])
+    # Eight slow jobs fetched together from one partition, each made to take
+    # about a quarter of the bound, which is a few times one job's measured
+    # time (a margin for a loaded machine, and for the cold first one): the
+    # last waits about twice the bound behind the others (with
+    # host_stream=false the cpu backend runs them as one submission and
+    # hands them all back at its end), yet none runs for the bound. Each
+    # gets its real Result.
+    env = make_env(topics=["imgbatch.jobs:2"])
     reader = env.reader()
+    cold, warm = job_seconds(env, reader, tune, passes=4)
+    stall = math.ceil(max(t(3), 3 * cold, 4 * warm))
+    passes = max(4, round(stall / warm))  # 4 passes took warm: a job is a quarter bound
     w = env.worker("--stall-seconds", stall, *tune)
     w.wait_assigned(60)
-    jobs = [slow_job(s) for s in range(8)]
+    jobs = [slow_job(s, passes=passes) for s in range(8)]
     began = time.monotonic()
     coords = env.produce([j for j, _ in jobs], partition=0)
-    by_key = reader.wait_keys([coord_key(*c) for c in coords], 60, env.why)
+    by_key = reader.wait_keys([coord_key(*c) for c in coords], 4 * stall + 60, env.why)
     took = time.monotonic() - began
-    assert took > stall, f"the queue took {took:.1f} s, not more than the bound: no test"
+    sizing = dict(cold=cold, warm=warm, stall=stall, passes=passes, took=took)
+    assert took > stall, f"the queue took {took:.1f} s, not more than the bound: no test {sizing}"
     for c in coords:
         (m,) = by_key[coord_key(*c)]
         r = check_result_for(m, c)
-        assert outcome(m) == "image", (c, r.error, took)
-    # The one that waited longest is the real thing (Pillow takes ~1.5 s a job).
+        assert outcome(m) == "image", (c, r.error, sizing)
+    # The one that waited longest is the real thing.
     assert r.image.data == jobs[-1][1].replay().tobytes(), "!= Pillow"
     assert not w.named("timed_out"), env.why()
     env.wait_committed({0: coords[-1][2] + 1}, 20)
