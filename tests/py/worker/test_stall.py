@@ -162,6 +162,9 @@ def slow_job(seed, side=400, passes=4):
     return im.to_job(key=f"slow-{seed}", output="raw"), im
 
 
+MAX_PASSES = 64  # median filters in one slow_job: a graph of that many nodes is still small
+
+
 def job_seconds(env, reader, tune, passes):
     """How long this machine's worker takes over one slow_job, now: the
     first job (a cold start) and the second, through a worker of its own
@@ -198,6 +201,11 @@ def test_jobs_queued_behind_each_other_are_not_stalled(make_env, tune):
     cold, warm = job_seconds(env, reader, tune, passes=4)
     stall = math.ceil(max(t(3), 3 * cold, 4 * warm))
     passes = max(4, round(stall / warm))  # 4 passes took warm: a job is a quarter bound
+    if passes > MAX_PASSES:
+        # The cuda backend runs these jobs in milliseconds once compiled:
+        # eight of them make no queue as long as the bound.
+        pytest.skip(f"one job takes {warm:.3f} s here: {MAX_PASSES} passes x 8 jobs make no "
+                    f"queue of {stall} s (cold start {cold:.2f} s)")
     w = env.worker("--stall-seconds", stall, *tune)
     w.wait_assigned(60)
     jobs = [slow_job(s, passes=passes) for s in range(8)]
