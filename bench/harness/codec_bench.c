@@ -1,20 +1,24 @@
 /*
- * codec_bench.c - PNG decode throughput on T threads of one process, as a
- * job decodes (ib_codec_header, then ib_codec_decode_into a buffer of that
- * shape): through libvips (vips_pngload_buffer, the path before
- * codec/png_decode.c) and through libpng directly (the path now): libvips'
- * decodes did not scale past one thread in one process.
+ * codec_bench.c - PNG or JPEG decode throughput on T threads of one
+ * process, as a job decodes (ib_codec_header, then ib_codec_decode_into a
+ * buffer of that shape): through libvips (vips_pngload_buffer or
+ * vips_jpegload_buffer, the paths before codec/png_decode.c and
+ * codec/jpeg_decode.c) and through libpng or libjpeg directly (the paths
+ * now): libvips' PNG decodes did not scale past one thread in one process.
  *
- *   codec_bench [--sides 128,1024] [--threads 1,2] [--images N]
- *               [--seconds S] [--content noise|smooth] [--paths both|libvips|libpng]
+ *   codec_bench [--format png|jpeg] [--sides 128,1024] [--threads 1,2]
+ *               [--images N] [--seconds S] [--content noise|smooth]
+ *               [--paths both|libvips|direct]
  *
- *   --sides     RGB images of S x S, encoded as the worker encodes them
- *               (libdeflate, level 6, adaptive filters); 128,1024
+ *   --format    png (libdeflate level 6, as the worker encodes) or jpeg
+ *               (libjpeg quality 85, 4:2:0, as Pillow saves); png
+ *   --sides     RGB images of S x S; 128,1024
  *   --threads   thread counts to time; 1,2
  *   --images    distinct files per side, decoded round-robin; 64
  *   --seconds   per measurement; 1.0
- *   --content   noise (a PNG as large as its pixels, as kafka_bench's jobs)
- *               or smooth (a gradient with noise in its low bits); noise
+ *   --content   noise (a file about as large as its pixels, as kafka_bench's
+ *               jobs) or smooth (a gradient with noise in its low bits,
+ *               closer to a photo); noise
  *   --paths     which paths to time (for a profile of one); both
  *
  * First checks that both paths give the same bytes for every file. Prints
@@ -30,11 +34,12 @@
 #include <time.h>
 
 #include "codec/codec.h"
+#include "codec/jpeg_encode.h"
 #include "codec/png_encode.h"
 #include "core/error.h"
 
 typedef struct file {
-  uint8_t *png;
+  uint8_t *data; /* the encoded file */
   size_t len;
 } file;
 
@@ -57,7 +62,7 @@ static double now(void) {
 static ib_status decode(bool vips, const file *f, ib_shape *s, uint8_t **px, size_t *cap,
                         ib_error *e) {
   ib_status st =
-      vips ? ib_codec_header_vips(f->png, f->len, s, e) : ib_codec_header(f->png, f->len, s, e);
+      vips ? ib_codec_header_vips(f->data, f->len, s, e) : ib_codec_header(f->data, f->len, s, e);
   if (st != IB_OK) return st;
   size_t n = (size_t)s->width * s->height * ib_mode_bands(s->mode);
   if (n > *cap) {
@@ -65,8 +70,8 @@ static ib_status decode(bool vips, const file *f, ib_shape *s, uint8_t **px, siz
     if (!(*px = malloc(n))) return IB_INTERNAL;
     *cap = n;
   }
-  return vips ? ib_codec_decode_into_vips(f->png, f->len, s, *px, e)
-              : ib_codec_decode_into(f->png, f->len, s, *px, e);
+  return vips ? ib_codec_decode_into_vips(f->data, f->len, s, *px, e)
+              : ib_codec_decode_into(f->data, f->len, s, *px, e);
 }
 
 static void *worker(void *arg) {
@@ -126,7 +131,7 @@ static int parse_list(const char *s, int *out, int max) {
   return n;
 }
 
-static file *make_files(int side, int n, bool smooth) {
+static file *make_files(int side, int n, bool smooth, bool jpeg) {
   file *f = calloc((size_t)n, sizeof *f);
   size_t bytes = (size_t)side * side * 3;
   uint8_t *px = malloc(bytes);
@@ -139,8 +144,12 @@ static file *make_files(int side, int n, bool smooth) {
       px[i] = smooth ? (uint8_t)((col / 3 + row + (size_t)k * 9) + (x >> 29)) : (uint8_t)(x >> 24);
     }
     ib_error e = {0};
-    if (ib_png_encode(px, (uint32_t)side, (uint32_t)side, 3, (size_t)side * 3, 6, NULL, &f[k].png,
-                      &f[k].len, &e) != IB_OK) {
+    ib_jpeg_options o = {.quality = 85, .subsampling = 2};
+    ib_status st = jpeg ? ib_jpeg_encode(px, (uint32_t)side, (uint32_t)side, IB_MODE_RGB,
+                                         (size_t)side * 3, &o, &f[k].data, &f[k].len, &e)
+                        : ib_png_encode(px, (uint32_t)side, (uint32_t)side, 3, (size_t)side * 3, 6,
+                                        NULL, &f[k].data, &f[k].len, &e);
+    if (st != IB_OK) {
       fprintf(stderr, "codec_bench: encode: %s\n", e.message);
       exit(1);
     }
@@ -163,7 +172,7 @@ static void check_alike(const file *f, int n) {
     }
     size_t bytes = (size_t)sa.width * sa.height * ib_mode_bands(sa.mode);
     if (memcmp(&sa, &sb, sizeof sa) != 0 || memcmp(a, b, bytes) != 0) {
-      fprintf(stderr, "codec_bench: MISMATCH between libvips and libpng on file %d\n", k);
+      fprintf(stderr, "codec_bench: MISMATCH between libvips and the direct path on file %d\n", k);
       exit(1);
     }
   }
@@ -174,7 +183,7 @@ static void check_alike(const file *f, int n) {
 int main(int argc, char **argv) {
   int sides[8] = {128, 1024}, n_sides = 2, threads[16] = {1, 2}, n_threads = 2, images = 64;
   double seconds = 1.0;
-  bool smooth = false;
+  bool smooth = false, jpeg = false;
   int first_path = 0, last_path = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -190,15 +199,19 @@ int main(int argc, char **argv) {
       images = atoi(v);
     else if (strcmp(a, "--seconds") == 0)
       seconds = atof(v);
+    else if (strcmp(a, "--format") == 0 && (strcmp(v, "png") == 0 || strcmp(v, "jpeg") == 0))
+      jpeg = strcmp(v, "jpeg") == 0;
     else if (strcmp(a, "--content") == 0)
       smooth = strcmp(v, "smooth") == 0;
     else if (strcmp(a, "--paths") == 0) {
-      first_path = strcmp(v, "libpng") == 0;
+      first_path =
+          strcmp(v, "direct") == 0 || strcmp(v, "libpng") == 0 || strcmp(v, "libjpeg") == 0;
       last_path = strcmp(v, "libvips") == 0 ? 0 : 1;
     } else {
       fprintf(stderr,
-              "usage: codec_bench [--sides 128,1024] [--threads 1,2] [--images N] "
-              "[--seconds S] [--content noise|smooth] [--paths both|libvips|libpng]\n");
+              "usage: codec_bench [--format png|jpeg] [--sides 128,1024] [--threads 1,2] "
+              "[--images N] [--seconds S] [--content noise|smooth] "
+              "[--paths both|libvips|direct]\n");
       return 1;
     }
     i++;
@@ -207,6 +220,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "codec_bench: --images and --seconds must be positive\n");
     return 1;
   }
+  const char *direct = jpeg ? "libjpeg" : "libpng";
   ib_error e = {0};
   if (ib_codec_init(&e) != IB_OK) {
     fprintf(stderr, "codec_bench: %s\n", e.message);
@@ -214,25 +228,27 @@ int main(int argc, char **argv) {
   }
   for (int s = 0; s < n_sides; s++) {
     int n = images;
-    file *f = make_files(sides[s], n, smooth);
+    file *f = make_files(sides[s], n, smooth, jpeg);
     check_alike(f, n);
     double mb = (double)sides[s] * sides[s] * 3 / 1e6;
     double rate[2][16] = {{0}};
     for (int path = first_path; path <= last_path; path++)
       for (int t = 0; t < n_threads; t++) {
         rate[path][t] = measure(f, n, path == 0, threads[t], seconds);
-        printf("codec_bench side=%d content=%s path=%s threads=%d images/s=%.0f MB/s=%.0f\n",
-               sides[s], smooth ? "smooth" : "noise", path == 0 ? "libvips" : "libpng", threads[t],
-               rate[path][t], rate[path][t] * mb);
+        printf(
+            "codec_bench format=%s side=%d content=%s path=%s threads=%d images/s=%.0f "
+            "MB/s=%.0f\n",
+            jpeg ? "jpeg" : "png", sides[s], smooth ? "smooth" : "noise",
+            path == 0 ? "libvips" : direct, threads[t], rate[path][t], rate[path][t] * mb);
         fflush(stdout);
       }
     for (int t = 0; first_path == 0 && last_path == 1 && t < n_threads; t++)
       printf(
-          "codec_bench side=%d threads=%d libpng/libvips=%.2fx scaling libvips=%.2fx "
-          "libpng=%.2fx (vs 1st thread count)\n",
-          sides[s], threads[t], rate[1][t] / rate[0][t], rate[0][t] / rate[0][0],
-          rate[1][t] / rate[1][0]);
-    for (int k = 0; k < n; k++) ib_codec_free(f[k].png);
+          "codec_bench format=%s side=%d threads=%d %s/libvips=%.2fx scaling libvips=%.2fx "
+          "%s=%.2fx (vs 1st thread count)\n",
+          jpeg ? "jpeg" : "png", sides[s], threads[t], direct, rate[1][t] / rate[0][t],
+          rate[0][t] / rate[0][0], direct, rate[1][t] / rate[1][0]);
+    for (int k = 0; k < n; k++) ib_codec_free(f[k].data);
     free(f);
   }
   return 0;

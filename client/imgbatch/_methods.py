@@ -297,7 +297,10 @@ class LazyImage(GraphImage):
         def replay(im: Any) -> Any:
             return im.resize(size, resample, box, reducing_gap)
 
-        if self.size == size and (box is None or tuple(box) == (0, 0) + self.size):
+        # Pillow refuses a bad filter or gap before its same-size shortcut:
+        # such a call is recorded as a resize, for the worker to refuse too.
+        valid = rs in tuple(PIL.Image.Resampling) and (reducing_gap is None or reducing_gap >= 1.0)
+        if valid and self.size == size and (box is None or tuple(box) == (0, 0) + self.size):
             return lazy("copy", {}, [self], self.mode, self.size, replay)
         if self.mode in ("1", "P"):
             rs = PIL.Image.Resampling.NEAREST

@@ -6,10 +6,10 @@
  * message must be UTF-8 (it is echoed into a Result, a proto3 string), and
  * a PNG must get from codec/png_decode.c (libpng directly) the status,
  * shape and bytes the libvips path it replaced gives (ib_codec_*_vips;
- * messages may differ where png_decode.h says). A JPEG also goes through
- * the draft decode (jpeg_draft.h, a scale of 2, 4 or 8 picked from its
- * length), whose header must be libvips' full size divided by the scale
- * rounded up, in the same mode, whenever both read it. The metadata walk
+ * messages may differ where png_decode.h says). A JPEG (codec/jpeg_decode.c,
+ * libjpeg directly) also goes through the draft decode (a scale of 2, 4 or
+ * 8 picked from its length), whose header must be the full size divided by
+ * the scale rounded up, in the same mode, whenever both read it. The metadata walk
  * (codec/metadata.h) and the EXIF IFD reader (codec/exif_orient.h) run on
  * every input, the latter also on the raw bytes as if they were EXIF:
  * orientations stay in -1..8.

@@ -15,7 +15,7 @@
 #include <vips/vips.h>
 
 #include "codec/png_decode.h"
-#include "codec/jpeg_draft.h"
+#include "codec/jpeg_decode.h"
 #include "codec/jpeg_encode.h"
 #include "codec/metadata.h"
 #include "codec/output_spec.h"
@@ -217,21 +217,24 @@ out:
   return st;
 }
 
-/* PNG through libpng directly (png_decode.h: the same bytes and messages
- * but where it hardens, no libvips machinery per image, so decode threads
- * scale); the rest through libvips. */
+/* PNG through libpng and JPEG through libjpeg directly (png_decode.h,
+ * jpeg_decode.h: Pillow's bytes and its answers where a file is damaged,
+ * no libvips machinery per image, so decode threads scale); the rest
+ * through libvips. */
 static bool is_png(const uint8_t *b, size_t n) {
   return n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
 }
 
 ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
   if (is_png(bytes, len)) return ib_png_header(bytes, len, shape, err);
+  if (ib_jpeg_is(bytes, len)) return ib_jpeg_header(bytes, len, 1, shape, err);
   return ib_codec_header_vips(bytes, len, shape, err);
 }
 
 ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                uint8_t *dst, ib_error *err) {
   if (is_png(bytes, len)) return ib_png_decode_into(bytes, len, shape, dst, err);
+  if (ib_jpeg_is(bytes, len)) return ib_jpeg_decode_into(bytes, len, 1, shape, dst, err);
   return ib_codec_decode_into_vips(bytes, len, shape, dst, err);
 }
 
@@ -241,15 +244,14 @@ static bool drafted(const uint8_t *bytes, size_t len, unsigned draft_scale) {
 
 ib_status ib_codec_header_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                 ib_shape *shape, ib_error *err) {
-  if (drafted(bytes, len, draft_scale))
-    return ib_jpeg_draft_header(bytes, len, draft_scale, shape, err);
+  if (drafted(bytes, len, draft_scale)) return ib_jpeg_header(bytes, len, draft_scale, shape, err);
   return ib_codec_header(bytes, len, shape, err);
 }
 
 ib_status ib_codec_decode_into_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                      const ib_shape *shape, uint8_t *dst, ib_error *err) {
   if (drafted(bytes, len, draft_scale))
-    return ib_jpeg_draft_decode_into(bytes, len, draft_scale, shape, dst, err);
+    return ib_jpeg_decode_into(bytes, len, draft_scale, shape, dst, err);
   return ib_codec_decode_into(bytes, len, shape, dst, err);
 }
 

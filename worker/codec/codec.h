@@ -3,8 +3,8 @@
  * Untrusted bytes: the magic is checked and the specific loader called
  * (png/jpeg/webp/tiff/gif), never the generic loader (which probes
  * ImageMagick). Headers are read lazily, so limits are checked before decode.
- * PNG is read by libpng directly (png_decode.h), a drafted JPEG by libjpeg
- * (jpeg_draft.h), the rest by libvips.
+ * PNG is read by libpng directly (png_decode.h), JPEG by libjpeg
+ * (jpeg_decode.h), the rest by libvips.
  * Encodes follow Pillow's save(): JPEG through libjpeg with its settings
  * (jpeg_encode.h), PNG through libdeflate (png_encode.h), WebP and TIFF
  * through libvips, each mode written, converted or refused as Pillow's
@@ -34,16 +34,18 @@ ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape 
 
 /* The same two for a source with Source.draft_scale: a JPEG with a scale of
  * 2, 4 or 8 is decoded by libjpeg at 1/scale as Pillow's draft() has it
- * (jpeg_draft.h); 0 or 1, or bytes that are not a JPEG, go to the two
+ * (jpeg_decode.h); 0 or 1, or bytes that are not a JPEG, go to the two
  * above, as Pillow ignores draft() there. */
 ib_status ib_codec_header_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                 ib_shape *shape, ib_error *err);
 ib_status ib_codec_decode_into_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                      const ib_shape *shape, uint8_t *dst, ib_error *err);
 
-/* The same two through libvips for every format, PNG included: the path PNG
- * took before png_decode.h, kept as the reference it is tested and
- * benchmarked against (tests/unit/test_png_decode.c, bench/harness/codec_bench.c). */
+/* The same two through libvips for every format, PNG and JPEG included:
+ * the path they took before png_decode.h and jpeg_decode.h, kept as the
+ * reference those are tested and benchmarked against
+ * (tests/unit/test_png_decode.c, test_jpeg_decode.c,
+ * bench/harness/codec_bench.c). */
 ib_status ib_codec_header_vips(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
 ib_status ib_codec_decode_into_vips(const uint8_t *bytes, size_t len, const ib_shape *shape,
                                     uint8_t *dst, ib_error *err);

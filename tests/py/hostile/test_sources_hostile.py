@@ -237,7 +237,7 @@ def _chunk_offset(data, kind):
     raise AssertionError(kind)
 
 
-def test_truncated_and_corrupt_images_are_decode_errors_with_libvips_cause_and_no_stderr():
+def test_truncated_and_corrupt_images_are_decode_errors_with_the_decoders_cause_and_no_stderr():
     jpeg = _jpeg_4000_square_cut_to_900_bytes()
     with pytest.raises(OSError, match="truncated"):  # what Pillow says about it
         Image.open(io.BytesIO(jpeg)).load()
@@ -249,7 +249,7 @@ def test_truncated_and_corrupt_images_are_decode_errors_with_libvips_cause_and_n
     bad_idat = bytearray(full)
     bad_idat[idat + 8 + 40:idat + 8 + 140] = bytes(100)
     cases = {
-        "jpeg": (jpeg, "Premature end"),
+        "jpeg": (jpeg, "jpeg: truncated"),
         "png": (full[:len(full) // 2], "not enough data"),
         "png_ihdr_crc": (bytes(bad_crc), "IHDR: CRC error"),
         "png_idat": (bytes(bad_idat), "IDAT"),

@@ -1,5 +1,9 @@
-"""JPEG draft decoding (Source.draft_scale, docs/wire.md) vs Pillow 12.3, live.
+"""JPEG decoding, full size and drafted (Source.draft_scale, docs/wire.md), vs
+Pillow 12.3, live.
 
+Full size: gray, RGB 4:4:4 / 4:2:2 / 4:2:0 and CMYK, baseline and
+progressive, odd sizes and 1x1, a CMYK file without its Adobe marker (which
+Pillow inverts all the same): the worker's bytes equal Pillow's open + load.
 Image.draft(None, size) on JPEGs that are gray, RGB 4:4:4 / 4:2:2 / 4:2:0 and
 CMYK, baseline and progressive, at every scale it picks (1/2, 1/4, 1/8) and
 on odd sizes (partial last blocks, which libvips' shrink-on-load drops):
@@ -66,6 +70,37 @@ def source_job(key, source_bytes=None, draft_scale=0, raw=None):
     job.nodes.add().source.index = 0
     job.output.cpu.format = P.RAW
     return job
+
+
+def without_adobe_marker(data):
+    """The file without its APP14 "Adobe" segment (FF EE), which libjpeg
+    writes for CMYK; libjpeg then takes 4 components as plain CMYK."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF and data[i + 1] not in (0xDA, 0xD9):
+        n = int.from_bytes(data[i + 2:i + 4], "big")
+        if data[i + 1] == 0xEE and data[i + 4:i + 9] == b"Adobe":
+            return data[:i] + data[i + 2 + n:]
+        i += 2 + n
+    raise AssertionError("no Adobe segment")
+
+
+@pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])
+def test_full_size_decodes_match_pillow(progressive):
+    r = parity.rng("jpeg-full", progressive)
+    cases = []
+    sizes = SIZES + [(1, 1), (1, 9), (r.randint(300, 1200), r.randint(1, 40))]
+    sizes += [(r.randint(8, 300), r.randint(8, 300)) for _ in range(parity.scale(3))]
+    for mode, subsampling in COLOURS:
+        for size in sizes:
+            data = jpeg(r, mode, size, subsampling, progressive, kind=r.choice(("noise", "smooth")))
+            if mode == "CMYK" and r.random() < 0.5:
+                data = without_adobe_marker(data)
+            want = PIL.Image.open(io.BytesIO(data))
+            want.load()
+            assert (want.mode, want.size) == (mode, size)
+            cases.append(Case(f"full-{mode}-{subsampling}-{progressive}-{size}", "decode", mode,
+                              Image.open(data)))
+    parity.assert_exact(cases)
 
 
 @pytest.mark.parametrize("progressive", [False, True], ids=["baseline", "progressive"])

@@ -165,4 +165,9 @@ def test_resize_refusals_match_pillows_own(mode):
             Case(f"box-outside-{i}", "resize", mode, im.resize((3, 3), flt, (0, 0, w + 1, h)),
                  "invalid"),
         ]
+    # Pillow checks the gap before its same-size shortcut (a draw of a 3x3
+    # image above once found the client recording a copy here).
+    same = parity.random_image(r, mode, (3, 3))
+    cases.append(Case("gap-below-1-same-size", "resize", mode,
+                      same.resize((3, 3), FILTERS[1], None, 0.99), "invalid"))
     parity.assert_rejected(cases)

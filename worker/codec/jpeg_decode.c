@@ -1,6 +1,6 @@
-/* jpeg_draft.c - JPEG decoded at Pillow's draft scales through libjpeg
- * (see jpeg_draft.h). */
-#include "codec/jpeg_draft.h"
+/* jpeg_decode.c - JPEG decoded through libjpeg as Pillow decodes it, at
+ * full size or a draft's scale (see jpeg_decode.h). */
+#include "codec/jpeg_decode.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ typedef struct reader_fail {
   char message[JMSG_LENGTH_MAX];
 } reader_fail;
 
-typedef struct draft_reader {
+typedef struct jpeg_reader {
   struct jpeg_decompress_struct cinfo;
   reader_fail fail;
   struct jpeg_progress_mgr progress;
@@ -30,7 +30,7 @@ typedef struct draft_reader {
   ib_shape shape;
   const ib_shape *want; /* NULL: header only */
   uint8_t *dst;
-} draft_reader;
+} jpeg_reader;
 
 bool ib_jpeg_is(const uint8_t *b, size_t n) {
   return n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;
@@ -48,7 +48,7 @@ static void on_error(j_common_ptr c) {
   if (c->err->msg_code == JERR_NO_BACKING_STORE) {
     char msg[JMSG_LENGTH_MAX];
     snprintf(msg, sizeof msg, "coefficient buffers exceed the %lu MiB limit",
-             IB_JPEG_DRAFT_MAX_MEMORY >> 20);
+             IB_JPEG_MAX_MEMORY >> 20);
     fail_with(c, IB_LIMIT, msg);
   }
   c->err->format_message(c, f->message);
@@ -70,16 +70,16 @@ static void on_message(j_common_ptr c, int level) {
 
 static void on_progress(j_common_ptr c) {
   j_decompress_ptr d = (j_decompress_ptr)c;
-  if (d->input_scan_number > IB_JPEG_DRAFT_MAX_SCANS) {
+  if (d->input_scan_number > IB_JPEG_MAX_SCANS) {
     char msg[JMSG_LENGTH_MAX];
-    snprintf(msg, sizeof msg, "more than %d scans", IB_JPEG_DRAFT_MAX_SCANS);
+    snprintf(msg, sizeof msg, "more than %d scans", IB_JPEG_MAX_SCANS);
     fail_with(c, IB_LIMIT, msg);
   }
 }
 
 /* Pillow's rawmode for the file's component count (JpegImagePlugin SOF and
  * _open), as the out_color_space JpegDecode.c asks libjpeg for. */
-static bool pick_mode(draft_reader *r) {
+static bool pick_mode(jpeg_reader *r) {
   struct jpeg_decompress_struct *c = &r->cinfo;
   switch (c->num_components) {
     case 1: r->shape.mode = IB_MODE_L, c->out_color_space = JCS_GRAYSCALE; break;
@@ -91,7 +91,7 @@ static bool pick_mode(draft_reader *r) {
 }
 
 /* Rows straight into dst; Pillow's "CMYK;I" unpacker inverts every byte. */
-static void read_rows(draft_reader *r) {
+static void read_rows(jpeg_reader *r) {
   struct jpeg_decompress_struct *c = &r->cinfo;
   size_t stride = (size_t)c->output_width * (size_t)c->output_components;
   while (c->output_scanline < c->output_height) {
@@ -107,20 +107,23 @@ static void read_rows(draft_reader *r) {
 
 /* Everything libjpeg may longjmp out of happens in this one frame; what it
  * changes lives in *r, not in locals. */
-static ib_status run(draft_reader *r, ib_error *err) {
+static ib_status run(jpeg_reader *r, ib_error *err) {
   struct jpeg_decompress_struct *c = &r->cinfo;
   c->err = jpeg_std_error(&r->fail.pub);
   r->fail.pub.error_exit = on_error;
   r->fail.pub.emit_message = on_message;
   if (setjmp(r->fail.jump)) {
     jpeg_destroy_decompress(c);
+    if (r->scale == 1)
+      return ib_error_set(err, r->fail.status, IB_STAGE_DECODE, "decode: jpeg: %s",
+                          r->fail.message);
     return ib_error_set(err, r->fail.status, IB_STAGE_DECODE, "decode: jpeg draft 1/%u: %s",
                         r->scale, r->fail.message);
   }
   jpeg_create_decompress(c);
   /* Past this, a multi-scan file's coefficient arrays would need libjpeg's
    * backing store, which this build lacks: JERR_NO_BACKING_STORE. */
-  c->mem->max_memory_to_use = (long)IB_JPEG_DRAFT_MAX_MEMORY;
+  c->mem->max_memory_to_use = (long)IB_JPEG_MAX_MEMORY;
   r->progress.progress_monitor = on_progress;
   c->progress = &r->progress;
   jpeg_mem_src(c, r->bytes, (unsigned long)r->len);
@@ -154,27 +157,27 @@ static ib_status run(draft_reader *r, ib_error *err) {
 }
 
 static ib_status check_scale(unsigned scale, ib_error *err) {
-  if (scale == 2 || scale == 4 || scale == 8) return IB_OK;
+  if (scale == 1 || scale == 2 || scale == 4 || scale == 8) return IB_OK;
   return ib_error_set(err, IB_INVALID, IB_STAGE_DECODE,
                       "decode: jpeg draft scale 1/%u is not 1/2, 1/4 or 1/8", scale);
 }
 
-ib_status ib_jpeg_draft_header(const uint8_t *bytes, size_t len, unsigned scale, ib_shape *shape,
-                               ib_error *err) {
+ib_status ib_jpeg_header(const uint8_t *bytes, size_t len, unsigned scale, ib_shape *shape,
+                         ib_error *err) {
   ib_status st = check_scale(scale, err);
   if (st != IB_OK) return st;
-  draft_reader r;
+  jpeg_reader r;
   memset(&r, 0, sizeof r);
   r.bytes = bytes, r.len = len, r.scale = scale;
   if ((st = run(&r, err)) == IB_OK) *shape = r.shape;
   return st;
 }
 
-ib_status ib_jpeg_draft_decode_into(const uint8_t *bytes, size_t len, unsigned scale,
-                                    const ib_shape *shape, uint8_t *dst, ib_error *err) {
+ib_status ib_jpeg_decode_into(const uint8_t *bytes, size_t len, unsigned scale,
+                              const ib_shape *shape, uint8_t *dst, ib_error *err) {
   ib_status st = check_scale(scale, err);
   if (st != IB_OK) return st;
-  draft_reader r;
+  jpeg_reader r;
   memset(&r, 0, sizeof r);
   r.bytes = bytes, r.len = len, r.scale = scale, r.want = shape, r.dst = dst;
   return run(&r, err);
