@@ -17,7 +17,6 @@ ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char 
                               ib_error *err) {
   ib_cu_fail(s->c->cu, rc, &s->device_err, IB_STAGE_EXECUTE, "%s (job %llu)", what,
              (unsigned long long)s->jobs[job].job_id);
-  s->device_status = IB_DEVICE;
   if (err) *err = s->device_err;
   return IB_DEVICE;
 }

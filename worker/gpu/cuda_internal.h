@@ -327,8 +327,7 @@ struct ib_backend_submission {
   ib_sub_layout lay;
   bool pipe; /* enqueued as a pipeline (ib_cuda_pipelined), its jobs in blocks of their own */
   ib_launch_plan lp;
-  ib_status device_status;
-  ib_error device_err;
+  ib_error device_err; /* the device's failure (ib_cuda_device_fail), every job's at the wait */
   /* Its entry on the profile's timeline (-1: none) and timing events
    * (ib_cuda_prof_sub up0, up1, down1; NULL: not recorded). */
   int prof_i;
@@ -438,8 +437,8 @@ ib_status ib_cuda_sub_launch(ib_backend_submission *s, size_t a, size_t b, ib_er
 /* cuda_fail.c: failures, for every pass. A job's own (its status and
  * message, at `stage` unless the error names a later one). */
 void ib_cuda_job_fail(ib_backend_job *j, const ib_error *e, ib_stage stage);
-/* The device's: the submission's device_status and device_err (naming
- * `what` and the job), copied to *err when err is not NULL; IB_DEVICE. */
+/* The device's: the submission's device_err (naming `what` and the job),
+ * copied to *err when err is not NULL; IB_DEVICE. */
 ib_status ib_cuda_device_fail(ib_backend_submission *s, CUresult rc, const char *what, size_t job,
                               ib_error *err);
 ib_status ib_cuda_oom(ib_error *err);
