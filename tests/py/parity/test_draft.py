@@ -10,7 +10,8 @@ on odd sizes (partial last blocks, which libvips' shrink-on-load drops):
 the worker's bytes equal Pillow's open + draft + load. Image.thumbnail() of
 such files, recorded as the draft and the resize Pillow makes, equals
 Pillow's own thumbnail(). Then what must not decode: bad scales, corrupt
-and truncated files, files past the memory and scan caps."""
+and truncated files, files past the memory and scan caps (the scan cap and
+corrupt files at full size too)."""
 import io
 
 import PIL.Image
@@ -308,10 +309,16 @@ def test_past_the_scan_cap_is_a_limit():
     sos = [(s, e) for m, s, e in segments(data) if m == 0xDA]
     s, e = sos[-1]
     many = data[:e] + data[s:e] * 600 + data[e:]
-    res = run_jobs([source_job(0, many, 2), source_job(1, data[:e] + data[s:e] * 3 + data[e:], 2)])
-    err = res[0].error
-    assert err and (err.stage, err.kind) == ("decode", "limit") and "500 scans" in err.message, err
-    assert res[1].error is None  # a few repeated scans decode (Pillow takes them too)
+    few = data[:e] + data[s:e] * 3 + data[e:]
+    res = run_jobs([source_job(0, many, 2), source_job(1, few, 2), source_job(2, many, 0),
+                    source_job(3, few, 0)])
+    for k in (0, 2):  # drafted, and full size
+        err = res[k].error
+        assert err and (err.stage, err.kind) == ("decode", "limit") and "500 scans" in err.message, err
+    assert res[1].error is None and res[3].error is None  # Pillow takes a few repeated scans too
+    full = PIL.Image.open(io.BytesIO(few))
+    full.load()
+    assert res[3].image.data == full.tobytes()
 
 
 def test_past_the_coefficient_memory_cap_is_a_limit():
@@ -329,7 +336,7 @@ def test_past_the_coefficient_memory_cap_is_a_limit():
     assert err and (err.stage, err.kind) == ("decode", "limit") and "512 MiB" in err.message, err
 
 
-def test_corrupt_jpegs_with_draft_are_answered_and_agree_with_pillow():
+def test_corrupt_jpegs_are_answered_and_agree_with_pillow():
     """Random bytes overwritten in headers and entropy data: every job is
     answered (an image, or an error at validate/decode), and where both
     Pillow and the worker decode, their bytes are equal."""
@@ -342,7 +349,7 @@ def test_corrupt_jpegs_with_draft_are_answered_and_agree_with_pillow():
             at = r.randrange(2, len(data)) if r.random() < 0.7 else r.randrange(2, min(len(data), 700))
             data[at] = r.randrange(256)
         files.append(bytes(data))
-        jobs.append(source_job(k, bytes(data), r.choice((2, 4, 8))))
+        jobs.append(source_job(k, bytes(data), r.choice((1, 2, 4, 8))))  # 1: full size
     res = run_jobs(jobs)
     both = 0
     for k, job in enumerate(jobs):
@@ -355,9 +362,10 @@ def test_corrupt_jpegs_with_draft_are_answered_and_agree_with_pillow():
         scale = job.source.draft_scale
         try:
             im = PIL.Image.open(io.BytesIO(files[k]))
-            im.draft(None, (max(1, im.width // scale), max(1, im.height // scale)))
-            if im.decoderconfig[0] != scale:
-                continue
+            if scale > 1:
+                im.draft(None, (max(1, im.width // scale), max(1, im.height // scale)))
+                if im.decoderconfig[0] != scale:
+                    continue
             im.load()
         except Exception:  # noqa: BLE001 - Pillow refuses what libjpeg took: nothing to compare
             continue
