@@ -64,6 +64,13 @@ ib_wpart *ib_wpart_get(ib_worker *w, int32_t id, bool create) {
     int32_t n = id + 1;
     ib_wpart *p = realloc(w->parts, (size_t)n * sizeof *p);
     if (!p) return NULL;
+    /* The array may have moved: every tracked job points into it (j->part),
+     * and a partition's jobs are all on its list. A worker that owned low
+     * partitions and is then given a higher one gets here with jobs in
+     * flight (a rebalance after another worker left). */
+    for (int32_t i = 0; i < w->n_parts; i++)
+      for (ib_wjob *j = p[i].head; j; j = j->next)
+        if (j->part) j->part = &p[i];
     for (int32_t i = w->n_parts; i < n; i++)
       p[i] = (ib_wpart){
           .id = i, .done_upto = -1, .committed = -1, .committing = -1, .next_offset = -1};
