@@ -203,9 +203,9 @@ int main(int argc, char **argv) {
       jpeg = strcmp(v, "jpeg") == 0;
     else if (strcmp(a, "--content") == 0)
       smooth = strcmp(v, "smooth") == 0;
-    else if (strcmp(a, "--paths") == 0) {
-      first_path =
-          strcmp(v, "direct") == 0 || strcmp(v, "libpng") == 0 || strcmp(v, "libjpeg") == 0;
+    else if (strcmp(a, "--paths") == 0 &&
+             (strcmp(v, "both") == 0 || strcmp(v, "libvips") == 0 || strcmp(v, "direct") == 0)) {
+      first_path = strcmp(v, "direct") == 0;
       last_path = strcmp(v, "libvips") == 0 ? 0 : 1;
     } else {
       fprintf(stderr,

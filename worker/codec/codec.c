@@ -225,34 +225,32 @@ static bool is_png(const uint8_t *b, size_t n) {
   return n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0;
 }
 
-ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
-  if (is_png(bytes, len)) return ib_png_header(bytes, len, shape, err);
-  if (ib_jpeg_is(bytes, len)) return ib_jpeg_header(bytes, len, 1, shape, err);
-  return ib_codec_header_vips(bytes, len, shape, err);
-}
-
-ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
-                               uint8_t *dst, ib_error *err) {
-  if (is_png(bytes, len)) return ib_png_decode_into(bytes, len, shape, dst, err);
-  if (ib_jpeg_is(bytes, len)) return ib_jpeg_decode_into(bytes, len, 1, shape, dst, err);
-  return ib_codec_decode_into_vips(bytes, len, shape, dst, err);
-}
-
-static bool drafted(const uint8_t *bytes, size_t len, unsigned draft_scale) {
-  return draft_scale > 1 && ib_jpeg_is(bytes, len);
-}
+/* A draft scale means something only to a JPEG; 0 and 1 are full size. */
+static unsigned jpeg_scale(unsigned draft_scale) { return draft_scale > 1 ? draft_scale : 1; }
 
 ib_status ib_codec_header_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                 ib_shape *shape, ib_error *err) {
-  if (drafted(bytes, len, draft_scale)) return ib_jpeg_header(bytes, len, draft_scale, shape, err);
-  return ib_codec_header(bytes, len, shape, err);
+  if (is_png(bytes, len)) return ib_png_header(bytes, len, shape, err);
+  if (ib_jpeg_is(bytes, len))
+    return ib_jpeg_header(bytes, len, jpeg_scale(draft_scale), shape, err);
+  return ib_codec_header_vips(bytes, len, shape, err);
 }
 
 ib_status ib_codec_decode_into_draft(const uint8_t *bytes, size_t len, unsigned draft_scale,
                                      const ib_shape *shape, uint8_t *dst, ib_error *err) {
-  if (drafted(bytes, len, draft_scale))
-    return ib_jpeg_decode_into(bytes, len, draft_scale, shape, dst, err);
-  return ib_codec_decode_into(bytes, len, shape, dst, err);
+  if (is_png(bytes, len)) return ib_png_decode_into(bytes, len, shape, dst, err);
+  if (ib_jpeg_is(bytes, len))
+    return ib_jpeg_decode_into(bytes, len, jpeg_scale(draft_scale), shape, dst, err);
+  return ib_codec_decode_into_vips(bytes, len, shape, dst, err);
+}
+
+ib_status ib_codec_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err) {
+  return ib_codec_header_draft(bytes, len, 1, shape, err);
+}
+
+ib_status ib_codec_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err) {
+  return ib_codec_decode_into_draft(bytes, len, 1, shape, dst, err);
 }
 
 static VipsInterpretation interpretation_of(ib_mode m) {

@@ -114,11 +114,10 @@ static ib_status run(jpeg_reader *r, ib_error *err) {
   r->fail.pub.emit_message = on_message;
   if (setjmp(r->fail.jump)) {
     jpeg_destroy_decompress(c);
-    if (r->scale == 1)
-      return ib_error_set(err, r->fail.status, IB_STAGE_DECODE, "decode: jpeg: %s",
-                          r->fail.message);
-    return ib_error_set(err, r->fail.status, IB_STAGE_DECODE, "decode: jpeg draft 1/%u: %s",
-                        r->scale, r->fail.message);
+    char draft[24] = "";
+    if (r->scale > 1) snprintf(draft, sizeof draft, " draft 1/%u", r->scale);
+    return ib_error_set(err, r->fail.status, IB_STAGE_DECODE, "decode: jpeg%s: %s", draft,
+                        r->fail.message);
   }
   jpeg_create_decompress(c);
   /* Past this, a multi-scan file's coefficient arrays would need libjpeg's
@@ -159,7 +158,7 @@ static ib_status run(jpeg_reader *r, ib_error *err) {
 static ib_status check_scale(unsigned scale, ib_error *err) {
   if (scale == 1 || scale == 2 || scale == 4 || scale == 8) return IB_OK;
   return ib_error_set(err, IB_INVALID, IB_STAGE_DECODE,
-                      "decode: jpeg draft scale 1/%u is not 1/2, 1/4 or 1/8", scale);
+                      "decode: jpeg scale 1/%u is not 1, 1/2, 1/4 or 1/8", scale);
 }
 
 ib_status ib_jpeg_header(const uint8_t *bytes, size_t len, unsigned scale, ib_shape *shape,
