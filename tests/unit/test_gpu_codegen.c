@@ -457,6 +457,67 @@ Test(pool, steady_state_reuses_blocks_and_respects_cap) {
   cr_assert_eq(outstanding, 0);
 }
 
+/* Submissions of a varying number of jobs ask for neighbouring classes
+ * (four in flight here, 48-96 MiB each, released in order). A free block up
+ * to an octave larger serves them, so the pool stops allocating once it
+ * holds a few large blocks (8 allocations, 684 MiB held at the end); by
+ * exact class it kept allocating each class's own (23). */
+Test(pool, neighbouring_classes_share_free_blocks) {
+  int outstanding = 0;
+  ib_pool p;
+  ib_pool_init(&p, t_alloc, t_free, &outstanding, 1ull << 40);
+  ib_pool_block q[4];
+  uint32_t x = 12345;
+  for (int i = 0; i < 400; i++) {
+    if (i >= 4) ib_pool_put(&p, &q[i % 4]);
+    x = x * 1103515245u + 12345u;
+    const size_t bytes = ((size_t)48 << 20) + (size_t)((double)x / 4294967296.0 * (48 << 20));
+    cr_assert(ib_pool_get(&p, bytes, &q[i % 4]));
+    cr_assert_geq(q[i % 4].size, bytes);
+    cr_assert_leq(q[i % 4].size, 2 * ib_pool_class_size(ib_pool_class(bytes)));
+    cr_assert_eq(ib_pool_class_size(q[i % 4].cls), q[i % 4].size);
+  }
+  cr_assert_leq(p.allocs, 12, "%llu allocations", (unsigned long long)p.allocs);
+  cr_assert_gt(p.reuses_up, 0);
+  for (int k = 0; k < 4; k++) ib_pool_put(&p, &q[k]);
+  cr_assert_eq(p.live, 0);
+  /* A request never takes a block more than an octave larger. */
+  ib_pool_block big, small;
+  ib_pool_trim(&p);
+  cr_assert(ib_pool_get(&p, (size_t)64 << 20, &big));
+  ib_pool_put(&p, &big);
+  cr_assert(ib_pool_get(&p, (size_t)28 << 20, &small));
+  cr_assert_eq(small.size, (size_t)28 << 20);
+  ib_pool_put(&p, &small);
+  cr_assert(ib_pool_get(&p, (size_t)32 << 20, &small));
+  cr_assert_eq(small.size, (size_t)64 << 20, "an octave up is in reach");
+  ib_pool_put(&p, &small);
+  ib_pool_destroy(&p);
+  cr_assert_eq(outstanding, 0);
+}
+
+/* Larger blocks are lent only while their spare bytes stay within an eighth
+ * of the cap, so the rounding the caps allow for is not eaten up. */
+Test(pool, spare_bytes_lent_stay_under_an_eighth_of_the_cap) {
+  int outstanding = 0;
+  ib_pool p;
+  ib_pool_init(&p, t_alloc, t_free, &outstanding, (size_t)1 << 30);
+  const size_t mib = (size_t)1 << 20;
+  ib_pool_block q[4];
+  for (int k = 0; k < 4; k++) cr_assert(ib_pool_get(&p, 128 * mib, &q[k]));
+  for (int k = 0; k < 4; k++) ib_pool_put(&p, &q[k]);
+  for (int k = 0; k < 3; k++) cr_assert(ib_pool_get(&p, 72 * mib, &q[k]));
+  cr_assert_eq(q[0].size, 128 * mib);
+  cr_assert_eq(q[1].size, 128 * mib);
+  cr_assert_eq(q[2].size, 72 * mib, "a third 56 MiB spare would pass 128 MiB");
+  cr_assert_eq(p.spare_live, 112 * mib);
+  for (int k = 0; k < 3; k++) ib_pool_put(&p, &q[k]);
+  cr_assert_eq(p.spare_live, 0);
+  cr_assert_eq(p.live, 0);
+  ib_pool_destroy(&p);
+  cr_assert_eq(outstanding, 0);
+}
+
 Test(pool, classes_waste_under_an_eighth) {
   cr_assert_eq(ib_pool_class_size(0), 64u << 10);
   cr_assert_eq(ib_pool_class_size(8), 128u << 10);

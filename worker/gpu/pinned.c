@@ -24,6 +24,7 @@ typedef struct live_ent {
   uint64_t addr;
   size_t size;
   int cls;
+  size_t spare; /* ib_pool_block's */
   bool parse;
   slab *sl;
 } live_ent;
@@ -144,7 +145,7 @@ static bool pool_take(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out
 static bool get_block(ib_pinned *p, size_t bytes, bool parse, ib_pool_block *out) {
   pthread_mutex_lock(&p->lock);
   const bool got = pool_take(p, bytes, parse, out);
-  bool ok = got && tab_add(p, (live_ent){out->addr, out->size, out->cls, parse, NULL});
+  bool ok = got && tab_add(p, (live_ent){out->addr, out->size, out->cls, out->spare, parse, NULL});
   if (!ok && got) ib_pool_put(&p->pool, out);
   if (ok && parse) p->parse_live += out->size;
   if (p->pool.held > p->st.held_max) p->st.held_max = p->pool.held;
@@ -189,7 +190,7 @@ static void *slab_alloc(ib_pinned *p, size_t size) {
   pthread_mutex_lock(&p->lock);
   if (p->parse_live + need <= p->parse_cap && (a = slab_carve(p, need))) {
     slab *s = p->cur;
-    if (tab_add(p, (live_ent){a, need, -1, true, s})) {
+    if (tab_add(p, (live_ent){a, need, -1, 0, true, s})) {
       p->parse_live += need;
     } else { /* undo the carve: the last one, so its space comes back */
       s->top -= need;
@@ -254,7 +255,7 @@ static void pa_free(void *data, void *ptr) {
   if (pinned) {
     p->parse_live -= e.size;
     if (!e.sl) {
-      ib_pool_put(&p->pool, &(ib_pool_block){e.addr, e.size, e.cls});
+      ib_pool_put(&p->pool, &(ib_pool_block){e.addr, e.size, e.cls, e.spare});
     } else if (!--e.sl->live) {
       if (e.sl == p->cur)
         e.sl->top = 0; /* empty: start over, in address order again */

@@ -48,15 +48,35 @@ void ib_pool_destroy(ib_pool *p) {
   memset(p->free_list, 0, sizeof p->free_list);
 }
 
+/* A free block of class k, else of the smallest class up to an octave
+ * above it. A submission's staging is one block of the sum of its jobs, so
+ * submissions of a few jobs more or fewer ask for neighbouring classes; a
+ * fresh pinned block costs milliseconds on the driving thread and a free
+ * one nothing. The octave bounds the waste of a loan and keeps a small
+ * request from taking the block a large one needs next. */
+static bool take_free(ib_pool *p, int k, ib_pool_block *out) {
+  const size_t want = ib_pool_class_size(k);
+  for (int j = k; j < IB_POOL_CLASSES && j <= k + STEPS; j++) {
+    if (!p->free_list[j].n) continue;
+    const size_t sz = ib_pool_class_size(j);
+    /* The credits bound the requests, and the caps leave room for their
+     * classes' rounding; spare bytes beyond an eighth of the cap could
+     * crowd out a request that fits by its own class. */
+    if (j != k && p->spare_live + (sz - want) > p->cap / 8) break;
+    *out = (ib_pool_block){p->free_list[j].addr[--p->free_list[j].n], sz, j, sz - want};
+    p->live += sz;
+    p->spare_live += sz - want;
+    p->reuses_up += j != k;
+    return true;
+  }
+  return false;
+}
+
 bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out) {
   int k = ib_pool_class(bytes ? bytes : 1);
   if (k < 0) return false;
+  if (take_free(p, k, out)) return true;
   size_t sz = ib_pool_class_size(k);
-  if (p->free_list[k].n) {
-    *out = (ib_pool_block){p->free_list[k].addr[--p->free_list[k].n], sz, k};
-    p->live += sz;
-    return true;
-  }
   /* Over the cap: give back free blocks of other classes, largest first. */
   for (int j = IB_POOL_CLASSES - 1; j >= 0 && p->held + sz > p->cap; j--) trim_class(p, j);
   if (p->held + sz > p->cap) return false;
@@ -69,24 +89,20 @@ bool ib_pool_get(ib_pool *p, size_t bytes, ib_pool_block *out) {
   p->allocs++;
   p->held += sz;
   p->live += sz;
-  *out = (ib_pool_block){addr, sz, k};
+  *out = (ib_pool_block){addr, sz, k, 0};
   return true;
 }
 
 int ib_pool_get_begin(ib_pool *p, size_t bytes, ib_pool_block *out) {
   int k = ib_pool_class(bytes ? bytes : 1);
   if (k < 0) return -1;
+  if (take_free(p, k, out)) return 1;
   size_t sz = ib_pool_class_size(k);
-  if (p->free_list[k].n) {
-    *out = (ib_pool_block){p->free_list[k].addr[--p->free_list[k].n], sz, k};
-    p->live += sz;
-    return 1;
-  }
   for (int j = IB_POOL_CLASSES - 1; j >= 0 && p->held + sz > p->cap; j--) trim_class(p, j);
   if (p->held + sz > p->cap) return -1;
   p->held += sz;
   p->live += sz;
-  *out = (ib_pool_block){0, sz, k};
+  *out = (ib_pool_block){0, sz, k, 0};
   return 0;
 }
 
@@ -103,6 +119,7 @@ void ib_pool_get_abort(ib_pool *p, const ib_pool_block *b) {
 void ib_pool_put(ib_pool *p, const ib_pool_block *b) {
   if (!b->addr) return;
   p->live -= b->size;
+  p->spare_live -= b->spare;
   __typeof__(p->free_list[0]) *fl = &p->free_list[b->cls];
   if (fl->n == fl->cap) {
     size_t ncap = fl->cap ? fl->cap * 2 : 8;

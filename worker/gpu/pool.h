@@ -3,8 +3,12 @@
  * backend: device buffers (cuMemAlloc) and pinned host staging
  * (cuMemHostAlloc). In steady state every request is served from a free
  * list, so no job allocates from the driver. Classes run from
- * 64 KiB in eight steps per power of two (ib_pool_class_size); a released block goes
- * back to its class's free list. `cap` bounds the bytes the pool holds from
+ * 64 KiB in eight steps per power of two (ib_pool_class_size); a request
+ * is served from its class's free list, else from the smallest free block
+ * up to twice its class's size while such spare bytes lent stay under an
+ * eighth of the cap (so requests that fit by their own classes still fit),
+ * else from the allocator; a released block goes back to its own class's
+ * free list. `cap` bounds the bytes the pool holds from
  * the allocator (live + free): past it, free blocks are returned to the
  * allocator first, and a request that still does not fit fails (the
  * executor's credits are meant to keep requests under the cap).
@@ -36,6 +40,7 @@ typedef struct ib_pool_block {
   uint64_t addr;
   size_t size; /* the class size (>= requested) */
   int cls;
+  size_t spare; /* size less the request's own class size (a larger free block lent) */
 } ib_pool_block;
 
 typedef struct ib_pool {
@@ -46,9 +51,11 @@ typedef struct ib_pool {
   /* bytes obtained from the allocator and not returned; atomic so that a
    * gauge (ib_executor_pools_get) may read it beside the thread using it */
   _Atomic uint64_t held;
-  uint64_t live;   /* bytes handed out */
-  uint64_t allocs; /* allocator calls (steady state: stops growing) */
-  uint64_t trims;  /* free blocks given back to the allocator (over the cap) */
+  uint64_t live;       /* bytes handed out */
+  uint64_t allocs;     /* allocator calls (steady state: stops growing) */
+  uint64_t trims;      /* free blocks given back to the allocator (over the cap) */
+  uint64_t reuses_up;  /* requests served by a free block of a larger class */
+  uint64_t spare_live; /* the spare bytes of the blocks handed out */
   struct {
     uint64_t *addr;
     size_t n, cap;
