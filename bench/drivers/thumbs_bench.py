@@ -594,7 +594,7 @@ def table(csv_path, md):
             elif st and st[0]["metric"] != "checked":
                 cells.append((be, None, st[0]["note"] or st[0]["status"]))
         pil = best(wl, lambda i: i.startswith("pillow-mp"))
-        vips = best(wl, lambda i: i.startswith("libvips-mt"))
+        vips = best(wl, lambda i: i.startswith("libvips-mp"))
         peer = []
         if pil:
             peer.append(f"Pillow {pil:,.1f}/s")
