@@ -27,10 +27,11 @@ typedef struct fake {
   bool closed;          /* the backend state was closed */
   atomic_int live_bufs; /* kept resident buffers */
   atomic_int downloads, in_download, overlapped_downloads;
-  bool lend;           /* results lent from a per-submission arena */
-  bool own;            /* outputs downloaded into their Job buffers */
-  bool blank_fail;     /* jobs fail IB_INTERNAL with no message (a backend bug) */
-  atomic_int live_own; /* Job buffers lent to results */
+  bool lend;            /* results lent from a per-submission arena */
+  bool lend_renditions; /* with lend: two renditions a job, lent, instead of the output */
+  bool own;             /* outputs downloaded into their Job buffers */
+  bool blank_fail;      /* jobs fail IB_INTERNAL with no message (a backend bug) */
+  atomic_int live_own;  /* Job buffers lent to results */
   atomic_int live_arenas, arenas_released;
   atomic_int parse_allocs, parse_frees;
   /* Parking (job_ready): a graph of 3 nodes needs a kernel that compiles
@@ -183,15 +184,27 @@ static void fake_lend(ib_backend_submission *sub) {
     if (sub->jobs[i].status == IB_OK && !sub->jobs[i].resident && !sub->jobs[i].lent)
       total += ib_image_bytes(&sub->jobs[i].out);
   if (!total) return;
-  uint8_t *arena = malloc(total), *at = arena;
+  const size_t copies = F.lend_renditions ? 2 : 1;
+  uint8_t *arena = malloc(total * copies), *at = arena;
   for (size_t i = 0; i < sub->n; i++) {
     ib_backend_job *j = &sub->jobs[i];
     if (j->status != IB_OK || j->resident || j->lent) continue; /* lent: in its Job buffer */
     size_t b = ib_image_bytes(&j->out);
+    j->lent = arena;
+    if (F.lend_renditions) { /* as the CUDA backend's rendition block */
+      j->renditions = calloc(copies, sizeof *j->renditions);
+      j->n_renditions = copies;
+      for (size_t r = 0; r < copies; r++, at += b) {
+        memcpy(at, j->out.data, b);
+        j->renditions[r] = (ib_image){j->out.mode, j->out.width, j->out.height, at, NULL, NULL};
+      }
+      ib_image_release(&j->out);
+      j->out = (ib_image){0};
+      continue;
+    }
     memcpy(at, j->out.data, b);
     ib_image_release(&j->out);
     j->out.data = at;
-    j->lent = arena;
     at += b;
   }
   atomic_fetch_add(&F.live_arenas, 1);
@@ -1288,6 +1301,51 @@ Test(lent, the_arena_stays_charged_until_its_last_image_is_released) {
   cr_assert_eq(atomic_load(&F.live_arenas), 0, "the last release gave the arena back");
   ib_executor_destroy(ex);
   cr_assert(F.closed);
+}
+
+/* Renditions lent as the CUDA backend lends them (ranges of one block a
+ * submission): each image is a range the core counts, so the block stays
+ * charged until the last image of the last job is released, whichever
+ * result and whichever rendition that is. */
+Test(lent, lent_renditions_keep_their_block_until_the_last_image_is_released) {
+  ib_executor *ex = lending_executor(4, 0);
+  F.lend_renditions = true;
+  ib_result r[4];
+  for (int i = 0; i < 4; i++) {
+    ib_error err = {0};
+    cr_assert_eq(ib_executor_submit(ex, test_graph_u64((uint64_t)i + 1), NULL, NULL, &err), IB_OK,
+                 "%s", err.message);
+  }
+  ib_results *rs;
+  cr_assert_eq(ib_executor_join(ex, &rs), IB_OK);
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(ib_results_next(rs, &r[i]), IB_OK);
+    cr_assert(r[i].ok, "%s", r[i].error.message);
+    cr_assert_null(r[i].image.data, "a rendition job's output stays empty");
+    cr_assert_eq(r[i].n_renditions, 2);
+    for (int k = 0; k < 2; k++) {
+      cr_assert_not_null(r[i].renditions[k].free_fn, "rendition %d is a lent range", k);
+      assert_image_matches(&r[i].renditions[k], (uint64_t)i + 1);
+    }
+  }
+  ib_results_close(rs);
+  cr_assert_eq(F.submits, 1);
+  ib_executor_counters c = test_counters(ex);
+  cr_assert_eq(c.lent_arenas, 1);
+  cr_assert_gt(c.host_bytes.in_use, 0);
+  cr_assert_eq(c.lent_host_bytes, c.host_bytes.in_use, "all that is held is the block");
+  const uint64_t held = c.host_bytes.in_use;
+  for (int i = 0; i < 3; i++) ib_result_free(&r[i]);
+  ib_image_release(&r[3].renditions[1]);
+  c = test_counters(ex);
+  cr_assert_eq(c.host_bytes.in_use, held, "one image left: the block is still charged");
+  cr_assert_eq(atomic_load(&F.live_arenas), 1);
+  ib_result_free(&r[3]);
+  c = test_counters(ex);
+  cr_assert_eq(c.lent_arenas, 0);
+  assert_credits_zero(ex);
+  cr_assert_eq(atomic_load(&F.live_arenas), 0, "the last image gave the block back");
+  ib_executor_destroy(ex);
 }
 
 Test(lent, images_outlive_the_executor_and_keep_the_backend_open) {

@@ -385,11 +385,13 @@ Test(gpu_stage, a_late_enqueue_failure_is_answered_by_its_own_wait, .timeout = 3
   driven_free(c);
 }
 
-/* ib_cuda_wait copies each rendition job's images out of the rendition
- * block on the host pool: every image is the bytes of its own range (the
- * stand-in driver downloads nothing, so the block holds a pattern), the
- * plain jobs beside them keep their arena ranges. */
-Test(gpu_stage, renditions_come_out_of_their_ranges_of_the_block, .timeout = 300) {
+/* ib_cuda_wait lends each rendition job its ranges of the rendition block
+ * (no copies): every image points at its own range (the stand-in driver
+ * downloads nothing, so the block holds a pattern), all of them under one
+ * token of the block's, not the arena's that the plain jobs beside them
+ * share; the block stays out of the pinned pool until that token comes
+ * back. */
+Test(gpu_stage, renditions_are_their_ranges_of_the_block_lent, .timeout = 300) {
   ib_cuda *c = driven(3);
   enum { N = 6, SIDE = 37 };
   ib_backend_job jobs[N];
@@ -404,31 +406,45 @@ Test(gpu_stage, renditions_come_out_of_their_ranges_of_the_block, .timeout = 300
   cr_assert_not(s->staged_listed, "nothing decodes: enqueued at once");
   cr_assert_gt(s->rblk.size, 0);
   uint8_t *blk = (uint8_t *)(uintptr_t)s->rblk.addr;
-  for (size_t k = 0; k < s->rblk.size; k++) blk[k] = (uint8_t)(k * 7 + 3);
+  const size_t blk_size = s->rblk.size;
+  for (size_t k = 0; k < blk_size; k++) blk[k] = (uint8_t)(k * 7 + 3);
   size_t off[N][4] = {{0}};
   for (size_t i = 0; i < N; i++)
     for (size_t r = 0; r < s->js[i].n_rend; r++) off[i][r] = s->js[i].rend_off[r];
   cr_assert_eq(ib_cuda_wait(c, s, &err), IB_OK, "%s", err.message);
-  void *lent = NULL;
+  void *arena = NULL, *rend = NULL;
   for (size_t i = 0; i < N; i++) {
     ib_backend_job *j = &jobs[i];
     cr_assert_eq(j->status, IB_OK, "%s", j->err.message);
+    cr_assert_not_null(j->lent);
     if (i % 2) {
       cr_assert_eq(j->n_renditions, 0);
-      cr_assert_not_null(j->lent, "a plain job's output is its arena range");
-    } else {
-      cr_assert_eq(j->n_renditions, 4, "job %zu", i);
-      for (size_t r = 0; r < 4; r++) {
-        const ib_image *im = &j->renditions[r];
-        cr_assert_eq(ib_image_bytes(im), (size_t)SIDE * SIDE);
-        for (size_t k = 0; k < ib_image_bytes(im); k++)
-          cr_assert_eq(im->data[k], (uint8_t)((off[i][r] + k) * 7 + 3),
-                       "job %zu rendition %zu byte %zu", i, r, k);
-      }
-      ib_renditions_release(&j->renditions, &j->n_renditions);
+      cr_assert(!arena || j->lent == arena, "the plain jobs share the arena's token");
+      arena = j->lent;
+      continue;
     }
-    if (j->lent && j->lent != lent) ib_cuda_lent_release(c, lent = j->lent);
-    ib_graph_free(gs[i]);
+    cr_assert(!rend || j->lent == rend, "the rendition jobs share the block's token");
+    rend = j->lent;
+    cr_assert_eq(j->n_renditions, 4, "job %zu", i);
+    for (size_t r = 0; r < 4; r++) {
+      const ib_image *im = &j->renditions[r];
+      cr_assert_eq(ib_image_bytes(im), (size_t)SIDE * SIDE);
+      cr_assert_eq(im->data, blk + off[i][r], "job %zu rendition %zu is its range", i, r);
+      cr_assert_null(im->free_fn, "the core adopts lent images");
+      for (size_t k = 0; k < ib_image_bytes(im); k++)
+        cr_assert_eq(im->data[k], (uint8_t)((off[i][r] + k) * 7 + 3),
+                     "job %zu rendition %zu byte %zu", i, r, k);
+    }
+    free(j->renditions); /* the images are the block's */
   }
+  cr_assert_neq(arena, rend);
+  /* Until the token comes back, no request gets the block. */
+  ib_pool_block b = {0};
+  cr_assert(ib_pinned_get(c->pin, blk_size, &b));
+  cr_assert_neq(b.addr, (uint64_t)(uintptr_t)blk, "a lent block is not free");
+  ib_pinned_put(c->pin, &b);
+  ib_cuda_lent_release(c, rend);
+  ib_cuda_lent_release(c, arena);
+  for (size_t i = 0; i < N; i++) ib_graph_free(gs[i]);
   driven_free(c);
 }

@@ -26,8 +26,9 @@
  * `lent` to that memory's token (jobs of one submission share it), leaves
  * out.free_fn NULL, and gives the memory back when the core calls
  * lent_release(token) - once per token, after every image in it was
- * released. Only successful jobs carry a token; a submission whose jobs all
- * failed keeps no arena.
+ * released. Renditions may be lent the same way (each image's data in the
+ * token's memory, free_fn NULL). Only successful jobs carry a token; a
+ * submission whose jobs all failed keeps no arena.
  *
  * Own-buffer outputs: where out_in_buffer says so, the backend downloads
  * the terminal image into the Job's own buffer (ib_executor_parse_buffer),
@@ -46,8 +47,9 @@ typedef struct ib_backend_job {
   void *lent;
   bool buffer_lent;
   /* A graph with renditions: on success, one host image per rendition in
-   * the Job's order (a malloc'd array the core takes; out stays empty). A
-   * backend that cannot produce them rejects such graphs in admit. */
+   * the Job's order (a malloc'd array the core takes; out stays empty),
+   * owned or lent (above). A backend that cannot produce them rejects such
+   * graphs in admit. */
   ib_image *renditions;
   size_t n_renditions;
   /* The core's, for ib_backend_job_started: a host backend

@@ -38,15 +38,15 @@ void ib_cuda_charge_plan(const ib_graph *g, const ib_gplan *p, ib_cuda_in_place_
   dev += par;
   host += par;
   /* The output's range of the download arena is aligned; the core charges
-   * the image itself (held until delivered). Renditions instead come down
-   * into a pinned block of the submission's (one aligned range per
-   * rendition node), copied from there into the images the core holds
-   * (docs/credits.md): the block is working bytes, returned at the wait. */
+   * the image itself (held until delivered). Renditions likewise: each is
+   * an aligned range of the submission's rendition block, lent to the
+   * result (docs/credits.md), so only the alignment is working bytes. */
   if (p->n_rendition_nodes) {
     for (size_t i = 0; i < g->n_nodes; i++)
       if (ib_gplan_rendition_node(g, i)) {
         const ib_shape *sh = &g->nodes[i].shape;
-        host += up((uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode));
+        const uint64_t b = (uint64_t)sh->width * sh->height * ib_mode_bands(sh->mode);
+        host += up(b) - b;
       }
   } else {
     uint64_t out = ib_gplan_out_bytes(p);

@@ -278,7 +278,7 @@ typedef struct ib_sub_layout {
   size_t inter;        /* stage outputs that stay on the device, resident outputs */
   size_t download;     /* the other terminal images: the arena's, then own-buffer ones */
   size_t arena_bytes;  /* the download region's arena part (one copy) */
-  size_t rend_bytes;   /* the rendition block (pinned host only, not lent) */
+  size_t rend_bytes;   /* the rendition block (pinned host only) */
   size_t desc_off;     /* descriptor tables, in the upload region */
   size_t out_base;     /* device offset of the download region */
   size_t total_stages; /* descriptors: one per job and stage */
@@ -316,8 +316,8 @@ struct ib_backend_submission {
   CUevent ev;
   ib_pool_block hblk, dblk;
   ib_lent_arena *arena; /* NULL when nothing comes back to the host */
-  /* Renditions' downloads (ib_sub_layout.rend_bytes), copied into the
-   * jobs' rendition images at the wait and given back there. */
+  /* Renditions' downloads (ib_sub_layout.rend_bytes), lent to the jobs'
+   * rendition images at the wait (ib_lent_arena), else given back there. */
   ib_pool_block rblk;
   ib_backend_job *jobs;
   size_t n;

@@ -519,37 +519,33 @@ ib_status ib_cuda_submit(void *state, ib_backend_job *jobs, size_t n, ib_backend
   return rs;
 }
 
-/* Job i's renditions (Job.renditions order): one malloc'd image each,
- * copied from the rendition block (the core takes the array and releases
- * the images as the CPU backend's; the block goes back at release). A
- * failure is the job's own. */
-static void take_renditions(ib_backend_submission *s, size_t i) {
+/* Job i's renditions (Job.renditions order): each image its range of the
+ * rendition block, lent under token ra as the arena's ranges are (the core
+ * gives the block back through lent_release once all are released); false
+ * when the job failed instead. */
+static bool lend_renditions(ib_backend_submission *s, size_t i, ib_lent_arena *ra) {
   ib_backend_job *j = &s->jobs[i];
   const ib_jstate *js = &s->js[i];
   const ib_graph *g = j->graph;
-  ib_image *ims = calloc(js->n_rend, sizeof *ims);
-  bool ok = ims != NULL;
-  for (size_t r = 0; ok && r < js->n_rend; r++) {
+  ib_image *ims = ra ? calloc(js->n_rend, sizeof *ims) : NULL;
+  if (!ims) {
+    ib_cuda_job_fail(
+        j,
+        &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory (renditions)"},
+        IB_STAGE_DOWNLOAD);
+    return false;
+  }
+  for (size_t r = 0; r < js->n_rend; r++) {
     const ib_shape *sh = &g->nodes[g->job->renditions[r]->node].shape;
-    ok = ib_image_alloc(&ims[r], sh->mode, sh->width, sh->height) == IB_OK;
-    if (ok)
-      memcpy(ims[r].data, (const uint8_t *)(uintptr_t)s->rblk.addr + js->rend_off[r],
-             ib_image_bytes(&ims[r]));
+    ims[r] = (ib_image){.mode = sh->mode,
+                        .width = sh->width,
+                        .height = sh->height,
+                        .data = (uint8_t *)(uintptr_t)s->rblk.addr + js->rend_off[r]};
   }
   j->renditions = ims;
-  j->n_renditions = ims ? js->n_rend : 0;
-  if (ok) return;
-  ib_renditions_release(&j->renditions, &j->n_renditions);
-  ib_cuda_job_fail(
-      j, &(ib_error){.status = IB_INTERNAL, .message = "backend cuda: out of memory (renditions)"},
-      IB_STAGE_DOWNLOAD);
-}
-
-/* Job i's renditions, when it has any and succeeded (ib_cuda_wait). */
-static void rend_task(void *ctx, size_t i) {
-  ib_backend_submission *s = ctx;
-  const ib_backend_job *j = &s->jobs[i];
-  if (j->status == IB_OK && !j->resident && s->js[i].n_rend) take_renditions(s, i);
+  j->n_renditions = js->n_rend;
+  j->lent = ra;
+  return true;
 }
 
 /* Job i's output: its own Job buffer (a token of its own) or its range of
@@ -596,9 +592,11 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
     ib_cuda_device_fail(s, rc, "submission", 0, err);
     rs = IB_DEVICE;
   }
-  /* Results are ranges of the arena (no copy); it is lent once at least
-   * one of them succeeded, otherwise sub_release takes it back. */
+  /* Results are ranges of the arena, renditions ranges of the rendition
+   * block (no copies); each is lent once at least one of its jobs
+   * succeeded, otherwise sub_release takes it back. */
   bool lent = false, rend = false;
+  ib_lent_arena *ra = NULL;
   for (size_t i = 0; i < s->n; i++) {
     ib_backend_job *j = &s->jobs[i];
     if (j->status != IB_OK) continue;
@@ -608,15 +606,18 @@ ib_status ib_cuda_wait(void *state, ib_backend_submission *s, ib_error *err) {
       continue;
     }
     if (j->resident) continue; /* j->dev kept at submit */
-    if (s->js[i].n_rend)
-      rend = true;
-    else
+    if (!s->js[i].n_rend) {
       lent |= lend(s, i);
+      continue;
+    }
+    if (!ra && (ra = calloc(1, sizeof *ra))) *ra = (ib_lent_arena){.c = c, .blk = s->rblk};
+    rend |= lend_renditions(s, i, ra);
   }
-  /* Renditions are copies out of the rendition block (megabytes a job,
-   * into fresh memory): spread over the host pool. */
-  if (rend) ib_hostpar_for(c->hp, s->n, rend_task, s);
   if (lent) s->arena = NULL; /* the core gives it back through lent_release */
+  if (rend)
+    s->rblk = (ib_pool_block){0}; /* likewise, as ra */
+  else
+    free(ra);
   if (c->prof) {
     prof_waited(s, w0, w1, rc == CUDA_SUCCESS);
     c->t_device += w1 - w0;
