@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec/png_plain.h"
 #include "core/error.h"
 
 /* read_new()'s limits: libpng's 1M-pixel soft limit per axis raised to
@@ -219,8 +220,14 @@ ib_status ib_png_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_er
   return decode(bytes, len, shape, NULL, NULL, err);
 }
 
-ib_status ib_png_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape, uint8_t *dst,
-                             ib_error *err) {
+ib_status ib_png_decode_libpng(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err) {
   ib_shape got;
   return decode(bytes, len, &got, shape, dst, err);
+}
+
+ib_status ib_png_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape, uint8_t *dst,
+                             ib_error *err) {
+  if (ib_png_plain_decode(bytes, len, shape, dst)) return IB_OK;
+  return ib_png_decode_libpng(bytes, len, shape, dst, err);
 }

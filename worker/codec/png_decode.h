@@ -32,8 +32,15 @@
 ib_status ib_png_header(const uint8_t *bytes, size_t len, ib_shape *shape, ib_error *err);
 
 /* Decodes into `dst`, exactly width * height * bands bytes of the shape
- * ib_png_header reported. A truncated or corrupt image is IB_DECODE. */
+ * ib_png_header reported: a plain file through libdeflate (png_plain.h),
+ * any other through libpng, with the same outcome. A truncated or corrupt
+ * image is IB_DECODE. */
 ib_status ib_png_decode_into(const uint8_t *bytes, size_t len, const ib_shape *shape, uint8_t *dst,
                              ib_error *err);
+
+/* The same through libpng alone, for any file: the reference the plain
+ * path is tested against. */
+ib_status ib_png_decode_libpng(const uint8_t *bytes, size_t len, const ib_shape *shape,
+                               uint8_t *dst, ib_error *err);
 
 #endif

@@ -1,0 +1,41 @@
+/*
+ * png_plain.h - the common PNG decoded without libpng's inflate (internal).
+ * A 2048^2 photo-like PNG spent two thirds of its libpng decode in zlib's
+ * inflate; libdeflate inflates the same stream in well under half the time,
+ * but only whole (one call, the whole output at once), which libpng's
+ * row-by-row reading cannot use. So a "plain" file - the kind the pipeline
+ * mostly sees - is read here: chunks walked and CRC-checked, the IDAT data
+ * inflated in one call, the rows unfiltered. Anything else about a file,
+ * good or bad, is left to libpng (png_decode.c), whose outcome is the
+ * reference: this path only ever answers where libpng would have decoded
+ * the same bytes.
+ *
+ * Plain: IHDR first; 8-bit grey, grey+alpha, RGB or RGBA; not interlaced;
+ * every chunk before the last IDAT well-formed (length, letters, CRC) and
+ * ancillary but for IHDR and the IDATs, and no tRNS (which changes the
+ * mode); the IDATs consecutive, holding one zlib stream with a 32 KiB
+ * window that ends exactly with them and inflates to exactly the filtered
+ * rows (valid filter types only). A different window size is left to libpng
+ * because zlib refuses a distance past a smaller declared window, which
+ * libdeflate does not check. A wrong Adler-32 is left to libpng too, which
+ * ignores it as libvips told it to.
+ *
+ * No globals; allocates the inflated rows (height x (row + 1) bytes) for
+ * the call. Never prints.
+ */
+#ifndef IB_PNG_PLAIN_H
+#define IB_PNG_PLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/shape.h"
+
+/* Decodes a plain PNG of exactly `shape` into dst (width * height * bands
+ * bytes): true when it did. False when the file is not plain, is not that
+ * shape, or memory ran out: dst's contents are then undefined and the
+ * caller decodes with libpng. */
+bool ib_png_plain_decode(const uint8_t *bytes, size_t len, const ib_shape *shape, uint8_t *dst);
+
+#endif
