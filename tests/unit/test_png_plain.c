@@ -20,7 +20,7 @@ static const uint8_t color_of[] = {0, 4, 2, 6};
 
 /* How a plain file is written; variants change one thing. */
 typedef struct plain_spec {
-  int mode;           /* index into modes */
+  int mode; /* index into modes */
   uint32_t w, h;
   int filter;         /* 0..4 for every row, 5: each row its own (random) */
   int level;          /* libdeflate 0..12 */
@@ -48,7 +48,11 @@ static uint8_t *filtered(const plain_spec *s, const uint8_t *px, uint64_t *rng) 
     for (size_t i = 0; i < stride; i++) {
       const int a = i >= bpp ? row[i - bpp] : 0, b = up ? up[i] : 0,
                 c = up && i >= bpp ? up[i - bpp] : 0;
-      const int pred = t == 0 ? 0 : t == 1 ? a : t == 2 ? b : t == 3 ? (a + b) / 2 : paeth_of(a, b, c);
+      const int pred = t == 0   ? 0
+                       : t == 1 ? a
+                       : t == 2 ? b
+                       : t == 3 ? (a + b) / 2
+                                : paeth_of(a, b, c);
       o[1 + i] = (uint8_t)(row[i] - pred);
     }
   }
@@ -65,7 +69,8 @@ static void put_ihdr(pg_buf *o, const plain_spec *s) {
 }
 
 static void put_ancillary(pg_buf *o) {
-  static const uint8_t gama[4] = {0, 0, 0xb1, 0x8f}, phys[9] = {0, 0, 0x0b, 0x13, 0, 0, 0x0b, 0x13, 1};
+  static const uint8_t gama[4] = {0, 0, 0xb1, 0x8f},
+                       phys[9] = {0, 0, 0x0b, 0x13, 0, 0, 0x0b, 0x13, 1};
   pg_chunk(o, "gAMA", gama, 4);
   pg_chunk(o, "pHYs", phys, 9);
   pg_chunk(o, "tEXt", "Comment\0plain", 13);
@@ -151,7 +156,8 @@ Test(png_plain, plain_files_decode_to_their_pixels_through_the_plain_path) {
     by_filter[s.filter]++;
     free(got), free(ref), free(px), free(rows), free(z), free(f.p);
   }
-  for (int t = 0; t < 6; t++) cr_assert_gt(by_filter[t], 20, "filter %d: %zu files", t, by_filter[t]);
+  for (int t = 0; t < 6; t++)
+    cr_assert_gt(by_filter[t], 20, "filter %d: %zu files", t, by_filter[t]);
 }
 
 /* ib_png_decode_into (plain path first) and libpng alone agree. */
@@ -213,7 +219,7 @@ Test(png_plain, every_variant_decodes_or_fails_as_libpng_alone) {
       memcpy(r2, rows, rn);
       size_t r2n = rn;
       if (v == 0) r2[(pg_rand(&rng) % s.h) * (rn / s.h)] = (uint8_t)(5 + pg_rand(&rng) % 251);
-      if (v == 1) r2n = rn - 1 - pg_rand(&rng) % (rn < 3 ? 1 : rn / 2); /* too few rows */
+      if (v == 1) r2n = rn - 1 - pg_rand(&rng) % (rn < 3 ? 1 : rn / 2);      /* too few rows */
       if (v == 2) r2n = rn + 1 + pg_rand(&rng) % 40, memset(r2 + rn, 7, 64); /* too many */
       if (v == 3) /* rows that repeat three rows down: matches further back than 256 bytes */
         for (size_t y = 3; y < s.h; y++)
@@ -228,8 +234,8 @@ Test(png_plain, every_variant_decodes_or_fails_as_libpng_alone) {
         z2[1] = (uint8_t)(z2[1] & 0xe0);
         z2[1] = (uint8_t)(z2[1] + (31 - (z2[0] * 256 + z2[1]) % 31) % 31);
       }
-      if (v == 4) z2[zn - 1] ^= 0x5a;                             /* Adler-32 */
-      if (v == 5) memcpy(z2 + zn, "\x03\x00junk", 6), zn += 6;    /* after the stream */
+      if (v == 4) z2[zn - 1] ^= 0x5a;                          /* Adler-32 */
+      if (v == 5) memcpy(z2 + zn, "\x03\x00junk", 6), zn += 6; /* after the stream */
       if (v == 6 && zn > 8) z2[2 + pg_rand(&rng) % (zn - 6)] ^= (uint8_t)(1 + pg_rand(&rng) % 255);
       pg_buf f;
       assemble(&f, &s, z2, zn, &rng);
@@ -241,7 +247,10 @@ Test(png_plain, every_variant_decodes_or_fails_as_libpng_alone) {
         static const char *types[] = {"tRNS", "PLTE", "zZzZ", "sBIT", "bKGD", "cHRM", "sRGB"};
         const char *t = types[pg_rand(&rng) % 7];
         uint8_t d[12] = {0, 1, 0, 2, 0, 3, 0, 0, 0, 0, 0, 0};
-        insert_before_idat(&g, &f, t, d, (uint32_t)(t[0] == 'P' ? 6 : t[0] == 's' ? 1 + s.mode : 6));
+        insert_before_idat(&g, &f, t, d,
+                           (uint32_t)(t[0] == 'P'   ? 6
+                                      : t[0] == 's' ? 1 + s.mode
+                                                    : 6));
         use = &g;
       }
       if (v == 8) f.p[at[pg_rand(&rng) % nc] + 8] ^= 0x40; /* a CRC broken (or IEND's data) */
@@ -250,10 +259,12 @@ Test(png_plain, every_variant_decodes_or_fails_as_libpng_alone) {
       if (v == 11 && nc > 3) { /* a flipped byte with its CRC made right again */
         size_t c = at[1 + pg_rand(&rng) % (nc - 2)];
         uint32_t cl = pg_chunk_len(f.p, c);
-        if (cl) f.p[c + 8 + pg_rand(&rng) % cl] ^= (uint8_t)(1 + pg_rand(&rng) % 255), fix_crc(f.p, c);
+        if (cl)
+          f.p[c + 8 + pg_rand(&rng) % cl] ^= (uint8_t)(1 + pg_rand(&rng) % 255), fix_crc(f.p, c);
       }
       char what[160];
-      snprintf(what, sizeof what, "case %llu variant %d: %ux%u mode %d filter %d level %d pieces %zu",
+      snprintf(what, sizeof what,
+               "case %llu variant %d: %ux%u mode %d filter %d level %d pieces %zu",
                (unsigned long long)k, v, s.w, s.h, s.mode, s.filter, s.level, s.idat_pieces);
       agree(use->p, use->len, &shape, what, &n_ok);
       free(g.p), free(f.p), free(z), free(z2), free(r2);

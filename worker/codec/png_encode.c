@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "codec/metadata.h"
+#include "codec/png_paeth.h"
 #include "core/error.h"
 
 /* A compressor per thread, kept for its level: allocating one costs more
@@ -59,12 +60,6 @@ static size_t chunk(uint8_t *p, const char type[4], size_t n) {
 }
 
 /* Branch-free (selects, not jumps): it runs for every byte of every row. */
-static inline uint8_t paeth(int a, int b, int c) {
-  int pa = abs(b - c), pb = abs(a - c), pc = abs(a + b - 2 * c);
-  int ab = pb < pa ? b : a, pab = pb < pa ? pb : pa;
-  return (uint8_t)(pc < pab ? c : ab);
-}
-
 static unsigned long cost(const uint8_t *v, size_t n) {
   unsigned long sum = 0;
   for (size_t i = 0; i < n; i++) sum += (unsigned)abs((int8_t)v[i]);
@@ -88,7 +83,7 @@ static void filter_row(const uint8_t *row, const uint8_t *prev, size_t n, unsign
     sub[i] = (uint8_t)(row[i] - row[i - bpp]);
     up[i] = (uint8_t)(row[i] - prev[i]);
     avg[i] = (uint8_t)(row[i] - (row[i - bpp] + prev[i]) / 2);
-    pae[i] = (uint8_t)(row[i] - paeth(row[i - bpp], prev[i], prev[i - bpp]));
+    pae[i] = (uint8_t)(row[i] - ib_png_paeth(row[i - bpp], prev[i], prev[i - bpp]));
   }
   const uint8_t *rows[5] = {row, sub, up, avg, pae};
   unsigned long best = cost(row, n);

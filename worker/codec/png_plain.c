@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/png_paeth.h"
 #include "imgbatch.h"
 
 /* png_decode.c's CHUNK_MALLOC_MAX: libpng refuses a longer non-IDAT chunk. */
@@ -51,8 +52,8 @@ static bool walk(const uint8_t *p, size_t len, const ib_shape *shape, idat_run *
       if (memcmp(t, "IHDR", 4) != 0 || n != 13) return false;
       /* width, height, depth 8, colour type, compression 0, filter 0,
        * no interlace */
-      if (be32(d) != shape->width || be32(d + 4) != shape->height || d[8] != 8 ||
-          d[9] != color || d[10] || d[11] || d[12])
+      if (be32(d) != shape->width || be32(d + 4) != shape->height || d[8] != 8 || d[9] != color ||
+          d[10] || d[11] || d[12])
         return false;
       ihdr = true;
     } else if (is_idat) {
@@ -67,16 +68,6 @@ static bool walk(const uint8_t *p, size_t len, const ib_shape *shape, idat_run *
   return run->chunks > 0; /* else no IDAT, or the file ended inside the run */
 }
 
-/* The Paeth predictor without branches: on photo-like rows its choice is
- * unpredictable, and mispredicted branches were most of the unfilter. */
-static inline int paeth(int a, int b, int c) {
-  const int p = b - c, q = a - c;
-  const int pa = abs(p), pb = abs(q), pc = abs(p + q);
-  const int not_a = -((pb < pa) | (pc < pa)), c_not_b = -(pc < pb);
-  const int bc = b ^ ((b ^ c) & c_not_b);
-  return a ^ ((a ^ bc) & not_a);
-}
-
 /* One row: f (filter type, then the filtered bytes) over prev (the row
  * above, unfiltered; zeros for the first) into row. bpp is a constant at
  * each call site, so the compiler unrolls the bands. */
@@ -85,9 +76,7 @@ static inline void unfilter_row(uint8_t *row, const uint8_t *f, const uint8_t *p
   const uint8_t type = f[0];
   f++;
   switch (type) {
-    case 0:
-      memcpy(row, f, n);
-      break;
+    case 0: memcpy(row, f, n); break;
     case 1:
       for (size_t i = 0; i < bpp; i++) row[i] = f[i];
       for (size_t i = bpp; i < n; i++) row[i] = (uint8_t)(f[i] + row[i - bpp]);
@@ -102,7 +91,7 @@ static inline void unfilter_row(uint8_t *row, const uint8_t *f, const uint8_t *p
     default: /* 4, Paeth (the types were checked) */
       for (size_t i = 0; i < bpp; i++) row[i] = (uint8_t)(f[i] + prev[i]);
       for (size_t i = bpp; i < n; i++)
-        row[i] = (uint8_t)(f[i] + paeth(row[i - bpp], prev[i], prev[i - bpp]));
+        row[i] = (uint8_t)(f[i] + ib_png_paeth(row[i - bpp], prev[i], prev[i - bpp]));
       break;
   }
 }
