@@ -45,8 +45,8 @@ ib_gpu_python() {
     return 0
   fi
   if ! ls .whl/imgbatch_client-*.whl >/dev/null 2>&1; then
-    echo "gpu: no Python with the client: set IB_PYTHON, or carry .whl/ (the client's," \
-      "protobuf's and pytest's wheels)" >&2
+    echo "gpu: no Python with the client: set IB_PYTHON, or carry .whl/ (tests/gpu/wheels.sh" \
+      "fills it: the client's, protobuf's, pytest's and confluent-kafka's wheels)" >&2
     return 1
   fi
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

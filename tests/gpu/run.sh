@@ -6,7 +6,7 @@
 # Builds nothing: expects a pack (see /work/shared/device/README.md):
 # .devpack/bin/ with imgbatch, gpu_check, interp_check, storm_check,
 # gpu_bench and kafka_bench (demo/ optional), and .whl/ with the client's,
-# protobuf's and pytest's wheels (pip wheel --no-deps -w .whl ./client ...)
+# protobuf's, pytest's and confluent-kafka's wheels (tests/gpu/wheels.sh)
 # for the worker, parity_live and renditions_live cases. All of it takes more than one
 # 10-minute device call; split it, e.g.
 #   tests/gpu/run.sh gpu_check gpu_check_warm memcheck racecheck interp_check storm_check capacity bench
