@@ -276,3 +276,32 @@ Test(png_plain, every_variant_decodes_or_fails_as_libpng_alone) {
   cr_assert_gt(n_ok, n_all / 5, "%zu of %zu decoded", n_ok, n_all);
   cr_assert_lt(n_ok, n_all * 4 / 5, "%zu of %zu decoded", n_ok, n_all);
 }
+
+/* The plain path's size bound (png_plain.h): a 4096^2 RGBA image's
+ * filtered rows inflate at once, one byte more goes to libpng (which
+ * streams its rows). Here as L images 16384 wide: 4096 rows are exactly
+ * the bound, 4097 are past it; both decode to their pixels. */
+Test(png_plain, past_a_4096_square_rgba_image_the_rows_go_to_libpng, .timeout = 120) {
+  for (uint32_t h = 4096; h <= 4097; h++) {
+    plain_spec s = {.mode = 0, .w = 16384, .h = h, .filter = 0, .level = 1, .idat_pieces = 1};
+    const size_t rn = (size_t)h * (s.w + 1);
+    uint8_t *rows = calloc(rn, 1); /* filter 0, zero pixels */
+    size_t zn;
+    uint8_t *z = compress_rows(&s, rows, rn, &zn);
+    uint64_t rng = 1;
+    pg_buf f;
+    assemble(&f, &s, z, zn, &rng);
+    const ib_shape shape = {.mode = IB_MODE_L, .width = s.w, .height = h};
+    const size_t n = (size_t)s.w * h;
+    uint8_t *px = malloc(n);
+    memset(px, 0x7f, n);
+    cr_assert_eq(ib_png_plain_decode(f.p, f.len, &shape, px), h == 4096, "%u rows", h);
+    memset(px, 0x7f, n);
+    ib_error err = {0};
+    cr_assert_eq(ib_png_decode_into(f.p, f.len, &shape, px, &err), IB_OK, "%s", err.message);
+    uint8_t any = 0;
+    for (size_t i = 0; i < n; i++) any |= px[i];
+    cr_assert_eq(any, 0, "%u rows: pixels not all zero", h);
+    free(px), free(rows), free(z), free(f.p);
+  }
+}

@@ -11,6 +11,11 @@
 /* png_decode.c's CHUNK_MALLOC_MAX: libpng refuses a longer non-IDAT chunk. */
 enum { PLAIN_CHUNK_MAX = 50 * 1024 * 1024 };
 
+/* The most filtered-row bytes inflated at once: a 4096^2 RGBA image's. The
+ * inflated rows are scratch outside the host credits (as libpng's row
+ * buffers are), so a larger image goes to libpng, which streams its rows. */
+#define PLAIN_ROWS_MAX ((size_t)4096 * (4096 * 4 + 1))
+
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -150,6 +155,7 @@ bool ib_png_plain_decode(const uint8_t *bytes, size_t len, const ib_shape *shape
   if (!walk(bytes, len, shape, &run)) return false;
   const unsigned bpp = ib_mode_bands(shape->mode);
   const size_t stride = (size_t)shape->width * bpp, n_rows = (size_t)shape->height * (stride + 1);
+  if (n_rows > PLAIN_ROWS_MAX) return false;
   uint8_t *rows = malloc(n_rows), *zeros = calloc(1, stride);
   bool ok = rows && zeros && inflate_run(bytes, &run, rows, n_rows);
   for (size_t y = 0; ok && y < shape->height; y++) ok = rows[y * (stride + 1)] <= 4;

@@ -20,8 +20,12 @@
  * libdeflate does not check. A wrong Adler-32 is left to libpng too, which
  * ignores it as libvips told it to.
  *
- * No globals; allocates the inflated rows (height x (row + 1) bytes) for
- * the call. Never prints.
+ * Size: at most a 4096^2 RGBA image's rows (64 MiB); a larger image goes to
+ * libpng, because the inflated rows (height x (row + 1) bytes, allocated
+ * for the call) are scratch outside the host credits, as libpng's own row
+ * buffers are, and libpng needs only a row or two.
+ *
+ * No globals. Never prints.
  */
 #ifndef IB_PNG_PLAIN_H
 #define IB_PNG_PLAIN_H
