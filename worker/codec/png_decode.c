@@ -16,7 +16,7 @@
 /* read_new()'s limits: libpng's 1M-pixel soft limit per axis raised to
  * VIPS_MAX_COORD (so an oversized header reaches parse's IB_LIMIT check,
  * not a decode error), 50 MB per chunk, 100 cached ancillary chunks. */
-enum { MAX_COORD = 10000000, CHUNK_MALLOC_MAX = 50 * 1024 * 1024, CHUNK_CACHE_MAX = 100 };
+enum { MAX_COORD = 10000000, CHUNK_MALLOC_MAX = IB_PNG_CHUNK_MAX, CHUNK_CACHE_MAX = 100 };
 
 /* Compressed bytes the last row's read may take beyond what it could
  * legitimately need: libpng inflates whatever follows the last row (into a

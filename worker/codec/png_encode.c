@@ -59,7 +59,6 @@ static size_t chunk(uint8_t *p, const char type[4], size_t n) {
   return n + 12;
 }
 
-/* Branch-free (selects, not jumps): it runs for every byte of every row. */
 static unsigned long cost(const uint8_t *v, size_t n) {
   unsigned long sum = 0;
   for (size_t i = 0; i < n; i++) sum += (unsigned)abs((int8_t)v[i]);

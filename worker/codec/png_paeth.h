@@ -2,7 +2,7 @@
  * png_paeth.h - PNG's Paeth predictor (internal), shared by the encoder's
  * filter choice and the plain decoder's unfilter. Without branches: on
  * photo-like rows its choice is unpredictable, and mispredicted branches
- * were most of a Paeth row's unfilter (and a tenth of an encode).
+ * were most of a Paeth row's unfilter.
  */
 #ifndef IB_PNG_PAETH_H
 #define IB_PNG_PAETH_H

@@ -8,9 +8,6 @@
 #include "codec/png_paeth.h"
 #include "imgbatch.h"
 
-/* png_decode.c's CHUNK_MALLOC_MAX: libpng refuses a longer non-IDAT chunk. */
-enum { PLAIN_CHUNK_MAX = 50 * 1024 * 1024 };
-
 /* The most filtered-row bytes inflated at once: a 4096^2 RGBA image's. The
  * inflated rows are scratch outside the host credits (as libpng's row
  * buffers are), so a larger image goes to libpng, which streams its rows. */
@@ -48,10 +45,9 @@ static bool walk(const uint8_t *p, size_t len, const ib_shape *shape, idat_run *
     const uint32_t n = be32(p + i);
     const uint8_t *t = p + i + 4, *d = p + i + 8;
     if (n > 0x7fffffffu || n > len - i - 12 || !letters(t)) return false;
-    /* libpng's chunk_malloc_max (png_decode.c) fails a larger one */
-    if (n > PLAIN_CHUNK_MAX && memcmp(t, "IDAT", 4) != 0) return false;
-    if (libdeflate_crc32(0, t, (size_t)n + 4) != be32(d + n)) return false;
     const bool is_idat = memcmp(t, "IDAT", 4) == 0;
+    if (n > IB_PNG_CHUNK_MAX && !is_idat) return false;
+    if (libdeflate_crc32(0, t, (size_t)n + 4) != be32(d + n)) return false;
     if (run->chunks && !is_idat) return true; /* past the run: libpng never reads it */
     if (!ihdr) {
       if (memcmp(t, "IHDR", 4) != 0 || n != 13) return false;

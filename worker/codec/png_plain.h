@@ -36,6 +36,10 @@
 
 #include "model/shape.h"
 
+/* libvips' read_new() limit on a chunk's data (libpng's chunk_malloc_max):
+ * libpng fails a longer chunk but IDAT, so the plain path leaves one to it. */
+#define IB_PNG_CHUNK_MAX (50u * 1024 * 1024)
+
 /* Decodes a plain PNG of exactly `shape` into dst (width * height * bands
  * bytes): true when it did. False when the file is not plain, is not that
  * shape, or memory ran out: dst's contents are then undefined and the
