@@ -19,6 +19,23 @@ in the same run against its peer on the same machine:
               four saves; a backend that answers Unsupported is reported as
               "unsupported on BACKEND" (exit 0) and with --backend cuda the cpu
               backend runs it too;                                      >= 3x Pillow
+  thumb, renditions --via kafka: the same Jobs through the Kafka worker, as issue 26
+              measures them: the JPEGs written under SCRATCH/kafka-src and sent as
+              path Jobs (Source.path: these 1.7 MB JPEGs, a camera's 3-15 MB, are over
+              librdkafka's 1 MB message.max.bytes, and the embedded broker keeps 5 MiB
+              a partition; README "Big photos"), `imgbatch broker`, `imgbatch worker
+              --backend B --source-root SCRATCH/kafka-src --output-dir DIR` (Results
+              over --max-result-bytes come back as files there) and `kafka_bench
+              drive --jobs FILE --results FILE` (bench/harness/kafka_bench.c: a window
+              of Jobs outstanding, jobs/s after the warm-up); a fresh broker and worker
+              per setting (default caps; with cuda as above, also --caps or the larger
+              one). Rows imgbatch-kafka-BACKEND; every Result must be images or files,
+              no error (else exit 1), and keys 0 and 1 are checked against Pillow as
+              above (no raw twins: they check the backend, which the plain row does). A
+              rate whose Results waited over 1 s for the driver's reader is written
+              "suspect". No Pillow/libvips rows: run the plain row into the same CSV for
+              the peers. `table` shows both figures; the verdict takes the Kafka one
+              where there is one, and says which it took.
   png         PNG 2048^2 RGB -> resize (512, 512) LANCZOS -> PNG (level 6), as
               `imgbatch run`; Pillow on every core;                     >= 3x Pillow
 
@@ -31,6 +48,8 @@ JPEG outputs decoded and compared with Pillow's own JPEG of the same pixels
 (equal, or the max difference noted: libjpeg builds may differ).
 
   thumbs_bench.py ROW --scratch DIR --csv FILE [--backend cuda|cpu] [--quick]
+  thumbs_bench.py thumb|renditions --via kafka --scratch DIR --csv FILE [--backend cuda|cpu]
+                  [--quick] [--n N] [--kafka-bench PATH] [--kafka-timeout S]
   thumbs_bench.py table --csv FILE [--md FILE]: the targets table of the rows
 """
 import argparse
@@ -38,6 +57,7 @@ import csv
 import io
 import multiprocessing as mp
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -299,11 +319,12 @@ def cmp_pixels(got, want):
     return False, int(d.max())
 
 
-def check(a, workload, mode, side, pairs, exact_raw, backend=None):
+def check(a, workload, mode, side, pairs, exact_raw, backend=None, impl=None):
     """pairs: [(imgbatch ImageData, Pillow PIL image (pixels before the encode), fmt)].
     exact_raw: results of the raw-output twin jobs [(ImageData, PIL image)]. Appends
-    a `checked` row; returns False on a MISMATCH."""
+    a `checked` row (impl: default imgbatch-run-BACKEND); returns False on a MISMATCH."""
     backend = backend or a.backend
+    impl = impl or f"imgbatch-run-{backend}"
     problem, notes, jpeg_diff = None, [], 0
     for got, want in exact_raw:
         eq, d = cmp_pixels(got.to_pil(), want)
@@ -327,10 +348,11 @@ def check(a, workload, mode, side, pairs, exact_raw, backend=None):
             f"decoded within {jpeg_diff} of Pillow's own JPEG of the same pixels (libjpeg build difference)"))
     note = "; ".join(x for x in notes if x) if not problem else problem
     status = "MISMATCH" if problem else "ok"
-    csvrows.append(a.csv, [csvrows.row(PART, f"imgbatch-run-{backend}", workload, mode, side,
+    csvrows.append(a.csv, [csvrows.row(PART, impl, workload, mode, side,
                                        len(pairs) + len(exact_raw), "checked", len(pairs) + len(exact_raw),
                                        "results", status=status, note=note)])
-    print(f"{'MISMATCH' if problem else 'ok'}: {workload} on {backend}: {note}", flush=True)
+    where = backend if impl == f"imgbatch-run-{backend}" else impl
+    print(f"{'MISMATCH' if problem else 'ok'}: {workload} on {where}: {note}", flush=True)
     return not problem
 
 
@@ -464,13 +486,21 @@ def row_api(a, scratch):
     return ok
 
 
-def row_thumb(a, scratch):
-    data = jpeg_inputs(scratch, 2 if a.quick else 4)
+def thumb_jobs(data, ns=imgbatch.Image):
+    """[(JPEG Job, raw-output twin Job, the LazyImage)] per input (ns.open(x) for each
+    x of data: encoded bytes, or with a PathSources a path Job's file)."""
     jobs = []
     for k, d in enumerate(data):
-        im = imgbatch.Image.open(d)
-        im.thumbnail(THUMB)
+        im = g_thumb(ns, d)
         jobs.append((im.to_job(key=k, output="jpeg", quality=Q), im.to_job(key=k), im))
+    return jobs
+
+
+def row_thumb(a, scratch):
+    data = jpeg_inputs(scratch, 2 if a.quick else 4)
+    if a.via == "kafka":
+        return kafka_thumb(a, scratch, data)
+    jobs = thumb_jobs(data)
     say(f"thumb: {len(data)} camera JPEGs {CAM[0]}x{CAM[1]} q90, {sum(map(len, data)) / len(data) / 1e6:.1f} MB "
         f"each -> thumbnail{THUMB} (draft decode, BICUBIC) -> {jobs[0][2].size} JPEG q{Q}")
     if probe(a, [j[0] for j in jobs], "thumbnail256_jpeg", "RGB", "4032x3024", scratch):
@@ -495,10 +525,10 @@ def row_thumb(a, scratch):
     return ok
 
 
-def rendition_jobs(data, output):
+def rendition_jobs(data, output, ns=imgbatch.Image):
     out = []
     for k, d in enumerate(data):
-        ims = g_renditions(imgbatch.Image, d)
+        ims = g_renditions(ns, d)
         fmt = "JPEG" if output == "jpeg" else "RAW"
         out.append((imgbatch.renditions_job([(im, fmt, Q) if fmt == "JPEG" else (im, fmt) for im in ims], key=k),
                     [im.replay() for im in ims] if k < 2 else None))
@@ -507,6 +537,8 @@ def rendition_jobs(data, output):
 
 def row_renditions(a, scratch):
     data = jpeg_inputs(scratch, 2 if a.quick else 4)
+    if a.via == "kafka":
+        return kafka_renditions(a, scratch, data)
     jobs = rendition_jobs(data, "jpeg")
     twins = rendition_jobs(data[:2], "raw")
     refs = {k: t[1] for k, t in enumerate(twins)}
@@ -527,6 +559,230 @@ def row_renditions(a, scratch):
         ok &= check(b, "renditions4_jpeg", "RGB", "4032x3024", pairs, tw)
         if rate:
             say(f"renditions: imgbatch-run-{be} {rate:.1f} img/s = {rate / pil:.2f}x Pillow on {a.procs} cores")
+    return ok
+
+
+# ------------------------------------------------------------ the Kafka worker (--via kafka)
+
+class PathSources:
+    """ns.open(name) for the graph builders: a path Job's source (Source.path
+    `name`, relative to the worker's --source-root `root`)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def open(self, name):
+        return imgbatch.Image.open_path(name, root=self.root)
+
+
+def path_sources(scratch, data):
+    """The inputs as files of a source root under the scratch; (root, names)."""
+    root = os.path.join(scratch, "kafka-src")
+    os.makedirs(root, exist_ok=True)
+    names = []
+    for k, d in enumerate(data):
+        name = f"camera{k}.jpg"
+        p = os.path.join(root, name)
+        if not os.path.exists(p) or os.path.getsize(p) != len(d):
+            with open(p + ".tmp", "wb") as f:
+                f.write(d)
+            os.replace(p + ".tmp", p)
+        names.append(name)
+    return root, names
+
+
+def stop(proc, what, timeout):
+    """SIGTERM, then SIGKILL after timeout; the exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"{what} did not stop in {timeout} s: killed")
+            proc.kill()
+    return proc.wait()
+
+
+def tail(path, k=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-k:])
+    except OSError:
+        return ""
+
+
+def kafka_case(a, backend, src, jobs_path, n, caps, work):
+    """`imgbatch broker`, `imgbatch worker` on it and `kafka_bench drive --jobs`:
+    (drive's summary line, the Results file); SystemExit when a process fails."""
+    logs = os.path.join(work, "logs")
+    os.makedirs(logs, exist_ok=True)
+    out = os.path.join(work, "out")
+    os.makedirs(out, exist_ok=True)
+    results = os.path.join(work, "results.bin")
+    with open(os.path.join(logs, "broker.log"), "wb") as blog:
+        broker = subprocess.Popen([a.bin, "broker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=blog)
+    worker = drive = None
+    try:
+        line = broker.stdout.readline().decode().strip()
+        if not line.startswith("bootstrap="):
+            raise SystemExit(f"thumbs_bench: the broker did not start ({line!r}): {tail(blog.name)}")
+        boot = line.split("=", 1)[1]
+        wlog = os.path.join(logs, "worker.log")
+        with open(wlog, "wb") as f:
+            worker = subprocess.Popen(
+                [a.bin, "worker", "--brokers", boot, "--backend", backend, "--source-root", src,
+                 "--output-dir", out, "--grace-seconds", "30", *caps.split(),
+                 "-X", "session.timeout.ms=6000", "-X", "fetch.wait.max.ms=10"], stderr=f)
+        dlog = os.path.join(logs, "drive.log")
+        with open(dlog, "wb") as f:
+            drive = subprocess.Popen([a.kafka_bench, "drive", "--brokers", boot, "--n", str(n),
+                                      "--jobs", jobs_path, "--results", results],
+                                     stdout=f, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + a.kafka_timeout
+        while drive.poll() is None:
+            if worker.poll() is not None:
+                stop(drive, "kafka_bench", 5)
+                raise SystemExit(f"thumbs_bench: the worker exited {worker.returncode} during the drive:\n"
+                                 f"{tail(wlog)}")
+            if time.monotonic() > deadline:
+                stop(drive, "kafka_bench", 5)
+                raise SystemExit(f"thumbs_bench: kafka_bench drive not done in {a.kafka_timeout} s:\n"
+                                 f"{tail(dlog)}{tail(wlog)}")
+            time.sleep(0.2)
+        summary = tail(dlog, 1).strip()
+        if drive.returncode != 0:
+            raise SystemExit(f"thumbs_bench: kafka_bench drive exited {drive.returncode}:\n{tail(dlog)}")
+        rc = stop(worker, "the worker", 60)
+        if rc != 0:
+            raise SystemExit(f"thumbs_bench: the worker exited {rc} at its drain:\n{tail(wlog)}")
+        return summary, results
+    finally:
+        for p, what in ((drive, "kafka_bench"), (worker, "the worker"), (broker, "the broker")):
+            if p is not None:
+                stop(p, what, 10)
+        broker.stdin.close()
+        broker.stdout.close()
+
+
+DRIVE = re.compile(r"(\d+) of (\d+) results \(window (\d+) over (\d+) partitions.*\): ([\d.]+) jobs/s.*"
+                   r"latency p50 ([\d.]+) ms p99 ([\d.]+) ms \(p50 in (\d+) ms, out (\d+) ms\)")
+
+
+def kafka_runs(a, backend, src, jobs, n, workload, mode, side, scratch, sample):
+    """jobs: [(path Job, Pillow images of its outputs or None)], their sources under
+    `src` (the worker's --source-root). N messages (message i: jobs[i % len]) through
+    the Kafka worker on `backend`, at the default caps and, as time_runs, at --caps or
+    BEST_CAPS (cuda); rows imgbatch-kafka-BACKEND. sample(result, output_dir) ->
+    [(ImageData, fmt)] of one Result. Checks every Result (images or --output-dir
+    files, no error) and the first two keys' outputs against Pillow; returns False
+    on an error or a MISMATCH."""
+    impl = f"imgbatch-kafka-{backend}"
+    work = os.path.join(scratch, f"kafka-{workload}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    jobs_path = os.path.join(work, "jobs.bin")
+    write_jobs(jobs_path, [j for j, _ in jobs], len(jobs))
+    settings = [""]
+    if backend == "cuda" and (not a.quick or a.caps):
+        settings.append(a.caps or BEST_CAPS)
+    ok = True
+    for caps in settings:
+        setting = caps or "default caps"
+        summary, results = kafka_case(a, backend, src, jobs_path, n, caps, work)
+        m = DRIVE.search(summary)
+        if not m:
+            raise SystemExit(f"thumbs_bench: no rate in kafka_bench's summary: {summary!r}")
+        rate = float(m.group(5))
+        with open(results, "rb") as f:
+            res = list(imgbatch.read_results(f))
+        errors = [r for r in res if r.error is not None]
+        if errors and all(r.error.kind == "unsupported" for r in errors) and len(errors) == len(res):
+            msg = errors[0].error.message
+            csvrows.append(a.csv, [csvrows.row(PART, impl, workload, mode, side, 0, "img_per_s", "", "img/s",
+                                               setting, status="unsupported",
+                                               note=f"unsupported on {backend}: {msg}")])
+            say(f"{workload}: {impl}: unsupported on {backend} ({msg})")
+            break
+        out_dir = os.path.join(work, "out")
+        outputs, problems = {}, [f"{len(errors)} error Results ({errors[0].error})"] if errors else []
+        for r in res:
+            if r.error is not None:
+                continue
+            try:
+                got = sample(r, out_dir)
+            except (ValueError, OSError) as e:
+                problems.append(f"Result {r.input_key}: {e}")
+                continue
+            outputs.setdefault(r.input_key, got)
+        if len(res) != n:
+            problems.append(f"{len(res)} Results for {n} Jobs")
+        if rate <= 0:
+            problems.append(f"no steady rate over {n} Jobs ({summary})")
+        missing = [k for k in range(min(2, len(jobs))) if k not in outputs]
+        if missing and caps == settings[0]:
+            problems.append(f"no output read back for sample key(s) {missing}")
+        files = sum(1 for r in res for x in [r, *r.renditions] if x.file is not None)
+        note = (f"kafka_bench drive: {m.group(1)} of {m.group(2)} Results, window {m.group(3)} over "
+                f"{m.group(4)} partitions, latency p50 {m.group(6)} ms p99 {m.group(7)} ms (in {m.group(8)}, "
+                f"out {m.group(9)} ms); steady after the warm-up window; {files} outputs as --output-dir files")
+        if problems:
+            csvrows.append(a.csv, [csvrows.row(PART, impl, workload, mode, side, n, "img_per_s", "", "img/s",
+                                               setting, status="error", note="; ".join(problems))])
+            say(f"{workload}: {impl} [{setting}]: FAILED: {'; '.join(problems)}")
+            ok = False
+            continue
+        # Results that waited for kafka_bench's reader (its group joined after the
+        # worker's first Results) arrive as a burst: a rate of a backlog, not kept.
+        status = "ok"
+        if int(m.group(9)) > 1000:
+            status = "suspect"
+            note += f"; not a steady rate: the Results waited {m.group(9)} ms (p50) for the reader"
+        csvrows.append(a.csv, [
+            csvrows.row(PART, impl, workload, mode, side, n, "img_per_s", rate, "img/s", setting, status, note),
+            csvrows.row(PART, impl, workload, mode, side, n, "ms_per_img", 1e3 / rate, "ms", setting, status,
+                        note)])
+        say(f"{workload}: {impl} [{setting}] {rate:.1f} img/s{'' if status == 'ok' else ' (' + status + ')'} "
+            f"({note})")
+        if caps == settings[0]:
+            pairs = [(img, want, fmt) for k in range(min(2, len(jobs)))
+                     for (img, fmt), want in zip(outputs[k], jobs[k][1])]
+            ok &= check(a, workload, mode, side, pairs, [], backend=backend, impl=impl)
+    shutil.rmtree(work, ignore_errors=True)
+    return ok
+
+
+def kafka_thumb(a, scratch, data):
+    root, names = path_sources(scratch, data)
+    jobs = thumb_jobs(names, PathSources(root))
+    say(f"thumb: {len(data)} camera JPEGs as path Jobs through the Kafka worker (embedded broker) -> "
+        f"thumbnail{THUMB} -> {jobs[0][2].size} JPEG q{Q}")
+
+    def sample(r, out_dir):
+        img = r.image if r.image is not None else (r.file.read(out_dir) if r.file is not None else None)
+        if img is None:
+            raise ValueError("neither an image nor a file")
+        return [(img, "JPEG")]
+
+    n = a.n or (8 if a.quick else 240)
+    return kafka_runs(a, a.backend, root, [(j[0], [j[2].replay()] if k < 2 else None) for k, j in enumerate(jobs)],
+                      n, "thumbnail256_jpeg", "RGB", "4032x3024", scratch, sample)
+
+
+def kafka_renditions(a, scratch, data):
+    root, names = path_sources(scratch, data)
+    jobs = rendition_jobs(names, "jpeg", PathSources(root))
+    say(f"renditions: {len(data)} camera JPEGs as path Jobs through the Kafka worker (embedded broker) -> "
+        f"{', '.join(str(fit(CAM, s)) for s in REND)} LANCZOS -> JPEG q{Q}")
+
+    def sample(r, out_dir):
+        if len(r.renditions) != len(REND):
+            raise ValueError(f"{len(r.renditions)} renditions, not {len(REND)}")
+        return [(rd.read(out_dir), "JPEG") for rd in r.renditions]
+
+    ok = True
+    for be in [a.backend] + (["cpu"] if a.backend == "cuda" else []):
+        n = a.n or (6 if a.quick or be == "cpu" else 120)
+        ok &= kafka_runs(a, be, root, jobs, n, "renditions4_jpeg", "RGB", "4032x3024", scratch, sample)
     return ok
 
 
@@ -554,10 +810,14 @@ def row_png(a, scratch):
 TARGETS = [  # workload, what, target kind, value
     ("resize_lanczos_kernel", "resize kernel only, 4032x3024 RGB -> 256x192 LANCZOS", "abs", 25000),
     ("resize_bicubic_api", "1024x768 RGB -> 256x192 BICUBIC through the API, raw in/out", "abs", 10000),
-    ("thumbnail256_jpeg", "12 MP JPEG -> thumbnail(256) (draft) -> JPEG q85, `imgbatch run`", "x", 1.0),
-    ("renditions4_jpeg", "12 MP JPEG -> 2048/1024/512/256 JPEG q85, `imgbatch run`", "x", 3.0),
+    ("thumbnail256_jpeg", "12 MP JPEG -> thumbnail(256) (draft) -> JPEG q85, Kafka worker / `imgbatch run`",
+     "x", 1.0),
+    ("renditions4_jpeg", "12 MP JPEG -> 2048/1024/512/256 JPEG q85, Kafka worker / `imgbatch run`", "x", 3.0),
     ("png2048_lanczos512_png", "PNG 2048^2 -> LANCZOS 512 -> PNG, `imgbatch run`", "x", 3.0),
 ]
+# Issue 26 measures these rows through the Kafka worker (--via kafka): their verdict
+# takes the Kafka figure where there is one, else `imgbatch run`'s, and says which.
+KAFKA_ROWS = ("thumbnail256_jpeg", "renditions4_jpeg")
 
 
 def table(csv_path, md):
@@ -578,8 +838,18 @@ def table(csv_path, md):
 
     out = ["| what | imgbatch | peer on every core | target | verdict |", "|---|---|---|---|---|"]
     bad = [r for r in rows if r["status"] == "MISMATCH"]
+    def figure(wl, pred):
+        """(best ok img/s, None) or (None, why: the first row not ok, or None)."""
+        v = best(wl, pred)
+        st = [r for r in status(wl, pred) if r["metric"] != "checked"]
+        if v is not None or not st:
+            return v, None
+        if st[0]["status"] == "suspect":
+            return None, "suspect (its Results waited for the reader)"
+        return None, st[0]["note"] or st[0]["status"]
+
     for wl, what, kind, tv in TARGETS:
-        cells = []
+        cells = []  # (backend, figure, why none, via): via "run", "Kafka" or None (one way only)
         for be in ("cuda", "cpu"):
             if wl == "resize_lanczos_kernel":
                 pred = (lambda i: i == "imgbatch-ncu") if be == "cuda" else (lambda i: False)
@@ -587,12 +857,15 @@ def table(csv_path, md):
                 pred = lambda i, be=be: i == f"imgbatch-api-{be}"  # noqa: E731
             else:
                 pred = lambda i, be=be: i == f"imgbatch-run-{be}"  # noqa: E731
-            v = best(wl, pred)
-            st = status(wl, pred)
-            if v is not None:
-                cells.append((be, v, None))
-            elif st and st[0]["metric"] != "checked":
-                cells.append((be, None, st[0]["note"] or st[0]["status"]))
+            v, why = figure(wl, pred)
+            if wl in KAFKA_ROWS:
+                kv, kwhy = figure(wl, lambda i, be=be: i == f"imgbatch-kafka-{be}")
+                if kv is not None or kwhy:
+                    cells.append((be, kv, kwhy, "Kafka"))
+                if v is not None or why:
+                    cells.append((be, v, why, "run"))
+            elif v is not None or why:
+                cells.append((be, v, why, None))
         pil = best(wl, lambda i: i.startswith("pillow-mp"))
         vips = best(wl, lambda i: i.startswith("libvips-mp"))
         peer = []
@@ -600,7 +873,8 @@ def table(csv_path, md):
             peer.append(f"Pillow {pil:,.1f}/s")
         if vips:
             peer.append(f"libvips {vips:,.1f}/s")
-        ib = "; ".join(f"{be}: {v:,.1f}/s" if v is not None else f"{be}: {why}" for be, v, why in cells) or "-"
+        ib = "; ".join(f"{be}{' ' + via if via else ''}: " + (f"{v:,.1f}/s" if v is not None else why)
+                       for be, v, why, via in cells) or "-"
         tgt = f">= {tv:,.0f} img/s" + (" (H200)" if wl == "resize_lanczos_kernel" else "") if kind == "abs" else (
             f">= {tv:g}x Pillow" + (" and libvips" if wl == "thumbnail256_jpeg" else "") + " on every core")
         peers = [p for p in (pil, vips if wl == "thumbnail256_jpeg" else None) if p]
@@ -613,20 +887,34 @@ def table(csv_path, md):
             worst = min(v / p for p in peers)
             return f"met ({worst:.2f}x)" if worst >= tv else f"missed ({worst:.2f}x)"
 
-        main = next((v for be, v, _ in cells if v is not None and be == "cuda"), None)
-        cpu = next((v for be, v, _ in cells if v is not None and be == "cpu"), None)
-        unsup = next((why for be, v, why in cells if be == "cuda" and v is None), None)
+        def pick(backend):
+            """The figure a verdict takes (cells list a Kafka figure first) and how it was measured."""
+            c = next((c for c in cells if c[1] is not None and c[0] == backend), None)
+            if c is None:
+                return None, ""
+            if c[3] == "Kafka":
+                return c[1], " [Kafka worker]"
+            if c[3] == "run":
+                k = next((c2 for c2 in cells if c2[0] == backend and c2[3] == "Kafka"), None)
+                return c[1], f" [`imgbatch run`; Kafka worker: {k[2] if k else 'not measured'}]"
+            return c[1], ""
+
+        (main, main_via), (cpu, cpu_via) = pick("cuda"), pick("cpu")
+        unsup = next((why for be, v, why, _ in cells if be == "cuda" and v is None), None)
         if main is not None:
-            verdict = judge(main)
+            verdict = judge(main) + main_via
         elif unsup:
             verdict = "unsupported on cuda" if "unsupported" in unsup else unsup
         else:
             verdict = "no cuda number in this run"
         if main is None and cpu is not None:
             verdict += ("; cpu backend only (the target is the GPU's)" if kind == "abs" else
-                        f"; cpu backend: {judge(cpu)} (the target is the GPU's)")
+                        f"; cpu backend: {judge(cpu)}{cpu_via} (the target is the GPU's)")
         out.append(f"| {what} | {ib} | {', '.join(peer) or '-'} | {tgt} | {verdict} |")
     text = "\n".join(out) + "\n"
+    text += ("\nThe Kafka worker rows: the verdict takes the Kafka worker's figure (`thumbs_bench.py ROW --via "
+             "kafka`: path Jobs on the embedded broker, kafka_bench drive) where one was measured, else "
+             "`imgbatch run`'s, and names which.\n")
     if bad:
         text += f"\nMISMATCH: {len(bad)} check(s) failed: " + "; ".join(r["note"] for r in bad) + "\n"
     print(text)
@@ -655,7 +943,19 @@ def main():
     ap.add_argument("--caps", default="",
                     help="the `imgbatch run` setting timed beside the defaults (cuda; also with "
                          f"--quick); default: {BEST_CAPS}")
+    ap.add_argument("--via", default="run", choices=["run", "kafka"],
+                    help="thumb, renditions: through `imgbatch run` (default) or the Kafka worker")
+    ap.add_argument("--kafka-bench", default=shutil.which("kafka_bench") or "kafka_bench",
+                    help="the kafka_bench binary (--via kafka)")
+    ap.add_argument("--kafka-timeout", type=float, default=600,
+                    help="seconds a --via kafka drive may take (default 600)")
     a = ap.parse_args()
+    if a.via == "kafka" and a.row not in ("thumb", "renditions"):
+        ap.error("--via kafka: only the thumb and renditions rows")
+    if a.via == "kafka":
+        a.kafka_bench = shutil.which(a.kafka_bench) or a.kafka_bench
+        if not os.access(a.kafka_bench, os.X_OK):
+            ap.error(f"--via kafka: no kafka_bench binary at {a.kafka_bench!r} (--kafka-bench PATH)")
     if a.row == "table":
         sys.exit(table(a.csv, a.md))
     if not a.scratch:

@@ -4,12 +4,21 @@
  * broker (bench/kafka_bench.sh drives it).
  *
  *   kafka_bench drive --brokers B --n N --kind raw|png [--side S]
+ *                     [--jobs FILE] [--results FILE]
  *       produces N Jobs on imgbatch.jobs (raw RGB SxS -> copy -> raw out, or
  *       PNG SxS -> GaussianBlur(2) -> PNG out: codec-bound), paced by the
  *       Results it reads back (a window deep enough that the worker sets
- *       the pace); prints jobs/s, MB/s and latency p50/p99 after a warm-up
+ *       the pace); prints jobs/s, MB/s and latency p50/p99 after a warm-up.
+ *       --jobs FILE: the Jobs are FILE's length-delimited frames (varint
+ *       length + Job bytes, as `imgbatch run --in` reads them), the i-th
+ *       message frame i % count, in place of --kind/--side's synthetic Job;
+ *       the first Job waits until the Results reader has its partitions (at
+ *       most 60 s), so that early Results are not read late in one burst.
+ *       --results FILE: the Results read back, in arrival order, written
+ *       after the run as length-delimited frames (for a caller's checks).
  *   kafka_bench relay --brokers B --n N     the floor: N messages jobs -> results
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
@@ -137,10 +146,142 @@ static uint8_t *make_job(const char *kind, uint32_t side, uint64_t key, size_t *
   job.output = &out;
   *len = imgbatch__v1__job__get_packed_size(&job);
   uint8_t *buf = malloc(*len);
-  imgbatch__v1__job__pack(&job, buf);
+  if (buf) imgbatch__v1__job__pack(&job, buf);
   ib_codec_free(png);
   ib_image_release(&im);
   return buf;
+}
+
+/* The Jobs a drive sends: message i is frame i % count. */
+typedef struct {
+  uint8_t *buf; /* the file's bytes, or the one synthetic Job */
+  size_t count, max, total;
+  const uint8_t **data;
+  size_t *len;
+} frames;
+
+static void frames_free(frames *f) {
+  free(f->buf);
+  free(f->data);
+  free(f->len);
+}
+
+/* One varint at *pos of buf[0, size); false when truncated or over 64 bits. */
+static bool read_varint(const uint8_t *buf, size_t size, size_t *pos, uint64_t *v) {
+  *v = 0;
+  for (unsigned shift = 0; shift < 64 && *pos < size; shift += 7) {
+    uint8_t b = buf[(*pos)++];
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+/* Indexes f->buf[0, size) as length-delimited frames; false (said on
+ * stderr) when it is empty or a frame is cut short. */
+static bool index_frames(frames *f, size_t size, const char *path) {
+  size_t cap = 0;
+  for (size_t pos = 0; pos < size;) {
+    uint64_t n = 0;
+    if (!read_varint(f->buf, size, &pos, &n) || n > size - pos) {
+      fprintf(stderr, "kafka_bench: %s: frame %zu cut short at byte %zu\n", path, f->count, pos);
+      return false;
+    }
+    if (f->count == cap) {
+      cap = cap ? 2 * cap : 64;
+      const uint8_t **d = realloc(f->data, cap * sizeof *d);
+      if (d) f->data = d;
+      size_t *l = realloc(f->len, cap * sizeof *l);
+      if (l) f->len = l;
+      if (!d || !l) {
+        fprintf(stderr, "kafka_bench: out of memory\n");
+        return false;
+      }
+    }
+    f->data[f->count] = f->buf + pos;
+    f->len[f->count++] = (size_t)n;
+    f->total += (size_t)n;
+    if (n > f->max) f->max = (size_t)n;
+    pos += (size_t)n;
+  }
+  if (f->count == 0) fprintf(stderr, "kafka_bench: %s: no Job frames\n", path);
+  return f->count > 0;
+}
+
+/* FILE's length-delimited Job frames into f; false (said on stderr) on failure. */
+static bool load_frames(const char *path, frames *f) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    fprintf(stderr, "kafka_bench: %s: %s\n", path, strerror(errno));
+    return false;
+  }
+  size_t size = 0, cap = 1 << 20;
+  bool ok = (f->buf = malloc(cap)) != NULL;
+  while (ok) {
+    if (size == cap) {
+      uint8_t *b = realloc(f->buf, cap *= 2);
+      if (!(ok = b != NULL)) break;
+      f->buf = b;
+    }
+    size_t got = fread(f->buf + size, 1, cap - size, fp);
+    size += got;
+    if (got == 0) break;
+  }
+  if (!ok) fprintf(stderr, "kafka_bench: out of memory\n");
+  if (ok && ferror(fp)) {
+    fprintf(stderr, "kafka_bench: %s: read error\n", path);
+    ok = false;
+  }
+  if (fclose(fp) != 0 && ok) {
+    fprintf(stderr, "kafka_bench: %s: %s\n", path, strerror(errno));
+    ok = false;
+  }
+  return ok && index_frames(f, size, path);
+}
+
+/* The synthetic Job of --kind/--side as the only frame. */
+static bool one_frame(const char *kind, uint32_t side, frames *f) {
+  f->data = malloc(sizeof *f->data);
+  f->len = malloc(sizeof *f->len);
+  if (!f->data || !f->len) {
+    fprintf(stderr, "kafka_bench: out of memory\n");
+    return false;
+  }
+  if (!(f->buf = make_job(kind, side, 0, &f->len[0]))) {
+    fprintf(stderr, "kafka_bench: out of memory\n");
+    return false;
+  }
+  f->data[0] = f->buf;
+  f->count = 1;
+  f->max = f->total = f->len[0];
+  return true;
+}
+
+static bool put_varint(FILE *fp, uint64_t v) {
+  uint8_t b[10];
+  size_t n = 0;
+  do {
+    b[n] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) b[n] |= 0x80;
+    n++;
+  } while (v);
+  return fwrite(b, 1, n, fp) == n;
+}
+
+/* The Results kept (msgs[i], lens[i]) to path as length-delimited frames. */
+static bool write_results(const char *path, uint8_t *const *msgs, const size_t *lens, long got) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) {
+    fprintf(stderr, "kafka_bench: %s: %s\n", path, strerror(errno));
+    return false;
+  }
+  bool ok = true;
+  for (long i = 0; i < got && ok; i++)
+    ok = put_varint(fp, lens[i]) && fwrite(msgs[i], 1, lens[i], fp) == lens[i];
+  if (fclose(fp) != 0) ok = false;
+  if (!ok) fprintf(stderr, "kafka_bench: %s: write failed\n", path);
+  return ok;
 }
 
 static int relay(const char *brokers, long n) {
@@ -277,7 +418,28 @@ static int partitions_of(rd_kafka_t *rk, const char *topic) {
   return n;
 }
 
-static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
+/* Polls the Results reader until its group gives it partitions, at most
+ * `seconds`; false when it got none. *stale counts the Results read
+ * meanwhile (none can answer a Job of this run: none is out yet). */
+static bool await_assignment(rd_kafka_t *c, double seconds, long *stale) {
+  for (double end = now_s() + seconds; now_s() < end;) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 50);
+    if (m) {
+      if (!m->err) (*stale)++;
+      rd_kafka_message_destroy(m);
+    }
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(c, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    int cnt = parts->cnt;
+    rd_kafka_topic_partition_list_destroy(parts);
+    if (cnt > 0) return true;
+  }
+  return false;
+}
+
+/* wait: the first Job waits for the Results reader's partitions (--jobs). */
+static int drive(const char *brokers, long n, const frames *jobs, bool wait,
+                 const char *results_path) {
   trace t = {.n = n};
   t.part = malloc((size_t)n * sizeof *t.part);
   t.off = malloc((size_t)n * sizeof *t.off);
@@ -291,8 +453,12 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   double *rmade = calloc((size_t)n, sizeof *rmade), *rwall = calloc((size_t)n, sizeof *rwall);
   int32_t *rp = calloc((size_t)n, sizeof *rp);
   int64_t *ro = calloc((size_t)n, sizeof *ro);
+  /* --results: each Result's bytes, kept to be written after the run. */
+  uint8_t **kept = results_path ? calloc((size_t)n, sizeof *kept) : NULL;
+  size_t *kept_len = results_path ? calloc((size_t)n, sizeof *kept_len) : NULL;
   if (!t.part || !t.off || !t.sent || !t.back || !t.sent_wall || !t.made_wall || !t.back_wall ||
-      !lat || !rt || !lin || !lout || !rmade || !rwall || !rp || !ro) {
+      !lat || !rt || !lin || !lout || !rmade || !rwall || !rp || !ro ||
+      (results_path && (!kept || !kept_len))) {
     fprintf(stderr, "kafka_bench: out of memory\n");
     return 1;
   }
@@ -300,8 +466,13 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-collect", NULL);
   rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL, &t);
   subscribe(c, "imgbatch.results");
-  size_t len = 0;
-  uint8_t *job = make_job(kind, side, 0, &len);
+  long stale = 0;
+  if (wait && !await_assignment(c, 60, &stale))
+    fprintf(stderr, "kafka_bench: the Results reader got no partitions in 60 s; driving anyway\n");
+  if (stale) fprintf(stderr, "kafka_bench: %ld Results read before any Job was sent\n", stale);
+  /* The window from the largest Job; in-MB/s from their mean size. */
+  size_t len = jobs->max;
+  double mean_len = (double)jobs->total / (double)jobs->count;
   int partitions = partitions_of(p, "imgbatch.jobs");
   long window = (long)((size_t)partitions * (2u << 20) / len);
   if (window < 4) window = 4;
@@ -310,14 +481,17 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   double t_warm = 0, last = 0, deadline = now_s() + 900;
   uint64_t out_bytes = 0;
   long got = 0, produced = 0;
+  bool kept_ok = true;
   while (got < n && now_s() < deadline) {
     while (produced < n && produced - got < window) {
       char key[24];
+      size_t f = (size_t)produced % jobs->count;
       snprintf(key, sizeof key, "%ld", produced);
       t.sent[produced] = now_s();
       t.sent_wall[produced] = wall_ms();
       if (rd_kafka_producev(p, RD_KAFKA_V_TOPIC("imgbatch.jobs"), RD_KAFKA_V_KEY(key, strlen(key)),
-                            RD_KAFKA_V_VALUE(job, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                            RD_KAFKA_V_VALUE((void *)jobs->data[f], jobs->len[f]),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                             RD_KAFKA_V_OPAQUE((void *)(intptr_t)produced), RD_KAFKA_V_END) != 0)
         break;
       produced++;
@@ -335,6 +509,10 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
         rmade[got] = (double)rd_kafka_message_timestamp(m, NULL);
       } else
         rp[got] = -1;
+      if (kept && kept_ok) {
+        kept_ok = (kept[got] = malloc(m->len ? m->len : 1)) != NULL;
+        if (kept_ok) memcpy(kept[got], m->payload, m->len), kept_len[got] = m->len;
+      }
       got++;
     }
     rd_kafka_message_destroy(m);
@@ -358,14 +536,15 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   qsort(lin, (size_t)nl, sizeof *lin, cmp_double);
   qsort(lout, (size_t)nl, sizeof *lout, cmp_double);
   if (unmatched) fprintf(stderr, "kafka_bench: %ld Results matched no Job sent\n", unmatched);
+  if (!kept_ok) fprintf(stderr, "kafka_bench: out of memory keeping the Results\n");
+  if (kept && kept_ok) kept_ok = write_results(results_path, kept, kept_len, got);
   printf(
       "%ld of %ld results (window %ld over %d partitions, %zu-byte jobs): %.1f jobs/s, in %.1f "
       "MB/s, out %.1f MB/s, "
       "latency p50 %.1f ms p99 %.1f ms (p50 in %.0f ms, out %.0f ms)\n",
-      got, n, window, partitions, len, (double)timed / span,
-      (double)len * (double)timed / span / 1e6, (double)out_bytes / span / 1e6,
-      nl > 0 ? lat[nl / 2] : 0.0, nl > 0 ? lat[nl * 99 / 100] : 0.0, nl > 0 ? lin[nl / 2] : 0.0,
-      nl > 0 ? lout[nl / 2] : 0.0);
+      got, n, window, partitions, len, (double)timed / span, mean_len * (double)timed / span / 1e6,
+      (double)out_bytes / span / 1e6, nl > 0 ? lat[nl / 2] : 0.0, nl > 0 ? lat[nl * 99 / 100] : 0.0,
+      nl > 0 ? lin[nl / 2] : 0.0, nl > 0 ? lout[nl / 2] : 0.0);
   free(lat);
   free(lin);
   free(lout);
@@ -381,15 +560,17 @@ static int drive(const char *brokers, long n, const char *kind, uint32_t side) {
   free(rt);
   free(rp);
   free(ro);
-  free(job);
+  for (long i = 0; kept && i < got; i++) free(kept[i]);
+  free(kept);
+  free(kept_len);
   rd_kafka_destroy(p);
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
-  return got == n && !unmatched ? 0 : 1;
+  return got == n && !unmatched && !stale && kept_ok ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
-  const char *brokers = NULL, *kind = "raw";
+  const char *brokers = NULL, *kind = "raw", *jobs_path = NULL, *results_path = NULL;
   long n = 1000;
   uint32_t side = 256;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -401,13 +582,26 @@ int main(int argc, char **argv) {
       kind = argv[i + 1];
     else if (strcmp(argv[i], "--side") == 0)
       side = (uint32_t)atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--jobs") == 0)
+      jobs_path = argv[i + 1];
+    else if (strcmp(argv[i], "--results") == 0)
+      results_path = argv[i + 1];
   }
   if (argc < 2 || !brokers || n < 2) {
     fprintf(stderr,
-            "usage: kafka_bench drive|relay --brokers B --n N [--kind raw|png] [--side S]\n");
+            "usage: kafka_bench drive|relay --brokers B --n N [--kind raw|png] [--side S]\n"
+            "                   [--jobs FILE] [--results FILE]\n"
+            "  --jobs FILE: drive sends FILE's length-delimited Job frames (message i: frame\n"
+            "  i %% count) in place of the synthetic --kind Job; --results FILE: drive writes the\n"
+            "  Results it read back there, length-delimited\n");
     return 2;
   }
   if (strcmp(argv[1], "relay") == 0) return relay(brokers, n);
-  if (strcmp(argv[1], "drive") == 0) return drive(brokers, n, kind, side);
-  return 2;
+  if (strcmp(argv[1], "drive") != 0) return 2;
+  frames jobs = {0};
+  int rc = (jobs_path ? load_frames(jobs_path, &jobs) : one_frame(kind, side, &jobs))
+               ? drive(brokers, n, &jobs, jobs_path != NULL, results_path)
+               : 1;
+  frames_free(&jobs);
+  return rc;
 }
