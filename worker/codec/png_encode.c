@@ -9,6 +9,7 @@
 
 #include "codec/metadata.h"
 #include "codec/png_paeth.h"
+#include "codec/thread_buf.h"
 #include "core/error.h"
 
 /* A compressor per thread, kept for its level: allocating one costs more
@@ -145,11 +146,12 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
   struct libdeflate_compressor *c = compressor_for(level);
   size_t row = (size_t)width * channels, raw = (row + 1) * height;
   /* The filtered rows, then room for four trial rows and a row of zeros. */
-  uint8_t *filtered = calloc(raw + 5 * row, 1);
+  uint8_t *filtered = ib_tbuf_get(IB_TBUF_PNG_FILTERED, raw + 5 * row);
   if (!c || !filtered) {
-    free(filtered);
+    ib_tbuf_put(IB_TBUF_PNG_FILTERED, filtered);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: out of memory");
   }
+  memset(filtered + raw + 4 * row, 0, row);
   for (uint32_t y = 0; y < height; y++)
     filter_row(px + y * stride, y ? px + (y - 1) * stride : filtered + raw + 4 * row, row, channels,
                filtered + y * (row + 1), filtered + raw);
@@ -158,7 +160,7 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
   /* Signature, IHDR (13 bytes), the metadata chunks, one IDAT, IEND. */
   uint8_t *png = g_try_malloc(8 + 25 + mb + 12 + bound + 12);
   if (!png) {
-    free(filtered);
+    ib_tbuf_put(IB_TBUF_PNG_FILTERED, filtered);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: out of memory");
   }
   memcpy(png, "\x89PNG\r\n\x1a\n", 8);
@@ -172,13 +174,13 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
   o += chunk(png + o, "IHDR", 13);
   size_t mo = meta_chunks(c, meta, png + o, mb);
   if (mb && !mo) {
-    free(filtered);
+    ib_tbuf_put(IB_TBUF_PNG_FILTERED, filtered);
     g_free(png);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: deflate failed (iCCP)");
   }
   o += mo;
   size_t z = libdeflate_zlib_compress(c, filtered, raw, png + o + 8, bound);
-  free(filtered);
+  ib_tbuf_put(IB_TBUF_PNG_FILTERED, filtered);
   if (!z) {
     g_free(png);
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE, "encode png: deflate failed");

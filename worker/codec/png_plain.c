@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codec/png_paeth.h"
+#include "codec/thread_buf.h"
 #include "imgbatch.h"
 
 /* The most filtered-row bytes inflated at once: a 4096^2 RGBA image's. The
@@ -120,7 +121,7 @@ static bool inflate_run(const uint8_t *p, const idat_run *run, uint8_t *rows, si
   const uint8_t *in = p + run->first + 8;
   uint8_t *joined = NULL;
   if (run->chunks > 1) { /* libdeflate takes its input in one piece */
-    if (!(joined = malloc(run->bytes))) return false;
+    if (!(joined = ib_tbuf_get(IB_TBUF_PNG_IDAT, run->bytes))) return false;
     size_t at = 0;
     for (size_t i = run->first, k = 0; k < run->chunks; k++) {
       const uint32_t n = be32(p + i);
@@ -141,7 +142,7 @@ static bool inflate_run(const uint8_t *p, const idat_run *run, uint8_t *rows, si
          used == run->bytes && got == n_rows;
     libdeflate_free_decompressor(d);
   }
-  free(joined);
+  ib_tbuf_put(IB_TBUF_PNG_IDAT, joined);
   return ok;
 }
 
@@ -152,11 +153,11 @@ bool ib_png_plain_decode(const uint8_t *bytes, size_t len, const ib_shape *shape
   const unsigned bpp = ib_mode_bands(shape->mode);
   const size_t stride = (size_t)shape->width * bpp, n_rows = (size_t)shape->height * (stride + 1);
   if (n_rows > PLAIN_ROWS_MAX) return false;
-  uint8_t *rows = malloc(n_rows), *zeros = calloc(1, stride);
+  uint8_t *rows = ib_tbuf_get(IB_TBUF_PNG_ROWS, n_rows), *zeros = calloc(1, stride);
   bool ok = rows && zeros && inflate_run(bytes, &run, rows, n_rows);
   for (size_t y = 0; ok && y < shape->height; y++) ok = rows[y * (stride + 1)] <= 4;
   if (ok) unfilter(dst, rows, zeros, stride, shape->height, bpp);
-  free(rows);
+  ib_tbuf_put(IB_TBUF_PNG_ROWS, rows);
   free(zeros);
   return ok;
 }

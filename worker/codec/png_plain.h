@@ -21,9 +21,10 @@
  * ignores it as libvips told it to.
  *
  * Size: at most a 4096^2 RGBA image's rows (64 MiB); a larger image goes to
- * libpng, because the inflated rows (height x (row + 1) bytes, allocated
- * for the call) are scratch outside the host credits, as libpng's own row
- * buffers are, and libpng needs only a row or two.
+ * libpng, because the inflated rows (height x (row + 1) bytes) and the
+ * joined IDAT data are scratch outside the host credits, as libpng's own row
+ * buffers are, and libpng needs only a row or two. The decoding thread
+ * keeps each up to 24 MiB for its next decode (codec/thread_buf.h).
  *
  * No globals. Never prints.
  */

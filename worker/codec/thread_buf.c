@@ -1,0 +1,56 @@
+/* thread_buf.c - a codec thread's kept buffers (see thread_buf.h). */
+#include "codec/thread_buf.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+typedef struct kept {
+  uint8_t *buf[IB_TBUF_USES];
+  size_t cap[IB_TBUF_USES];
+} kept;
+
+static pthread_key_t key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_failed;
+
+static void free_kept(void *p) {
+  kept *k = p;
+  if (!k) return;
+  for (int u = 0; u < IB_TBUF_USES; u++) free(k->buf[u]);
+  free(k);
+}
+
+static void make_key(void) { key_failed = pthread_key_create(&key, free_kept) != 0; }
+
+/* The calling thread's kept buffers; NULL when they cannot be had (the
+ * caller then allocates afresh). */
+static kept *thread_kept(void) {
+  if (pthread_once(&key_once, make_key) != 0 || key_failed) return NULL;
+  kept *k = pthread_getspecific(key);
+  if (k) return k;
+  if (!(k = calloc(1, sizeof *k))) return NULL;
+  if (pthread_setspecific(key, k) != 0) {
+    free(k);
+    return NULL;
+  }
+  return k;
+}
+
+uint8_t *ib_tbuf_get(ib_tbuf_use use, size_t n) {
+  if (!n) n = 1;
+  kept *k = n <= IB_THREAD_BUF_KEEP ? thread_kept() : NULL;
+  if (!k) return malloc(n);
+  if (k->cap[use] < n) { /* no realloc: the old contents are not wanted */
+    free(k->buf[use]);
+    k->cap[use] = 0;
+    if (!(k->buf[use] = malloc(n))) return NULL;
+    k->cap[use] = n;
+  }
+  return k->buf[use];
+}
+
+void ib_tbuf_put(ib_tbuf_use use, uint8_t *p) {
+  if (!p) return;
+  kept *k = pthread_once(&key_once, make_key) == 0 && !key_failed ? pthread_getspecific(key) : NULL;
+  if (!k || k->buf[use] != p) free(p);
+}

@@ -1,0 +1,37 @@
+/*
+ * thread_buf.h - buffers a codec thread keeps from one image to the next
+ * (internal). A large buffer allocated afresh for every image is mapped and
+ * unmapped each time (the CLI maps every buffer of 4 MiB and more, to keep a
+ * long-running worker's heap from holding its peak): its pages fault in
+ * again, zeroed, and each unmap makes every thread of the process flush its
+ * TLB. A PNG decode of a 2048^2 RGB file needed some 20 MB of such scratch,
+ * ~5,000 page faults. A thread that decodes or encodes image after image
+ * keeps one buffer per use instead, up to IB_THREAD_BUF_KEEP bytes each,
+ * freed when the thread exits (docs/credits.md: scratch outside the credits).
+ */
+#ifndef IB_THREAD_BUF_H
+#define IB_THREAD_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ib_tbuf_use {
+  IB_TBUF_PNG_ROWS,     /* a PNG's inflated rows (png_plain.c) */
+  IB_TBUF_PNG_IDAT,     /* its IDAT chunks' data joined (png_plain.c) */
+  IB_TBUF_PNG_FILTERED, /* an encode's filtered rows (png_encode.c) */
+  IB_TBUF_USES
+} ib_tbuf_use;
+
+/* The most a thread keeps for one use; a larger buffer is freed after it. */
+#define IB_THREAD_BUF_KEEP ((size_t)24 << 20)
+
+/* At least n bytes for `use`, contents undefined: the calling thread's kept
+ * buffer (replaced by a larger one when too small) when n <=
+ * IB_THREAD_BUF_KEEP, else a fresh one. NULL when out of memory. Give it
+ * back with ib_tbuf_put before asking for the same use again. */
+uint8_t *ib_tbuf_get(ib_tbuf_use use, size_t n);
+
+/* Ends the use of p (ib_tbuf_get's): freed unless the thread keeps it. */
+void ib_tbuf_put(ib_tbuf_use use, uint8_t *p);
+
+#endif
