@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "codec/codec.h"
+#include "core/frame.h"
 #include "proto/imgbatch.pb-c.h"
 
 static double now_s(void) {
@@ -154,119 +155,80 @@ static uint8_t *make_job(const char *kind, uint32_t side, uint64_t key, size_t *
 
 /* The Jobs a drive sends: message i is frame i % count. */
 typedef struct {
-  uint8_t *buf; /* the file's bytes, or the one synthetic Job */
-  size_t count, max, total;
-  const uint8_t **data;
+  uint8_t **data; /* each frame's bytes, its own allocation */
   size_t *len;
+  size_t count, max, total;
 } frames;
 
 static void frames_free(frames *f) {
-  free(f->buf);
+  for (size_t i = 0; i < f->count; i++) free(f->data[i]);
   free(f->data);
   free(f->len);
 }
 
-/* One varint at *pos of buf[0, size); false when truncated or over 64 bits. */
-static bool read_varint(const uint8_t *buf, size_t size, size_t *pos, uint64_t *v) {
-  *v = 0;
-  for (unsigned shift = 0; shift < 64 && *pos < size; shift += 7) {
-    uint8_t b = buf[(*pos)++];
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
+/* Appends one frame (taking `buf`); false when out of memory. */
+static bool add_frame(frames *f, uint8_t *buf, size_t n) {
+  uint8_t **d = realloc(f->data, (f->count + 1) * sizeof *d);
+  if (d) f->data = d;
+  size_t *l = realloc(f->len, (f->count + 1) * sizeof *l);
+  if (l) f->len = l;
+  if (!d || !l) {
+    free(buf);
+    return false;
   }
-  return false;
+  f->data[f->count] = buf;
+  f->len[f->count++] = n;
+  f->total += n;
+  if (n > f->max) f->max = n;
+  return true;
 }
 
-/* Indexes f->buf[0, size) as length-delimited frames; false (said on
- * stderr) when it is empty or a frame is cut short. */
-static bool index_frames(frames *f, size_t size, const char *path) {
-  size_t cap = 0;
-  for (size_t pos = 0; pos < size;) {
-    uint64_t n = 0;
-    if (!read_varint(f->buf, size, &pos, &n) || n > size - pos) {
-      fprintf(stderr, "kafka_bench: %s: frame %zu cut short at byte %zu\n", path, f->count, pos);
-      return false;
-    }
-    if (f->count == cap) {
-      cap = cap ? 2 * cap : 64;
-      const uint8_t **d = realloc(f->data, cap * sizeof *d);
-      if (d) f->data = d;
-      size_t *l = realloc(f->len, cap * sizeof *l);
-      if (l) f->len = l;
-      if (!d || !l) {
-        fprintf(stderr, "kafka_bench: out of memory\n");
-        return false;
-      }
-    }
-    f->data[f->count] = f->buf + pos;
-    f->len[f->count++] = (size_t)n;
-    f->total += (size_t)n;
-    if (n > f->max) f->max = (size_t)n;
-    pos += (size_t)n;
-  }
-  if (f->count == 0) fprintf(stderr, "kafka_bench: %s: no Job frames\n", path);
-  return f->count > 0;
-}
-
-/* FILE's length-delimited Job frames into f; false (said on stderr) on failure. */
+/* FILE's length-delimited Job frames (core/frame.h) into f; false (said on
+ * stderr) when it cannot be read, is empty or a frame is cut short. */
 static bool load_frames(const char *path, frames *f) {
   FILE *fp = fopen(path, "rb");
   if (!fp) {
     fprintf(stderr, "kafka_bench: %s: %s\n", path, strerror(errno));
     return false;
   }
-  size_t size = 0, cap = 1 << 20;
-  bool ok = (f->buf = malloc(cap)) != NULL;
-  while (ok) {
-    if (size == cap) {
-      uint8_t *b = realloc(f->buf, cap *= 2);
-      if (!(ok = b != NULL)) break;
-      f->buf = b;
+  bool ok = true;
+  for (;;) {
+    uint8_t *buf = NULL;
+    size_t cap = 0, n = 0;
+    const ib_frame_status st = ib_frame_read(fp, (size_t)1 << 30, &buf, &cap, &n);
+    if (st == IB_FRAME_EOF) {
+      free(buf);
+      break;
     }
-    size_t got = fread(f->buf + size, 1, cap - size, fp);
-    size += got;
-    if (got == 0) break;
+    if (st != IB_FRAME_OK) {
+      fprintf(stderr, "kafka_bench: %s: frame %zu %s\n", path, f->count,
+              st == IB_FRAME_TRUNCATED ? "cut short" : "too large (or out of memory)");
+      free(buf);
+      ok = false;
+      break;
+    }
+    if (!(ok = add_frame(f, buf, n))) {
+      fprintf(stderr, "kafka_bench: out of memory\n");
+      break;
+    }
   }
-  if (!ok) fprintf(stderr, "kafka_bench: out of memory\n");
-  if (ok && ferror(fp)) {
-    fprintf(stderr, "kafka_bench: %s: read error\n", path);
+  fclose(fp);
+  if (ok && f->count == 0) {
+    fprintf(stderr, "kafka_bench: %s: no Job frames\n", path);
     ok = false;
   }
-  if (fclose(fp) != 0 && ok) {
-    fprintf(stderr, "kafka_bench: %s: %s\n", path, strerror(errno));
-    ok = false;
-  }
-  return ok && index_frames(f, size, path);
+  return ok;
 }
 
 /* The synthetic Job of --kind/--side as the only frame. */
 static bool one_frame(const char *kind, uint32_t side, frames *f) {
-  f->data = malloc(sizeof *f->data);
-  f->len = malloc(sizeof *f->len);
-  if (!f->data || !f->len) {
-    fprintf(stderr, "kafka_bench: out of memory\n");
-    return false;
-  }
-  if (!(f->buf = make_job(kind, side, 0, &f->len[0]))) {
-    fprintf(stderr, "kafka_bench: out of memory\n");
-    return false;
-  }
-  f->data[0] = f->buf;
-  f->count = 1;
-  f->max = f->total = f->len[0];
-  return true;
-}
-
-static bool put_varint(FILE *fp, uint64_t v) {
-  uint8_t b[10];
   size_t n = 0;
-  do {
-    b[n] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) b[n] |= 0x80;
-    n++;
-  } while (v);
-  return fwrite(b, 1, n, fp) == n;
+  uint8_t *job = make_job(kind, side, 0, &n);
+  if (!job || !add_frame(f, job, n)) {
+    fprintf(stderr, "kafka_bench: out of memory\n");
+    return false;
+  }
+  return true;
 }
 
 /* The Results kept (msgs[i], lens[i]) to path as length-delimited frames. */
@@ -277,8 +239,7 @@ static bool write_results(const char *path, uint8_t *const *msgs, const size_t *
     return false;
   }
   bool ok = true;
-  for (long i = 0; i < got && ok; i++)
-    ok = put_varint(fp, lens[i]) && fwrite(msgs[i], 1, lens[i], fp) == lens[i];
+  for (long i = 0; i < got && ok; i++) ok = ib_frame_write(fp, msgs[i], lens[i]);
   if (fclose(fp) != 0) ok = false;
   if (!ok) fprintf(stderr, "kafka_bench: %s: write failed\n", path);
   return ok;
