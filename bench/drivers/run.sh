@@ -41,7 +41,8 @@
 #            resize kernel only 4032x3024 -> 256 (ncu); 1024x768 -> 256 BICUBIC
 #            through the API (jobs_bench); 12 MP JPEG -> thumbnail(256) -> JPEG q85,
 #            -> renditions 2048/1024/512/256 JPEG, and PNG 2048^2 -> LANCZOS 512 -> PNG
-#            through `imgbatch run`; Pillow on every core beside each, libvips
+#            through `imgbatch run`, the thumbnail and renditions also through the
+#            Kafka worker (--via kafka); Pillow on every core beside each, libvips
 #            (vips_thumb_bench) beside the thumbnail; a backend answering
 #            Unsupported gives an "unsupported on BACKEND" row; renditions also on
 #            the cpu backend -> thumbs.csv, thumbs.md. Not in the default list (run
@@ -390,6 +391,12 @@ part_thumbs() {
   for r in kernel api thumb renditions png; do
     say "thumbs: $r"
     step thumbs "$(q 120 150)" "$PY" "${tb[@]}" "$r"
+  done
+  # The thumb and renditions rows are the Kafka worker's (path Jobs on the embedded
+  # broker); the table's verdict for them takes these figures, the peers from above.
+  for r in thumb renditions; do
+    say "thumbs: $r through the Kafka worker"
+    step thumbs "$(q 120 150)" "$PY" "${tb[@]}" "$r" --via kafka
   done
   rm -rf "$scratch/thumbs"
   step thumbs 30 "$PY" bench/drivers/thumbs_bench.py table --csv "$out/thumbs.csv" --md "$out/thumbs.md"
