@@ -1,8 +1,9 @@
-/* A codec thread's kept buffers: the same buffer again for its use while it
+/* What a codec thread keeps: the same buffer again for its use while it
  * fits, a larger one replacing it, a fresh one past the bound, none shared
- * between uses or threads. Leaks (a buffer not freed at the thread's exit,
- * or one past the bound kept) show under the sanitizer build. */
+ * between uses or threads; its compressor for a level, its decompressor. Leaks (a buffer not freed
+ * at the thread's exit, or one past the bound kept) show under the sanitizer build. */
 #include <criterion/criterion.h>
+#include <libdeflate.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -59,4 +60,24 @@ Test(thread_buf, threads_keep_their_own) {
   cr_assert_not_null(there);
   cr_assert_neq(there, here, "another thread has its own while this one holds its");
   ib_tbuf_put(IB_TBUF_PNG_ROWS, here);
+}
+
+Test(thread_buf, the_compressor_is_kept_for_its_level_and_the_decompressor_for_good) {
+  struct libdeflate_compressor *c6 = ib_tbuf_compressor(6);
+  cr_assert_not_null(c6);
+  cr_assert_eq(ib_tbuf_compressor(6), c6, "the same level: the kept one");
+  struct libdeflate_compressor *c1 = ib_tbuf_compressor(1);
+  cr_assert_not_null(c1);
+  cr_assert_eq(ib_tbuf_compressor(1), c1);
+  struct libdeflate_decompressor *d = ib_tbuf_decompressor();
+  cr_assert_not_null(d);
+  cr_assert_eq(ib_tbuf_decompressor(), d);
+  /* they work: a round trip */
+  uint8_t in[4096], z[8192], out[4096];
+  for (size_t i = 0; i < sizeof in; i++) in[i] = (uint8_t)(i * 7 / 13);
+  const size_t zn = libdeflate_zlib_compress(c1, in, sizeof in, z, sizeof z);
+  cr_assert_gt(zn, 0u);
+  size_t got = 0;
+  cr_assert_eq(libdeflate_zlib_decompress(d, z, zn, out, sizeof out, &got), LIBDEFLATE_SUCCESS);
+  cr_assert(got == sizeof in && memcmp(in, out, sizeof in) == 0);
 }

@@ -3,7 +3,6 @@
 
 #include <glib.h>
 #include <libdeflate.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,42 +10,6 @@
 #include "codec/png_paeth.h"
 #include "codec/thread_buf.h"
 #include "core/error.h"
-
-/* A compressor per thread, kept for its level: allocating one costs more
- * than compressing a small image. Freed when its thread exits. */
-typedef struct compressor {
-  int level;
-  struct libdeflate_compressor *c;
-} compressor;
-
-static pthread_key_t key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static int key_failed;
-
-static void free_compressor(void *p) {
-  compressor *k = p;
-  if (k) libdeflate_free_compressor(k->c);
-  free(k);
-}
-
-static void make_key(void) { key_failed = pthread_key_create(&key, free_compressor) != 0; }
-
-static struct libdeflate_compressor *compressor_for(int level) {
-  if (pthread_once(&key_once, make_key) != 0 || key_failed) return NULL;
-  compressor *k = pthread_getspecific(key);
-  if (k && k->level == level) return k->c;
-  if (!k) {
-    if (!(k = calloc(1, sizeof *k))) return NULL;
-    if (pthread_setspecific(key, k) != 0) {
-      free(k);
-      return NULL;
-    }
-  }
-  libdeflate_free_compressor(k->c);
-  k->c = libdeflate_alloc_compressor(level);
-  k->level = level;
-  return k->c;
-}
 
 static void put32(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
@@ -143,7 +106,7 @@ ib_status ib_png_encode(const uint8_t *px, uint32_t width, uint32_t height, unsi
   if (channels < 1 || channels > 4 || !width || !height || level < 1 || level > 9)
     return ib_error_set(err, IB_INTERNAL, IB_STAGE_ENCODE,
                         "encode png: %u channels, %ux%u, level %d", channels, width, height, level);
-  struct libdeflate_compressor *c = compressor_for(level);
+  struct libdeflate_compressor *c = ib_tbuf_compressor(level);
   size_t row = (size_t)width * channels, raw = (row + 1) * height;
   /* The filtered rows, then room for four trial rows and a row of zeros. */
   uint8_t *filtered = ib_tbuf_get(IB_TBUF_PNG_FILTERED, raw + 5 * row);

@@ -134,13 +134,12 @@ static bool inflate_run(const uint8_t *p, const idat_run *run, uint8_t *rows, si
   bool ok = false;
   /* CMF: deflate with a 32 KiB window (see png_plain.h) */
   if (run->bytes >= 2 && in[0] == 0x78) {
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    struct libdeflate_decompressor *d = ib_tbuf_decompressor();
     size_t used = 0, got = 0;
     ok = d &&
          libdeflate_zlib_decompress_ex(d, in, run->bytes, rows, n_rows, &used, &got) ==
              LIBDEFLATE_SUCCESS &&
          used == run->bytes && got == n_rows;
-    libdeflate_free_decompressor(d);
   }
   ib_tbuf_put(IB_TBUF_PNG_IDAT, joined);
   return ok;

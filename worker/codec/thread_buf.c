@@ -1,12 +1,16 @@
-/* thread_buf.c - a codec thread's kept buffers (see thread_buf.h). */
+/* thread_buf.c - what a codec thread keeps (see thread_buf.h). */
 #include "codec/thread_buf.h"
 
+#include <libdeflate.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 typedef struct kept {
   uint8_t *buf[IB_TBUF_USES];
   size_t cap[IB_TBUF_USES];
+  struct libdeflate_compressor *comp;
+  int comp_level;
+  struct libdeflate_decompressor *decomp;
 } kept;
 
 static pthread_key_t key;
@@ -17,6 +21,8 @@ static void free_kept(void *p) {
   kept *k = p;
   if (!k) return;
   for (int u = 0; u < IB_TBUF_USES; u++) free(k->buf[u]);
+  libdeflate_free_compressor(k->comp);
+  libdeflate_free_decompressor(k->decomp);
   free(k);
 }
 
@@ -53,4 +59,20 @@ void ib_tbuf_put(ib_tbuf_use use, uint8_t *p) {
   if (!p) return;
   kept *k = pthread_once(&key_once, make_key) == 0 && !key_failed ? pthread_getspecific(key) : NULL;
   if (!k || k->buf[use] != p) free(p);
+}
+
+struct libdeflate_compressor *ib_tbuf_compressor(int level) {
+  kept *k = thread_kept();
+  if (!k) return NULL;
+  if (k->comp && k->comp_level == level) return k->comp;
+  libdeflate_free_compressor(k->comp);
+  k->comp = libdeflate_alloc_compressor(level);
+  k->comp_level = level;
+  return k->comp;
+}
+
+struct libdeflate_decompressor *ib_tbuf_decompressor(void) {
+  kept *k = thread_kept();
+  if (k && !k->decomp) k->decomp = libdeflate_alloc_decompressor();
+  return k ? k->decomp : NULL;
 }

@@ -1,13 +1,15 @@
 /*
- * thread_buf.h - buffers a codec thread keeps from one image to the next
- * (internal). A large buffer allocated afresh for every image is mapped and
+ * thread_buf.h - what a codec thread keeps from one image to the next
+ * (internal): its libdeflate compressor and decompressor (allocating one
+ * costs more than compressing a small image) and its large scratch
+ * buffers. A large buffer allocated afresh for every image is mapped and
  * unmapped each time (the CLI maps every buffer of 4 MiB and more, to keep a
  * long-running worker's heap from holding its peak): its pages fault in
  * again, zeroed, and each unmap makes every thread of the process flush its
  * TLB. A PNG decode of a 2048^2 RGB file needed some 20 MB of such scratch,
- * ~5,000 page faults. A thread that decodes or encodes image after image
- * keeps one buffer per use instead, up to IB_THREAD_BUF_KEEP bytes each,
- * freed when the thread exits (docs/credits.md: scratch outside the credits).
+ * ~5,000 page faults. So a thread keeps one buffer per use, up to
+ * IB_THREAD_BUF_KEEP bytes each. All of it is freed when the thread exits
+ * (docs/credits.md: scratch outside the credits).
  */
 #ifndef IB_THREAD_BUF_H
 #define IB_THREAD_BUF_H
@@ -21,6 +23,17 @@ typedef enum ib_tbuf_use {
   IB_TBUF_PNG_FILTERED, /* an encode's filtered rows (png_encode.c) */
   IB_TBUF_USES
 } ib_tbuf_use;
+
+struct libdeflate_compressor;
+struct libdeflate_decompressor;
+
+/* The calling thread's compressor at zlib-style `level`, kept (replaced
+ * when asked for another level); NULL when out of memory. The thread's,
+ * never freed by the caller. */
+struct libdeflate_compressor *ib_tbuf_compressor(int level);
+
+/* The calling thread's decompressor, kept; NULL when out of memory. */
+struct libdeflate_decompressor *ib_tbuf_decompressor(void);
 
 /* The most a thread keeps for one use; a larger buffer is freed after it. */
 #define IB_THREAD_BUF_KEEP ((size_t)24 << 20)
