@@ -306,12 +306,23 @@ BEST_CAPS = "--max-in-flight 4 --max-jobs 256 --gpu-bytes 8G --host-bytes 8G"  #
 PNG_CAPS = "--executor-ahead 256M --host-bytes 1G"
 
 
+def settings(a, backend, larger=BEST_CAPS):
+    """The caps a row runs at: the default (""), then on cuda (not --quick, or
+    --caps given) --caps or `larger`."""
+    return [""] + ([a.caps or larger] if backend == "cuda" and (not a.quick or a.caps) else [])
+
+
+def renditions_n(a, backend):
+    """Jobs of a renditions run: on the cpu backend 6 whatever --n (a check
+    that it answers them, not the row)."""
+    return 6 if backend == "cpu" else (a.n or (6 if a.quick else 120))
+
+
 def time_runs(a, jobs, n, workload, mode, side, scratch, larger=BEST_CAPS):
-    """time_run at the default caps, then (cuda, not --quick, or --caps given)
-    at --caps or `larger`; the default's results and the better rate."""
+    """time_run at settings(); the default's results and the better rate."""
     res, rate = time_run(a, jobs, n, workload, mode, side, scratch)
-    if a.backend == "cuda" and (not a.quick or a.caps):
-        _, r2 = time_run(a, jobs, n, workload, mode, side, scratch, caps=a.caps or larger)
+    for caps in settings(a, a.backend, larger)[1:]:
+        _, r2 = time_run(a, jobs, n, workload, mode, side, scratch, caps=caps)
         rate = max(x for x in (rate, r2) if x) if (rate or r2) else None
     return res, rate
 
@@ -476,10 +487,10 @@ def row_api(a, scratch):
     ok = check(a, "resize_bicubic_api", "RGB", "1024x768", [], pairs)
     images = a.api_images or (400 if a.quick else (8000 if a.backend == "cuda" else 2000))
     # The default caps, then (cuda) a larger setting, as run.sh's other parts look for the best.
-    settings = [["--max-jobs", "64", "--inflight", "2"]]
+    api_caps = [["--max-jobs", "64", "--inflight", "2"]]
     if a.backend == "cuda" and not a.quick:
-        settings.append(["--max-jobs", "256", "--inflight", "4"])
-    for caps in settings:
+        api_caps.append(["--max-jobs", "256", "--inflight", "4"])
+    for caps in api_caps:
         rc = subprocess.run([a.jobs_bench, "--jobs", j, "--backend", a.backend, "--images", str(images),
                              "--reps", "1" if a.quick else "3", *caps,
                              "--row", f"{PART},resize_bicubic_api,RGB,1024x768", "--csv", a.csv]).returncode
@@ -558,7 +569,7 @@ def row_renditions(a, scratch):
         if probe(b, [j[0] for j in jobs], "renditions4_jpeg", "RGB", "4032x3024", scratch):
             continue
         tw = raw_twins(b, [t[0] for t in twins], refs, scratch)
-        n = 6 if be == "cpu" else (a.n or (6 if a.quick else 120))  # cpu: a support check, not the row
+        n = renditions_n(a, be)
         res, rate = time_runs(b, [j[0] for j in jobs], n, "renditions4_jpeg", "RGB", "4032x3024", scratch)
         by_key = {x.input_key: x for x in res}
         pairs = [(rd.image, jobs[k][1][i], "JPEG") for k in range(min(2, len(jobs)))
@@ -689,11 +700,9 @@ def kafka_runs(a, backend, src, jobs, n, workload, mode, side, scratch, sample):
     os.makedirs(work)
     jobs_path = os.path.join(work, "jobs.bin")
     write_jobs(jobs_path, [j for j, _ in jobs], len(jobs))
-    settings = [""]
-    if backend == "cuda" and (not a.quick or a.caps):
-        settings.append(a.caps or BEST_CAPS)
+    runs = settings(a, backend)
     ok = True
-    for caps in settings:
+    for caps in runs:
         setting = caps or "default caps"
         summary, results = kafka_case(a, backend, src, jobs_path, n, caps, work)
         m = DRIVE.search(summary)
@@ -726,7 +735,7 @@ def kafka_runs(a, backend, src, jobs, n, workload, mode, side, scratch, sample):
         if rate <= 0:
             problems.append(f"no steady rate over {n} Jobs ({summary})")
         missing = [k for k in range(min(2, len(jobs))) if k not in outputs]
-        if missing and caps == settings[0]:
+        if missing and caps == runs[0]:
             problems.append(f"no output read back for sample key(s) {missing}")
         files = sum(1 for r in res for x in [r, *r.renditions] if x.file is not None)
         note = (f"kafka_bench drive: {m.group(1)} of {m.group(2)} Results, window {m.group(3)} over "
@@ -750,7 +759,7 @@ def kafka_runs(a, backend, src, jobs, n, workload, mode, side, scratch, sample):
                         note)])
         say(f"{workload}: {impl} [{setting}] {rate:.1f} img/s{'' if status == 'ok' else ' (' + status + ')'} "
             f"({note})")
-        if caps == settings[0]:
+        if caps == runs[0]:
             pairs = [(img, want, fmt) for k in range(min(2, len(jobs)))
                      for (img, fmt), want in zip(outputs[k], jobs[k][1])]
             ok &= check(a, workload, mode, side, pairs, [], backend=backend, impl=impl)
@@ -788,7 +797,7 @@ def kafka_renditions(a, scratch, data):
 
     ok = True
     for be in [a.backend] + (["cpu"] if a.backend == "cuda" else []):
-        n = 6 if be == "cpu" else (a.n or (6 if a.quick else 120))  # cpu: a support check, not the row
+        n = renditions_n(a, be)
         ok &= kafka_runs(a, be, root, jobs, n, "renditions4_jpeg", "RGB", "4032x3024", scratch, sample)
     return ok
 
