@@ -305,3 +305,91 @@ Test(png_plain, past_a_4096_square_rgba_image_the_rows_go_to_libpng, .timeout = 
     free(px), free(rows), free(z), free(f.p);
   }
 }
+
+/* A deflate bit writer: fields LSB first, Huffman codes MSB first. */
+typedef struct bits {
+  uint8_t p[4096];
+  size_t n; /* bits written */
+} bits;
+
+static void put_bits(bits *b, uint32_t v, int n) {
+  for (int k = 0; k < n; k++, b->n++)
+    if (v >> k & 1) b->p[b->n / 8] |= (uint8_t)(1u << (b->n % 8));
+}
+
+static void put_code(bits *b, uint32_t code, int n) {
+  for (int k = n - 1; k >= 0; k--) put_bits(b, code >> k & 1, 1);
+}
+
+/* A symbol of the fixed litlen code, 0..287 (286 and 287 are reserved). */
+static void put_fixed_litlen(bits *b, unsigned sym) {
+  if (sym < 144)
+    put_code(b, 0x30 + sym, 8);
+  else if (sym < 256)
+    put_code(b, 0x190 + sym - 144, 9);
+  else if (sym < 280)
+    put_code(b, sym - 256, 7);
+  else
+    put_code(b, 0xc0 + sym - 280, 8);
+}
+
+/* The zlib stream (32 KiB window) of one fixed block inflating to 25600
+ * zero bytes - a 255x100 L image's filtered rows, every filter type 0 -
+ * through one symbol picked by `reserved`: 0 none, 1 litlen 286 where 285
+ * would do (a 258-byte match either way to libdeflate), 2 distance 30 where
+ * 29 would do (24577 back, with 13 extra bits). */
+static size_t reserved_code_stream(int reserved, uint8_t *z) {
+  bits b = {0};
+  put_bits(&b, 1, 1), put_bits(&b, 1, 2); /* BFINAL, fixed codes */
+  size_t out = 0;
+  put_fixed_litlen(&b, 0), out++;
+  for (int k = 0; k < 99; k++) { /* 258 zeros a match, one back */
+    put_fixed_litlen(&b, k == 0 && reserved == 1 ? 286 : 285);
+    put_code(&b, 0, 5), out += 258;
+  }
+  put_fixed_litlen(&b, 257); /* 3 zeros from 24577 back */
+  put_code(&b, reserved == 2 ? 30 : 29, 5), put_bits(&b, 0, 13), out += 3;
+  while (out < 25600) put_fixed_litlen(&b, 0), out++;
+  put_fixed_litlen(&b, 256);
+  size_t n = (b.n + 7) / 8;
+  uint8_t *zeros = calloc(25600, 1);
+  const uint32_t adler = libdeflate_adler32(1, zeros, 25600);
+  free(zeros);
+  z[0] = 0x78, z[1] = 0x01;
+  memcpy(z + 2, b.p, n);
+  set32(z + 2 + n, adler);
+  return n + 6;
+}
+
+/* A decision png_plain.h states: libdeflate reads the reserved fixed-code
+ * symbols (litlen 286/287, distance 30/31) as their neighbours where zlib
+ * refuses them, so a file whose stream uses one - and whose Adler-32 still
+ * matches - decodes through the plain path where libpng alone fails. The
+ * same stream with the neighbours decodes the same through both. */
+Test(png_plain, a_reserved_fixed_code_decodes_here_where_libpng_refuses) {
+  const plain_spec s = {.mode = 0, .w = 255, .h = 100, .idat_pieces = 1};
+  const ib_shape shape = {.mode = IB_MODE_L, .width = 255, .height = 100};
+  static const char *zlib_says[] = {NULL, "invalid literal/length code", "invalid distance code"};
+  for (int reserved = 0; reserved < 3; reserved++) {
+    uint8_t z[4200];
+    size_t zn = reserved_code_stream(reserved, z);
+    uint64_t rng = 1;
+    pg_buf f;
+    assemble(&f, &s, z, zn, &rng);
+    uint8_t *a = malloc(25500), *r = malloc(25500);
+    memset(a, 0x11, 25500);
+    ib_error ea = {0}, er = {0};
+    cr_assert_eq(ib_png_decode_into(f.p, f.len, &shape, a, &ea), IB_OK, "%d: %s", reserved,
+                 ea.message);
+    for (size_t i = 0; i < 25500; i++) cr_assert_eq(a[i], 0, "%d: pixel %zu", reserved, i);
+    ib_status sr = ib_png_decode_libpng(f.p, f.len, &shape, r, &er);
+    if (reserved == 0) {
+      cr_assert_eq(sr, IB_OK, "%s", er.message);
+      cr_assert_eq(memcmp(a, r, 25500), 0);
+    } else {
+      cr_assert_neq(sr, IB_OK);
+      cr_assert_not_null(strstr(er.message, zlib_says[reserved]), "%d: %s", reserved, er.message);
+    }
+    free(a), free(r), free(f.p);
+  }
+}

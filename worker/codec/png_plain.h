@@ -8,7 +8,16 @@
  * inflated in one call, the rows unfiltered. Anything else about a file,
  * good or bad, is left to libpng (png_decode.c), whose outcome is the
  * reference: this path only ever answers where libpng would have decoded
- * the same bytes.
+ * the same bytes - with one exception, chosen for speed. zlib refuses
+ * codes RFC 1951 says never occur (litlen 286/287 and distance 30/31 in a
+ * fixed block, more than 286/30 code lengths, a degenerate code's unused
+ * codeword, a length repeat past the end); libdeflate reads each by its
+ * nearest meaning. A stream using one, whose Adler-32 still matches what
+ * libdeflate inflated, decodes here where libpng (and Pillow, which
+ * inflates with zlib) fails. Telling these apart needs every symbol
+ * decoded a second time, which would give back much of what libdeflate
+ * saves; no encoder writes them (a fuzzer did, by flipping a distance code
+ * 29 to 30, which libdeflate reads alike).
  *
  * Plain: IHDR first; 8-bit grey, grey+alpha, RGB or RGBA; not interlaced;
  * every chunk before the last IDAT well-formed (length, letters, CRC) and
