@@ -120,6 +120,11 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
   }
 }
 
+/* A refused commit's wait before the next, doubling from the first refusal
+ * to the ceiling, back to none at the first commit taken. */
+#define COMMIT_BACKOFF_MIN_US 10000u
+#define COMMIT_BACKOFF_MAX_US 500000u
+
 /* A commit of `offset` was answered: takes it off p's in-flight list.
  * True when no commit sent before it is still pending (or it was not
  * tracked: a synchronous commit, an answer after its loss was assumed). */
@@ -148,12 +153,22 @@ static void commit_answered(ib_worker *w, rd_kafka_resp_err_t err,
      * when that one lands: it settles nothing; the offset goes again. */
     bool last = p ? inflight_answered(p, t->offset) : false;
     if (e) {
-      /* Retried on the next tick: the watermark has not moved back. */
+      /* Sent again once the backoff has passed (the watermark has not
+       * moved back): resent every loop, a refusing group got a commit a
+       * millisecond during a drain. */
+      if (p) {
+        uint64_t b = p->commit_backoff_us * 2;
+        p->commit_backoff_us = b < COMMIT_BACKOFF_MIN_US   ? COMMIT_BACKOFF_MIN_US
+                               : b > COMMIT_BACKOFF_MAX_US ? COMMIT_BACKOFF_MAX_US
+                                                           : b;
+        p->commit_retry_us = ib_wnow_us() + p->commit_backoff_us;
+      }
       ib_wlog(w, "warn", "commit_failed",
               "\"partition\":%" PRId32 ",\"offset\":%" PRId64 ",\"error\":\"%s\"", t->partition,
               t->offset, rd_kafka_err2name(e));
       continue;
     }
+    if (p) p->commit_backoff_us = 0, p->commit_retry_us = 0;
     if (!last) continue;
     /* Possibly lower than before (a retried commit landing late): the
      * watermark's offset is then committed again. */
@@ -191,7 +206,8 @@ void ib_wcommit(ib_worker *w, bool sync) {
     if (p->n_inflight && now - p->committing_since_us > 1000000u)
       p->n_inflight = 0, p->committing = -1;
     int64_t at = ib_wpart_commit_offset(p);
-    if (at < 0 || (p->n_inflight == IB_COMMITS_IN_FLIGHT && !sync)) continue;
+    if (at < 0 || (!sync && (p->n_inflight == IB_COMMITS_IN_FLIGHT || now < p->commit_retry_us)))
+      continue;
     if (p->n_inflight < IB_COMMITS_IN_FLIGHT) {
       if (!p->n_inflight) p->committing_since_us = now;
       p->inflight[p->n_inflight++] = at;

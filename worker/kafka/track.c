@@ -240,4 +240,5 @@ void ib_wpart_drop(ib_worker *w, ib_wpart *p) {
   p->committed = -1;
   p->committing = -1;
   p->n_inflight = 0;
+  p->commit_retry_us = p->commit_backoff_us = 0;
 }

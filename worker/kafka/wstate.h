@@ -98,6 +98,9 @@ typedef struct ib_wpart {
   int n_inflight;
   int64_t committing;           /* offset of the newest commit in flight; -1 none */
   uint64_t committing_since_us; /* the last commit sent or answered */
+  /* A refused commit backs off (consume.c): no commit but a final or a
+   * revoking one goes before commit_retry_us. */
+  uint64_t commit_retry_us, commit_backoff_us;
   struct ib_wsettle {
     int64_t offset;
     uint64_t done_us;

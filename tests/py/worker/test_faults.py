@@ -211,3 +211,60 @@ def test_commit_failures_are_retried_and_nothing_is_lost(make_env):
     time.sleep(t(2))
     reader.poll(0.5)
     assert len(reader.messages) == seen, "jobs redone after a clean restart"
+
+
+def test_a_refused_commit_is_retried_with_backoff_not_in_a_storm(make_env):
+    """A commit the group refuses outright (here INVALID_COMMIT_OFFSET_SIZE, which
+    librdkafka hands back at once) is sent again later, backing off: it was resent every
+    loop, ~1 ms apart in a drain (CI: 22 commit_failed lines in 23 ms). Once the broker
+    takes commits again, the whole partition is committed and nothing is redone."""
+    env = one_partition_env(make_env)
+    reader = env.reader()
+    env.broker.command("error OffsetCommit 1000000 INVALID_COMMIT_OFFSET_SIZE")
+    jobs, coords = produce_jobs(env, 20)
+    w = env.worker(*ONE)
+    by_key = reader.wait_keys([coord_key(*c) for c in coords], t(120), env.why)
+    assert len(by_key) == 20
+    w.wait_event("commit_failed", timeout=t(30))
+    window = 3.0
+    time.sleep(window)
+    refused = w.named("commit_failed")
+    # A backoff doubling from 10 ms to a 0.5 s ceiling resends about 12 times in 3 s; one try a
+    # loop was about 60 (steady state, 50 ms a loop) and ~1 ms apart in a drain.
+    assert 2 <= len(refused) <= 16, env.why(f"{len(refused)} refused commits in ~{window} s")
+    env.broker.command("clear OffsetCommit")
+    env.wait_committed({0: 20}, t(30))
+    assert w.alive() and len(w.named("start")) == 1, env.why()
+    w.signal(signal.SIGTERM)
+    assert w.wait_exit(t(20)) == 0, w.stderr()
+
+
+def test_a_drain_behind_refused_commits_backs_off_and_finishes_once_they_are_taken(make_env):
+    """The drain after SIGTERM with Results held behind the kill bound (--max-uncommitted 2)
+    and every commit refused: it resends with the same backoff (it was every 1 ms), and once
+    the broker takes commits again the held Results go out, the partition is committed and
+    the worker exits 0."""
+    env = one_partition_env(make_env)
+    reader = env.reader()
+    env.broker.command("error OffsetCommit 1000000 INVALID_COMMIT_OFFSET_SIZE")
+    jobs, coords = produce_jobs(env, 10)
+    w = env.worker(*ONE, "--max-uncommitted", 2, "--grace-seconds", 60)
+    w.wait_event("commit_failed", timeout=t(60))
+    time.sleep(0.5)
+    w.signal(signal.SIGTERM)
+    w.wait_event("shutdown", timeout=t(30))
+    before = len(w.named("commit_failed"))
+    time.sleep(2.0)
+    during = len(w.named("commit_failed")) - before
+    assert during <= 12, env.why(f"{during} refused commits in 2 s of the drain")
+    assert w.alive(), env.why("the drain ended before its Results were out")
+    env.broker.command("clear OffsetCommit")
+    assert w.wait_exit(t(60)) == 0, w.stderr()
+    # The stop fetched no more: what it finished is out and committed, the rest is the
+    # next worker's.
+    reader.poll(0.5)
+    done = {m.key for m in reader.messages}
+    assert done and env.committed()[0] == len(done), env.why(f"{len(done)} Results out")
+    env.worker(*ONE)
+    by_key = reader.wait_keys([coord_key(*c) for c in coords], t(60), env.why)
+    assert len(by_key) == 10
