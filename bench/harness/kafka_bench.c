@@ -9,11 +9,12 @@
  *       PNG SxS -> GaussianBlur(2) -> PNG out: codec-bound), paced by the
  *       Results it reads back (a window deep enough that the worker sets
  *       the pace); prints jobs/s, MB/s and latency p50/p99 after a warm-up.
+ *       The first Job waits until the Results reader has its partitions (at
+ *       most 60 s), so that early Results are not read late in one burst
+ *       (which counted as their latency).
  *       --jobs FILE: the Jobs are FILE's length-delimited frames (varint
  *       length + Job bytes, as `imgbatch run --in` reads them), the i-th
- *       message frame i % count, in place of --kind/--side's synthetic Job;
- *       the first Job waits until the Results reader has its partitions (at
- *       most 60 s), so that early Results are not read late in one burst.
+ *       message frame i % count, in place of --kind/--side's synthetic Job.
  *       --results FILE: the Results read back, in arrival order, written
  *       after the run as length-delimited frames (for a caller's checks).
  *   kafka_bench relay --brokers B --n N     the floor: N messages jobs -> results
@@ -398,9 +399,7 @@ static bool await_assignment(rd_kafka_t *c, double seconds, long *stale) {
   return false;
 }
 
-/* wait: the first Job waits for the Results reader's partitions (--jobs). */
-static int drive(const char *brokers, long n, const frames *jobs, bool wait,
-                 const char *results_path) {
+static int drive(const char *brokers, long n, const frames *jobs, const char *results_path) {
   trace t = {.n = n};
   t.part = malloc((size_t)n * sizeof *t.part);
   t.off = malloc((size_t)n * sizeof *t.off);
@@ -428,7 +427,7 @@ static int drive(const char *brokers, long n, const frames *jobs, bool wait,
   rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL, &t);
   subscribe(c, "imgbatch.results");
   long stale = 0;
-  if (wait && !await_assignment(c, 60, &stale))
+  if (!await_assignment(c, 60, &stale))
     fprintf(stderr, "kafka_bench: the Results reader got no partitions in 60 s; driving anyway\n");
   if (stale) fprintf(stderr, "kafka_bench: %ld Results read before any Job was sent\n", stale);
   /* The window from the largest Job; in-MB/s from their mean size. */
@@ -561,7 +560,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "drive") != 0) return 2;
   frames jobs = {0};
   int rc = (jobs_path ? load_frames(jobs_path, &jobs) : one_frame(kind, side, &jobs))
-               ? drive(brokers, n, &jobs, jobs_path != NULL, results_path)
+               ? drive(brokers, n, &jobs, results_path)
                : 1;
   frames_free(&jobs);
   return rc;
