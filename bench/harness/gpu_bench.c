@@ -53,7 +53,7 @@
 
 #include "cli/cli.h"
 #include "api_bench.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 #include "gpu/codegen.h"
 #include "gpu/cu.h"
 #include "gpu/cuda_backend.h"

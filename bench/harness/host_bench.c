@@ -32,7 +32,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* api_bench.h's GPU-only helpers */
 #include "api_bench.h"
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 /* ------------------------------------------------------------ null backend */
 

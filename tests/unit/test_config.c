@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "exec/config.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 #include "imgbatch.h"
 
 static void get(const ib_config *c, const char *key, char *buf, size_t n) {

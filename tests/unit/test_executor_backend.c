@@ -13,7 +13,7 @@
 
 #include "result/result_msg.h"
 #include "cpu/cpu_backend.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 #include "exec_jobs.h"
 
 typedef struct fake {

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 #include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "imgbatch.h"

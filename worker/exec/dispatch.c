@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 static void complete_job(ib_executor *ex, ib_job *j, ib_backend_job *bj, uint64_t exec_us) {
 #ifdef IB_FAULTS

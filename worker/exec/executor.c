@@ -1,5 +1,5 @@
 /* Executor lifetime: options, backend start, close (cancel), counters. */
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +23,6 @@ void ib_executor_options_default(ib_executor_options *o) {
       .host_threads = -1,
   };
 }
-
-bool ib_exec_enter(ib_executor *ex) { return !atomic_flag_test_and_set(&ex->driving); }
-
-void ib_exec_leave(ib_executor *ex) { atomic_flag_clear(&ex->driving); }
 
 static ib_status check_options(const ib_executor_options *o, ib_error *err) {
   if (!o->gpu_bytes || !o->host_bytes || !o->max_jobs || !o->max_in_flight)
@@ -94,18 +90,6 @@ ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend 
   ib_credits_init(ex->credits, &o);
   *out = ex;
   return IB_OK;
-}
-
-ib_devref *ib_devref_get(ib_devref *d) {
-  atomic_fetch_add(&d->refs, 1);
-  return d;
-}
-
-void ib_devref_put(ib_devref *d) {
-  if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
-  d->backend->close(d->state);
-  ib_credits_destroy(&d->credits);
-  free(d);
 }
 
 /* Stops the open stream: it pulls nothing more and frees its lookahead. */

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 ib_status ib_executor_test_fault(ib_executor *ex, const char *spec, ib_error *err) {
   ib_fault_plan f = {0};

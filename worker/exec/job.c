@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 uint64_t ib_now_us(void) {
   struct timespec ts;

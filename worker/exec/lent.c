@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 typedef struct ib_lent {
   atomic_uint ranges;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 static ib_status open_stream(ib_executor *ex, bool is_run, ib_input_next_fn next, void *user,
                              ib_results **out) {

@@ -11,7 +11,7 @@
 
 #include "codec/metadata.h"
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 #include "ops/op.h"
 
 #define MAX_DEPTH 8

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/executor.h"
+#include "exec/exec_internal.h"
 
 /* Well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF),
  * as a protobuf string field must be. */

@@ -1,12 +1,13 @@
 /*
- * executor.h - the executor core's internal state (the files of worker/exec).
+ * exec_internal.h - the executor core's internal state and the functions its
+ * files share (worker/exec; the public API is imgbatch.h).
  * A job moves pending -> (submission) in flight -> completed -> delivered;
  * each list is a FIFO. Credits are reserved at admission and returned in
  * two parts: the working part when the job's submission completes, the
  * held part when its result is delivered or discarded.
  */
-#ifndef IB_EXEC_EXECUTOR_H
-#define IB_EXEC_EXECUTOR_H
+#ifndef IB_EXEC_INTERNAL_H
+#define IB_EXEC_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +43,7 @@ typedef struct ib_devref {
   ib_credits credits;
 } ib_devref;
 
+/* devref.c: one reference more; one fewer (the last closes the backend). */
 ib_devref *ib_devref_get(ib_devref *d);
 void ib_devref_put(ib_devref *d);
 
@@ -146,8 +148,10 @@ ib_status ib_exec_create_with(const ib_executor_options *opts, const ib_backend 
                               ib_executor **out, ib_error *err);
 
 /* Driving guard: true when the caller now owns the executor. */
-bool ib_exec_enter(ib_executor *ex);
-void ib_exec_leave(ib_executor *ex);
+static inline bool ib_exec_enter(ib_executor *ex) {
+  return !atomic_flag_test_and_set(&ex->driving);
+}
+static inline void ib_exec_leave(ib_executor *ex) { atomic_flag_clear(&ex->driving); }
 
 /* Admission (submit.c). On IB_OK the job owns `g`; `*job_id` is set when an
  * id was consumed. With queue mode off the job also runs to completion. */
