@@ -22,7 +22,8 @@ from PIL.Image import Transform as Transform
 from PIL.Image import Transpose as Transpose
 
 from ._graph import SourceSpec, source_node
-from ._methods import LazyImage, checking, ensure_lazy, lazy, pillow_check, resolve_color
+from ._methods import LazyImage, ensure_lazy, frombytes_source, lazy, new_source
+from ._record import pillow_check
 
 Image = LazyImage
 
@@ -126,24 +127,10 @@ def open_path(relpath: Union[str, "os.PathLike[str]"], root: Optional[str] = Non
     return LazyImage(source_node(spec, replay, mode, size))
 
 
-def _check_size(size: Any) -> Tuple[int, int]:
-    size = tuple(size)
-    if len(size) != 2 or not all(isinstance(v, int) for v in size):
-        raise ValueError("Size must be a list or tuple of two integers")
-    if size[0] < 0 or size[1] < 0:
-        raise ValueError("Width and height must be >= 0")
-    return size
-
-
 def new(mode: str, size: Tuple[int, int], color: Any = 0) -> LazyImage:
     """Image.new(mode, size, color) -> Source.fill, the colour resolved by Pillow
     to one byte per band."""
-    if checking():
-        PIL.Image._check_size(size)
-    size = _check_size(size)
-    fill = resolve_color(mode, color)
-    spec = SourceSpec("fill", mode, size, fill)
-    return LazyImage(source_node(spec, lambda: PIL.Image.new(mode, size, color), mode, size))
+    return new_source(mode, size, color)
 
 
 def frombytes(mode: str, size: Tuple[int, int], data: Any, decoder_name: str = "raw", *args: Any) -> LazyImage:
@@ -152,14 +139,7 @@ def frombytes(mode: str, size: Tuple[int, int], data: Any, decoder_name: str = "
     Pillow decodes the bytes once at record time (its errors: bad mode, not
     enough data); under unchecked() they are sent as given, for the worker
     to reject."""
-    if checking():
-        PIL.Image.frombytes(mode, size, data, decoder_name, *args)
-    if decoder_name != "raw" or (args and args not in ((mode,), (mode, 0, 1))):
-        raise NotImplementedError("imgbatch: frombytes supports the raw decoder without stride")
-    size = _check_size(size)
-    data = bytes(data)
-    spec = SourceSpec("raw", mode, size, data)
-    return LazyImage(source_node(spec, lambda: PIL.Image.frombytes(mode, size, data), mode, size))
+    return frombytes_source(mode, size, data, decoder_name, *args)
 
 
 def blend(im1: Any, im2: Any, alpha: float) -> LazyImage:

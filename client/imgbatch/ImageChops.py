@@ -10,7 +10,8 @@ from typing import Any, Callable, Dict
 
 import PIL.ImageChops
 
-from ._methods import LazyImage, ensure_lazy, lazy, pillow_check, resolve_color
+from ._methods import LazyImage, ensure_lazy, lazy
+from ._record import pillow_check, resolve_color
 
 # proto ChopsFunction values (checked against imgbatch_pb2 by the client tests).
 FUNCTIONS = {

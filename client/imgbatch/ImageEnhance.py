@@ -6,7 +6,8 @@ from typing import Any, Callable
 
 import PIL.ImageEnhance
 
-from ._methods import LazyImage, ensure_lazy, lazy, pillow_check
+from ._methods import LazyImage, ensure_lazy, lazy
+from ._record import pillow_check
 
 
 class _Enhance:

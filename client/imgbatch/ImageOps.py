@@ -15,8 +15,8 @@ from typing import Any, Tuple, Union
 import PIL.ImageOps
 
 from . import Image
-from ._methods import (LazyImage, ceil_threshold, checking, ensure_lazy, lazy, pillow_check,
-                       resolve_color)
+from ._methods import LazyImage, ceil_threshold, ensure_lazy, lazy
+from ._record import checking, pillow_check, resolve_color
 
 
 def invert(image: Any) -> LazyImage:

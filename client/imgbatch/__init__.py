@@ -58,7 +58,7 @@ _LAZY = {
     "Image": (".Image", None), "ImageChops": (".ImageChops", None),
     "ImageEnhance": (".ImageEnhance", None), "ImageFilter": (".ImageFilter", None),
     "ImageOps": (".ImageOps", None), "LazyImage": ("._methods", "LazyImage"),
-    "unchecked": ("._methods", "unchecked"), "tone": ("._tone", "tone"), "register_tone_reference": ("._tone", "register_tone_reference"),
+    "unchecked": ("._record", "unchecked"), "tone": ("._tone", "tone"), "register_tone_reference": ("._tone", "register_tone_reference"),
     "Producer": ("._kafka", "Producer"), "ResultReader": ("._kafka", "ResultReader"),
     "Delivery": ("._kafka", "Delivery"), "result_identity": ("._kafka", "result_identity"),
     "collapse_duplicates": ("._kafka", "collapse_duplicates"),
@@ -74,7 +74,8 @@ if TYPE_CHECKING:  # pragma: no cover - what the lazy names are, for type checke
     from ._graphlang import apply_graph, parse_graph
     from ._kafka import (Delivery, Producer, ResultGapError, ResultReader, collapse_duplicates,
                          result_identity)
-    from ._methods import LazyImage, unchecked
+    from ._methods import LazyImage
+    from ._record import unchecked
     from ._tone import register_tone_reference, tone
 
 

@@ -16,15 +16,16 @@ raises NotImplementedError either way.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import PIL.Image
 from PIL import ImageFilter as _PILFilter
 
 from ._graph import GraphImage, Node, SourceSpec, source_node
+from ._record import checking, mark_loaded, node, pillow_check, resolve_color
+from ._transform import rotate_node, transform_node
 
 # Pillow formats whose images have JpegImageFile.draft (MPO's first frame).
 _DRAFTABLE = ("JPEG", "MPO")
@@ -32,55 +33,43 @@ _DRAFTABLE = ("JPEG", "MPO")
 # Image.Transpose values that swap width and height.
 _SWAPS = {2, 4, 5, 6}
 
-_checks = [True]
-_SMALL = 1 << 16
-
-
-@contextlib.contextmanager
-def unchecked() -> Iterator[None]:
-    """Record without calling Pillow first: a call Pillow rejects is recorded
-    as is (its replay() raises), so the worker's rejection can be tested."""
-    _checks.append(False)
-    try:
-        yield
-    finally:
-        _checks.pop()
-
-
-def checking() -> bool:
-    return _checks[-1]
-
-
-def _stand_in(im: Any, exact: bool) -> Any:
-    w, h = im.size
-    if not exact and w * h > _SMALL:
-        w, h = min(w, 32), min(h, 32)
-    return PIL.Image.new(im.mode, (w, h))
-
-
-def pillow_check(fn: Callable[..., Any], *args: Any, exact: bool = False) -> None:
-    """Make Pillow's call fn(*args) with each lazy image replaced by a blank
-    Pillow image of its mode and size (exact: always the full size); Pillow's
-    exception propagates unchanged."""
-    if _checks[-1]:
-        fn(*(_stand_in(a, exact) if isinstance(a, GraphImage) else a for a in args))
-
-
-def mark_loaded(nodes: Sequence[Node]) -> None:
-    """Pillow loads an image's pixels when a call reads it; from then on a
-    JPEG's draft() does nothing (its tile is gone), so thumbnail() resizes
-    the full-size decode."""
-    for n in nodes:
-        if n.source is not None:
-            n.source.loaded = True
-
-
 def lazy(op: str, params: Dict[str, Any], inputs: Sequence[GraphImage], mode: str,
          size: Tuple[int, int], replay_fn: Callable[..., Any]) -> LazyImage:
     """New LazyImage for op over input LazyImages."""
-    nodes = [i._node for i in inputs]
-    mark_loaded(nodes)
-    return LazyImage(Node(op, params, nodes, mode, size, replay_fn))
+    return LazyImage(node(op, params, inputs, mode, size, replay_fn))
+
+
+def _check_size(size: Any) -> Tuple[int, int]:
+    size = tuple(size)
+    if len(size) != 2 or not all(isinstance(v, int) for v in size):
+        raise ValueError("Size must be a list or tuple of two integers")
+    if size[0] < 0 or size[1] < 0:
+        raise ValueError("Width and height must be >= 0")
+    return size
+
+
+def new_source(mode: str, size: Tuple[int, int], color: Any = 0) -> LazyImage:
+    """Image.new (imgbatch.Image.new, and a colour that paste() fills with)."""
+    if checking():
+        PIL.Image._check_size(size)
+    size = _check_size(size)
+    fill = resolve_color(mode, color)
+    spec = SourceSpec("fill", mode, size, fill)
+    return LazyImage(source_node(spec, lambda: PIL.Image.new(mode, size, color), mode, size))
+
+
+def frombytes_source(mode: str, size: Tuple[int, int], data: Any, decoder_name: str = "raw",
+                     *args: Any) -> LazyImage:
+    """Image.frombytes (imgbatch.Image.frombytes, and a real Pillow image that
+    an op takes as an input)."""
+    if checking():
+        PIL.Image.frombytes(mode, size, data, decoder_name, *args)
+    if decoder_name != "raw" or (args and args not in ((mode,), (mode, 0, 1))):
+        raise NotImplementedError("imgbatch: frombytes supports the raw decoder without stride")
+    size = _check_size(size)
+    data = bytes(data)
+    spec = SourceSpec("raw", mode, size, data)
+    return LazyImage(source_node(spec, lambda: PIL.Image.frombytes(mode, size, data), mode, size))
 
 
 def ensure_lazy(im: Any, what: str = "image") -> LazyImage:
@@ -88,15 +77,8 @@ def ensure_lazy(im: Any, what: str = "image") -> LazyImage:
     if isinstance(im, LazyImage):
         return im
     if isinstance(im, PIL.Image.Image):
-        from . import Image
-
-        return Image.frombytes(im.mode, im.size, im.tobytes())
+        return frombytes_source(im.mode, im.size, im.tobytes())
     raise TypeError(f"imgbatch: {what} must be an image, not {type(im).__name__}")
-
-
-def resolve_color(mode: str, color: Any) -> bytes:
-    """One byte per band, as Pillow resolves `color` for Image.new(mode, ...)."""
-    return PIL.Image.new(mode, (1, 1), color).tobytes()
 
 
 def _clip_lut_value(v: Any) -> int:
@@ -316,18 +298,14 @@ class LazyImage(GraphImage):
                   resample: int = PIL.Image.Resampling.NEAREST, fill: int = 1,
                   fillcolor: Any = None) -> LazyImage:
         """Image.transform(size, AFFINE | EXTENT, data, resample, fill, fillcolor) -> TransformOp."""
-        from ._transform import transform
-
-        return transform(self, size, method, data, resample, fill, fillcolor)
+        return LazyImage(transform_node(self, size, method, data, resample, fill, fillcolor))
 
     def rotate(self, angle: float, resample: int = PIL.Image.Resampling.NEAREST, expand: Any = False,
                center: Optional[Sequence[float]] = None, translate: Optional[Sequence[float]] = None,
                fillcolor: Any = None) -> LazyImage:
         """Image.rotate(angle, resample, expand, center, translate, fillcolor) -> CopyOp,
         TransposeOp (Pillow's fast paths) or TransformOp with Pillow's matrix."""
-        from ._transform import rotate
-
-        return rotate(self, angle, resample, expand, center, translate, fillcolor)
+        return LazyImage(rotate_node(self, angle, resample, expand, center, translate, fillcolor))
 
     def paste(self, im: Any, box: Optional[Sequence[int]] = None, mask: Any = None) -> None:
         """Image.paste(im, box) -> PasteOp over [self, im], rebinding this handle
@@ -341,9 +319,7 @@ class LazyImage(GraphImage):
         if not isinstance(im, (GraphImage, PIL.Image.Image)):
             if len(box) != 4:
                 raise ValueError("cannot determine region size; use 4-item box")
-            from . import Image
-
-            im = Image.new(self.mode, (box[2] - box[0], box[3] - box[1]), im)
+            im = new_source(self.mode, (box[2] - box[0], box[3] - box[1]), im)
         im = ensure_lazy(im, "paste source")
         if im.mode != self.mode and not (self.mode == "RGB" and im.mode in ("LA", "RGBA", "RGBa")):
             im = im.convert(self.mode)  # Image.paste converts exactly so

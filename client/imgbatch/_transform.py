@@ -4,7 +4,8 @@ Pillow 12.3's Image.rotate is Python over Image.transform: it returns copy()
 or a transpose for its fast paths, and otherwise computes an affine matrix
 in double and calls transform(). These recorders do exactly the same, so
 the worker needs only TransformOp (kernels/affine.h), and replay() makes the
-original call on real Pillow.
+original call on real Pillow. They return the node; LazyImage.transform and
+.rotate (_methods.py) wrap it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import PIL.Image
 
-from ._methods import LazyImage, lazy, pillow_check, resolve_color
+from ._graph import GraphImage, Node
+from ._record import node, pillow_check, resolve_color
 
 _Transform = PIL.Image.Transform
 _NEAREST = PIL.Image.Resampling.NEAREST
@@ -31,8 +33,8 @@ def _fill(mode: str, resample: int, fillcolor: Any) -> bytes:
     return resolve_color(mode, fillcolor)
 
 
-def _affine(im: LazyImage, size: Tuple[int, int], matrix: Sequence[float], resample: int,
-            fillcolor: Any, replay: Callable[[Any], Any]) -> LazyImage:
+def _affine(im: GraphImage, size: Tuple[int, int], matrix: Sequence[float], resample: int,
+            fillcolor: Any, replay: Callable[[Any], Any]) -> Node:
     params = {
         "width": size[0],
         "height": size[1],
@@ -40,11 +42,12 @@ def _affine(im: LazyImage, size: Tuple[int, int], matrix: Sequence[float], resam
         "resample": int(resample),
         "fill": _fill(im.mode, resample, fillcolor),
     }
-    return lazy("transform", params, [im], im.mode, size, replay)
+    return node("transform", params, [im], im.mode, size, replay)
 
 
-def transform(im: LazyImage, size: Sequence[int], method: Any, data: Optional[Sequence[Any]] = None,
-              resample: int = _NEAREST, fill: int = 1, fillcolor: Any = None) -> LazyImage:
+def transform_node(im: GraphImage, size: Sequence[int], method: Any,
+                   data: Optional[Sequence[Any]] = None, resample: int = _NEAREST, fill: int = 1,
+                   fillcolor: Any = None) -> Node:
     """Image.transform(size, AFFINE | EXTENT, data, resample, fill, fillcolor) -> TransformOp.
 
     EXTENT becomes the AFFINE matrix Pillow computes for it; PERSPECTIVE,
@@ -71,9 +74,9 @@ def transform(im: LazyImage, size: Sequence[int], method: Any, data: Optional[Se
     return _affine(im, (w, h), matrix, int(resample), fillcolor, replay)
 
 
-def rotate(im: LazyImage, angle: float, resample: int = _NEAREST, expand: Any = False,
-           center: Optional[Sequence[float]] = None, translate: Optional[Sequence[float]] = None,
-           fillcolor: Any = None) -> LazyImage:
+def rotate_node(im: GraphImage, angle: float, resample: int = _NEAREST, expand: Any = False,
+                center: Optional[Sequence[float]] = None, translate: Optional[Sequence[float]] = None,
+                fillcolor: Any = None) -> Node:
     """Image.rotate(angle, resample, expand, center, translate, fillcolor) ->
     CopyOp, TransposeOp or TransformOp, as Pillow 12.3 computes it."""
     pillow_check(lambda i: i.rotate(angle, resample, expand, center, translate, fillcolor), im)
@@ -87,13 +90,13 @@ def rotate(im: LazyImage, angle: float, resample: int = _NEAREST, expand: Any = 
     w, h = im.size
     if not (center or translate):
         if angle == 0:
-            return lazy("copy", {}, [im], im.mode, im.size, replay)
+            return node("copy", {}, [im], im.mode, im.size, replay)
         if angle == 180:
-            return lazy("transpose", {"method": int(PIL.Image.Transpose.ROTATE_180)}, [im],
+            return node("transpose", {"method": int(PIL.Image.Transpose.ROTATE_180)}, [im],
                         im.mode, im.size, replay)
         if angle in (90, 270) and (expand or w == h):
             t = PIL.Image.Transpose.ROTATE_90 if angle == 90 else PIL.Image.Transpose.ROTATE_270
-            return lazy("transpose", {"method": int(t)}, [im], im.mode, (h, w), replay)
+            return node("transpose", {"method": int(t)}, [im], im.mode, (h, w), replay)
 
     # Image.rotate's matrix, operation for operation (the reverse mapping,
     # destination to source, rounded to 15 digits, then the translations).
