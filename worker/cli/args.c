@@ -1,9 +1,15 @@
-/* Argument forms and number parsing shared by the subcommands' flags. */
+/* Argument forms, number parsing and the --help test shared by the subcommands. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+
+bool ib_wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return true;
+  return false;
+}
 
 bool ib_cli_parse_u64(const char *v, bool sized, uint64_t *out) {
   char *end;

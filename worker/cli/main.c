@@ -29,12 +29,6 @@ static void usage(FILE *f) {
           "exit codes: 0 done, 1 failure, 2 usage error\n");
 }
 
-bool ib_wants_help(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return true;
-  return false;
-}
-
 /* Image buffers of 4 MiB and more are mapped for each job and unmapped when
  * it ends. glibc would otherwise raise its mmap threshold to the largest
  * buffer freed so far (up to 32 MiB), serve later large buffers from its

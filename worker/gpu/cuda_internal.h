@@ -35,13 +35,16 @@
 #include "gpu/codegen.h"
 #include "gpu/compile_pool.h"
 #include "gpu/cu.h"
-#include "gpu/cuda_backend.h"
 #include "gpu/gplan.h"
 #include "gpu/interp.h"
 #include "gpu/module_store.h"
 #include "gpu/nvrtc_cache.h"
 #include "gpu/pinned.h"
 #include "gpu/pool.h"
+
+/* Not cuda_backend.h: the backend's entry points call into the files that
+ * include this one, never the other way round. */
+typedef struct ib_cuda ib_cuda;
 
 #define IB_MAX_STREAMS 8
 /* Streams one submission may be split over (config key cuda_pieces,
