@@ -32,19 +32,25 @@
    - ALLOWED below names circles that may stand, each with the reason; an
      entry that matches no circle of today fails too, so the list cannot
      outlive what it excuses.
-   What it cannot see: a header that declares the functions of several .c
-   files (one shared "internal.h") hides the calls between them, so a folder
-   passes whatever those files call of each other. Give each .c its own
-   header and the include graph tells the calls.
+   - With --objects DIR (ctest passes the library's and the CLI's object
+     folders), calls draw edges too: an object file of A that needs a
+     global symbol (nm: undefined) that an object file of B of the same
+     folder defines. Includes alone cannot see the calls between .c files
+     that share one header declaring them all (an "internal.h"); worker/exec
+     once had a circle of six files that way and passed.
 
 3. No file under bench/ includes anything under tests/.
 
-Usage: check_layout.py [ROOT] (default: the repository root). Before it
+Usage: check_layout.py [ROOT] [--objects DIR]... (ROOT default: the
+repository root; DIR: a CMake target's object folder, whose object files
+mirror the source paths, e.g. build/CMakeFiles/imgbatch_core.dir). Before it
 judges ROOT it judges a few small trees of its own (self_test), so a broken
 check fails instead of passing everything.
 """
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -193,20 +199,66 @@ def unit_graph(root, folder, names):
     return graph
 
 
-def folder_circles(root):
+def symbols(obj):
+    """(defined, needed) global symbols of one object file (nm)."""
+    out = subprocess.run(["nm", "-P", obj], capture_output=True, text=True, check=True).stdout
+    defined, needed = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        if parts[1] == "U":
+            needed.add(parts[0])
+        elif parts[1] in "TDBRCVW":  # global text, data, bss, read-only, common, weak
+            defined.add(parts[0])
+    return defined, needed
+
+
+def call_edges(objects):
+    """{folder: {unit: {unit: 'a.c calls sym'}}} from object folders whose
+    files mirror the source tree (worker/exec/job.c.o is unit job of
+    worker/exec)."""
+    units = {}  # object path -> (folder, unit, source name)
+    for top in objects:
+        for dirpath, _, files in os.walk(top):
+            for name in sorted(files):
+                if name.endswith(".o"):
+                    src = name[:-2]
+                    units[os.path.join(dirpath, name)] = (
+                        os.path.relpath(dirpath, top), unit_of(src), src)
+    syms = {obj: symbols(obj) for obj in units}
+    owner = {}  # (folder, symbol) -> unit
+    for obj, (folder, unit, _) in units.items():
+        for sym in syms[obj][0]:
+            owner[(folder, sym)] = unit
+    edges = {}
+    for obj, (folder, unit, src) in units.items():
+        for sym in sorted(syms[obj][1]):
+            b = owner.get((folder, sym))
+            if b and b != unit:
+                edges.setdefault(folder, {}).setdefault(unit, {}).setdefault(b, f"{src} calls {sym}")
+    return edges
+
+
+def folder_circles(root, objects=()):
     """[(folder, units, graph)] for every circle of two units or more."""
     out = []
+    calls = call_edges(objects) if objects else {}
     for folder, names in sorted(source_folders(root).items()):
         graph = unit_graph(root, folder, names)
+        for a, targets in calls.get(folder, {}).items():
+            for b, why in targets.items():
+                if a in graph and b in graph:
+                    graph[a].setdefault(b, why)
         for comp in strongly_connected(graph):
             out.append((folder, comp, graph))
     return out
 
 
-def judge_circles(root, allow):
+def judge_circles(root, allow, objects=()):
     """(failures, notes) of part 2; `allow` is the allow-list to judge by."""
     failures, notes, used = [], [], set()
-    for folder, comp, graph in folder_circles(root):
+    for folder, comp, graph in folder_circles(root, objects):
         what = f"{folder}: {len(comp)} units in a circle ({', '.join(comp)})"
         edges = [f"  {a} -> {b}: {graph[a][b]}" for a in comp for b in sorted(graph[a])
                  if b in comp]
@@ -246,6 +298,31 @@ def self_test():
         ("headers", {"p.h": ["q.h"], "q.h": ["r.h"], "r.h": ["p.h"]}, [], 1),
     ]
     wrong = []
+    # One shared header and calls a -> b -> c -> a: only the objects tell.
+    calls = {"s.h": "void fa(void); void fb(void); void fc(void);\n",
+             "a.c": '#include "s.h"\nvoid fa(void) { fb(); }\n',
+             "b.c": '#include "s.h"\nvoid fb(void) { fc(); }\n',
+             "c.c": '#include "s.h"\nvoid fc(void) { fa(); }\n'}
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc or not shutil.which("nm"):
+        wrong.append("self-test 'calls': no C compiler or nm to build its objects")
+    for with_objects in ([False, True] if cc and shutil.which("nm") else []):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "worker", "k")
+            objdir = os.path.join(tmp, "obj", "worker", "k")
+            os.makedirs(folder)
+            os.makedirs(objdir)
+            for f, text in calls.items():
+                with open(os.path.join(folder, f), "w", encoding="utf-8") as out:
+                    out.write(text)
+                if f.endswith(".c"):
+                    subprocess.run([cc, "-c", os.path.join(folder, f), "-o",
+                                    os.path.join(objdir, f + ".o")], check=True)
+            objects = [os.path.join(tmp, "obj")] if with_objects else []
+            failures, _ = judge_circles(tmp, [], objects)
+            if bool(failures) != with_objects:
+                wrong.append(f"self-test 'calls' (objects {with_objects}): expected "
+                             f"{'a failure' if with_objects else 'a pass'}, got {failures or 'a pass'}")
     for name, files, allow, want in cases:
         with tempfile.TemporaryDirectory() as tmp:
             folder = os.path.join(tmp, "worker", "k")
@@ -277,8 +354,15 @@ def bench_on_tests(root):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), ".."))
+    args, objects = sys.argv[1:], []
+    while "--objects" in args:
+        i = args.index("--objects")
+        if i + 1 >= len(args) or not os.path.isdir(args[i + 1]):
+            print("check_layout: --objects needs an object folder")
+            return 2
+        objects.append(os.path.abspath(args[i + 1]))
+        del args[i:i + 2]
+    root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
     wrong = self_test()
     for line in wrong:
         print(line)
@@ -294,7 +378,7 @@ def main():
               f"  (all of {', '.join(comp)} reach each other)")
         for a, b in zip(cycle, cycle[1:]):
             print(f"  {a} -> {b}: {graph[a][b]}")
-    failures, notes = judge_circles(root, ALLOWED)
+    failures, notes = judge_circles(root, ALLOWED, objects)
     for line in failures:
         failed = True
         print(line)
@@ -308,7 +392,8 @@ def main():
     order = " ".join(f"{d}->{{{','.join(sorted(graph[d]))}}}" for d in sorted(graph))
     print(f"check_layout: no folder cycles under worker/ ({len(graph)} folders: {order})")
     print(f"check_layout: no circle of more than two units inside a folder "
-          f"({len(source_folders(root))} folders)")
+          f"({len(source_folders(root))} folders; "
+          f"{'includes and calls' if objects else 'includes only: no --objects'})")
     return 0
 
 
