@@ -15,6 +15,7 @@
 #ifndef IB_OP_H
 #define IB_OP_H
 
+#include "core/error.h"
 #include "imgbatch.h"
 #include "model/graph.h"
 #include "ops/op_dev.h"
@@ -79,11 +80,10 @@ const ib_op_desc *ib_op_for_case(Imgbatch__V1__Node__OpCase c);
 /* All rows (tests walk every op through them). */
 const ib_op_desc *const *ib_op_all(size_t *count);
 
-/* Helpers shared by rows. ib_op_fail: the row's error, at the stage its
- * caller names (infer: VALIDATE; cpu: EXECUTE) - nothing rewrites it. */
-ib_status ib_op_fail(ib_error *err, ib_status st, ib_stage stage, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* "<op>: mode <M> not supported" style rejection when in->mode is not in desc->modes. */
+/* Helpers shared by rows (op.c); a row's errors are core/error.h's
+ * ib_error_set, at the stage its caller names (infer: VALIDATE; cpu:
+ * EXECUTE) - nothing rewrites them. ib_op_check_mode: "<op>: mode <M> not
+ * supported" when in->mode is not in desc->modes. */
 ib_status ib_op_check_mode(const ib_op_desc *d, const ib_shape *in, ib_error *err);
 uint64_t ib_op_no_params(const struct ib_node *node);
 

@@ -25,14 +25,14 @@ static ib_status blend_infer(const ib_node *node, const ib_shape *in, ib_shape *
   }
   if (ib_mode_bands(in[0].mode) != ib_mode_bands(in[1].mode) || in[0].width != in[1].width ||
       in[0].height != in[1].height)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op blend: images do not match (%s %ux%u and %s %ux%u)",
-                      ib_mode_name(in[0].mode), in[0].width, in[0].height, ib_mode_name(in[1].mode),
-                      in[1].width, in[1].height);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op blend: images do not match (%s %ux%u and %s %ux%u)",
+                        ib_mode_name(in[0].mode), in[0].width, in[0].height,
+                        ib_mode_name(in[1].mode), in[1].width, in[1].height);
   double alpha = p ? p->alpha : NAN;
   if (!isfinite(alpha) || fabs(alpha) > FLT_MAX)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op blend: alpha=%g must be a finite float32", alpha);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op blend: alpha=%g must be a finite float32", alpha);
   /* Pillow's alpha == 1.0 shortcut returns a copy of im2, in im2's mode. */
   *out = (float)alpha == 1.0f ? in[1] : in[0];
   return IB_OK;

@@ -22,16 +22,16 @@ static ib_status check_radius(const char *op, ib_mode mode, const char *axis, do
                               int negative_ok, ib_error *err) {
   const char *m = ib_mode_name(mode);
   if (isnan(r) || isinf(r))
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op %s: mode %s: %s %g is not finite", op,
-                      m, axis, r);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "op %s: mode %s: %s %g is not finite",
+                        op, m, axis, r);
   /* BoxBlur.__init__ raises "radius must be >= 0"; GaussianBlur squares it. */
   if (r < 0 && !negative_ok)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op %s: mode %s: %s %g must be >= 0", op,
-                      m, axis, r);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "op %s: mode %s: %s %g must be >= 0",
+                        op, m, axis, r);
   if (fabs(r) > IB_BLUR_MAX_RADIUS)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                      "op %s: mode %s: %s %g exceeds the bound %g", op, m, axis, r,
-                      IB_BLUR_MAX_RADIUS);
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                        "op %s: mode %s: %s %g exceeds the bound %g", op, m, axis, r,
+                        IB_BLUR_MAX_RADIUS);
   return IB_OK;
 }
 
@@ -109,7 +109,7 @@ static ib_status box_blur_image(const ib_image *src, ib_image *out, float rx, fl
   if (!line || (ry != 0 && !tile)) {
     free(line);
     free(tile);
-    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op %s: out of memory", op);
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op %s: out of memory", op);
   }
   if (rx != 0) blur_rows(out->data, w, h, bands, rx, passes, line);
   if (ry != 0) blur_cols(out->data, w, h, bands, ry, passes, tile, line);

@@ -28,9 +28,9 @@ static ib_status getchannel_infer(const ib_node *node, const ib_shape *in, ib_sh
   uint32_t band = node->pb->getchannel ? node->pb->getchannel->band : 0;
   unsigned bands = ib_mode_bands(in[0].mode);
   if (band >= bands)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op getchannel: band %u out of range for mode %s (%u bands)", band,
-                      ib_mode_name(in[0].mode), bands);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op getchannel: band %u out of range for mode %s (%u bands)", band,
+                        ib_mode_name(in[0].mode), bands);
   return IB_OK;
 }
 

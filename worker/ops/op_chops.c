@@ -30,18 +30,18 @@ static ib_status check_scale_offset(const ib_node *node, ib_error *err) {
    * TypeError for a non-integer, OverflowError beyond int32). A zero or
    * non-finite scale makes Pillow convert inf/NaN to int (undefined). */
   if (!isfinite(p->scale) || fabs(p->scale) > FLT_MAX || (float)p->scale == 0.0f)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op chops: %s scale=%g must be a finite nonzero float32", fn, p->scale);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op chops: %s scale=%g must be a finite nonzero float32", fn, p->scale);
   if (!isfinite(p->offset) || p->offset != floor(p->offset) || p->offset < INT32_MIN ||
       p->offset > INT32_MAX)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op chops: %s offset=%g must be an int32 integer", fn, p->offset);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op chops: %s offset=%g must be an int32 integer", fn, p->offset);
   /* |a +- b| <= 510: past the bound Pillow's int conversion overflows. */
   if (510.0 / fabs((double)(float)p->scale) + fabs(p->offset) >= CHOP_INT_SAFE)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op chops: %s scale=%g offset=%g can overflow Pillow's int conversion "
-                      "(undefined result)",
-                      fn, p->scale, p->offset);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op chops: %s scale=%g offset=%g can overflow Pillow's int conversion "
+                        "(undefined result)",
+                        fn, p->scale, p->offset);
   return IB_OK;
 }
 
@@ -50,16 +50,16 @@ static ib_status chops_infer(const ib_node *node, const ib_shape *in, ib_shape *
   const Imgbatch__V1__ChopsOp *p = node->pb->chops;
   int fn = p ? (int)p->function : -1;
   if (fn < 0 || fn >= IB_CHOP_COUNT)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op chops: function=%d unknown to this worker", fn);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op chops: function=%d unknown to this worker", fn);
   for (int i = 0; i < 2; i++) {
     ib_status st = ib_op_check_mode(node->op, &in[i], err);
     if (st != IB_OK) return st;
   }
   if (ib_mode_bands(in[0].mode) != ib_mode_bands(in[1].mode))
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op chops: %s images do not match (modes %s and %s)", chop_names[fn],
-                      ib_mode_name(in[0].mode), ib_mode_name(in[1].mode));
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op chops: %s images do not match (modes %s and %s)", chop_names[fn],
+                        ib_mode_name(in[0].mode), ib_mode_name(in[1].mode));
   if (fn == IB_CHOP_ADD || fn == IB_CHOP_SUBTRACT) {
     ib_status st = check_scale_offset(node, err);
     if (st != IB_OK) return st;

@@ -39,12 +39,12 @@ static ib_status convert_infer(const ib_node *node, const ib_shape *in, ib_shape
   if (name[0] == '\0') return IB_OK;
   ib_mode to = ib_mode_parse(name);
   if (to == IB_MODE_NONE && is_pillow_mode(name))
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op convert: conversion from %s to %s not supported",
-                      ib_mode_name(in[0].mode), name);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op convert: conversion from %s to %s not supported",
+                        ib_mode_name(in[0].mode), name);
   if (to == IB_MODE_NONE)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op convert: mode \"%.32s\" is not a Pillow mode", name);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op convert: mode \"%.32s\" is not a Pillow mode", name);
   out->mode = to;
   return IB_OK;
 }

@@ -17,8 +17,8 @@ static ib_status enhance_infer(const ib_node *node, const ib_shape *in, ib_shape
   if (st != IB_OK) return st;
   int kind = node->pb->enhance ? (int)node->pb->enhance->kind : 0;
   if (kind != IB_ENHANCE_BRIGHTNESS && kind != IB_ENHANCE_COLOR && kind != IB_ENHANCE_CONTRAST)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op enhance: kind %d is not Brightness, Color or Contrast", kind);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op enhance: kind %d is not Brightness, Color or Contrast", kind);
   *out = in[0];
   return IB_OK;
 }

@@ -40,15 +40,15 @@ static ib_status exif_transpose_infer(const ib_node *node, const ib_shape *in, i
   if (st != IB_OK) return st;
   const ib_source *s = source_of(node);
   if (!s)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op exif_transpose: input node %u is not a source node (the orientation "
-                      "is read from a source's metadata)",
-                      node->inputs[0]);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op exif_transpose: input node %u is not a source node (the orientation "
+                        "is read from a source's metadata)",
+                        node->inputs[0]);
   if (s->orientation < 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op exif_transpose: mode %s: the source's EXIF does not start with a TIFF "
-                      "header Pillow reads (Image.getexif raises)",
-                      ib_mode_name(in[0].mode));
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op exif_transpose: mode %s: the source's EXIF does not start with a TIFF "
+                        "header Pillow reads (Image.getexif raises)",
+                        ib_mode_name(in[0].mode));
   *out = in[0];
   int m = method_of(s->orientation);
   if (m >= 0 && ib_transpose_swaps(m)) {

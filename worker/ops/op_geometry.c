@@ -16,9 +16,10 @@ ib_status ib_geom_check_side(const ib_node *node, const char *param, int64_t sid
   /* A node outside a graph (an op row inferred alone) has the default. */
   const uint32_t max_side = node->graph ? node->graph->max_side : IB_DEFAULT_MAX_SIDE;
   if (side > (int64_t)max_side)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                      "op %s: %s %lld exceeds the maximum side %u (max_side; imgbatch --max-side)",
-                      node->op->name, param, (long long)side, max_side);
+    return ib_error_set(
+        err, IB_LIMIT, IB_STAGE_VALIDATE,
+        "op %s: %s %lld exceeds the maximum side %u (max_side; imgbatch --max-side)",
+        node->op->name, param, (long long)side, max_side);
   return IB_OK;
 }
 
@@ -47,9 +48,9 @@ static ib_status transpose_infer(const ib_node *node, const ib_shape *in, ib_sha
   if (st != IB_OK) return st;
   int m = (int)node->pb->transpose->method;
   if (m < IB_TRANSPOSE_FLIP_LEFT_RIGHT || m > IB_TRANSPOSE_TRANSVERSE)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op transpose: method %d is not an Image.Transpose value this worker knows",
-                      m);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op transpose: method %d is not an Image.Transpose value this worker knows",
+                        m);
   *out = in[0];
   if (ib_transpose_swaps(m)) {
     out->width = in[0].height;
@@ -108,18 +109,18 @@ static ib_status crop_infer(const ib_node *node, const ib_shape *in, ib_shape *o
   if (st != IB_OK) return st;
   const Imgbatch__V1__CropOp *c = node->pb->crop;
   if (c->right < c->left)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op crop: right %d is less than left %d",
-                      (int)c->right, (int)c->left);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op crop: right %d is less than left %d", (int)c->right, (int)c->left);
   if (c->bottom < c->top)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op crop: bottom %d is less than top %d",
-                      (int)c->bottom, (int)c->top);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op crop: bottom %d is less than top %d", (int)c->bottom, (int)c->top);
   int64_t w = (int64_t)c->right - c->left, h = (int64_t)c->bottom - c->top;
   if (w == 0 || h == 0)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op crop: box (%d, %d, %d, %d) is empty (Pillow returns a %lldx%lld image; "
-                      "empty images are not supported)",
-                      (int)c->left, (int)c->top, (int)c->right, (int)c->bottom, (long long)w,
-                      (long long)h);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op crop: box (%d, %d, %d, %d) is empty (Pillow returns a %lldx%lld image; "
+                        "empty images are not supported)",
+                        (int)c->left, (int)c->top, (int)c->right, (int)c->bottom, (long long)w,
+                        (long long)h);
   if ((st = ib_geom_check_side(node, "width (right - left)", w, err)) != IB_OK) return st;
   if ((st = ib_geom_check_side(node, "height (bottom - top)", h, err)) != IB_OK) return st;
   *out = (ib_shape){in[0].mode, (uint32_t)w, (uint32_t)h};
@@ -179,9 +180,9 @@ static ib_status expand_infer(const ib_node *node, const ib_shape *in, ib_shape 
   const Imgbatch__V1__ExpandOp *e = node->pb->expand;
   unsigned bands = ib_mode_bands(in[0].mode);
   if (e->fill.len != 0 && e->fill.len != bands)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op expand: fill has %zu byte(s), mode %s has %u band(s)", e->fill.len,
-                      ib_mode_name(in[0].mode), bands);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op expand: fill has %zu byte(s), mode %s has %u band(s)", e->fill.len,
+                        ib_mode_name(in[0].mode), bands);
   int64_t w = (int64_t)e->left + in[0].width + e->right;
   int64_t h = (int64_t)e->top + in[0].height + e->bottom;
   if ((st = ib_geom_check_side(node, "width (left + width + right)", w, err)) != IB_OK) return st;

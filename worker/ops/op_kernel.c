@@ -21,13 +21,13 @@ static ib_status kernel_infer(const ib_node *node, const ib_shape *in, ib_shape 
   if (st != IB_OK) return st;
   const Imgbatch__V1__KernelOp *p = node->pb->kernel;
   if (p->size == 0 || p->n_kernel != (size_t)p->size * p->size)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op kernel: mode %s: %zu weights for size %u (need size*size)",
-                      ib_mode_name(in->mode), p->n_kernel, p->size);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op kernel: mode %s: %zu weights for size %u (need size*size)",
+                        ib_mode_name(in->mode), p->n_kernel, p->size);
   if (!kernel_copies(p->size, &in[0]) && p->size != 3 && p->size != 5)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op kernel: mode %s: size %u is not 3 or 5 (bad kernel size)",
-                      ib_mode_name(in->mode), p->size);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op kernel: mode %s: size %u is not 3 or 5 (bad kernel size)",
+                        ib_mode_name(in->mode), p->size);
   *out = in[0];
   return IB_OK;
 }

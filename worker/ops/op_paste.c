@@ -28,19 +28,19 @@ static ib_status paste_infer(const ib_node *node, const ib_shape *in, ib_shape *
   if (st != IB_OK) return st;
   bool rgb_from_rgba = in[0].mode == IB_MODE_RGB && in[1].mode == IB_MODE_RGBA;
   if (in[1].mode != in[0].mode && !rgb_from_rgba)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op paste: mode %s pasted into mode %s (no implicit conversion)",
-                      ib_mode_name(in[1].mode), ib_mode_name(in[0].mode));
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op paste: mode %s pasted into mode %s (no implicit conversion)",
+                        ib_mode_name(in[1].mode), ib_mode_name(in[0].mode));
   const Imgbatch__V1__PasteOp *p = node->pb->paste;
   if (p->size_present_case == IMGBATCH__V1__PASTE_OP__SIZE_PRESENT_SIZE && p->size &&
       (p->size->width != in[1].width || p->size->height != in[1].height))
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op paste: box size %ux%u does not match image %ux%u", p->size->width,
-                      p->size->height, in[1].width, in[1].height);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op paste: box size %ux%u does not match image %ux%u", p->size->width,
+                        p->size->height, in[1].width, in[1].height);
   if ((int64_t)p->left + in[1].width > INT_MAX || (int64_t)p->top + in[1].height > INT_MAX)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op paste: box (%d, %d) + %ux%u overflows a C int", (int)p->left, (int)p->top,
-                      in[1].width, in[1].height);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op paste: box (%d, %d) + %ux%u overflows a C int", (int)p->left,
+                        (int)p->top, in[1].width, in[1].height);
   *out = in[0];
   return IB_OK;
 }

@@ -87,9 +87,9 @@ static ib_status point_infer(const ib_node *node, const ib_shape *in, ib_shape *
   size_t want = 256u * ib_mode_bands(in[0].mode);
   size_t got = node->pb->point ? node->pb->point->n_lut : 0;
   if (got != want)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op point: mode %s needs %zu lut entries, got %zu", ib_mode_name(in[0].mode),
-                      want, got);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op point: mode %s needs %zu lut entries, got %zu",
+                        ib_mode_name(in[0].mode), want, got);
   return IB_OK;
 }
 
@@ -120,8 +120,8 @@ static ib_status posterize_infer(const ib_node *node, const ib_shape *in, ib_sha
   if (st != IB_OK) return st;
   uint32_t bits = node->pb->posterize ? node->pb->posterize->bits : 0;
   if (bits > 8)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op posterize: bits %u out of range 0..8",
-                      bits);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op posterize: bits %u out of range 0..8", bits);
   return IB_OK;
 }
 

@@ -14,24 +14,24 @@ static ib_status rank_infer(const ib_node *node, const ib_shape *in, ib_shape *o
   const Imgbatch__V1__RankFilterOp *p = node->pb->rank_filter;
   /* RankFilter.__init__ refuses even sizes and ranks outside the window. */
   if (p->size % 2 == 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op rank_filter: mode %s: size %u is not odd (bad filter size)",
-                      ib_mode_name(in->mode), p->size);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op rank_filter: mode %s: size %u is not odd (bad filter size)",
+                        ib_mode_name(in->mode), p->size);
   /* Pillow 12.3 dies with SIGFPE on size 1 (ImagingExpand divides by its
    * margin 0; fixed after 12.3), so there is no result to be exact with. */
   if (p->size == 1)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op rank_filter: mode %s: size 1 (Pillow 12.3 crashes on it: "
-                      "ImagingExpand margin 0)",
-                      ib_mode_name(in->mode));
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op rank_filter: mode %s: size 1 (Pillow 12.3 crashes on it: "
+                        "ImagingExpand margin 0)",
+                        ib_mode_name(in->mode));
   if (p->size > IB_RANK_MAX_SIZE)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                      "op rank_filter: mode %s: size %u exceeds the bound %d",
-                      ib_mode_name(in->mode), p->size, IB_RANK_MAX_SIZE);
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                        "op rank_filter: mode %s: size %u exceeds the bound %d",
+                        ib_mode_name(in->mode), p->size, IB_RANK_MAX_SIZE);
   if (p->rank >= p->size * p->size)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op rank_filter: mode %s: rank %u outside 0..%u (bad rank value)",
-                      ib_mode_name(in->mode), p->rank, p->size * p->size - 1);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op rank_filter: mode %s: rank %u outside 0..%u (bad rank value)",
+                        ib_mode_name(in->mode), p->rank, p->size * p->size - 1);
   *out = in[0];
   return IB_OK;
 }

@@ -28,34 +28,34 @@ static ib_status reduce_plan_of(const Imgbatch__V1__ReduceOp *r, const ib_shape 
                                 ib_error *err) {
   memset(p, 0, sizeof *p);
   if (r->factor_x < 1 || r->factor_y < 1)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op reduce: factor (%u, %u): scale must be > 0", r->factor_x, r->factor_y);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op reduce: factor (%u, %u): scale must be > 0", r->factor_x, r->factor_y);
   if (r->factor_x > INT32_MAX || r->factor_y > INT32_MAX)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op reduce: factor (%u, %u) overflows a C int", r->factor_x, r->factor_y);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op reduce: factor (%u, %u) overflows a C int", r->factor_x, r->factor_y);
   p->fx = (int)r->factor_x;
   p->fy = (int)r->factor_y;
   int64_t b[4] = {0, 0, in->width, in->height};
   if (r->box_present_case == IMGBATCH__V1__REDUCE_OP__BOX_PRESENT_BOX) {
     const Imgbatch__V1__Box *x = r->box;
     if (!is_c_int(x->left) || !is_c_int(x->top) || !is_c_int(x->right) || !is_c_int(x->bottom))
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "op reduce: box (%g, %g, %g, %g) must be C ints", x->left, x->top, x->right,
-                        x->bottom);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                          "op reduce: box (%g, %g, %g, %g) must be C ints", x->left, x->top,
+                          x->right, x->bottom);
     b[0] = (int64_t)x->left, b[1] = (int64_t)x->top, b[2] = (int64_t)x->right;
     b[3] = (int64_t)x->bottom;
     if (b[0] < 0 || b[1] < 0)
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "op reduce: box offset (%lld, %lld) can't be negative", (long long)b[0],
-                        (long long)b[1]);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                          "op reduce: box offset (%lld, %lld) can't be negative", (long long)b[0],
+                          (long long)b[1]);
     if (b[2] > in->width || b[3] > in->height)
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "op reduce: box (%lld, %lld) can't exceed the original %ux%u image",
-                        (long long)b[2], (long long)b[3], in->width, in->height);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                          "op reduce: box (%lld, %lld) can't exceed the original %ux%u image",
+                          (long long)b[2], (long long)b[3], in->width, in->height);
     if (b[2] <= b[0] || b[3] <= b[1])
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "op reduce: box (%lld, %lld, %lld, %lld) can't be empty", (long long)b[0],
-                        (long long)b[1], (long long)b[2], (long long)b[3]);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                          "op reduce: box (%lld, %lld, %lld, %lld) can't be empty", (long long)b[0],
+                          (long long)b[1], (long long)b[2], (long long)b[3]);
   }
   p->box[0] = (int)b[0], p->box[1] = (int)b[1];
   p->box[2] = (int)(b[2] - b[0]), p->box[3] = (int)(b[3] - b[1]);

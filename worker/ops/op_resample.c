@@ -15,7 +15,7 @@
 static size_t image_bytes(uint32_t w, uint32_t h, unsigned bands) { return (size_t)w * h * bands; }
 
 static ib_status no_memory(ib_error *err) {
-  return ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op resize: out of memory");
+  return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op resize: out of memory");
 }
 
 /* ImagingReduce over the box (l, t, r, b), 8-bit bands. */
@@ -121,8 +121,8 @@ static ib_status resample(const ib_image *in, int filter, const ib_resize_call *
   else if (rows == out->height && width == out->width)
     memcpy(out->data, src, image_bytes(width, rows, bands));
   else /* an unchanged axis reads exactly its rows (Pillow would return a wrong-sized image) */
-    st = ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE,
-                    "op resize: pass skipped over %u rows for %u", rows, out->height);
+    st = ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE,
+                      "op resize: pass skipped over %u rows for %u", rows, out->height);
   free(tmp);
   free(v.bounds);
   return st;

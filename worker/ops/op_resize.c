@@ -65,19 +65,19 @@ static void resize_box(const ib_node *node, const ib_shape *in, float box[4]) {
 static ib_status check_box(const float b[4], uint32_t w, uint32_t h, ib_error *err) {
   for (int i = 0; i < 4; i++)
     if (isnan(b[i]))
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op resize: box edge %d is NaN", i);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "op resize: box edge %d is NaN", i);
   if (b[0] < 0 || b[1] < 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: box offset (%g, %g) can't be negative", (double)b[0],
-                      (double)b[1]);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: box offset (%g, %g) can't be negative", (double)b[0],
+                        (double)b[1]);
   if (b[2] > (float)w || b[3] > (float)h)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: box (%g, %g) can't exceed the original %ux%u image", (double)b[2],
-                      (double)b[3], w, h);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: box (%g, %g) can't exceed the original %ux%u image",
+                        (double)b[2], (double)b[3], w, h);
   if (b[2] - b[0] < 0 || b[3] - b[1] < 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: box (%g, %g, %g, %g) can't be empty", (double)b[0], (double)b[1],
-                      (double)b[2], (double)b[3]);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: box (%g, %g, %g, %g) can't be empty", (double)b[0],
+                        (double)b[1], (double)b[2], (double)b[3]);
   return IB_OK;
 }
 
@@ -105,18 +105,19 @@ static ib_status plan_reduce(const Imgbatch__V1__ResizeOp *r, const ib_shape *in
                         fmin(in->width, ceil(box[2] + sx)), fmin(in->height, ceil(box[3] + sy))};
   if (!fits_int(fx) || !fits_int(fy) || !fits_int(rb[0]) || !fits_int(rb[1]) || !fits_int(rb[2]) ||
       !fits_int(rb[3]))
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: reducing_gap %g: reduce factor (%g, %g) or box (%g, %g, %g, %g) "
-                      "overflows a C int",
-                      gap, fx, fy, rb[0], rb[1], rb[2], rb[3]);
+    return ib_error_set(
+        err, IB_INVALID, IB_STAGE_VALIDATE,
+        "op resize: reducing_gap %g: reduce factor (%g, %g) or box (%g, %g, %g, %g) "
+        "overflows a C int",
+        gap, fx, fy, rb[0], rb[1], rb[2], rb[3]);
   if (fx < 1 || fy < 1)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: reducing_gap %g: reduce factor (%g, %g): scale must be > 0", gap,
-                      fx, fy);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: reducing_gap %g: reduce factor (%g, %g): scale must be > 0",
+                        gap, fx, fy);
   if (rb[2] <= rb[0] || rb[3] <= rb[1])
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: reducing_gap %g: reduce box (%g, %g, %g, %g) can't be empty", gap,
-                      rb[0], rb[1], rb[2], rb[3]);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: reducing_gap %g: reduce box (%g, %g, %g, %g) can't be empty",
+                        gap, rb[0], rb[1], rb[2], rb[3]);
   p->reduce = true;
   p->fx = (int)fx;
   p->fy = (int)fy;
@@ -125,9 +126,9 @@ static ib_status plan_reduce(const Imgbatch__V1__ResizeOp *r, const ib_shape *in
   int64_t rw = ((int64_t)p->rbox[2] - p->rbox[0] + p->fx - 1) / p->fx;
   int64_t rh = ((int64_t)p->rbox[3] - p->rbox[1] + p->fy - 1) / p->fy;
   if (rw > 2147483647 || rh > 2147483647)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: reducing_gap %g: reduce factor (%d, %d) overflows a C int", gap,
-                      p->fx, p->fy);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: reducing_gap %g: reduce factor (%d, %d) overflows a C int", gap,
+                        p->fx, p->fy);
   p->rw = (uint32_t)rw;
   p->rh = (uint32_t)rh;
   box[0] = (box[0] - p->rbox[0]) / p->fx;
@@ -180,15 +181,16 @@ static ib_status resize_infer(const ib_node *node, const ib_shape *in, ib_shape 
   const Imgbatch__V1__ResizeOp *r = node->pb->resize;
   unsigned f = (unsigned)r->resample;
   if (f >= sizeof resample_names / sizeof resample_names[0])
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op resize: resample %d is not a filter this worker knows", (int)r->resample);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op resize: resample %d is not a filter this worker knows",
+                        (int)r->resample);
   if (has_gap(r) && !(r->reducing_gap >= 1.0))
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: reducing_gap %g: reducing_gap must be 1.0 or greater",
-                      r->reducing_gap);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: reducing_gap %g: reducing_gap must be 1.0 or greater",
+                        r->reducing_gap);
   if (r->width == 0 || r->height == 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op resize: size %ux%u: height and width must be > 0", r->width, r->height);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op resize: size %ux%u: height and width must be > 0", r->width, r->height);
   if ((st = ib_geom_check_side(node, "width", r->width, err)) != IB_OK) return st;
   if ((st = ib_geom_check_side(node, "height", r->height, err)) != IB_OK) return st;
   if (f == IMGBATCH__V1__RESAMPLE__NEAREST) {
@@ -231,7 +233,7 @@ static ib_status resize_cpu(const ib_node *node, const ib_image *const *in, ib_i
   float box[4];
   resize_box(node, &shape, box);
   int32_t *xtab = malloc(((size_t)out->width + out->height) * sizeof *xtab);
-  if (!xtab) return ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op resize: out of memory");
+  if (!xtab) return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op resize: out of memory");
   int32_t *ytab = xtab + out->width;
   double scale, offset;
   ib_resize_axis_coeffs(box[0], box[2], out->width, &scale, &offset);
@@ -429,8 +431,8 @@ static void dev_layout(const ib_resize_plan *p, const ib_shape *in, dev_seq *d) 
 static ib_status dev_plan(const ib_node *node, const ib_shape *in, dev_seq *d, ib_error *err) {
   memset(d, 0, sizeof *d); /* also on failure: GCC's Release build cannot see callers skip it */
   if (!in)
-    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
-                      "backend cuda: op resize: a filtered resize's node has no input shape");
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_ADMIT,
+                        "backend cuda: op resize: a filtered resize's node has no input shape");
   ib_resize_plan p;
   ib_status st = resize_plan(node->pb->resize, in, &p, err);
   if (st != IB_OK) return st;
@@ -608,9 +610,9 @@ static ib_status resize_dev(const ib_node *node, const int *in_modes, ib_gstep *
   const char *name = f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "?";
   const ib_shape *in = input_shape(node);
   if (!in)
-    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_ADMIT,
-                      "backend cuda: op resize (mode %s): resample %s: the node has no input shape",
-                      mode, name);
+    return ib_error_set(
+        err, IB_INTERNAL, IB_STAGE_ADMIT,
+        "backend cuda: op resize (mode %s): resample %s: the node has no input shape", mode, name);
   ib_resize_plan p;
   ib_status st = resize_plan(node->pb->resize, in, &p, err);
   if (st != IB_OK) return st;

@@ -13,9 +13,9 @@ static ib_status source_infer(const ib_node *node, const ib_shape *in, ib_shape 
   (void)in;
   uint32_t idx = node->pb->source->index;
   if (idx >= node->graph->n_sources)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op source: index %u but the job has %zu source(s)", idx,
-                      node->graph->n_sources);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op source: index %u but the job has %zu source(s)", idx,
+                        node->graph->n_sources);
   *out = node->graph->sources[idx].shape;
   return IB_OK;
 }

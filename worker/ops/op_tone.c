@@ -12,15 +12,15 @@
 
 static ib_status check_range(const char *param, double v, double max, ib_error *err) {
   if (isfinite(v) && v >= -max && v <= max) return IB_OK;
-  return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op tone: %s=%g out of range [%g, %g]",
-                    param, v, -max, max);
+  return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "op tone: %s=%g out of range [%g, %g]",
+                      param, v, -max, max);
 }
 
 static ib_status tone_infer(const ib_node *node, const ib_shape *in, ib_shape *out, ib_error *err) {
   const Imgbatch__V1__ToneOp *p = node->pb->tone;
   ib_status st = ib_op_check_mode(node->op, &in[0], err);
   if (st != IB_OK) return st;
-  if (!p) return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "op tone: missing parameters");
+  if (!p) return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "op tone: missing parameters");
   const struct {
     const char *name;
     double v, max;

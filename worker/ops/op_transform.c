@@ -103,35 +103,35 @@ static ib_status check_transform(const Imgbatch__V1__TransformOp *t, unsigned ba
                                  ib_error *err) {
   unsigned m = (unsigned)t->method;
   if (m != IMGBATCH__V1__TRANSFORM_METHOD__AFFINE)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op transform: method %s is not admitted (AFFINE only)",
-                      m < sizeof method_names / sizeof method_names[0] ? method_names[m] : "?");
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op transform: method %s is not admitted (AFFINE only)",
+                        m < sizeof method_names / sizeof method_names[0] ? method_names[m] : "?");
   if (t->n_matrix != 6)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op transform: matrix has %zu entries: wrong number of matrix entries "
-                      "(AFFINE takes 6)",
-                      t->n_matrix);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op transform: matrix has %zu entries: wrong number of matrix entries "
+                        "(AFFINE takes 6)",
+                        t->n_matrix);
   for (size_t i = 0; i < 6; i++)
     if (!isfinite(t->matrix[i]))
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "op transform: matrix entry %zu is %g, not finite", i, t->matrix[i]);
+      return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                          "op transform: matrix entry %zu is %g, not finite", i, t->matrix[i]);
   unsigned f = (unsigned)t->resample;
   if (f != IMGBATCH__V1__RESAMPLE__NEAREST && f != IMGBATCH__V1__RESAMPLE__BILINEAR &&
       f != IMGBATCH__V1__RESAMPLE__BICUBIC)
-    return ib_op_fail(
+    return ib_error_set(
         err, IB_INVALID, IB_STAGE_VALIDATE,
         "op transform: resample %s (%d) cannot be used (NEAREST, BILINEAR or "
         "BICUBIC)",
         f < sizeof resample_names / sizeof resample_names[0] ? resample_names[f] : "unknown",
         (int)t->resample);
   if (t->fill.len != 0 && t->fill.len != bands)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "op transform: fill has %zu byte(s), the mode has %u band(s)", t->fill.len,
-                      bands);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "op transform: fill has %zu byte(s), the mode has %u band(s)", t->fill.len,
+                        bands);
   if (t->width == 0 || t->height == 0)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
-                      "op transform: size %ux%u is empty (empty images are not supported)",
-                      t->width, t->height);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "op transform: size %ux%u is empty (empty images are not supported)",
+                        t->width, t->height);
   return IB_OK;
 }
 
@@ -164,7 +164,7 @@ static ib_status transform_cpu(const ib_node *node, const ib_image *const *in, i
   void *tables = NULL;
   const size_t tb = tables_bytes(a, out->width, out->height);
   if (tb && !(tables = malloc(tb)))
-    return ib_op_fail(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op transform: out of memory");
+    return ib_error_set(err, IB_INTERNAL, IB_STAGE_EXECUTE, "op transform: out of memory");
   fill_tables(a, p.a, out->width, out->height, &in_shape, tables);
   const unsigned bands = ib_mode_bands(out->mode);
   const int in_w = (int)src->width, in_h = (int)src->height;

@@ -45,9 +45,9 @@ static ib_status check_finite(const ProtobufCMessage *m, const char *op, const c
         if (isfinite(v)) continue;
         char index[24] = "";
         if (repeated) snprintf(index, sizeof index, "[%zu]", i);
-        return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                          "op %s: %s%s%s=%g is not finite (NaN and infinities are never valid)", op,
-                          prefix, fd->name, index, v);
+        return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                            "op %s: %s%s%s=%g is not finite (NaN and infinities are never valid)",
+                            op, prefix, fd->name, index, v);
       }
     } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !repeated && depth < 4) {
       const ProtobufCMessage *sub = FIELD(m, fd, const ProtobufCMessage *);
@@ -74,21 +74,22 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
   n->graph = g;
   n->op = ib_op_for_case(pb->op_case);
   if (pb->op_case == IMGBATCH__V1__NODE__OP__NOT_SET)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "node %zu: no op set", i);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "node %zu: no op set", i);
   if (!n->op)
-    return ib_op_fail(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE, "node %zu: op #%d is not implemented",
-                      i, (int)pb->op_case);
+    return ib_error_set(err, IB_UNSUPPORTED, IB_STAGE_VALIDATE,
+                        "node %zu: op #%d is not implemented", i, (int)pb->op_case);
   if (pb->n_inputs != n->op->n_inputs)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "node %zu: op %s takes %u input(s), got %zu", i, n->op->name, n->op->n_inputs,
-                      pb->n_inputs);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "node %zu: op %s takes %u input(s), got %zu", i, n->op->name,
+                        n->op->n_inputs, pb->n_inputs);
   ib_shape in[2] = {{0}};
   for (size_t k = 0; k < pb->n_inputs; k++) {
     uint32_t ref = pb->inputs[k];
     if (ref >= i)
-      return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                        "node %zu: op %s input %zu refers to node %u (cycle or forward reference)",
-                        i, n->op->name, k, ref);
+      return ib_error_set(
+          err, IB_INVALID, IB_STAGE_VALIDATE,
+          "node %zu: op %s input %zu refers to node %u (cycle or forward reference)", i,
+          n->op->name, k, ref);
     n->inputs[k] = ref;
     in[k] = g->nodes[ref].shape;
     g->nodes[ref].last_use = (unsigned)i;
@@ -102,14 +103,14 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
     return st;
   }
   if (n->shape.width == 0 || n->shape.height == 0)
-    return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE,
-                      "node %zu: op %s produces an empty %ux%u image", i, n->op->name,
-                      n->shape.width, n->shape.height);
+    return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE,
+                        "node %zu: op %s produces an empty %ux%u image", i, n->op->name,
+                        n->shape.width, n->shape.height);
   if (n->shape.width > g->max_side || n->shape.height > g->max_side)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE,
-                      "node %zu: op %s output %ux%u exceeds the maximum side %u (max_side; "
-                      "imgbatch --max-side)",
-                      i, n->op->name, n->shape.width, n->shape.height, g->max_side);
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE,
+                        "node %zu: op %s output %ux%u exceeds the maximum side %u (max_side; "
+                        "imgbatch --max-side)",
+                        i, n->op->name, n->shape.width, n->shape.height, g->max_side);
   n->last_use = (unsigned)i;
   g->param_bytes += n->op->param_bytes(n);
   g->peak_bytes += (uint64_t)n->shape.width * n->shape.height * ib_mode_bands(n->shape.mode);
@@ -118,12 +119,12 @@ static ib_status check_node(ib_graph *g, size_t i, ib_error *err) {
 
 ib_status ib_graph_validate(ib_graph *g, ib_error *err) {
   size_t n = g->job->n_nodes;
-  if (n == 0) return ib_op_fail(err, IB_INVALID, IB_STAGE_VALIDATE, "graph: no nodes");
+  if (n == 0) return ib_error_set(err, IB_INVALID, IB_STAGE_VALIDATE, "graph: no nodes");
   if (n > MAX_OPS)
-    return ib_op_fail(err, IB_LIMIT, IB_STAGE_VALIDATE, "graph: %zu ops exceed the %d op bound", n,
-                      MAX_OPS);
+    return ib_error_set(err, IB_LIMIT, IB_STAGE_VALIDATE, "graph: %zu ops exceed the %d op bound",
+                        n, MAX_OPS);
   g->nodes = ib_job_arena_calloc(g->arena, n, sizeof *g->nodes);
-  if (!g->nodes) return ib_op_fail(err, IB_INTERNAL, IB_STAGE_VALIDATE, "graph: out of memory");
+  if (!g->nodes) return ib_error_set(err, IB_INTERNAL, IB_STAGE_VALIDATE, "graph: out of memory");
   g->n_nodes = n;
   for (size_t i = 0; i < n; i++) {
     ib_status st = check_node(g, i, err);
