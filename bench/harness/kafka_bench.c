@@ -249,6 +249,16 @@ static bool write_results(const char *path, uint8_t *const *msgs, const size_t *
 static int relay(const char *brokers, long n) {
   rd_kafka_t *c = client(brokers, RD_KAFKA_CONSUMER, "kafka-bench-relay", NULL);
   rd_kafka_t *p = client(brokers, RD_KAFKA_PRODUCER, NULL, NULL);
+  /* A handle made now starts the results topic's metadata lookup at once,
+   * as the worker's warm_out_topics does (worker/kafka/publish.c): made at
+   * the first produce, every Result of a short run waited ~0.9 s for
+   * librdkafka's next metadata scan, and the floor's latency was that. */
+  rd_kafka_topic_t *out = rd_kafka_topic_new(p, "imgbatch.results", NULL);
+  if (!out) {
+    fprintf(stderr, "kafka_bench: relay: imgbatch.results: %s\n",
+            rd_kafka_err2str(rd_kafka_last_error()));
+    return 1;
+  }
   subscribe(c, "imgbatch.jobs");
   for (long done = 0; done < n;) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
@@ -258,16 +268,17 @@ static int relay(const char *brokers, long n) {
       /* Keyed as the worker keys its Results: the Job's coordinates. */
       char key[64];
       snprintf(key, sizeof key, "imgbatch.jobs/%" PRId32 "/%" PRId64, m->partition, m->offset);
-      while (rd_kafka_producev(
-                 p, RD_KAFKA_V_TOPIC("imgbatch.results"), RD_KAFKA_V_KEY(key, strlen(key)),
-                 RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                 RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      while (rd_kafka_producev(p, RD_KAFKA_V_RKT(out), RD_KAFKA_V_KEY(key, strlen(key)),
+                               RD_KAFKA_V_VALUE(m->payload, m->len),
+                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                               RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
         rd_kafka_poll(p, 10);
       done++;
     }
     rd_kafka_message_destroy(m);
   }
   rd_kafka_flush(p, 120000);
+  rd_kafka_topic_destroy(out);
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
   rd_kafka_destroy(p);
