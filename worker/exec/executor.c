@@ -166,6 +166,19 @@ static ib_graph_limits parse_limits(const ib_executor *ex, const ib_graph_limits
   return lim;
 }
 
+/* Where a parsed graph's memory comes from: the backend's allocator, when it
+ * has one, and then the graph holds the backend state alive while its
+ * memory is in use; else malloc. */
+static ib_graph_memory parse_memory(ib_executor *ex) {
+  ib_graph_memory mem = {NULL, NULL, NULL};
+  if (ex->backend->parse_allocator) {
+    mem.alloc = ex->backend->parse_allocator(ex->backend_state);
+    mem.unref = parse_unref;
+    mem.owner = ib_devref_get(ex->dev);
+  }
+  return mem;
+}
+
 ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t len,
                             const ib_graph_limits *limits, ib_graph **out, ib_key *key_on_error,
                             ib_error *err) {
@@ -175,13 +188,7 @@ ib_status ib_executor_parse(ib_executor *ex, const uint8_t *job_bytes, size_t le
     if (out) *out = NULL;
     return ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "parse: no executor or no output");
   }
-  /* The graph holds the backend state alive while its memory is in use. */
-  ib_graph_memory mem = {NULL, NULL, NULL};
-  if (ex->backend->parse_allocator) {
-    mem.alloc = ex->backend->parse_allocator(ex->backend_state);
-    mem.unref = parse_unref;
-    mem.owner = ib_devref_get(ex->dev);
-  }
+  ib_graph_memory mem = parse_memory(ex);
   ib_graph_limits lim = parse_limits(ex, limits);
   return ib_graph_parse_in(job_bytes, len, &lim, &mem, out, key_on_error, err);
 }
@@ -213,12 +220,7 @@ ib_status ib_executor_parse_buffer(ib_executor *ex, uint8_t *buf, size_t len,
     if (ex && buf) ib_executor_buffer_free(ex, buf);
     return ib_error_set(err, IB_INVALID, IB_STAGE_PARSE, "parse: no executor, buffer or output");
   }
-  ib_graph_memory mem = {NULL, NULL, NULL};
-  if (ex->backend->parse_allocator) {
-    mem.alloc = ex->backend->parse_allocator(ex->backend_state);
-    mem.unref = parse_unref;
-    mem.owner = ib_devref_get(ex->dev);
-  }
+  ib_graph_memory mem = parse_memory(ex);
   ib_graph_limits lim = parse_limits(ex, limits);
   return ib_graph_parse_buffer(buf, len, &lim, &mem, out, key_on_error, err);
 }
