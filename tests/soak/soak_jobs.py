@@ -6,10 +6,16 @@ signatures) arriving throughout the run.
 
 Graphs are built with the client (its record-time checks are Pillow's) and
 reused: a job is a fresh graph with probability `new_graph_rate`, else one
-already made, so the worker meets new signatures at a steady rate all along."""
+already made, so the worker meets new signatures at a steady rate all along.
+
+Each job first draws its source's size, then reuses (or makes) a graph of
+that size class, so the share of large jobs is the same in every quarter of
+the run. Picking among all graphs made so far let the few large ones weigh
+by chance: 3 of 150 graphs early, 9 of 450 late, and a cpu worker's RSS,
+which holds its in-flight images, followed that mix, not a leak."""
 import io
 import random
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import PIL.Image
 
@@ -94,6 +100,7 @@ class Workload:
         self.resident = resident if backend == "cuda" else 0.0
         self.new_graph_rate = new_graph_rate
         self.graphs: List[Tuple[bytes, str]] = []
+        self.by_class: Dict[int, List[Tuple[bytes, str]]] = {}
         self.sources = {}
         self.made = 0
 
@@ -112,13 +119,23 @@ class Workload:
             return r.randint(257, 1024)
         return r.choice([1, 2, 3]) if x < 0.23 else r.randint(4, 256)
 
-    def _source(self):
-        """A lazy source image: raw bytes, or an encoded PNG/JPEG (the
-        large ones encoded: a raw one would not fit a message)."""
-        r = self.r
+    def _dims(self) -> Tuple[int, int]:
         w, h = self._side(), self._side()
         if w > 1024 or h > 1024:
             w = h = max(w, h)  # the few large ones square, 1025..4096
+        return w, h
+
+    @staticmethod
+    def _size_class(dims: Tuple[int, int]) -> int:
+        side = max(dims)
+        return sum(side > b for b in (3, 64, 256, 1024, 2048))
+
+    def _source(self, dims: Optional[Tuple[int, int]] = None):
+        """A lazy source image of `dims` (else drawn): raw bytes, or an
+        encoded PNG/JPEG (the large ones encoded: a raw one would not fit a
+        message)."""
+        r = self.r
+        w, h = dims or self._dims()
         mode = r.choice(["RGB", "RGB", "L", "RGBA", "LA", "CMYK"])
         fmt = r.choice(["raw", "png", "jpeg"]) if w * h <= 256 * 256 else r.choice(["png", "jpeg"])
         if fmt == "jpeg" and mode not in ("L", "RGB", "CMYK"):
@@ -174,11 +191,11 @@ class Workload:
         text = f"{family}({', '.join(str(a) for a in args)})" if args else family
         return apply_graph(parse_graph(text), im)
 
-    def _graph(self) -> Tuple[bytes, str]:
-        """A fresh random chain (1..3 steps) on a source, as Job bytes."""
+    def _graph(self, dims: Tuple[int, int]) -> Tuple[bytes, str]:
+        """A fresh random chain (1..3 steps) on a source of `dims`, as Job bytes."""
         r = self.r
         while True:
-            im = self._source()
+            im = self._source(dims)
             try:
                 for _ in range(r.choice([1, 1, 2, 3])):
                     im = self._step(im)
@@ -216,6 +233,9 @@ class Workload:
         return self._pick()
 
     def _pick(self) -> Tuple[bytes, str]:
-        if not self.graphs or self.r.random() < self.new_graph_rate:
-            self.graphs.append(self._graph())
-        return self.r.choice(self.graphs)
+        dims = self._dims()
+        same = self.by_class.setdefault(self._size_class(dims), [])
+        if not same or self.r.random() < self.new_graph_rate:
+            same.append(self._graph(dims))
+            self.graphs.append(same[-1])
+        return self.r.choice(same)
