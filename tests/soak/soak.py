@@ -250,7 +250,7 @@ class Run:
                 s[k] += v
             for k, v in (figs.metric_figures(m) if m else {}).items():
                 s[k] = max(s[k], v) if k in figs.SHARED else s[k] + v
-        s["rss_net_mb"] = s["rss_mb"] - s["host_pool_mb"]
+        s["rss_net_mb"] = s["rss_mb"] - s["host_pool_mb"] - s["scratch_mb"]
         if self.args.backend == "cuda":
             s["device_mb"] = figs.device_mb()
             s["device_net_mb"] = s["device_mb"] - s["device_pool_mb"]

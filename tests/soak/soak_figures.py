@@ -6,8 +6,10 @@ module-cache entries and bytes, disk cache size: the disk cache is one
 directory, so its largest view), and the GPU's memory in use
 (nvidia-smi, cuda runs only), and the backend's pools with their caps
 (imgbatch_host_pool_bytes: cuda's pinned pool, the cpu backend's large
-blocks; imgbatch_device_pool_bytes: cuda's device blocks). rss_net_mb is RSS
-less the host pool (its pages are resident, so inside RSS) and
+blocks; imgbatch_device_pool_bytes: cuda's device blocks), and the PNG
+scratch the codec threads keep (imgbatch_codec_scratch_bytes, within its
+budget). rss_net_mb is RSS less the host pool and the codec scratch (their
+pages are resident, so inside RSS) and
 device_net_mb the GPU's memory less the device pool: what is left when the
 pools are taken out, judged apart from them.
 
@@ -21,18 +23,19 @@ once): the quarters when each is a whole number of periods, else the first
 period after the warm-up against the last.
 
 Bounded: the caches that keep what they allocated for reuse (the host and
-device pools, the module cache, the disk cache) fill towards their caps for
+device pools, the codec scratch, the module cache, the disk cache) fill towards their caps for
 as long as new sizes and new kernels keep arriving, and each rolling restart
 empties one worker's and lets it fill again; the Q2/Q4 rule cannot tell that
 from a leak. Such a figure that is not flat passes as "bounded" when no
 sample after the warm-up exceeds its cap, summed over the workers scraped at
 that sample (cap_* columns, each worker's caps from its /metrics:
-imgbatch_{host,device}_pool_cap_bytes, imgbatch_module_cache_cap_bytes and
+imgbatch_{host,device}_pool_cap_bytes, imgbatch_codec_scratch_cap_bytes,
+imgbatch_module_cache_cap_bytes and
 imgbatch_disk_cache_cap_bytes; the disk cache is one directory, so its
 largest cap). A worker that does not report a cap adds none (the soak has
 no defaults of its own): where no worker reports one, the figure cannot pass
 as bounded and must be flat. RSS passes as bounded when
-rss_net_mb is flat and the host pool bounded, the GPU's memory when
+rss_net_mb is flat and the host pool and codec scratch bounded, the GPU's memory when
 device_net_mb is flat and the device pool bounded, the module count when
 the modules' bytes are. A leak outside the pools shows in rss_net_mb, fds,
 threads or the credits; one inside a pool cannot pass its cap, and a block
@@ -47,17 +50,19 @@ import statistics
 import subprocess
 from typing import Dict, List, Optional
 
-FLAT = ["rss_mb", "rss_net_mb", "fds", "threads", "host_pool_mb", "modules", "module_mb",
+FLAT = ["rss_mb", "rss_net_mb", "fds", "threads", "host_pool_mb", "scratch_mb", "modules", "module_mb",
         "disk_cache_mb", "device_mb", "device_pool_mb", "device_net_mb"]
 CREDITS = ["gpu_bytes", "host_bytes", "jobs", "in_flight"]
 # A cache's cap (MB, summed over the live workers) for the figures that have one.
-CAPPED = {"host_pool_mb": "cap_host_pool_mb", "device_pool_mb": "cap_device_pool_mb",
+CAPPED = {"host_pool_mb": "cap_host_pool_mb", "scratch_mb": "cap_scratch_mb",
+          "device_pool_mb": "cap_device_pool_mb",
           "module_mb": "cap_module_mb", "disk_cache_mb": "cap_disk_mb"}
 # Figures of the one disk cache directory the workers share: the largest
 # worker's view and the largest cap, not their sums.
 SHARED = {"disk_cache_mb", "cap_disk_mb"}
 # Figures that pass as bounded when the ones named are flat or bounded.
-FOLLOWS = {"rss_mb": ("rss_net_mb", "host_pool_mb"), "device_mb": ("device_net_mb", "device_pool_mb"),
+FOLLOWS = {"rss_mb": ("rss_net_mb", "host_pool_mb", "scratch_mb"),
+           "device_mb": ("device_net_mb", "device_pool_mb"),
            "modules": ("module_mb",)}
 COLUMNS = (["t_s", "answered", "jobs_per_s"] + FLAT + [f"credit_{c}" for c in CREDITS]
            + sorted(CAPPED.values()))
@@ -101,6 +106,8 @@ def metric_figures(m: Dict[str, float]) -> Dict[str, float]:
     # own: judge() then finds no cap, and the figure must be flat.
     f = {"host_pool_mb": m.get("imgbatch_host_pool_bytes", 0) / MB,
          "cap_host_pool_mb": m.get("imgbatch_host_pool_cap_bytes", 0) / MB,
+         "scratch_mb": m.get("imgbatch_codec_scratch_bytes", 0) / MB,
+         "cap_scratch_mb": m.get("imgbatch_codec_scratch_cap_bytes", 0) / MB,
          "device_pool_mb": m.get("imgbatch_device_pool_bytes", 0) / MB,
          "cap_device_pool_mb": m.get("imgbatch_device_pool_cap_bytes", 0) / MB,
          "modules": m.get("imgbatch_module_cache_entries", 0),

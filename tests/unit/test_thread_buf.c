@@ -1,6 +1,7 @@
 /* What a codec thread keeps: the same buffer again for its use while it
  * fits, a larger one replacing it, a fresh one past the bound, none shared
- * between uses or threads; its compressor for a level, its decompressor. Leaks (a buffer not freed
+ * between uses or threads, all threads' within the budget; its compressor for a level, its
+ * decompressor. Leaks (a buffer not freed
  * at the thread's exit, or one past the bound kept) show under the sanitizer build. */
 #include <criterion/criterion.h>
 #include <libdeflate.h>
@@ -60,6 +61,43 @@ Test(thread_buf, threads_keep_their_own) {
   cr_assert_not_null(there);
   cr_assert_neq(there, here, "another thread has its own while this one holds its");
   ib_tbuf_put(IB_TBUF_PNG_ROWS, here);
+}
+
+/* Threads that each ask for a buffer of the most one use keeps, and hold it
+ * (their thread alive) until the test has counted. */
+enum { HOLDERS = (int)(IB_THREAD_BUF_BUDGET / IB_THREAD_BUF_KEEP) + 2 };
+static pthread_barrier_t counted, done;
+
+static void *holder(void *arg) {
+  (void)arg;
+  uint8_t *p = ib_tbuf_get(IB_TBUF_PNG_ROWS, IB_THREAD_BUF_KEEP);
+  if (p) p[IB_THREAD_BUF_KEEP - 1] = 1;
+  ib_tbuf_put(IB_TBUF_PNG_ROWS, p);
+  pthread_barrier_wait(&counted);
+  pthread_barrier_wait(&done);
+  return p ? arg : NULL;
+}
+
+Test(thread_buf, threads_keep_together_within_the_budget_and_give_it_back_as_they_exit) {
+  cr_assert_eq(ib_tbuf_kept_bytes(), 0u);
+  cr_assert_eq(pthread_barrier_init(&counted, NULL, HOLDERS + 1), 0);
+  cr_assert_eq(pthread_barrier_init(&done, NULL, HOLDERS + 1), 0);
+  pthread_t t[HOLDERS];
+  for (int i = 0; i < HOLDERS; i++) cr_assert_eq(pthread_create(&t[i], NULL, holder, t), 0);
+  pthread_barrier_wait(&counted);
+  const size_t fit = IB_THREAD_BUF_BUDGET / IB_THREAD_BUF_KEEP;
+  cr_assert_eq(ib_tbuf_kept_bytes(), fit * IB_THREAD_BUF_KEEP,
+               "%zu bytes kept by %d threads: the first %zu fit the budget, the rest are freed",
+               ib_tbuf_kept_bytes(), HOLDERS, fit);
+  pthread_barrier_wait(&done);
+  for (int i = 0; i < HOLDERS; i++) {
+    void *got = NULL;
+    cr_assert_eq(pthread_join(t[i], &got), 0);
+    cr_assert_not_null(got, "every thread got its buffer, kept or not");
+  }
+  cr_assert_eq(ib_tbuf_kept_bytes(), 0u, "an exiting thread gives its kept bytes back");
+  pthread_barrier_destroy(&counted);
+  pthread_barrier_destroy(&done);
 }
 
 Test(thread_buf, the_compressor_is_kept_for_its_level_and_the_decompressor_for_good) {

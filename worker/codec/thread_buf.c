@@ -3,6 +3,8 @@
 
 #include <libdeflate.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 typedef struct kept {
@@ -16,11 +18,28 @@ typedef struct kept {
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int key_failed;
+/* The sum of every thread's cap[]: what the budget bounds. */
+static _Atomic size_t kept_total;
+
+size_t ib_tbuf_kept_bytes(void) { return atomic_load(&kept_total); }
+
+/* Swaps `from` kept bytes for `to` in the total; false (nothing changed)
+ * when that would pass the budget. */
+static bool rekeep(size_t from, size_t to) {
+  size_t cur = atomic_load(&kept_total);
+  do {
+    if (to > from && cur - from + to > IB_THREAD_BUF_BUDGET) return false;
+  } while (!atomic_compare_exchange_weak(&kept_total, &cur, cur - from + to));
+  return true;
+}
 
 static void free_kept(void *p) {
   kept *k = p;
   if (!k) return;
-  for (int u = 0; u < IB_TBUF_USES; u++) free(k->buf[u]);
+  for (int u = 0; u < IB_TBUF_USES; u++) {
+    free(k->buf[u]);
+    rekeep(k->cap[u], 0);
+  }
   libdeflate_free_compressor(k->comp);
   libdeflate_free_decompressor(k->decomp);
   free(k);
@@ -48,9 +67,18 @@ uint8_t *ib_tbuf_get(ib_tbuf_use use, size_t n) {
   if (!k) return malloc(n);
   if (k->cap[use] < n) { /* no realloc: the old contents are not wanted */
     free(k->buf[use]);
-    k->cap[use] = 0;
-    if (!(k->buf[use] = malloc(n))) return NULL;
+    k->buf[use] = NULL;
+    if (!rekeep(k->cap[use], n)) { /* over the budget: used once (put frees it) */
+      rekeep(k->cap[use], 0);
+      k->cap[use] = 0;
+      return malloc(n);
+    }
     k->cap[use] = n;
+    if (!(k->buf[use] = malloc(n))) {
+      rekeep(n, 0);
+      k->cap[use] = 0;
+      return NULL;
+    }
   }
   return k->buf[use];
 }

@@ -8,8 +8,13 @@
  * again, zeroed, and each unmap makes every thread of the process flush its
  * TLB. A PNG decode of a 2048^2 RGB file needed some 20 MB of such scratch,
  * ~5,000 page faults. So a thread keeps one buffer per use, up to
- * IB_THREAD_BUF_KEEP bytes each. All of it is freed when the thread exits
- * (docs/credits.md: scratch outside the credits).
+ * IB_THREAD_BUF_KEEP bytes each, while the buffers all threads keep stay
+ * within IB_THREAD_BUF_BUDGET together: the number of codec threads is the
+ * host's (decode and encode pools), so per-thread keeping alone would let
+ * a many-core host hold gigabytes outside the credits. A buffer that does
+ * not fit the budget is used once and freed, as before keeping. All of a
+ * thread's is freed when it exits (docs/credits.md: scratch outside the
+ * credits; ib_codec_scratch_get reports it).
  */
 #ifndef IB_THREAD_BUF_H
 #define IB_THREAD_BUF_H
@@ -38,10 +43,19 @@ struct libdeflate_decompressor *ib_tbuf_decompressor(void);
 /* The most a thread keeps for one use; a larger buffer is freed after it. */
 #define IB_THREAD_BUF_KEEP ((size_t)24 << 20)
 
+/* The most all threads keep together: 16 threads decoding 2048^2 RGB PNGs
+ * (about 20 MB each) fit. */
+#define IB_THREAD_BUF_BUDGET ((size_t)512 << 20)
+
+/* The bytes all threads keep now (buffers in use by their thread
+ * included). */
+size_t ib_tbuf_kept_bytes(void);
+
 /* At least n bytes for `use`, contents undefined: the calling thread's kept
  * buffer (replaced by a larger one when too small) when n <=
- * IB_THREAD_BUF_KEEP, else a fresh one. NULL when out of memory. Give it
- * back with ib_tbuf_put before asking for the same use again. */
+ * IB_THREAD_BUF_KEEP and the budget has room, else a fresh one. NULL when
+ * out of memory. Give it back with ib_tbuf_put before asking for the same
+ * use again. */
 uint8_t *ib_tbuf_get(ib_tbuf_use use, size_t n);
 
 /* Ends the use of p (ib_tbuf_get's): freed unless the thread keeps it. */

@@ -43,13 +43,13 @@ extern "C" {
  * it was built with. Before 1.0 every minor version may change the ABI
  * (0.2 added the renditions to ib_result and start_cb to
  * ib_executor_options, both of which callers allocate; a patch version
- * only adds: 0.2.1 ib_executor_pools_get), so the
+ * only adds: 0.2.1 ib_executor_pools_get, 0.2.2 ib_codec_scratch_get), so the
  * soname carries major and minor (libimgbatch.so.0.2) and only the same
  * major.minor is compatible; from 1.0 the same major. CMakeLists.txt takes
  * the project version from these lines. */
 #define IB_VERSION_MAJOR 0
 #define IB_VERSION_MINOR 2
-#define IB_VERSION_PATCH 1
+#define IB_VERSION_PATCH 2
 
 /* Functions of this header are the library's exported API; everything else
  * in libimgbatch.so is hidden. */
@@ -659,6 +659,16 @@ typedef struct ib_executor_pools {
   uint64_t device_bytes, device_cap;
 } ib_executor_pools;
 IB_API void ib_executor_pools_get(ib_executor *ex, ib_executor_pools *out);
+
+/*
+ * Codec scratch: the PNG decoders' and encoders' large buffers that each
+ * codec thread keeps for its next image (docs/credits.md, "What the caps do
+ * not count"). Process-wide, not per executor: *kept is what all threads
+ * keep now, *cap the most they may keep together (a buffer past it is used
+ * once and freed). Either pointer may be NULL. Safe from any thread. Added
+ * in 0.2.2.
+ */
+IB_API void ib_codec_scratch_get(uint64_t *kept, uint64_t *cap);
 
 #ifdef IB_FAULTS
 /* Test hook, compiled only with the CMake option IB_FAULTS (the test build):

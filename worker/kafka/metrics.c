@@ -81,6 +81,7 @@ static void fill(ib_worker *w, ib_wsnap *s) {
     s->disk_cache_bytes = c.disk_cache_bytes;
     ib_executor_pools_get(w->ex, &s->pools);
   }
+  ib_codec_scratch_get(&s->scratch_bytes, &s->scratch_cap);
   /* The kernel caches' bounds from the worker's own configuration (0 is
    * the library's default); the cpu backend keeps no kernels, so there
    * they bound nothing. */
@@ -271,6 +272,11 @@ char *ib_wsnap_format(const ib_wsnap *s, size_t *len) {
          s->pools.device_bytes);
   scalar(&b, "imgbatch_device_pool_cap_bytes", "gauge", "The most the device pool may hold.",
          s->pools.device_cap);
+  scalar(&b, "imgbatch_codec_scratch_bytes", "gauge",
+         "PNG codec buffers the decode and encode threads keep for their next image.",
+         s->scratch_bytes);
+  scalar(&b, "imgbatch_codec_scratch_cap_bytes", "gauge",
+         "The most the codec threads may keep together.", s->scratch_cap);
   scalar(&b, "imgbatch_resident_handles", "gauge", "Resident (GPU) outputs held for clients.",
          s->handles);
   scalar(&b, "imgbatch_compile_queue_depth", "gauge",

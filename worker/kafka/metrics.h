@@ -25,7 +25,8 @@ typedef struct ib_wsnap {
   uint64_t module_entries, module_bytes, pinned_bytes, disk_cache_bytes;
   /* The kernel caches' bounds, as configured. */
   uint64_t module_cap, disk_cache_cap;
-  ib_executor_pools pools; /* the backend's pools and their caps */
+  ib_executor_pools pools;             /* the backend's pools and their caps */
+  uint64_t scratch_bytes, scratch_cap; /* ib_codec_scratch_get */
   bool paused, joined, stopping, sick, fatal;
   int exit_code;
   uint64_t stop_deadline;

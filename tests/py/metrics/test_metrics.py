@@ -14,7 +14,7 @@ import confluent_kafka as ck
 import pytest
 
 import ibtest
-from ibtest import raw_job
+from ibtest import encoded_job, raw_job
 from imgbatch import imgbatch_pb2 as pb
 
 BIN = os.environ["IB_BIN"]
@@ -249,6 +249,9 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     assert value(f, "imgbatch_host_pool_cap_bytes") == value(f, "imgbatch_credit_cap", credit="host_bytes")
     assert 0 <= value(f, "imgbatch_host_pool_bytes") <= value(f, "imgbatch_host_pool_cap_bytes")
     assert value(f, "imgbatch_device_pool_bytes") == value(f, "imgbatch_device_pool_cap_bytes") == 0
+    # The codec threads' kept PNG scratch: process-wide, within its budget (512 MiB).
+    assert value(f, "imgbatch_codec_scratch_cap_bytes") == 512 << 20
+    assert 0 <= value(f, "imgbatch_codec_scratch_bytes") <= value(f, "imgbatch_codec_scratch_cap_bytes")
     # The kernel caches (cuda): none on the cpu backend, their bounds the defaults.
     assert value(f, "imgbatch_module_cache_entries") == value(f, "imgbatch_module_cache_bytes") == 0
     assert value(f, "imgbatch_disk_cache_bytes") == 0
@@ -259,6 +262,28 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     # Every job finished and was committed: nothing left behind.
     wait_for(lambda: value(metrics(w), "imgbatch_oldest_uncommitted_seconds") == 0)
     assert value(metrics(w), "imgbatch_consumer_lag_messages") == 0
+
+
+def test_the_codec_threads_scratch_is_reported_within_its_budget(broker, workers):
+    # A PNG in and out: the decoding thread keeps its inflated rows and IDAT
+    # data, the encoding one its filtered rows, and the gauge says so.
+    import io
+
+    from PIL import Image as PILImage
+    w = workers()
+    wait_for(lambda: w.get("/readyz")[0] == 200)
+    buf = io.BytesIO()
+    PILImage.frombytes("RGB", (97, 61), bytes(range(256)) * 70).save(buf, "PNG")
+    job = encoded_job("png", buf.getvalue())
+    job.output.cpu.format = pb.PNG
+    produce(broker, w.jobs, [job.SerializeToString()])
+    results = consume(broker, w.results, 1)
+    assert results[0].WhichOneof("outcome") == "image", results[0]
+    f = metrics(w)
+    cap = value(f, "imgbatch_codec_scratch_cap_bytes")
+    # rows (97 x 3 + 1) x 61, at least, besides the IDAT data and the encoder's rows
+    assert (97 * 3 + 1) * 61 <= value(f, "imgbatch_codec_scratch_bytes") <= cap == 512 << 20
+    assert f["imgbatch_codec_scratch_bytes"]["type"] == "gauge"
 
 
 def test_the_kernel_caches_bounds_are_the_ones_configured(broker, workers, tmp_path):
