@@ -42,6 +42,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from imgbatch import imgbatch_pb2 as pb  # noqa: E402
 
 JOBS, RESULTS, CONTROL = "imgbatch.jobs", "imgbatch.results", "imgbatch.control"
+# Bytes of unanswered Jobs a partition may hold: the embedded broker keeps
+# 5 MiB a partition and deletes the oldest past that, consumed or not. A
+# window counted in jobs alone let 36 jobs of ~150 KB (the mixed profile's
+# encoded photos) outgrow it on a partition that a restart left waiting.
+PART_BYTES = 2 << 20
 
 
 class Worker:
@@ -130,6 +135,9 @@ class Run:
         self.answered = {}  # key -> outcome
         self.errors = {}  # "stage/kind: message" of error Results of graphs -> count
         self.produced = self.delivered = self.failed = 0
+        self.part_bytes = {}  # jobs partition -> bytes produced there, not yet answered
+        self.job_bytes = {}  # job key -> its bytes, delivered and not yet answered
+        self.pending = None  # (bytes, kind, partition): the next job, waiting for room
         self.downloads = {}  # control coordinates -> (HandleRef bytes, owner), awaiting a Result
         self.released = self.download_results = 0
         self.handles = {}  # job key -> the HandleRef bytes of its first resident Result
@@ -157,11 +165,17 @@ class Run:
                 self.unacked -= 1
             if err is not None:
                 self.failed += 1
+                if msg.topic() == JOBS:
+                    self._unhold(msg.partition(), len(msg.value()))
                 return
             self.delivered += 1
             key = f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
             if msg.topic() == JOBS:
                 self.kind[key] = kind
+                if key in self.answered:  # its Result came before this report
+                    self._unhold(msg.partition(), len(msg.value()))
+                else:
+                    self.job_bytes[key] = len(msg.value())
             elif key in self.early:
                 self.early.discard(key)
                 self._release(kind)
@@ -169,15 +183,25 @@ class Run:
                 self.downloads[key] = (kind, pb.HandleRef.FromString(kind).worker_id)
         return cb
 
+    def _unhold(self, part, n):
+        self.part_bytes[part] = self.part_bytes.get(part, 0) - n
+
     def produce(self):
         while (self.produced < self.args.jobs
                and self.produced - len(self.answered) < self.args.window):
-            data, kind = self.workload.next()
+            if self.pending is None:
+                data, kind = self.workload.next()
+                self.pending = (data, kind, self.produced % self.job_parts)
+            data, kind, part = self.pending
+            held = self.part_bytes.get(part, 0)
+            if held and held + len(data) > PART_BYTES:
+                break  # round robin waits for this partition's answers
             try:
-                self.producer.produce(JOBS, data, partition=self.produced % self.job_parts,
-                                      on_delivery=self._on_delivery(kind))
+                self.producer.produce(JOBS, data, partition=part, on_delivery=self._on_delivery(kind))
             except BufferError:
                 break
+            self.part_bytes[part] = held + len(data)
+            self.pending = None
             self.produced += 1
         self.producer.poll(0)
 
@@ -215,6 +239,8 @@ class Run:
                 self._release(handle)
             return
         self.answered[key] = outcome
+        if key in self.job_bytes:
+            self._unhold(int(key.split("/")[1]), self.job_bytes.pop(key))
         if outcome == "error" and self.kind.get(key) in ("image", "resident"):
             why = f"{r.error.stage}/{r.error.kind}: {r.error.message[:100]}"
             self.errors[why] = self.errors.get(why, 0) + 1

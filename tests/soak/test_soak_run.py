@@ -67,3 +67,56 @@ def test_a_running_worker_that_exits_is_named_and_a_retired_one_is_not():
     assert run.died() == [("soak1-0", 2)]
     run.workers.pop()  # restarted: the exit was asked for
     assert run.died() == []
+
+
+class Sent:
+    """A delivered Job as the delivery report sees it."""
+
+    def __init__(self, part, offset, value):
+        self.part, self.off, self.data = part, offset, value
+
+    def topic(self):
+        return soak.JOBS
+
+    def partition(self):
+        return self.part
+
+    def offset(self):
+        return self.off
+
+    def value(self):
+        return self.data
+
+
+def test_a_partition_holds_at_most_its_bytes_of_unanswered_jobs():
+    # The embedded broker deletes a partition's oldest messages past 5 MiB,
+    # consumed or not: jobs go out round robin while their partition's
+    # unanswered bytes stay within PART_BYTES, and the next waits otherwise.
+    run = reader()
+    run.args = type("Args", (), {"jobs": 10, "window": 100})()
+    run.job_parts = 2
+    big = b"x" * (soak.PART_BYTES * 3 // 4)
+    run.workload = type("W", (), {"next": staticmethod(lambda: (big, "image"))})()
+    out = []
+
+    class Producer:
+        def produce(self, topic, data, partition, on_delivery):
+            out.append((partition, on_delivery))
+
+        def poll(self, timeout):
+            pass
+    run.producer = Producer()
+    run.produce()
+    assert [p for p, _ in out] == [0, 1], "the third, for partition 0, waits for room"
+    out[0][1](None, Sent(0, 0, big))  # delivered; its partition still holds it
+    run.produce()
+    assert len(out) == 2
+    run.on_result("imgbatch.jobs/0/0", pb.Result(error=pb.JobError(message="x")))
+    run.produce()
+    assert [p for p, _ in out] == [0, 1, 0], "answered: partition 0 has room again"
+    # A Result read before its Job's delivery report frees the room at the report.
+    run.on_result("imgbatch.jobs/1/0", pb.Result(error=pb.JobError(message="x")))
+    out[1][1](None, Sent(1, 0, big))
+    run.produce()
+    assert [p for p, _ in out] == [0, 1, 0, 1]
+    assert run.part_bytes == {0: len(big), 1: len(big)}
