@@ -1,6 +1,8 @@
 /* thread_buf.c - what a codec thread keeps (see thread_buf.h). */
 #include "codec/thread_buf.h"
 
+#include "imgbatch.h"
+
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,7 +23,10 @@ static int key_failed;
 /* The sum of every thread's cap[]: what the budget bounds. */
 static _Atomic size_t kept_total;
 
-size_t ib_tbuf_kept_bytes(void) { return atomic_load(&kept_total); }
+void ib_codec_scratch_get(uint64_t *kept, uint64_t *cap) {
+  if (kept) *kept = atomic_load(&kept_total);
+  if (cap) *cap = IB_THREAD_BUF_BUDGET;
+}
 
 /* Swaps `from` kept bytes for `to` in the total; false (nothing changed)
  * when that would pass the budget. */

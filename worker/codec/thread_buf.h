@@ -44,12 +44,9 @@ struct libdeflate_decompressor *ib_tbuf_decompressor(void);
 #define IB_THREAD_BUF_KEEP ((size_t)24 << 20)
 
 /* The most all threads keep together: 16 threads decoding 2048^2 RGB PNGs
- * (about 20 MB each) fit. */
+ * (about 20 MB each) fit. imgbatch.h's ib_codec_scratch_get reports what
+ * they keep (buffers in use by their thread included) and this. */
 #define IB_THREAD_BUF_BUDGET ((size_t)512 << 20)
-
-/* The bytes all threads keep now (buffers in use by their thread
- * included). */
-size_t ib_tbuf_kept_bytes(void);
 
 /* At least n bytes for `use`, contents undefined: the calling thread's kept
  * buffer (replaced by a larger one when too small) when n <=

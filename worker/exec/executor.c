@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/thread_buf.h"
 #include "core/error.h"
 #include "exec/test_hooks.h"
 #include "parse/parse.h"
@@ -148,11 +147,6 @@ void ib_executor_counters_get(ib_executor *ex, ib_executor_counters *out) {
 void ib_executor_pools_get(ib_executor *ex, ib_executor_pools *out) {
   *out = (ib_executor_pools){0};
   if (ex->dev->backend->pools) ex->dev->backend->pools(ex->dev->state, out);
-}
-
-void ib_codec_scratch_get(uint64_t *kept, uint64_t *cap) {
-  if (kept) *kept = ib_tbuf_kept_bytes();
-  if (cap) *cap = IB_THREAD_BUF_BUDGET;
 }
 
 void ib_executor_test_set_next_id(ib_executor *ex, uint64_t next_id) {

@@ -249,9 +249,6 @@ def test_metrics_count_the_jobs_sent(broker, workers):
     assert value(f, "imgbatch_host_pool_cap_bytes") == value(f, "imgbatch_credit_cap", credit="host_bytes")
     assert 0 <= value(f, "imgbatch_host_pool_bytes") <= value(f, "imgbatch_host_pool_cap_bytes")
     assert value(f, "imgbatch_device_pool_bytes") == value(f, "imgbatch_device_pool_cap_bytes") == 0
-    # The codec threads' kept PNG scratch: process-wide, within its budget (512 MiB).
-    assert value(f, "imgbatch_codec_scratch_cap_bytes") == 512 << 20
-    assert 0 <= value(f, "imgbatch_codec_scratch_bytes") <= value(f, "imgbatch_codec_scratch_cap_bytes")
     # The kernel caches (cuda): none on the cpu backend, their bounds the defaults.
     assert value(f, "imgbatch_module_cache_entries") == value(f, "imgbatch_module_cache_bytes") == 0
     assert value(f, "imgbatch_disk_cache_bytes") == 0
