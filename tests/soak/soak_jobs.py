@@ -99,8 +99,7 @@ class Workload:
         self.poison, self.late = poison, late
         self.resident = resident if backend == "cuda" else 0.0
         self.new_graph_rate = new_graph_rate
-        self.graphs: List[Tuple[bytes, str]] = []
-        self.by_class: Dict[int, List[Tuple[bytes, str]]] = {}
+        self.by_class: Dict[int, List[Tuple[bytes, str]]] = {}  # size class -> its graphs
         self.sources = {}
         self.made = 0
 
@@ -118,6 +117,11 @@ class Workload:
         if x < 0.2:
             return r.randint(257, 1024)
         return r.choice([1, 2, 3]) if x < 0.23 else r.randint(4, 256)
+
+    @property
+    def graphs(self) -> List[Tuple[bytes, str]]:
+        """Every graph made so far."""
+        return [g for same in self.by_class.values() for g in same]
 
     def _dims(self) -> Tuple[int, int]:
         w, h = self._side(), self._side()
@@ -237,5 +241,4 @@ class Workload:
         same = self.by_class.setdefault(self._size_class(dims), [])
         if not same or self.r.random() < self.new_graph_rate:
             same.append(self._graph(dims))
-            self.graphs.append(same[-1])
         return self.r.choice(same)
